@@ -1,0 +1,1 @@
+//! Component config: `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration.

@@ -1,0 +1,10 @@
+//! ferrosched's scheduling logic, with no network and no async runtime.
+//!
+//! Data flows one way: API objects -> compact views ([`types`]) -> cache and snapshot
+//! ([`cache`]) -> plugins run by a per-profile [`framework::Framework`] -> a decision that the
+//! controller crate acts on. Nothing here calls back into the controller.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod framework;
+pub mod plugins;

@@ -1,0 +1,43 @@
+//! Every plugin name ferrosched knows, in one list (upstream: `plugins/names/names.go`).
+
+pub const SCHEDULING_GATES: &str = "SchedulingGates";
+pub const PRIORITY_SORT: &str = "PrioritySort";
+pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
+pub const NODE_NAME: &str = "NodeName";
+pub const TAINT_TOLERATION: &str = "TaintToleration";
+pub const NODE_AFFINITY: &str = "NodeAffinity";
+pub const NODE_PORTS: &str = "NodePorts";
+pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+pub const NODE_RESOURCES_BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+pub const VOLUME_RESTRICTIONS: &str = "VolumeRestrictions";
+pub const NODE_VOLUME_LIMITS: &str = "NodeVolumeLimits";
+pub const VOLUME_BINDING: &str = "VolumeBinding";
+pub const VOLUME_ZONE: &str = "VolumeZone";
+pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+pub const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
+pub const IMAGE_LOCALITY: &str = "ImageLocality";
+pub const DEFAULT_BINDER: &str = "DefaultBinder";
+
+/// ferrosched's own: the RuntimeClass predicate from the RuntimeClass scheduling KEP.
+pub const RUNTIME_CLASS: &str = "RuntimeClass";
+/// ferrosched's own: admin SchedulingPolicy enforced before queueing.
+pub const SCHEDULING_POLICY: &str = "SchedulingPolicy";
+
+/// Upstream in-tree plugins ferrosched recognises but does not run. Configs naming them
+/// get an error that says so instead of "unknown plugin".
+pub const DYNAMIC_RESOURCES: &str = "DynamicResources";
+/// Removed upstream in v1.31 (folded into NodeVolumeLimits); old configs still disable them.
+pub const REMOVED_UPSTREAM: &[&str] = &[
+    "EBSLimits",
+    "GCEPDLimits",
+    "AzureDiskLimits",
+    "CinderLimits",
+    "SelectorSpread",
+    "ServiceAffinity",
+    "NodeLabel",
+    "NodePreferAvoidPods",
+    "NodeResourcesLeastAllocated",
+    "NodeResourcesMostAllocated",
+    "RequestedToCapacityRatio",
+];
