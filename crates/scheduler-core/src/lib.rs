@@ -1,10 +1,14 @@
 //! ferrosched's scheduling logic, with no network and no async runtime.
 //!
 //! Data flows one way: API objects -> compact views ([`types`]) -> cache and snapshot
-//! ([`cache`]) -> plugins run by a per-profile [`framework::Framework`] -> a decision that the
-//! controller crate acts on. Nothing here calls back into the controller.
+//! ([`cache`]) -> plugins run by a per-profile [`framework::Framework`] -> a
+//! [`schedule_one::Decision`] that the controller crate acts on. Nothing here calls back
+//! into the controller.
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod config;
 pub mod framework;
 pub mod plugins;
+pub mod schedule_one;
+pub mod types;

@@ -1,1 +1,4 @@
-//! Component config: `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration.
+//! TEMPORARY stub: replaced by the real config module (branch `config`).
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PluginArgs {}

@@ -1,0 +1,258 @@
+//! One small trait per extension point (upstream: `framework/interface.go`). A plugin
+//! implements [`Plugin`] plus the point traits it needs, and lists them in
+//! [`Plugin::points`] with the [`plugin_points!`](crate::plugin_points) macro.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{CycleState, Framework, QueuedPodInfo, Status};
+use crate::cache::Snapshot;
+use crate::types::{NodeInfo, PodInfo, PodKey};
+
+/// Highest score a Score plugin may return after normalisation (upstream `MaxNodeScore`).
+pub const MAX_NODE_SCORE: i64 = 100;
+pub const MIN_NODE_SCORE: i64 = 0;
+/// Upper bound on the sum of weighted scores (upstream `MaxTotalScore`).
+pub const MAX_TOTAL_SCORE: i64 = i64::MAX;
+
+pub trait Plugin: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+
+    /// The extension points this plugin implements, as trait objects. The framework asks
+    /// once, when it is built, so the hot path calls the point traits directly.
+    fn points(self: Arc<Self>) -> PluginPoints;
+}
+
+/// Trait objects for every point a plugin implements; `None` where it does not.
+#[derive(Default)]
+pub struct PluginPoints {
+    pub pre_enqueue: Option<Arc<dyn PreEnqueuePlugin>>,
+    pub queue_sort: Option<Arc<dyn QueueSortPlugin>>,
+    pub pre_filter: Option<Arc<dyn PreFilterPlugin>>,
+    pub filter: Option<Arc<dyn FilterPlugin>>,
+    pub post_filter: Option<Arc<dyn PostFilterPlugin>>,
+    pub pre_score: Option<Arc<dyn PreScorePlugin>>,
+    pub score: Option<Arc<dyn ScorePlugin>>,
+    pub reserve: Option<Arc<dyn ReservePlugin>>,
+    pub permit: Option<Arc<dyn PermitPlugin>>,
+    pub pre_bind: Option<Arc<dyn PreBindPlugin>>,
+    pub bind: Option<Arc<dyn BindPlugin>>,
+    pub post_bind: Option<Arc<dyn PostBindPlugin>>,
+}
+
+impl PluginPoints {
+    /// The points that are set, for checking against the catalog.
+    pub fn implemented(&self) -> Vec<super::ExtensionPoint> {
+        use super::ExtensionPoint::*;
+        let mut v = Vec::new();
+        let flags = [
+            (self.pre_enqueue.is_some(), PreEnqueue),
+            (self.queue_sort.is_some(), QueueSort),
+            (self.pre_filter.is_some(), PreFilter),
+            (self.filter.is_some(), Filter),
+            (self.post_filter.is_some(), PostFilter),
+            (self.pre_score.is_some(), PreScore),
+            (self.score.is_some(), Score),
+            (self.reserve.is_some(), Reserve),
+            (self.permit.is_some(), Permit),
+            (self.pre_bind.is_some(), PreBind),
+            (self.bind.is_some(), Bind),
+            (self.post_bind.is_some(), PostBind),
+        ];
+        for (set, p) in flags {
+            if set {
+                v.push(p);
+            }
+        }
+        v
+    }
+}
+
+/// Builds a [`PluginPoints`] from `self: Arc<Self>` and the point fields it implements:
+/// `plugin_points!(self => pre_filter, filter, score)`.
+#[macro_export]
+macro_rules! plugin_points {
+    ($this:ident => $($point:ident),+ $(,)?) => {{
+        let mut points = $crate::framework::PluginPoints::default();
+        $( points.$point = Some($this.clone()); )+
+        points
+    }};
+}
+
+/// Decides whether a pod may enter the active queue at all (e.g. scheduling gates).
+pub trait PreEnqueuePlugin: Plugin {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status;
+}
+
+/// Orders the active queue; exactly one per profile and the same in every profile.
+pub trait QueueSortPlugin: Plugin {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+}
+
+/// Nodes a PreFilter plugin already knows are the only candidates (e.g. `metadata.name`
+/// in required node affinity). `None` means all nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+impl PreFilterResult {
+    pub fn nodes(names: impl IntoIterator<Item = String>) -> Self {
+        PreFilterResult {
+            node_names: Some(names.into_iter().collect()),
+        }
+    }
+
+    pub fn all_nodes(&self) -> bool {
+        self.node_names.is_none()
+    }
+
+    /// Intersection, as upstream merges results from several PreFilter plugins.
+    pub fn merge(self, other: PreFilterResult) -> PreFilterResult {
+        match (self.node_names, other.node_names) {
+            (None, n) | (n, None) => PreFilterResult { node_names: n },
+            (Some(a), Some(b)) => PreFilterResult {
+                node_names: Some(a.intersection(&b).cloned().collect()),
+            },
+        }
+    }
+}
+
+/// Computes per-pod state once per cycle; may narrow the candidate nodes.
+pub trait PreFilterPlugin: Plugin {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status);
+
+    /// Whether [`add_pod`](Self::add_pod)/[`remove_pod`](Self::remove_pod) matter, so the
+    /// framework can skip cloning state for plugins whose state does not depend on other pods.
+    fn has_extensions(&self) -> bool {
+        false
+    }
+
+    /// Updates this plugin's state as if `to_add` ran on `node` (nominated pods, preemption).
+    fn add_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _to_add: &Arc<PodInfo>,
+        _node: &NodeInfo,
+    ) -> Status {
+        Status::success()
+    }
+
+    /// Updates this plugin's state as if `to_remove` were gone from `node` (preemption victims).
+    fn remove_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _to_remove: &Arc<PodInfo>,
+        _node: &NodeInfo,
+    ) -> Status {
+        Status::success()
+    }
+}
+
+/// Says whether one node can run the pod. Runs in parallel across nodes, so the state is shared.
+pub trait FilterPlugin: Plugin {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// What a PostFilter plugin (preemption) decided: a node to nominate and pods to evict.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PostFilterResult {
+    pub nominated_node_name: Option<String>,
+    pub victims: Vec<PodKey>,
+}
+
+/// What a PostFilter plugin may see: the snapshot, the per-node statuses from filtering and
+/// the framework itself, to re-run filters on hypothetical node states.
+pub struct PostFilterContext<'a> {
+    pub snapshot: &'a Snapshot,
+    pub statuses: &'a super::NodeToStatus,
+    pub framework: &'a Framework,
+}
+
+/// Runs only when no node fits: upstream's place for preemption.
+pub trait PostFilterPlugin: Plugin {
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        ctx: &PostFilterContext<'_>,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+/// Computes per-pod state for scoring over the feasible nodes only.
+pub trait PreScorePlugin: Plugin {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        snapshot: &Snapshot,
+    ) -> Status;
+}
+
+/// One node's score from one plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeScore {
+    pub name: String,
+    pub score: i64,
+}
+
+/// Rates one feasible node; the framework normalises, weights and sums the ratings.
+pub trait ScorePlugin: Plugin {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+
+    /// Maps raw scores into `0..=MAX_NODE_SCORE`. Default: scores are already in range.
+    fn normalize_scores(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [NodeScore],
+    ) -> Status {
+        Status::success()
+    }
+}
+
+/// Claims resources for the pod on the chosen node before binding; undone by `unreserve`.
+pub trait ReservePlugin: Plugin {
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Approves, rejects or delays (Wait with a timeout) the binding.
+pub trait PermitPlugin: Plugin {
+    fn permit(&self, state: &CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
+}
+
+/// Prepares the binding (e.g. volume bindings) in the binding cycle.
+pub trait PreBindPlugin: Plugin {
+    fn pre_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status;
+}
+
+/// What the controller must do to bind a pod: scheduler-core decides, the controller acts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindAction {
+    /// POST a `Binding` to `pods/{name}/binding`.
+    Binding {
+        pod: PodKey,
+        uid: String,
+        node: String,
+    },
+}
+
+/// Binds the pod; returns Skip to let the next bind plugin handle it.
+pub trait BindPlugin: Plugin {
+    fn bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Result<BindAction, Status>;
+}
+
+/// Informational, after a successful bind.
+pub trait PostBindPlugin: Plugin {
+    fn post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str);
+}

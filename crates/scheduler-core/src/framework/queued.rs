@@ -1,0 +1,32 @@
+//! A pod as the scheduling queue holds it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::types::PodInfo;
+
+/// A pod waiting to be scheduled, with the bookkeeping QueueSort and backoff need.
+#[derive(Clone, Debug)]
+pub struct QueuedPodInfo {
+    pub pod: Arc<PodInfo>,
+    /// When the pod was (re)added to the active queue, in the queue clock's nanoseconds.
+    pub timestamp: u64,
+    /// Scheduling attempts so far; drives the backoff.
+    pub attempts: u32,
+    /// When the first attempt started, for the e2e latency metric.
+    pub initial_attempt_timestamp: Option<u64>,
+    /// Plugins that rejected the pod last time, so only events they care about requeue it.
+    pub unschedulable_plugins: BTreeSet<&'static str>,
+}
+
+impl QueuedPodInfo {
+    pub fn new(pod: Arc<PodInfo>, timestamp: u64) -> Self {
+        QueuedPodInfo {
+            pod,
+            timestamp,
+            attempts: 0,
+            initial_attempt_timestamp: None,
+            unschedulable_plugins: BTreeSet::new(),
+        }
+    }
+}

@@ -1,0 +1,694 @@
+//! A framework per profile: the ordered plugins of every extension point and the functions
+//! that run them (upstream: `framework/runtime/framework.go`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::interface::*;
+use super::{Code, CycleState, ExtensionPoint, QueuedPodInfo, Registry, Status};
+use crate::cache::Snapshot;
+use crate::config::PluginArgs;
+use crate::plugins::catalog;
+use crate::types::{NodeInfo, PodInfo};
+
+/// What a framework is built from: one profile after multiPoint expansion.
+#[derive(Clone, Debug, Default)]
+pub struct ProfileSpec {
+    pub scheduler_name: String,
+    pub percentage_of_nodes_to_score: Option<i32>,
+    /// Plugin names per extension point, in the order they run.
+    pub points: BTreeMap<ExtensionPoint, Vec<String>>,
+    /// Weights of the Score plugins (already defaulted: 0/unset became 1).
+    pub score_weights: BTreeMap<String, i64>,
+    /// Defaulted args per plugin name.
+    pub args: BTreeMap<String, PluginArgs>,
+}
+
+/// Why a framework could not be built; the config validation catches these first, so
+/// seeing one means a bug or a plugin registered outside the catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameworkError {
+    pub profile: String,
+    pub message: String,
+}
+
+impl fmt::Display for FrameworkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "profile {:?}: {}", self.profile, self.message)
+    }
+}
+
+impl std::error::Error for FrameworkError {}
+
+struct Named<T: ?Sized> {
+    name: &'static str,
+    plugin: Arc<T>,
+}
+
+impl<T: ?Sized> Clone for Named<T> {
+    fn clone(&self) -> Self {
+        Named {
+            name: self.name,
+            plugin: Arc::clone(&self.plugin),
+        }
+    }
+}
+
+/// The plugins of one profile, ready to run.
+pub struct Framework {
+    profile_name: String,
+    percentage_of_nodes_to_score: Option<i32>,
+    pre_enqueue: Vec<Named<dyn PreEnqueuePlugin>>,
+    queue_sort: Named<dyn QueueSortPlugin>,
+    pre_filter: Vec<Named<dyn PreFilterPlugin>>,
+    filter: Vec<Named<dyn FilterPlugin>>,
+    post_filter: Vec<Named<dyn PostFilterPlugin>>,
+    pre_score: Vec<Named<dyn PreScorePlugin>>,
+    score: Vec<(Named<dyn ScorePlugin>, i64)>,
+    reserve: Vec<Named<dyn ReservePlugin>>,
+    permit: Vec<Named<dyn PermitPlugin>>,
+    pre_bind: Vec<Named<dyn PreBindPlugin>>,
+    bind: Vec<Named<dyn BindPlugin>>,
+    post_bind: Vec<Named<dyn PostBindPlugin>>,
+    not_built: Vec<String>,
+    /// Whether the RuntimeClass plugin runs, so pods are resolved against their class.
+    resolves_runtime_class: bool,
+}
+
+impl fmt::Debug for Framework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Framework")
+            .field("profile", &self.profile_name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn names<T: ?Sized>(v: &[Named<T>]) -> Vec<&'static str> {
+    v.iter().map(|n| n.name).collect()
+}
+
+impl Framework {
+    /// Instantiates every plugin the profile names, once, and wires it into each point.
+    ///
+    /// Plugins the catalog knows but ferrosched has not built yet are left out and listed in
+    /// [`Framework::not_built`], so `config validate` can warn about them.
+    pub fn new(spec: &ProfileSpec, registry: &Registry) -> Result<Framework, FrameworkError> {
+        let err = |message: String| FrameworkError {
+            profile: spec.scheduler_name.clone(),
+            message,
+        };
+        let mut instances: BTreeMap<&str, (Arc<dyn Plugin>, PluginPoints)> = BTreeMap::new();
+        let mut not_built: Vec<String> = Vec::new();
+        for name in spec.points.values().flatten() {
+            if instances.contains_key(name.as_str()) || not_built.contains(name) {
+                continue;
+            }
+            match registry.get(name) {
+                Some(factory) => {
+                    let plugin = factory(spec.args.get(name))
+                        .map_err(|e| err(format!("initializing plugin {name:?}: {e}")))?;
+                    if plugin.name() != name {
+                        return Err(err(format!(
+                            "factory for {name:?} built a plugin named {:?}",
+                            plugin.name()
+                        )));
+                    }
+                    let points = Arc::clone(&plugin).points();
+                    instances.insert(name, (plugin, points));
+                }
+                None if catalog::lookup(name).is_some() => not_built.push(name.clone()),
+                None => return Err(err(format!("plugin {name:?} does not exist"))),
+            }
+        }
+
+        // Collects the trait objects of one point, in config order.
+        macro_rules! wire {
+            ($point:expr, $field:ident) => {{
+                let mut out = Vec::new();
+                for name in spec.points.get(&$point).into_iter().flatten() {
+                    let Some((plugin, points)) = instances.get(name.as_str()) else {
+                        continue;
+                    };
+                    match &points.$field {
+                        Some(p) => out.push(Named {
+                            name: plugin.name(),
+                            plugin: Arc::clone(p),
+                        }),
+                        None => {
+                            return Err(err(format!(
+                                "plugin {name:?} does not extend {} plugin",
+                                $point.display_name()
+                            )));
+                        }
+                    }
+                }
+                out
+            }};
+        }
+
+        let pre_enqueue = wire!(ExtensionPoint::PreEnqueue, pre_enqueue);
+        let mut queue_sort = wire!(ExtensionPoint::QueueSort, queue_sort);
+        let pre_filter = wire!(ExtensionPoint::PreFilter, pre_filter);
+        let filter = wire!(ExtensionPoint::Filter, filter);
+        let post_filter = wire!(ExtensionPoint::PostFilter, post_filter);
+        let pre_score = wire!(ExtensionPoint::PreScore, pre_score);
+        let score_plugins = wire!(ExtensionPoint::Score, score);
+        let reserve = wire!(ExtensionPoint::Reserve, reserve);
+        let permit = wire!(ExtensionPoint::Permit, permit);
+        let pre_bind = wire!(ExtensionPoint::PreBind, pre_bind);
+        let bind = wire!(ExtensionPoint::Bind, bind);
+        let post_bind = wire!(ExtensionPoint::PostBind, post_bind);
+
+        if queue_sort.len() != 1 {
+            return Err(err(format!(
+                "only one queue sort plugin required for profile with scheduler name {:?}, but got {}",
+                spec.scheduler_name,
+                queue_sort.len()
+            )));
+        }
+        if bind.is_empty() {
+            return Err(err(format!(
+                "at least one bind plugin is needed for profile with scheduler name {:?}",
+                spec.scheduler_name
+            )));
+        }
+        let score = score_plugins
+            .into_iter()
+            .map(|p| {
+                let w = spec.score_weights.get(p.name).copied().unwrap_or(1).max(1);
+                (p, w)
+            })
+            .collect();
+        let resolves_runtime_class = filter
+            .iter()
+            .any(|p| p.name == crate::plugins::names::RUNTIME_CLASS);
+        Ok(Framework {
+            profile_name: spec.scheduler_name.clone(),
+            percentage_of_nodes_to_score: spec.percentage_of_nodes_to_score,
+            pre_enqueue,
+            queue_sort: queue_sort.remove(0),
+            pre_filter,
+            filter,
+            post_filter,
+            pre_score,
+            score,
+            reserve,
+            permit,
+            pre_bind,
+            bind,
+            post_bind,
+            not_built,
+            resolves_runtime_class,
+        })
+    }
+
+    pub fn profile_name(&self) -> &str {
+        &self.profile_name
+    }
+
+    pub fn percentage_of_nodes_to_score(&self) -> Option<i32> {
+        self.percentage_of_nodes_to_score
+    }
+
+    /// Plugins named by the profile that ferrosched does not implement yet (skipped).
+    pub fn not_built(&self) -> &[String] {
+        &self.not_built
+    }
+
+    pub fn resolves_runtime_class(&self) -> bool {
+        self.resolves_runtime_class
+    }
+
+    pub fn has_filter_plugins(&self) -> bool {
+        !self.filter.is_empty()
+    }
+
+    pub fn has_score_plugins(&self) -> bool {
+        !self.score.is_empty()
+    }
+
+    pub fn has_post_filter_plugins(&self) -> bool {
+        !self.post_filter.is_empty()
+    }
+
+    /// Plugin names per point, as wired, for `config print`-style summaries and tests.
+    pub fn list_plugins(&self) -> BTreeMap<ExtensionPoint, Vec<(&'static str, Option<i64>)>> {
+        let plain = |v: Vec<&'static str>| v.into_iter().map(|n| (n, None)).collect::<Vec<_>>();
+        let mut m = BTreeMap::new();
+        m.insert(ExtensionPoint::PreEnqueue, plain(names(&self.pre_enqueue)));
+        m.insert(ExtensionPoint::QueueSort, plain(vec![self.queue_sort.name]));
+        m.insert(ExtensionPoint::PreFilter, plain(names(&self.pre_filter)));
+        m.insert(ExtensionPoint::Filter, plain(names(&self.filter)));
+        m.insert(ExtensionPoint::PostFilter, plain(names(&self.post_filter)));
+        m.insert(ExtensionPoint::PreScore, plain(names(&self.pre_score)));
+        m.insert(
+            ExtensionPoint::Score,
+            self.score.iter().map(|(p, w)| (p.name, Some(*w))).collect(),
+        );
+        m.insert(ExtensionPoint::Reserve, plain(names(&self.reserve)));
+        m.insert(ExtensionPoint::Permit, plain(names(&self.permit)));
+        m.insert(ExtensionPoint::PreBind, plain(names(&self.pre_bind)));
+        m.insert(ExtensionPoint::Bind, plain(names(&self.bind)));
+        m.insert(ExtensionPoint::PostBind, plain(names(&self.post_bind)));
+        m.retain(|_, v| !v.is_empty());
+        m
+    }
+
+    /// Runs every PreEnqueue plugin; the first that does not succeed keeps the pod out.
+    pub fn run_pre_enqueue(&self, pod: &PodInfo) -> Status {
+        for p in &self.pre_enqueue {
+            let s = p.plugin.pre_enqueue(pod);
+            if !s.is_success() {
+                return s.with_plugin(p.name);
+            }
+        }
+        Status::success()
+    }
+
+    pub fn queue_sort_less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        self.queue_sort.plugin.less(a, b)
+    }
+
+    pub fn queue_sort_name(&self) -> &'static str {
+        self.queue_sort.name
+    }
+
+    /// Runs PreFilter plugins in order. A rejection stops the cycle for every node; Skip
+    /// disables that plugin's Filter; node-set results are intersected. Also returns the
+    /// plugins that narrowed the node set.
+    pub fn run_pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status, Vec<&'static str>) {
+        let mut result: Option<PreFilterResult> = None;
+        let mut narrowing: Vec<&'static str> = Vec::new();
+        for p in &self.pre_filter {
+            let (r, s) = p.plugin.pre_filter(state, pod, snapshot);
+            if s.is_skip() {
+                state.skip_filter_plugin(p.name);
+                continue;
+            }
+            if !s.is_success() {
+                if s.is_rejected() {
+                    return (None, s.with_plugin(p.name), narrowing);
+                }
+                let e = Status::error(format!(
+                    "running PreFilter plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ));
+                return (None, e.with_plugin(p.name), narrowing);
+            }
+            let Some(r) = r else { continue };
+            if r.all_nodes() {
+                continue;
+            }
+            narrowing.push(p.name);
+            let merged = match result.take() {
+                None => r,
+                Some(prev) => prev.merge(r),
+            };
+            if merged.node_names.as_ref().is_some_and(|n| n.is_empty()) {
+                let msg = if narrowing.len() == 1 {
+                    format!("node(s) didn't satisfy plugin {}", narrowing[0])
+                } else {
+                    format!(
+                        "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                        narrowing.join(" ")
+                    )
+                };
+                return (
+                    Some(merged),
+                    Status::unresolvable(msg).with_plugin(p.name),
+                    narrowing,
+                );
+            }
+            result = Some(merged);
+        }
+        (result, Status::success(), narrowing)
+    }
+
+    /// Runs the Filter plugins on one node; the first failure decides, tagged with its plugin.
+    pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        for p in &self.filter {
+            if state.filter_skipped(p.name) {
+                continue;
+            }
+            let s = p.plugin.filter(state, pod, node);
+            if s.is_success() {
+                continue;
+            }
+            if s.is_rejected() {
+                return s.with_plugin(p.name);
+            }
+            return Status::error(format!(
+                "running {:?} filter plugin: {}",
+                p.name,
+                s.message()
+            ))
+            .with_plugin(p.name);
+        }
+        Status::success()
+    }
+
+    /// Filters one node as upstream does when pods are nominated to it: first with the
+    /// nominated pods of equal or higher priority added (they will land there), then
+    /// without them (they may not). The node must pass both.
+    pub fn run_filter_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &Arc<NodeInfo>,
+        nominated: &[Arc<PodInfo>],
+    ) -> Status {
+        let relevant: Vec<&Arc<PodInfo>> = nominated
+            .iter()
+            .filter(|n| n.priority >= pod.priority && n.uid != pod.uid)
+            .collect();
+        if relevant.is_empty() {
+            return self.run_filter(state, pod, node);
+        }
+        let mut node_with = NodeInfo::clone(node);
+        let mut state_with = state.clone();
+        for n in relevant {
+            node_with.add_pod(Arc::clone(n));
+            let s = self.run_pre_filter_add_pod(&mut state_with, pod, n, &node_with);
+            if !s.is_success() {
+                return s;
+            }
+        }
+        let s = self.run_filter(&state_with, pod, &node_with);
+        if !s.is_success() {
+            return s;
+        }
+        self.run_filter(state, pod, node)
+    }
+
+    /// Tells PreFilter plugins with extensions that `to_add` now runs on `node`.
+    pub fn run_pre_filter_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_add: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status {
+        for p in &self.pre_filter {
+            if !p.plugin.has_extensions() || state.filter_skipped(p.name) {
+                continue;
+            }
+            let s = p.plugin.add_pod(state, pod, to_add, node);
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running AddPod on PreFilter plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name);
+            }
+        }
+        Status::success()
+    }
+
+    /// Tells PreFilter plugins with extensions that `to_remove` is gone from `node`.
+    pub fn run_pre_filter_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_remove: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status {
+        for p in &self.pre_filter {
+            if !p.plugin.has_extensions() || state.filter_skipped(p.name) {
+                continue;
+            }
+            let s = p.plugin.remove_pod(state, pod, to_remove, node);
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running RemovePod on PreFilter plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name);
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs PostFilter plugins until one succeeds or declares the pod unresolvable.
+    pub fn run_post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        ctx: &PostFilterContext<'_>,
+    ) -> (Option<PostFilterResult>, Status) {
+        let mut reasons = Vec::new();
+        let mut rejector = None;
+        for p in &self.post_filter {
+            let (r, s) = p.plugin.post_filter(state, pod, ctx);
+            match s.code() {
+                Code::Success => return (r, s.with_plugin(p.name)),
+                Code::UnschedulableAndUnresolvable => return (r, s.with_plugin(p.name)),
+                Code::Unschedulable => {
+                    reasons.extend(s.reasons().iter().cloned());
+                    rejector.get_or_insert(p.name);
+                }
+                _ => return (None, s.with_plugin(p.name)),
+            }
+        }
+        let status = Status::with_reasons(Code::Unschedulable, reasons);
+        (
+            None,
+            match rejector {
+                Some(name) => status.with_plugin(name),
+                None => status,
+            },
+        )
+    }
+
+    pub fn run_pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        snapshot: &Snapshot,
+    ) -> Status {
+        for p in &self.pre_score {
+            let s = p.plugin.pre_score(state, pod, nodes, snapshot);
+            if s.is_skip() {
+                state.skip_score_plugin(p.name);
+                continue;
+            }
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running PreScore plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name);
+            }
+        }
+        Status::success()
+    }
+
+    /// Scores every node with every Score plugin, normalises each plugin's scores and
+    /// applies weights. Returns one entry per node, in the order of `nodes`.
+    pub fn run_score(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        parallel: bool,
+    ) -> Result<Vec<NodePluginScores>, Status> {
+        use rayon::prelude::*;
+        let active: Vec<&(Named<dyn ScorePlugin>, i64)> = self
+            .score
+            .iter()
+            .filter(|(p, _)| !state.score_skipped(p.name))
+            .collect();
+        let mut per_plugin: Vec<Vec<NodeScore>> = Vec::with_capacity(active.len());
+        for (p, _) in &active {
+            let score_one = |n: &Arc<NodeInfo>| -> Result<NodeScore, Status> {
+                p.plugin
+                    .score(state, pod, n)
+                    .map(|score| NodeScore {
+                        name: n.name.clone(),
+                        score,
+                    })
+                    .map_err(|s| {
+                        Status::error(format!(
+                            "running Score plugin {:?}: {}",
+                            p.name,
+                            s.message()
+                        ))
+                        .with_plugin(p.name)
+                    })
+            };
+            let scores: Result<Vec<NodeScore>, Status> = if parallel {
+                nodes.par_iter().map(score_one).collect()
+            } else {
+                nodes.iter().map(score_one).collect()
+            };
+            let mut scores = scores?;
+            let s = p.plugin.normalize_scores(state, pod, &mut scores);
+            if !s.is_success() {
+                return Err(Status::error(format!(
+                    "running Normalize on Score plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name));
+            }
+            for ns in &scores {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
+                        p.name, ns.score, MIN_NODE_SCORE, MAX_NODE_SCORE
+                    ))
+                    .with_plugin(p.name));
+                }
+            }
+            per_plugin.push(scores);
+        }
+        let mut out = Vec::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            let mut total = 0i64;
+            let mut plugin_scores = Vec::with_capacity(active.len());
+            for (k, (p, w)) in active.iter().enumerate() {
+                let weighted = per_plugin[k][i].score * w;
+                total = total.saturating_add(weighted);
+                plugin_scores.push((p.name, weighted));
+            }
+            out.push(NodePluginScores {
+                name: n.name.clone(),
+                scores: plugin_scores,
+                total,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs Reserve in order; on failure the caller must run [`Framework::run_unreserve`].
+    pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        for p in &self.reserve {
+            let s = p.plugin.reserve(state, pod, node);
+            if !s.is_success() {
+                if s.is_rejected() {
+                    return s.with_plugin(p.name);
+                }
+                return Status::error(format!(
+                    "running Reserve plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name);
+            }
+        }
+        Status::success()
+    }
+
+    /// Undoes Reserve in reverse order, as upstream does.
+    pub fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for p in self.reserve.iter().rev() {
+            p.plugin.unreserve(state, pod, node);
+        }
+    }
+
+    /// Runs Permit plugins. Returns Wait with the shortest timeout when any plugin waits.
+    pub fn run_permit(&self, state: &CycleState, pod: &PodInfo, node: &str) -> (Status, Duration) {
+        let mut wait: Option<(Duration, &'static str)> = None;
+        for p in &self.permit {
+            let (s, timeout) = p.plugin.permit(state, pod, node);
+            match s.code() {
+                Code::Success => {}
+                Code::Wait => {
+                    let t = timeout.min(MAX_PERMIT_TIMEOUT);
+                    if wait.is_none_or(|(w, _)| t < w) {
+                        wait = Some((t, p.name));
+                    }
+                }
+                c if s.is_rejected() => {
+                    let _ = c;
+                    return (s.with_plugin(p.name), Duration::ZERO);
+                }
+                _ => {
+                    return (
+                        Status::error(format!(
+                            "running Permit plugin {:?}: {}",
+                            p.name,
+                            s.message()
+                        ))
+                        .with_plugin(p.name),
+                        Duration::ZERO,
+                    );
+                }
+            }
+        }
+        match wait {
+            Some((t, name)) => (Status::wait().with_plugin(name), t),
+            None => (Status::success(), Duration::ZERO),
+        }
+    }
+
+    pub fn run_pre_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
+        for p in &self.pre_bind {
+            let s = p.plugin.pre_bind(state, pod, node);
+            if !s.is_success() {
+                if s.is_rejected() {
+                    return s.with_plugin(p.name);
+                }
+                return Status::error(format!(
+                    "running PreBind plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name);
+            }
+        }
+        Status::success()
+    }
+
+    /// The first bind plugin that does not Skip decides how the pod is bound.
+    pub fn run_bind(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Result<BindAction, Status> {
+        for p in &self.bind {
+            match p.plugin.bind(state, pod, node) {
+                Ok(action) => return Ok(action),
+                Err(s) if s.is_skip() => continue,
+                Err(s) => {
+                    return Err(Status::error(format!(
+                        "running Bind plugin {:?}: {}",
+                        p.name,
+                        s.message()
+                    ))
+                    .with_plugin(p.name));
+                }
+            }
+        }
+        Err(Status::skip())
+    }
+
+    pub fn run_post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) {
+        for p in &self.post_bind {
+            p.plugin.post_bind(state, pod, node);
+        }
+    }
+}
+
+/// Upstream caps a Permit wait at 15 minutes.
+pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Weighted scores of one node, per plugin, and their sum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePluginScores {
+    pub name: String,
+    pub scores: Vec<(&'static str, i64)>,
+    pub total: i64,
+}

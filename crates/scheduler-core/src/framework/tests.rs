@@ -1,0 +1,523 @@
+//! Framework wiring and the scheduling cycle, exercised with small fake plugins.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::cache::Snapshot;
+use crate::plugin_points;
+use crate::plugins::names;
+use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use crate::types::{NodeInfo, PodInfo};
+
+fn node(name: &str, labels: &[(&str, &str)]) -> NodeInfo {
+    let mut n = NodeInfo {
+        name: name.into(),
+        ..NodeInfo::default()
+    };
+    for (k, v) in labels {
+        n.labels.insert((*k).into(), (*v).into());
+    }
+    n
+}
+
+fn pod(name: &str) -> PodInfo {
+    PodInfo {
+        uid: format!("uid-{name}"),
+        namespace: "default".into(),
+        name: name.into(),
+        ..PodInfo::default()
+    }
+}
+
+fn snapshot(nodes: Vec<NodeInfo>) -> Snapshot {
+    Snapshot::from_nodes(nodes)
+}
+
+/// Filter: the node needs label `gpu`.
+struct NeedsGpu;
+impl Plugin for NeedsGpu {
+    fn name(&self) -> &'static str {
+        "NeedsGpu"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => filter)
+    }
+}
+impl FilterPlugin for NeedsGpu {
+    fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+        if node.labels.contains_key("gpu") {
+            Status::success()
+        } else {
+            Status::unschedulable("node(s) had no gpu")
+        }
+    }
+}
+
+/// Filter: nodes labelled `broken` are unresolvable.
+struct NotBroken;
+impl Plugin for NotBroken {
+    fn name(&self) -> &'static str {
+        "NotBroken"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => filter)
+    }
+}
+impl FilterPlugin for NotBroken {
+    fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+        if node.labels.contains_key("broken") {
+            Status::unresolvable("node(s) were broken")
+        } else {
+            Status::success()
+        }
+    }
+}
+
+/// Score: the node's `score` label; PreScore skips pods labelled `noscore`.
+struct LabelScore;
+impl Plugin for LabelScore {
+    fn name(&self) -> &'static str {
+        "LabelScore"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => pre_score, score)
+    }
+}
+impl PreScorePlugin for LabelScore {
+    fn pre_score(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        _: &[Arc<NodeInfo>],
+        _: &Snapshot,
+    ) -> Status {
+        if pod.labels.contains_key("noscore") {
+            Status::skip()
+        } else {
+            Status::success()
+        }
+    }
+}
+impl ScorePlugin for LabelScore {
+    fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(node
+            .labels
+            .get("score")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+}
+
+/// Score that always says 10 out of 100 after normalising raw 1 -> 10.
+struct Tenth;
+impl Plugin for Tenth {
+    fn name(&self) -> &'static str {
+        "Tenth"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => score)
+    }
+}
+impl ScorePlugin for Tenth {
+    fn score(&self, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> Result<i64, Status> {
+        Ok(1)
+    }
+    fn normalize_scores(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        scores.iter_mut().for_each(|s| s.score *= 10);
+        Status::success()
+    }
+}
+
+/// PreFilter: pods labelled `only=<node>` can only go there; pods labelled `skipme` skip
+/// this plugin, whose Filter rejects everything (so running it would be visible).
+struct Narrow;
+impl Plugin for Narrow {
+    fn name(&self) -> &'static str {
+        "Narrow"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => pre_filter, filter)
+    }
+}
+impl PreFilterPlugin for Narrow {
+    fn pre_filter(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        _: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        if pod.labels.contains_key("skipme") {
+            return (None, Status::skip());
+        }
+        match pod.labels.get("only") {
+            Some(n) => (Some(PreFilterResult::nodes([n.clone()])), Status::success()),
+            None => (None, Status::success()),
+        }
+    }
+}
+impl FilterPlugin for Narrow {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, _: &NodeInfo) -> Status {
+        if pod.labels.contains_key("skipme") {
+            Status::unschedulable("Narrow filter ran although PreFilter skipped")
+        } else {
+            Status::success()
+        }
+    }
+}
+
+static UNRESERVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Reserve that fails for pods labelled `noreserve` and counts unreserve calls.
+struct Reserver;
+impl Plugin for Reserver {
+    fn name(&self) -> &'static str {
+        "Reserver"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => reserve)
+    }
+}
+impl ReservePlugin for Reserver {
+    fn reserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> Status {
+        if pod.labels.contains_key("noreserve") {
+            Status::unschedulable("reservation refused")
+        } else {
+            Status::success()
+        }
+    }
+    fn unreserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) {
+        UNRESERVED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn registry() -> Registry {
+    let mut r = Registry::in_tree();
+    r.register("NeedsGpu", |_| Ok(Arc::new(NeedsGpu)));
+    r.register("NotBroken", |_| Ok(Arc::new(NotBroken)));
+    r.register("LabelScore", |_| Ok(Arc::new(LabelScore)));
+    r.register("Tenth", |_| Ok(Arc::new(Tenth)));
+    r.register("Narrow", |_| Ok(Arc::new(Narrow)));
+    r.register("Reserver", |_| Ok(Arc::new(Reserver)));
+    r
+}
+
+fn spec(points: &[(ExtensionPoint, &[&str])], weights: &[(&str, i64)]) -> ProfileSpec {
+    let mut s = ProfileSpec {
+        scheduler_name: "test".into(),
+        ..ProfileSpec::default()
+    };
+    s.points
+        .insert(ExtensionPoint::QueueSort, vec![names::PRIORITY_SORT.into()]);
+    s.points
+        .insert(ExtensionPoint::Bind, vec![names::DEFAULT_BINDER.into()]);
+    for (p, ns) in points {
+        s.points
+            .insert(*p, ns.iter().map(|n| n.to_string()).collect());
+    }
+    s.score_weights = weights
+        .iter()
+        .map(|(n, w)| (n.to_string(), *w))
+        .collect::<BTreeMap<_, _>>();
+    s
+}
+
+use ExtensionPoint::{Filter, PreFilter, PreScore, Reserve, Score};
+
+#[test]
+fn wiring_rejects_unknown_and_misplaced_plugins() {
+    let r = registry();
+    let e = Framework::new(&spec(&[(Filter, &["Nope"])], &[]), &r).unwrap_err();
+    assert_eq!(e.message, "plugin \"Nope\" does not exist");
+    let e = Framework::new(&spec(&[(Score, &["NeedsGpu"])], &[]), &r).unwrap_err();
+    assert_eq!(
+        e.message,
+        "plugin \"NeedsGpu\" does not extend Score plugin"
+    );
+
+    let mut no_bind = spec(&[], &[]);
+    no_bind.points.remove(&ExtensionPoint::Bind);
+    let e = Framework::new(&no_bind, &r).unwrap_err();
+    assert!(
+        e.message.starts_with("at least one bind plugin is needed"),
+        "{}",
+        e.message
+    );
+
+    let mut two_sorts = spec(&[], &[]);
+    two_sorts.points.insert(ExtensionPoint::QueueSort, vec![]);
+    let e = Framework::new(&two_sorts, &r).unwrap_err();
+    assert!(
+        e.message.starts_with("only one queue sort plugin required"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn catalog_plugins_not_built_yet_are_listed_not_fatal() {
+    let fw = Framework::new(
+        &spec(&[(Filter, &[names::VOLUME_ZONE, "NeedsGpu"])], &[]),
+        &registry(),
+    )
+    .unwrap();
+    assert_eq!(fw.not_built(), &[names::VOLUME_ZONE.to_string()]);
+    assert_eq!(fw.list_plugins()[&Filter], vec![("NeedsGpu", None)]);
+}
+
+#[test]
+fn filters_explain_every_rejected_node() {
+    let fw = Framework::new(
+        &spec(&[(Filter, &["NotBroken", "NeedsGpu"])], &[]),
+        &registry(),
+    )
+    .unwrap();
+    let snap = snapshot(vec![
+        node("a", &[]),
+        node("b", &[("broken", "")]),
+        node("c", &[("broken", ""), ("gpu", "")]),
+        node("d", &[]),
+    ]);
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    match schedule_one(&fw, &mut alg, &pod("p"), &snap, &NominatedPods::new()) {
+        Decision::Unschedulable {
+            message,
+            diagnosis,
+            resolvable,
+            ..
+        } => {
+            assert_eq!(
+                message,
+                "0/4 nodes are available: 2 node(s) had no gpu, 2 node(s) were broken."
+            );
+            let d = diagnosis.unwrap();
+            assert_eq!(
+                d.node_to_status.get("c").unwrap().plugin(),
+                Some("NotBroken")
+            );
+            assert_eq!(
+                d.node_to_status.get("a").unwrap().plugin(),
+                Some("NeedsGpu")
+            );
+            assert!(resolvable);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn only_unresolvable_rejections_mean_preemption_cannot_help() {
+    let fw = Framework::new(&spec(&[(Filter, &["NotBroken"])], &[]), &registry()).unwrap();
+    let snap = snapshot(vec![node("b", &[("broken", "")])]);
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    match schedule_one(&fw, &mut alg, &pod("p"), &snap, &NominatedPods::new()) {
+        Decision::Unschedulable { resolvable, .. } => assert!(!resolvable),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn no_nodes_at_all() {
+    let fw = Framework::new(&spec(&[], &[]), &registry()).unwrap();
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    match schedule_one(
+        &fw,
+        &mut alg,
+        &pod("p"),
+        &snapshot(vec![]),
+        &NominatedPods::new(),
+    ) {
+        Decision::Unschedulable { message, .. } => {
+            assert_eq!(message, "no nodes available to schedule pods")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn highest_weighted_score_wins_and_binds_with_a_binding() {
+    let fw = Framework::new(
+        &spec(
+            &[
+                (PreScore, &["LabelScore"]),
+                (Score, &["LabelScore", "Tenth"]),
+            ],
+            &[("LabelScore", 2), ("Tenth", 1)],
+        ),
+        &registry(),
+    )
+    .unwrap();
+    let snap = snapshot(vec![
+        node("low", &[("score", "10")]),
+        node("high", &[("score", "40")]),
+        node("mid", &[("score", "30")]),
+    ]);
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    match schedule_one(&fw, &mut alg, &pod("p"), &snap, &NominatedPods::new()) {
+        Decision::Bind {
+            node,
+            action,
+            result,
+            ..
+        } => {
+            assert_eq!(node, "high");
+            assert_eq!(
+                action,
+                BindAction::Binding {
+                    pod: pod("p").key(),
+                    uid: "uid-p".into(),
+                    node: "high".into()
+                }
+            );
+            let high = result.scores.iter().find(|s| s.name == "high").unwrap();
+            assert_eq!(high.scores, vec![("LabelScore", 80), ("Tenth", 10)]);
+            assert_eq!(high.total, 90);
+            assert_eq!(result.feasible_nodes, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn pre_score_skip_drops_that_plugins_score() {
+    let fw = Framework::new(
+        &spec(
+            &[
+                (PreScore, &["LabelScore"]),
+                (Score, &["LabelScore", "Tenth"]),
+            ],
+            &[],
+        ),
+        &registry(),
+    )
+    .unwrap();
+    let snap = snapshot(vec![node("a", &[("score", "90")]), node("b", &[])]);
+    let mut p = pod("p");
+    p.labels.insert("noscore".into(), String::new());
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    let mut state = CycleState::new();
+    let r = alg
+        .schedule_pod(&fw, &mut state, &p, &snap, &NominatedPods::new())
+        .unwrap();
+    assert!(
+        r.scores.iter().all(|s| s.scores == vec![("Tenth", 10)]),
+        "{:?}",
+        r.scores
+    );
+}
+
+#[test]
+fn ties_are_broken_among_all_top_nodes() {
+    let fw = Framework::new(&spec(&[(Score, &["Tenth"])], &[]), &registry()).unwrap();
+    let snap = snapshot((0..4).map(|i| node(&format!("n{i}"), &[])).collect());
+    let mut alg = SchedulingAlgorithm::new(0, 7);
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        let mut state = CycleState::new();
+        seen.insert(
+            alg.schedule_pod(&fw, &mut state, &pod("p"), &snap, &NominatedPods::new())
+                .unwrap()
+                .suggested_host,
+        );
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}");
+}
+
+#[test]
+fn pre_filter_skip_disables_the_filter_and_narrowing_limits_nodes() {
+    let fw = Framework::new(
+        &spec(&[(PreFilter, &["Narrow"]), (Filter, &["Narrow"])], &[]),
+        &registry(),
+    )
+    .unwrap();
+    let snap = snapshot(vec![node("a", &[]), node("b", &[]), node("c", &[])]);
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+
+    let mut skip = pod("skip");
+    skip.labels.insert("skipme".into(), String::new());
+    assert!(matches!(
+        schedule_one(&fw, &mut alg, &skip, &snap, &NominatedPods::new()),
+        Decision::Bind { .. }
+    ));
+
+    let mut only = pod("only");
+    only.labels.insert("only".into(), "b".into());
+    for _ in 0..5 {
+        match schedule_one(&fw, &mut alg, &only, &snap, &NominatedPods::new()) {
+            Decision::Bind { node, .. } => assert_eq!(node, "b"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    only.labels.insert("only".into(), "zz".into());
+    match schedule_one(&fw, &mut alg, &only, &snap, &NominatedPods::new()) {
+        Decision::Unschedulable { message, .. } => {
+            assert_eq!(
+                message,
+                "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [Narrow]."
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn start_index_rotates_so_every_node_gets_a_turn() {
+    // 200 nodes, percentage 50 -> 100 feasible nodes needed per attempt.
+    let fw = Framework::new(&spec(&[(Filter, &["NotBroken"])], &[]), &registry()).unwrap();
+    let snap = snapshot((0..200).map(|i| node(&format!("n{i:03}"), &[])).collect());
+    let mut alg = SchedulingAlgorithm::new(50, 1);
+    let mut state = CycleState::new();
+    let r = alg
+        .schedule_pod(&fw, &mut state, &pod("p"), &snap, &NominatedPods::new())
+        .unwrap();
+    assert_eq!(r.feasible_nodes, 100);
+    assert_eq!(alg.next_start_node_index(), 100);
+    let mut state = CycleState::new();
+    alg.schedule_pod(&fw, &mut state, &pod("p"), &snap, &NominatedPods::new())
+        .unwrap();
+    assert_eq!(alg.next_start_node_index(), 0);
+}
+
+#[test]
+fn reserve_failure_unreserves_and_reports() {
+    let fw = Framework::new(&spec(&[(Reserve, &["Reserver"])], &[]), &registry()).unwrap();
+    let snap = snapshot(vec![node("a", &[])]);
+    let mut p = pod("p");
+    p.labels.insert("noreserve".into(), String::new());
+    let before = UNRESERVED.load(Ordering::SeqCst);
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    match schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new()) {
+        Decision::Unschedulable { message, .. } => assert_eq!(message, "reservation refused"),
+        other => panic!("{other:?}"),
+    }
+    assert!(UNRESERVED.load(Ordering::SeqCst) > before);
+}
+
+#[test]
+fn profile_registry_routes_by_scheduler_name() {
+    let mut a = spec(&[(Filter, &["NeedsGpu"])], &[]);
+    a.scheduler_name = DEFAULT_SCHEDULER_NAME.into();
+    let mut b = spec(&[], &[]);
+    b.scheduler_name = "bin-packing".into();
+    let reg = ProfileRegistry::new(&[a, b], &registry()).unwrap();
+    assert_eq!(
+        reg.for_scheduler_name("").unwrap().profile_name(),
+        "default-scheduler"
+    );
+    assert_eq!(
+        reg.for_scheduler_name("default-scheduler")
+            .unwrap()
+            .profile_name(),
+        "default-scheduler"
+    );
+    assert_eq!(
+        reg.for_scheduler_name("bin-packing")
+            .unwrap()
+            .profile_name(),
+        "bin-packing"
+    );
+    assert!(reg.for_scheduler_name("other-scheduler").is_none());
+    assert!(!reg.handles("kube-scheduler"));
+}

@@ -1,0 +1,536 @@
+//! One scheduling attempt for one pod (upstream: `schedule_one.go`): filter the nodes,
+//! score the feasible ones, pick the best, reserve and permit, and decide how to bind.
+//! Pure: the caller owns the cache, the queue and the API.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+
+use crate::cache::Snapshot;
+use crate::framework::{
+    BindAction, Code, CycleState, Diagnosis, FitError, Framework, NodePluginScores, NominatedPods,
+    PostFilterContext, PostFilterResult, Status,
+};
+use crate::types::{NodeInfo, PodInfo};
+
+/// Upstream's floor on how many feasible nodes to look for before stopping.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// Upstream's floor on the adaptive percentage.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+/// The FailedScheduling message when the cluster has no nodes at all.
+pub const NO_NODES_AVAILABLE_MSG: &str = "no nodes available to schedule pods";
+/// Below this many nodes, filtering on one thread beats the cost of fanning out.
+const PARALLEL_THRESHOLD: usize = 64;
+
+/// How many feasible nodes to find before scoring (`percentageOfNodesToScore`; 0 = adaptive:
+/// 50% minus 1% per 125 nodes, never below 5%, and never fewer than 100 nodes).
+pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let mut pct = i64::from(percentage);
+    if pct == 0 {
+        pct = (50 - num_all_nodes as i64 / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    let n = (num_all_nodes as i64 * pct / 100) as usize;
+    n.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// A small, seedable PRNG (xorshift64*) for breaking score ties; tests seed it.
+#[derive(Clone, Debug)]
+pub struct TieBreaker(u64);
+
+impl TieBreaker {
+    pub fn new(seed: u64) -> Self {
+        TieBreaker(seed.max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The scheduler's state that survives between attempts.
+#[derive(Clone, Debug)]
+pub struct SchedulingAlgorithm {
+    /// Global `percentageOfNodesToScore`; a profile's own value wins.
+    pub percentage_of_nodes_to_score: i32,
+    next_start_node_index: usize,
+    tie_breaker: TieBreaker,
+}
+
+impl SchedulingAlgorithm {
+    pub fn new(percentage_of_nodes_to_score: i32, seed: u64) -> Self {
+        SchedulingAlgorithm {
+            percentage_of_nodes_to_score,
+            next_start_node_index: 0,
+            tie_breaker: TieBreaker::new(seed),
+        }
+    }
+
+    /// Where the next attempt starts scanning nodes, so every node gets its turn.
+    pub fn next_start_node_index(&self) -> usize {
+        self.next_start_node_index
+    }
+}
+
+/// A successful placement decision.
+#[derive(Clone, Debug)]
+pub struct ScheduleResult {
+    pub suggested_host: String,
+    /// Nodes the filters looked at (feasible + rejected).
+    pub evaluated_nodes: usize,
+    pub feasible_nodes: usize,
+    /// Scores of the feasible nodes, when they were scored (empty with one feasible node).
+    pub scores: Vec<NodePluginScores>,
+}
+
+/// Why `schedule_pod` found no node.
+#[derive(Clone, Debug)]
+pub enum ScheduleError {
+    NoNodes,
+    Unfit(Box<FitError>),
+    /// A plugin failed (not a fit failure): retry with backoff.
+    Internal(Status),
+}
+
+impl std::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScheduleError::NoNodes => f.write_str(NO_NODES_AVAILABLE_MSG),
+            ScheduleError::Unfit(e) => e.fmt(f),
+            ScheduleError::Internal(s) => write!(f, "{}", s.message()),
+        }
+    }
+}
+
+/// What the caller should do with the pod after one attempt.
+#[derive(Debug)]
+pub enum Decision {
+    /// Assume the pod on `node` in the cache, then carry out `action` (the binding cycle).
+    Bind {
+        node: String,
+        action: BindAction,
+        result: ScheduleResult,
+        state: CycleState,
+    },
+    /// No node fits. `message` is the FailedScheduling text; `nomination` comes from
+    /// preemption (set nominatedNodeName, delete the victims).
+    Unschedulable {
+        message: String,
+        diagnosis: Option<Diagnosis>,
+        nomination: Option<PostFilterResult>,
+        /// False when only an external change can help (UnschedulableAndUnresolvable everywhere).
+        resolvable: bool,
+    },
+    /// Internal error: requeue with backoff and report the message.
+    Error { message: String },
+}
+
+impl SchedulingAlgorithm {
+    /// Finds the best node for `pod` (upstream `schedulePod`).
+    pub fn schedule_pod(
+        &mut self,
+        fw: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        if snapshot.num_nodes() == 0 {
+            return Err(ScheduleError::NoNodes);
+        }
+        let (feasible, diagnosis) =
+            self.find_nodes_that_fit(fw, state, pod, snapshot, nominated)?;
+        if feasible.is_empty() {
+            return Err(ScheduleError::Unfit(Box::new(FitError {
+                pod: pod.key(),
+                num_all_nodes: snapshot.num_nodes(),
+                diagnosis,
+            })));
+        }
+        let evaluated_nodes = feasible.len() + diagnosis.node_to_status.len();
+        if feasible.len() == 1 {
+            return Ok(ScheduleResult {
+                suggested_host: feasible[0].name.clone(),
+                evaluated_nodes,
+                feasible_nodes: 1,
+                scores: Vec::new(),
+            });
+        }
+        let scores = self.prioritize_nodes(fw, state, pod, &feasible, snapshot)?;
+        let host = self.select_host(&scores);
+        Ok(ScheduleResult {
+            suggested_host: host,
+            evaluated_nodes,
+            feasible_nodes: feasible.len(),
+            scores,
+        })
+    }
+
+    fn find_nodes_that_fit(
+        &mut self,
+        fw: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+    ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
+        let mut diagnosis = Diagnosis::default();
+        let (pre_result, status, narrowed_by) = fw.run_pre_filter(state, pod, snapshot);
+        if !status.is_success() {
+            if !status.is_rejected() {
+                return Err(ScheduleError::Internal(status));
+            }
+            diagnosis.pre_filter_msg = Some(status.message());
+            if let Some(p) = status.plugin() {
+                diagnosis.unschedulable_plugins.insert(p);
+            }
+            diagnosis.node_to_status.set_absent(status);
+            return Ok((Vec::new(), diagnosis));
+        }
+
+        // A nominated node (set by an earlier preemption) is likely the only fit: try it first.
+        if let Some(nnn) = pod.nominated_node_name.as_deref()
+            && let Some(node) = snapshot.get(nnn)
+        {
+            let one = [Arc::clone(node)];
+            let mut d = Diagnosis::default();
+            let feasible =
+                self.find_nodes_that_pass_filters(fw, state, pod, &one, &mut d, nominated, false)?;
+            if !feasible.is_empty() {
+                return Ok((feasible, diagnosis));
+            }
+        }
+
+        let all = snapshot.node_infos();
+        let narrowed: Vec<Arc<NodeInfo>>;
+        let nodes: &[Arc<NodeInfo>] = match pre_result.and_then(|r| r.node_names) {
+            None => all,
+            Some(names) => {
+                narrowed = names
+                    .iter()
+                    .filter_map(|n| snapshot.get(n).cloned())
+                    .collect();
+                let mut plugins = narrowed_by.clone();
+                plugins.sort_unstable();
+                diagnosis
+                    .node_to_status
+                    .set_absent(Status::unresolvable(format!(
+                        "node(s) didn't satisfy plugin(s) [{}]",
+                        plugins.join(" ")
+                    )));
+                &narrowed
+            }
+        };
+        let feasible = self.find_nodes_that_pass_filters(
+            fw,
+            state,
+            pod,
+            nodes,
+            &mut diagnosis,
+            nominated,
+            true,
+        )?;
+        Ok((feasible, diagnosis))
+    }
+
+    /// Runs the filters over `nodes` starting at the rotating index, in parallel, stopping
+    /// once enough feasible nodes are found.
+    #[allow(clippy::too_many_arguments)]
+    fn find_nodes_that_pass_filters(
+        &mut self,
+        fw: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        diagnosis: &mut Diagnosis,
+        nominated: &NominatedPods,
+        advance_start: bool,
+    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+        let n = nodes.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let pct = fw
+            .percentage_of_nodes_to_score()
+            .unwrap_or(self.percentage_of_nodes_to_score);
+        let to_find = num_feasible_nodes_to_find(pct, n);
+        let start = self.next_start_node_index % n;
+        if !fw.has_filter_plugins() {
+            let feasible = (0..to_find)
+                .map(|i| Arc::clone(&nodes[(start + i) % n]))
+                .collect();
+            if advance_start {
+                self.next_start_node_index = (start + to_find) % n;
+            }
+            return Ok(feasible);
+        }
+
+        let found = AtomicUsize::new(0);
+        let check = |i: usize| -> Option<(usize, Status)> {
+            if found.load(Ordering::Relaxed) >= to_find {
+                return None;
+            }
+            let node = &nodes[(start + i) % n];
+            let status = if nominated.is_empty() {
+                fw.run_filter(state, pod, node)
+            } else {
+                fw.run_filter_with_nominated_pods(state, pod, node, nominated.for_node(&node.name))
+            };
+            if status.is_success() {
+                // Claim a slot; past the quota the node is dropped as if never looked at.
+                if found.fetch_add(1, Ordering::Relaxed) < to_find {
+                    Some((i, status))
+                } else {
+                    None
+                }
+            } else {
+                Some((i, status))
+            }
+        };
+        let mut outcomes: Vec<(usize, Status)> = if n >= PARALLEL_THRESHOLD {
+            (0..n)
+                .into_par_iter()
+                .with_min_len(16)
+                .filter_map(check)
+                .collect()
+        } else {
+            (0..n).filter_map(check).collect()
+        };
+        outcomes.sort_unstable_by_key(|(i, _)| *i);
+
+        let mut feasible = Vec::with_capacity(to_find.min(n));
+        for (i, status) in outcomes {
+            let node = &nodes[(start + i) % n];
+            if status.is_success() {
+                feasible.push(Arc::clone(node));
+            } else if status.code() == Code::Error {
+                return Err(ScheduleError::Internal(status));
+            } else {
+                diagnosis.record(&node.name, status);
+            }
+        }
+        if advance_start {
+            let processed = feasible.len() + diagnosis.node_to_status.len();
+            self.next_start_node_index = (start + processed) % n;
+        }
+        Ok(feasible)
+    }
+
+    fn prioritize_nodes(
+        &mut self,
+        fw: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        snapshot: &Snapshot,
+    ) -> Result<Vec<NodePluginScores>, ScheduleError> {
+        if !fw.has_score_plugins() {
+            return Ok(nodes
+                .iter()
+                .map(|n| NodePluginScores {
+                    name: n.name.clone(),
+                    scores: Vec::new(),
+                    total: 1,
+                })
+                .collect());
+        }
+        let s = fw.run_pre_score(state, pod, nodes, snapshot);
+        if !s.is_success() {
+            return Err(ScheduleError::Internal(s));
+        }
+        fw.run_score(state, pod, nodes, nodes.len() >= PARALLEL_THRESHOLD)
+            .map_err(ScheduleError::Internal)
+    }
+
+    /// The highest total wins; ties are broken uniformly at random (reservoir sampling).
+    fn select_host(&mut self, scores: &[NodePluginScores]) -> String {
+        let mut best = 0usize;
+        let mut ties = 1u64;
+        for (i, s) in scores.iter().enumerate().skip(1) {
+            if s.total > scores[best].total {
+                best = i;
+                ties = 1;
+            } else if s.total == scores[best].total {
+                ties += 1;
+                if self.tie_breaker.below(ties) == 0 {
+                    best = i;
+                }
+            }
+        }
+        scores[best].name.clone()
+    }
+}
+
+/// One full scheduling cycle for `pod` with its profile's framework: schedule, or run
+/// PostFilter (preemption) on failure; then Reserve, Permit, PreBind and Bind.
+///
+/// The caller assumes the pod in the cache on `Decision::Bind` before the next cycle, carries
+/// out the action, and calls [`Framework::run_post_bind`] (or `run_unreserve` on failure).
+pub fn schedule_one(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+) -> Decision {
+    let mut state = CycleState::new();
+    let result = match alg.schedule_pod(fw, &mut state, pod, snapshot, nominated) {
+        Ok(r) => r,
+        Err(ScheduleError::NoNodes) => {
+            return Decision::Unschedulable {
+                message: NO_NODES_AVAILABLE_MSG.to_string(),
+                diagnosis: None,
+                nomination: None,
+                resolvable: false,
+            };
+        }
+        Err(ScheduleError::Internal(s)) => {
+            return Decision::Error {
+                message: s.message(),
+            };
+        }
+        Err(ScheduleError::Unfit(mut fit)) => {
+            let resolvable = fit
+                .diagnosis
+                .node_to_status
+                .iter()
+                .any(|(_, s)| s.code() == Code::Unschedulable)
+                || fit
+                    .diagnosis
+                    .node_to_status
+                    .absent()
+                    .is_some_and(|s| s.code() == Code::Unschedulable);
+            let mut nomination = None;
+            if fw.has_post_filter_plugins() {
+                let ctx = PostFilterContext {
+                    snapshot,
+                    statuses: &fit.diagnosis.node_to_status,
+                    framework: fw,
+                };
+                let (r, s) = fw.run_post_filter(&state, pod, &ctx);
+                let msg = s.message();
+                if !msg.is_empty() {
+                    fit.diagnosis.post_filter_msg = Some(msg);
+                }
+                if s.is_success() {
+                    nomination = r;
+                }
+            }
+            return Decision::Unschedulable {
+                message: fit.to_string(),
+                diagnosis: Some(fit.diagnosis),
+                nomination,
+                resolvable,
+            };
+        }
+    };
+
+    let node = result.suggested_host.clone();
+    let s = fw.run_reserve(&mut state, pod, &node);
+    if !s.is_success() {
+        fw.run_unreserve(&mut state, pod, &node);
+        return rejected_after_filter(s);
+    }
+    let (s, _timeout) = fw.run_permit(&state, pod, &node);
+    if !s.is_success() {
+        fw.run_unreserve(&mut state, pod, &node);
+        if s.code() == Code::Wait {
+            return Decision::Error {
+                message: format!(
+                    "plugin {:?} asked the pod to wait at Permit; waiting pods are not supported yet",
+                    s.plugin().unwrap_or("?")
+                ),
+            };
+        }
+        return rejected_after_filter(s);
+    }
+    let s = fw.run_pre_bind(&state, pod, &node);
+    if !s.is_success() {
+        fw.run_unreserve(&mut state, pod, &node);
+        return rejected_after_filter(s);
+    }
+    match fw.run_bind(&state, pod, &node) {
+        Ok(action) => Decision::Bind {
+            node,
+            action,
+            result,
+            state,
+        },
+        Err(s) => {
+            fw.run_unreserve(&mut state, pod, &node);
+            let message = if s.is_skip() {
+                "no bind plugin handled the pod".to_string()
+            } else {
+                s.message()
+            };
+            Decision::Error { message }
+        }
+    }
+}
+
+fn rejected_after_filter(s: Status) -> Decision {
+    if s.is_rejected() {
+        Decision::Unschedulable {
+            message: s.message(),
+            diagnosis: None,
+            nomination: None,
+            resolvable: s.code() == Code::Unschedulable,
+        }
+    } else {
+        Decision::Error {
+            message: s.message(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_percentage_matches_upstream() {
+        // Small clusters: every node.
+        assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
+        assert_eq!(num_feasible_nodes_to_find(0, 99), 99);
+        // 100..: at least 100.
+        assert_eq!(num_feasible_nodes_to_find(0, 100), 100);
+        assert_eq!(num_feasible_nodes_to_find(0, 150), 100);
+        // 500 nodes: 50 - 4 = 46%.
+        assert_eq!(num_feasible_nodes_to_find(0, 500), 230);
+        // 1000 nodes: 42%.
+        assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
+        // 5000 nodes: 50 - 40 = 10%.
+        assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
+        // 6000 nodes: 50 - 48 = 2% -> floor 5%.
+        assert_eq!(num_feasible_nodes_to_find(0, 6000), 300);
+        // Explicit percentage, floored at 100 nodes.
+        assert_eq!(num_feasible_nodes_to_find(100, 5000), 5000);
+        assert_eq!(num_feasible_nodes_to_find(1, 5000), 100);
+        assert_eq!(num_feasible_nodes_to_find(30, 1000), 300);
+    }
+
+    #[test]
+    fn tie_breaker_is_roughly_uniform() {
+        let mut t = TieBreaker::new(42);
+        let mut counts = [0u32; 4];
+        for _ in 0..40_000 {
+            counts[t.below(4) as usize] += 1;
+        }
+        for c in counts {
+            assert!((9_000..11_000).contains(&c), "{counts:?}");
+        }
+    }
+}
