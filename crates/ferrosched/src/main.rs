@@ -1,1 +1,39 @@
-fn main() {}
+//! `ferrosched`: a fast, compatible replacement for kube-scheduler.
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// A fast, compatible replacement for kube-scheduler.
+///
+/// ferrosched reads the same KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as
+/// kube-scheduler, runs one framework per profile, and schedules pods whose
+/// spec.schedulerName names one of its profiles.
+#[derive(Parser, Debug)]
+#[command(
+    name = "ferrosched",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check, explain and print scheduler configuration files.
+    #[command(subcommand)]
+    Config(cmd::config::ConfigCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Config(c) => cmd::config::run(c),
+    }
+}

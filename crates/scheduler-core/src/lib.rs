@@ -11,4 +11,5 @@ pub mod config;
 pub mod framework;
 pub mod plugins;
 pub mod schedule_one;
+pub mod simulate;
 pub mod types;
