@@ -1,0 +1,38 @@
+//! Compact scheduling views of API objects, built once per object change.
+//!
+//! Plugins read these instead of the k8s-openapi types: quantities are parsed, selectors
+//! compiled and pod requests aggregated up front, so a scheduling cycle does no parsing.
+
+pub mod node;
+pub mod pod;
+pub mod quantity;
+pub mod resource;
+pub mod runtime_class;
+pub mod selector;
+pub mod taint;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+mod validation;
+
+pub use node::{HostPortInfo, NodeInfo, next_generation};
+pub use pod::{
+    DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
+    normalized_image_name,
+};
+pub use quantity::{Quantity, QuantityError, parse_k8s_quantity, parse_quantity};
+pub use resource::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY, RESOURCE_PODS, Resource, ResourceName, is_extended_resource_name,
+    is_scalar_resource_name,
+};
+pub use runtime_class::RuntimeClassInfo;
+pub use selector::{
+    FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
+    PreferredSchedulingTerm,
+};
+pub use taint::{
+    Taint, TaintEffect, Toleration, TolerationOperator, find_untolerated_taint,
+    tolerations_tolerate_taint,
+};
+#[cfg(any(test, feature = "testing"))]
+pub use testing::{NodeBuilder, PodBuilder};
