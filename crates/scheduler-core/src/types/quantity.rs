@@ -180,11 +180,8 @@ pub fn parse_quantity(s: &str) -> Result<Quantity, QuantityError> {
         return Err(QuantityError::Format);
     }
     let base = interpret_suffix(&s[suffix_start..])?;
-    let nanos = to_nanos(int_digits, frac_digits, base);
-    let nanos = match nanos {
-        Some(n) => n,
-        None => i128::MAX,
-    };
+    // Beyond i128 nanos (~1.7e29 units) saturate; no real request comes close.
+    let nanos = to_nanos(int_digits, frac_digits, base).unwrap_or(i128::MAX);
     // Upstream caps binary-SI quantities at the largest int64.
     let nanos = match base {
         Base::Binary(_) => nanos.min(i64::MAX as i128 * NANOS_PER_UNIT),
