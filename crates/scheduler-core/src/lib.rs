@@ -5,6 +5,8 @@
 //! controller crate acts on. Nothing here calls back into the controller.
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod config;
 pub mod framework;
 pub mod plugins;
+pub mod types;
