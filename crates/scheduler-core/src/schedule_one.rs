@@ -155,7 +155,7 @@ impl SchedulingAlgorithm {
             self.find_nodes_that_fit(fw, state, pod, snapshot, nominated)?;
         if feasible.is_empty() {
             return Err(ScheduleError::Unfit(Box::new(FitError {
-                pod: pod.key(),
+                pod: pod.key().clone(),
                 num_all_nodes: snapshot.num_nodes(),
                 diagnosis,
             })));

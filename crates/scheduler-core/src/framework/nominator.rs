@@ -19,7 +19,7 @@ impl NominatedPods {
 
     /// Records (or moves) the nomination of `pod` to `node`.
     pub fn add(&mut self, pod: Arc<PodInfo>, node: &str) {
-        let key = pod.key();
+        let key = pod.key().clone();
         self.remove(&key);
         self.node_of.insert(key, node.to_string());
         self.by_node.entry(node.to_string()).or_default().push(pod);
@@ -29,7 +29,7 @@ impl NominatedPods {
         if let Some(node) = self.node_of.remove(pod)
             && let Some(list) = self.by_node.get_mut(&node)
         {
-            list.retain(|p| &p.key() != pod);
+            list.retain(|p| p.key() != pod);
             if list.is_empty() {
                 self.by_node.remove(&node);
             }

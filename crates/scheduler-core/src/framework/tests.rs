@@ -12,27 +12,20 @@ use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
 use crate::types::{NodeInfo, PodInfo};
 
 fn node(name: &str, labels: &[(&str, &str)]) -> NodeInfo {
-    let mut n = NodeInfo {
-        name: name.into(),
-        ..NodeInfo::default()
-    };
-    for (k, v) in labels {
-        n.labels.insert((*k).into(), (*v).into());
-    }
-    n
+    labels
+        .iter()
+        .fold(NodeInfo::test(name), |b, (k, v)| b.label(k, v))
+        .build()
 }
 
 fn pod(name: &str) -> PodInfo {
-    PodInfo {
-        uid: format!("uid-{name}"),
-        namespace: "default".into(),
-        name: name.into(),
-        ..PodInfo::default()
-    }
+    PodInfo::test("default", name)
+        .uid(&format!("uid-{name}"))
+        .build()
 }
 
 fn snapshot(nodes: Vec<NodeInfo>) -> Snapshot {
-    Snapshot::from_nodes(nodes)
+    Snapshot::from_node_infos(nodes)
 }
 
 /// Filter: the node needs label `gpu`.
@@ -365,7 +358,7 @@ fn highest_weighted_score_wins_and_binds_with_a_binding() {
             assert_eq!(
                 action,
                 BindAction::Binding {
-                    pod: pod("p").key(),
+                    pod: pod("p").key().clone(),
                     uid: "uid-p".into(),
                     node: "high".into()
                 }

@@ -22,7 +22,7 @@ impl Plugin for DefaultBinder {
 impl BindPlugin for DefaultBinder {
     fn bind(&self, _state: &CycleState, pod: &PodInfo, node: &str) -> Result<BindAction, Status> {
         Ok(BindAction::Binding {
-            pod: pod.key(),
+            pod: pod.key().clone(),
             uid: pod.uid.clone(),
             node: node.to_string(),
         })

@@ -1,57 +1,38 @@
-//! TEMPORARY stub: replaced by the real views (branch `cache`).
+//! Compact scheduling views of API objects, built once per object change.
+//!
+//! Plugins read these instead of the k8s-openapi types: quantities are parsed, selectors
+//! compiled and pod requests aggregated up front, so a scheduling cycle does no parsing.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+pub mod node;
+pub mod pod;
+pub mod quantity;
+pub mod resource;
+pub mod runtime_class;
+pub mod selector;
+pub mod taint;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+mod validation;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl PodKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        PodKey {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for PodKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct PodInfo {
-    pub uid: String,
-    pub namespace: String,
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub scheduler_name: String,
-    pub priority: i32,
-    pub node_name: Option<String>,
-    pub nominated_node_name: Option<String>,
-    pub scheduling_gates: Vec<String>,
-}
-
-impl PodInfo {
-    pub fn key(&self) -> PodKey {
-        PodKey::new(self.namespace.clone(), self.name.clone())
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct NodeInfo {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub pods: Vec<Arc<PodInfo>>,
-}
-
-impl NodeInfo {
-    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
-        self.pods.push(pod);
-    }
-}
+pub use node::{HostPortInfo, NodeInfo, next_generation};
+pub use pod::{
+    DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
+    normalized_image_name,
+};
+pub use quantity::{Quantity, QuantityError, parse_k8s_quantity, parse_quantity};
+pub use resource::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY, RESOURCE_PODS, Resource, ResourceName, is_extended_resource_name,
+    is_scalar_resource_name,
+};
+pub use runtime_class::RuntimeClassInfo;
+pub use selector::{
+    FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
+    PreferredSchedulingTerm,
+};
+pub use taint::{
+    Taint, TaintEffect, Toleration, TolerationOperator, find_untolerated_taint,
+    tolerations_tolerate_taint,
+};
+#[cfg(any(test, feature = "testing"))]
+pub use testing::{NodeBuilder, PodBuilder};

@@ -1,0 +1,467 @@
+//! The scheduler's view of bound and assumed pods per node (upstream `backend/cache`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::node::v1::RuntimeClass;
+
+use super::node_tree::{NodeTree, zone_key};
+use super::snapshot::Snapshot;
+use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    #[error("node {0} is not found in the scheduler cache")]
+    NodeNotFound(String),
+    #[error("pod {0} is not found in the scheduler cache")]
+    PodNotFound(PodKey),
+    #[error("pod {0} has no node name, only bound or assumed pods are cached")]
+    PodNotBound(PodKey),
+    #[error("pod {0} is already in the cache, so it cannot be assumed")]
+    AlreadyInCache(PodKey),
+    #[error("pod {0} was already in added state")]
+    AlreadyAdded(PodKey),
+    #[error("assumed pod {0} should not be updated before its add event")]
+    PodAssumed(PodKey),
+    #[error("pod {0} was not assumed, so it cannot be forgotten")]
+    NotAssumed(PodKey),
+    #[error(
+        "pod {pod} is cached on node {cached} but the update puts it on {new}: cache is corrupted"
+    )]
+    NodeMismatch {
+        pod: PodKey,
+        cached: String,
+        new: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct PodState {
+    pod: Arc<PodInfo>,
+    node: String,
+    assumed: bool,
+    binding_finished: bool,
+}
+
+/// What one [`Cache::update_snapshot`] call did, for metrics and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SnapshotUpdate {
+    /// Node entries whose `Arc` was replaced or added.
+    pub changed_nodes: usize,
+    /// The ordered node list was rebuilt because nodes were added or removed.
+    pub rebuilt_node_list: bool,
+}
+
+/// A consistent copy of the cache contents for debugging and tests.
+#[derive(Debug, Clone, Default)]
+pub struct CacheDump {
+    pub nodes: BTreeMap<String, Arc<NodeInfo>>,
+    /// Pod -> node it is (assumed to be) on.
+    pub pods: BTreeMap<PodKey, String>,
+    pub assumed_pods: BTreeSet<PodKey>,
+}
+
+#[derive(Debug, Default)]
+pub struct Cache {
+    /// Every node name that has a Node object or pods; placeholders have `node == None`.
+    nodes: HashMap<String, Arc<NodeInfo>>,
+    /// Current generation -> node name for each entry of `nodes`; lets a snapshot find the
+    /// nodes that changed since it was taken without scanning all of them.
+    by_generation: BTreeMap<u64, String>,
+    pods: HashMap<PodKey, PodState>,
+    tree: NodeTree,
+    /// Image name -> number of known nodes that have it. Copy-on-write, shared with snapshots.
+    image_nodes: Arc<HashMap<String, usize>>,
+    runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+}
+
+impl Cache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Nodes whose Node object is known.
+    pub fn node_count(&self) -> usize {
+        self.tree.num_nodes()
+    }
+
+    /// Bound and assumed pods.
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn node_info(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.nodes.get(name)
+    }
+
+    pub fn get_pod(&self, key: &PodKey) -> Option<&Arc<PodInfo>> {
+        self.pods.get(key).map(|s| &s.pod)
+    }
+
+    pub fn is_assumed(&self, key: &PodKey) -> bool {
+        self.pods.get(key).is_some_and(|s| s.assumed)
+    }
+
+    pub fn image_num_nodes(&self, image: &str) -> usize {
+        self.image_nodes.get(image).copied().unwrap_or(0)
+    }
+
+    // ---- nodes ----
+
+    pub fn add_node(&mut self, node: &Node) {
+        self.upsert_node(Arc::new(node.clone()));
+    }
+
+    pub fn update_node(&mut self, node: &Node) {
+        self.upsert_node(Arc::new(node.clone()));
+    }
+
+    /// Add and update are the same operation: an update for an unseen node adds it, and an add
+    /// for a known one refreshes it (informer resyncs do both).
+    pub fn upsert_node(&mut self, node: Arc<Node>) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        self.ensure_entry(&name);
+        let (old_zone, old_images) = self
+            .mutate_node(&name, |n| {
+                let old_zone = n.node.is_some().then(|| zone_key(&n.labels));
+                let old_images = std::mem::take(&mut n.images);
+                n.set_node_arc(node);
+                (old_zone, old_images)
+            })
+            .expect("entry was just ensured");
+        let info = &self.nodes[&name];
+        let new_zone = zone_key(&info.labels);
+        if old_zone.as_deref() != Some(new_zone.as_str()) {
+            if let Some(z) = &old_zone {
+                self.tree.remove(z, &name);
+            }
+            self.tree.add(&new_zone, &name);
+        }
+        // Heartbeats rarely change images: only touch the shared map when the set differs.
+        let same_images = old_images.len() == info.images.len()
+            && old_images.keys().all(|k| info.images.contains_key(k));
+        if !same_images {
+            let counts = Arc::make_mut(&mut self.image_nodes);
+            for img in old_images.keys().filter(|k| !info.images.contains_key(*k)) {
+                decrement(counts, img);
+            }
+            for img in info.images.keys().filter(|k| !old_images.contains_key(*k)) {
+                *counts.entry(img.clone()).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// Forgets the Node object. Pods still bound to it keep the entry alive as a placeholder
+    /// (upstream does the same) until their delete events arrive.
+    pub fn remove_node(&mut self, name: &str) -> Result<(), CacheError> {
+        let info = self.nodes.get(name).filter(|n| n.node.is_some());
+        let Some(info) = info else {
+            return Err(CacheError::NodeNotFound(name.to_string()));
+        };
+        let zone = zone_key(&info.labels);
+        let images: Vec<String> = info.images.keys().cloned().collect();
+        let has_pods = !info.pods.is_empty();
+        self.tree.remove(&zone, name);
+        if !images.is_empty() {
+            let counts = Arc::make_mut(&mut self.image_nodes);
+            for img in &images {
+                decrement(counts, img);
+            }
+        }
+        if has_pods {
+            self.mutate_node(name, NodeInfo::remove_node);
+        } else {
+            self.drop_entry(name);
+        }
+        Ok(())
+    }
+
+    // ---- pods ----
+
+    /// A bound pod seen by the informer. Confirms it if it was assumed (possibly moving it to
+    /// the node it was really bound to).
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> Result<(), CacheError> {
+        let key = pod.key.clone();
+        let Some(node) = pod.node_name.clone() else {
+            return Err(CacheError::PodNotBound(key));
+        };
+        match self.pods.get(&key) {
+            Some(state) if state.assumed => {
+                let old_node = state.node.clone();
+                if old_node != node {
+                    tracing::info!(pod = %key, assumed = %old_node, actual = %node, "pod was added to a different node than it was assumed");
+                }
+                self.detach_pod(&old_node, &key);
+            }
+            Some(_) => return Err(CacheError::AlreadyAdded(key)),
+            None => {}
+        }
+        self.attach_pod(&node, pod.clone());
+        self.pods.insert(
+            key,
+            PodState {
+                pod,
+                node,
+                assumed: false,
+                binding_finished: false,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn update_pod(&mut self, old_key: &PodKey, pod: Arc<PodInfo>) -> Result<(), CacheError> {
+        let state = self
+            .pods
+            .get(old_key)
+            .ok_or_else(|| CacheError::PodNotFound(old_key.clone()))?;
+        if state.assumed {
+            return Err(CacheError::PodAssumed(old_key.clone()));
+        }
+        let Some(node) = pod.node_name.clone() else {
+            return Err(CacheError::PodNotBound(pod.key.clone()));
+        };
+        if state.node != node {
+            return Err(CacheError::NodeMismatch {
+                pod: old_key.clone(),
+                cached: state.node.clone(),
+                new: node,
+            });
+        }
+        // One node edit instead of remove + add keeps a placeholder from being dropped and
+        // re-created in between.
+        let key = pod.key.clone();
+        let new = pod.clone();
+        self.mutate_node(&node, |n| {
+            n.remove_pod(old_key);
+            n.add_pod(new);
+        });
+        self.pods.remove(old_key);
+        self.pods.insert(
+            key,
+            PodState {
+                pod,
+                node,
+                assumed: false,
+                binding_finished: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes a bound or assumed pod.
+    pub fn remove_pod(&mut self, key: &PodKey) -> Result<Arc<PodInfo>, CacheError> {
+        let state = self
+            .pods
+            .remove(key)
+            .ok_or_else(|| CacheError::PodNotFound(key.clone()))?;
+        self.detach_pod(&state.node, key);
+        Ok(state.pod)
+    }
+
+    /// Reserves `node` for a pod that is being bound; it counts as placed from now on.
+    pub fn assume_pod(&mut self, pod: Arc<PodInfo>, node: &str) -> Result<(), CacheError> {
+        if self.pods.contains_key(&pod.key) {
+            return Err(CacheError::AlreadyInCache(pod.key.clone()));
+        }
+        let pod = if pod.node_name.as_deref() == Some(node) {
+            pod
+        } else {
+            Arc::new(pod.with_node_name(node))
+        };
+        self.attach_pod(node, pod.clone());
+        self.pods.insert(
+            pod.key.clone(),
+            PodState {
+                pod,
+                node: node.to_string(),
+                assumed: true,
+                binding_finished: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Marks an assumed pod's binding as sent. Returns false for pods that are not assumed.
+    /// (Upstream only uses this to start assumed-pod expiry, which is disabled.)
+    pub fn finish_binding(&mut self, key: &PodKey) -> bool {
+        match self.pods.get_mut(key) {
+            Some(s) if s.assumed => {
+                s.binding_finished = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn is_binding_finished(&self, key: &PodKey) -> bool {
+        self.pods.get(key).is_some_and(|s| s.binding_finished)
+    }
+
+    /// Undoes [`Self::assume_pod`] after a failed bind.
+    pub fn forget_pod(&mut self, key: &PodKey) -> Result<Arc<PodInfo>, CacheError> {
+        match self.pods.get(key) {
+            None => Err(CacheError::PodNotFound(key.clone())),
+            Some(s) if !s.assumed => Err(CacheError::NotAssumed(key.clone())),
+            Some(_) => self.remove_pod(key),
+        }
+    }
+
+    // ---- runtime classes ----
+
+    pub fn add_runtime_class(&mut self, rc: &RuntimeClass) {
+        let info = RuntimeClassInfo::from_runtime_class(rc);
+        Arc::make_mut(&mut self.runtime_classes).insert(info.name.clone(), Arc::new(info));
+    }
+
+    pub fn update_runtime_class(&mut self, rc: &RuntimeClass) {
+        self.add_runtime_class(rc);
+    }
+
+    pub fn remove_runtime_class(&mut self, name: &str) -> bool {
+        if !self.runtime_classes.contains_key(name) {
+            return false;
+        }
+        Arc::make_mut(&mut self.runtime_classes).remove(name);
+        true
+    }
+
+    pub fn runtime_class(&self, name: &str) -> Option<&Arc<RuntimeClassInfo>> {
+        self.runtime_classes.get(name)
+    }
+
+    // ---- snapshot ----
+
+    /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
+    pub fn update_snapshot(&self, snapshot: &mut Snapshot) -> SnapshotUpdate {
+        let mut out = SnapshotUpdate::default();
+        let mut rebuild = false;
+        let mut affinity_changed = false;
+        for name in self
+            .by_generation
+            .range(snapshot.generation + 1..)
+            .map(|(_, n)| n)
+        {
+            let info = &self.nodes[name];
+            if info.node.is_none() {
+                continue;
+            }
+            out.changed_nodes += 1;
+            match snapshot.index.get(name) {
+                Some(&i) => {
+                    let old = &snapshot.node_infos[i];
+                    affinity_changed |= old.pods_with_affinity.is_empty()
+                        != info.pods_with_affinity.is_empty()
+                        || old.pods_with_required_anti_affinity.is_empty()
+                            != info.pods_with_required_anti_affinity.is_empty();
+                    snapshot.node_infos[i] = info.clone();
+                }
+                None => rebuild = true,
+            }
+        }
+        if let Some((&g, _)) = self.by_generation.last_key_value() {
+            snapshot.generation = snapshot.generation.max(g);
+        }
+        // A removed node leaves the snapshot with more entries than the tree.
+        if rebuild || snapshot.node_infos.len() != self.tree.num_nodes() {
+            snapshot.node_infos = self
+                .tree
+                .list()
+                .into_iter()
+                .map(|n| self.nodes[n].clone())
+                .collect();
+            snapshot.reindex();
+            out.rebuilt_node_list = true;
+            affinity_changed = true;
+        }
+        if affinity_changed {
+            snapshot.rebuild_affinity_lists();
+        }
+        snapshot.image_num_nodes = self.image_nodes.clone();
+        snapshot.runtime_classes = self.runtime_classes.clone();
+        out
+    }
+
+    /// A fresh snapshot of the whole cache.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::new();
+        self.update_snapshot(&mut s);
+        s
+    }
+
+    pub fn dump(&self) -> CacheDump {
+        CacheDump {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            pods: self
+                .pods
+                .iter()
+                .map(|(k, s)| (k.clone(), s.node.clone()))
+                .collect(),
+            assumed_pods: self
+                .pods
+                .iter()
+                .filter(|(_, s)| s.assumed)
+                .map(|(k, _)| k.clone())
+                .collect(),
+        }
+    }
+
+    // ---- internals ----
+
+    fn ensure_entry(&mut self, name: &str) {
+        if !self.nodes.contains_key(name) {
+            let info = NodeInfo::new(name);
+            self.by_generation.insert(info.generation, name.to_string());
+            self.nodes.insert(name.to_string(), Arc::new(info));
+        }
+    }
+
+    fn drop_entry(&mut self, name: &str) {
+        if let Some(info) = self.nodes.remove(name) {
+            self.by_generation.remove(&info.generation);
+        }
+    }
+
+    /// Edits a node copy-on-write and keeps the generation index in step.
+    fn mutate_node<R>(&mut self, name: &str, f: impl FnOnce(&mut NodeInfo) -> R) -> Option<R> {
+        let arc = self.nodes.get_mut(name)?;
+        let old_gen = arc.generation;
+        let info = Arc::make_mut(arc);
+        let r = f(info);
+        let new_gen = info.generation;
+        if new_gen != old_gen {
+            self.by_generation.remove(&old_gen);
+            self.by_generation.insert(new_gen, name.to_string());
+        }
+        Some(r)
+    }
+
+    fn attach_pod(&mut self, node: &str, pod: Arc<PodInfo>) {
+        self.ensure_entry(node);
+        self.mutate_node(node, |n| n.add_pod(pod));
+    }
+
+    fn detach_pod(&mut self, node: &str, key: &PodKey) {
+        self.mutate_node(node, |n| n.remove_pod(key));
+        if self
+            .nodes
+            .get(node)
+            .is_some_and(|n| n.node.is_none() && n.pods.is_empty())
+        {
+            self.drop_entry(node);
+        }
+    }
+}
+
+fn decrement(counts: &mut HashMap<String, usize>, img: &str) {
+    if let Some(c) = counts.get_mut(img) {
+        *c -= 1;
+        if *c == 0 {
+            counts.remove(img);
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The read-only cluster view one scheduling cycle works on.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::types::{NodeInfo, RuntimeClassInfo};
+
+/// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
+/// (all `Arc`s) but cycles normally reuse one snapshot updated by `Cache::update_snapshot`.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub(crate) node_infos: Vec<Arc<NodeInfo>>,
+    /// Node name -> position in `node_infos`.
+    pub(crate) index: HashMap<String, usize>,
+    pub(crate) with_affinity: Vec<usize>,
+    pub(crate) with_required_anti_affinity: Vec<usize>,
+    pub(crate) image_num_nodes: Arc<HashMap<String, usize>>,
+    pub(crate) runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    pub(crate) generation: u64,
+}
+
+impl Snapshot {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A snapshot of exactly these nodes, in this order, without a cache; for plugin tests
+    /// and tools. Placeholder nodes (no Node object) are kept too.
+    pub fn from_node_infos(nodes: impl IntoIterator<Item = NodeInfo>) -> Self {
+        let node_infos: Vec<Arc<NodeInfo>> = nodes.into_iter().map(Arc::new).collect();
+        let mut images: HashMap<String, usize> = HashMap::new();
+        for n in &node_infos {
+            for img in n.images.keys() {
+                *images.entry(img.clone()).or_insert(0) += 1;
+            }
+        }
+        let mut s = Snapshot {
+            generation: node_infos.iter().map(|n| n.generation).max().unwrap_or(0),
+            node_infos,
+            image_num_nodes: Arc::new(images),
+            ..Default::default()
+        };
+        s.reindex();
+        s.rebuild_affinity_lists();
+        s
+    }
+
+    /// Adds runtime classes to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_runtime_classes(
+        mut self,
+        classes: impl IntoIterator<Item = RuntimeClassInfo>,
+    ) -> Self {
+        self.runtime_classes = Arc::new(
+            classes
+                .into_iter()
+                .map(|c| (c.name.clone(), Arc::new(c)))
+                .collect(),
+        );
+        self
+    }
+
+    pub fn node_infos(&self) -> &[Arc<NodeInfo>] {
+        &self.node_infos
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.index.get(name).map(|&i| &self.node_infos[i])
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.node_infos.len()
+    }
+
+    /// Nodes with at least one pod that has pod affinity or anti-affinity.
+    pub fn have_pods_with_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.with_affinity.iter().map(|&i| &self.node_infos[i])
+    }
+
+    /// Nodes with at least one pod that has required anti-affinity.
+    pub fn have_pods_with_required_anti_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.with_required_anti_affinity
+            .iter()
+            .map(|&i| &self.node_infos[i])
+    }
+
+    pub fn runtime_class(&self, name: &str) -> Option<&Arc<RuntimeClassInfo>> {
+        self.runtime_classes.get(name)
+    }
+
+    /// Number of nodes in the snapshot's cache that report `image` (ImageLocality spread).
+    pub fn image_num_nodes(&self, image: &str) -> usize {
+        self.image_num_nodes.get(image).copied().unwrap_or(0)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn reindex(&mut self) {
+        self.index = self
+            .node_infos
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+    }
+
+    pub(crate) fn rebuild_affinity_lists(&mut self) {
+        let nodes = &self.node_infos;
+        self.with_affinity = (0..nodes.len())
+            .filter(|&i| !nodes[i].pods_with_affinity.is_empty())
+            .collect();
+        self.with_required_anti_affinity = (0..nodes.len())
+            .filter(|&i| !nodes[i].pods_with_required_anti_affinity.is_empty())
+            .collect();
+    }
+}

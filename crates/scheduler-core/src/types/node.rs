@@ -1,0 +1,338 @@
+//! Per-node aggregated scheduling state (upstream `framework.NodeInfo`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use k8s_openapi::api::core::v1 as k8s;
+
+use super::pod::{DEFAULT_BIND_ALL_HOST_IP, HostPort, PodInfo, PodKey, Protocol};
+use super::resource::Resource;
+use super::taint::Taint;
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Process-wide monotonic generation, so a node deleted and re-created under the same name
+/// never reuses a generation an older snapshot has seen.
+pub fn next_generation() -> u64 {
+    GENERATION.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// Host ports in use on a node, by (protocol, port) then host IP.
+///
+/// Same conflict rule as upstream `HostPortInfo`; entries are reference-counted so that
+/// removing one of two pods using the same ip/port keeps the port reserved (upstream's plain
+/// set would free it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostPortInfo {
+    ports: HashMap<(Protocol, i32), HashMap<String, u32>>,
+}
+
+impl HostPortInfo {
+    pub fn add(&mut self, hp: &HostPort) {
+        if hp.port <= 0 {
+            return;
+        }
+        let ips = self
+            .ports
+            .entry((hp.protocol.clone(), hp.port))
+            .or_default();
+        *ips.entry(hp.host_ip.clone()).or_insert(0) += 1;
+    }
+
+    pub fn remove(&mut self, hp: &HostPort) {
+        let key = (hp.protocol.clone(), hp.port);
+        if let Some(ips) = self.ports.get_mut(&key) {
+            if let Some(n) = ips.get_mut(&hp.host_ip) {
+                *n -= 1;
+                if *n == 0 {
+                    ips.remove(&hp.host_ip);
+                }
+            }
+            if ips.is_empty() {
+                self.ports.remove(&key);
+            }
+        }
+    }
+
+    /// `0.0.0.0` conflicts with every IP on the same protocol and port; any other IP conflicts
+    /// with itself and with `0.0.0.0`.
+    pub fn conflicts(&self, hp: &HostPort) -> bool {
+        if hp.port <= 0 {
+            return false;
+        }
+        let Some(ips) = self.ports.get(&(hp.protocol.clone(), hp.port)) else {
+            return false;
+        };
+        if hp.host_ip == DEFAULT_BIND_ALL_HOST_IP {
+            !ips.is_empty()
+        } else {
+            ips.contains_key(DEFAULT_BIND_ALL_HOST_IP) || ips.contains_key(&hp.host_ip)
+        }
+    }
+
+    /// Number of distinct (ip, protocol, port) entries.
+    pub fn len(&self) -> usize {
+        self.ports.values().map(|ips| ips.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NodeInfo {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    pub allocatable: Resource,
+    /// Sum of the pods' requests (the pod count is `pods.len()`, not kept here).
+    pub requested: Resource,
+    /// Sum of the pods' non-zero requests; only cpu and memory.
+    pub non_zero_requested: Resource,
+    pub pods: Vec<Arc<PodInfo>>,
+    pub pods_with_affinity: Vec<Arc<PodInfo>>,
+    pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    pub used_ports: HostPortInfo,
+    /// `namespace/claim` -> number of pods here using it.
+    pub pvc_ref_counts: HashMap<String, u32>,
+    /// Every image name in `status.images` -> its size in bytes.
+    pub images: HashMap<String, i64>,
+    /// Bumped on every change; the snapshot copies only nodes newer than itself.
+    pub generation: u64,
+    /// The API object, `None` while only pods reference this node name.
+    pub node: Option<Arc<k8s::Node>>,
+}
+
+impl NodeInfo {
+    /// An empty placeholder for a node name that pods reference before the Node is seen.
+    pub fn new(name: &str) -> Self {
+        NodeInfo {
+            name: name.to_string(),
+            generation: next_generation(),
+            ..Default::default()
+        }
+    }
+
+    pub fn from_node(node: &k8s::Node) -> Self {
+        let mut n = NodeInfo::new(node.metadata.name.as_deref().unwrap_or_default());
+        n.set_node(node);
+        n
+    }
+
+    /// Replaces the node object, keeping pods and their aggregates.
+    pub fn set_node(&mut self, node: &k8s::Node) {
+        self.set_node_arc(Arc::new(node.clone()));
+    }
+
+    pub fn set_node_arc(&mut self, node: Arc<k8s::Node>) {
+        self.name = node.metadata.name.clone().unwrap_or_default();
+        self.labels = node.metadata.labels.clone().unwrap_or_default();
+        let spec = node.spec.as_ref();
+        self.taints = spec
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(Taint::from_k8s)
+            .collect();
+        self.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
+        let status = node.status.as_ref();
+        self.allocatable = status
+            .and_then(|s| s.allocatable.as_ref())
+            .map(Resource::from_resource_list)
+            .unwrap_or_default();
+        self.images = image_sizes(&node);
+        self.node = Some(node);
+        self.generation = next_generation();
+    }
+
+    /// Forgets the node object but keeps the pods (upstream `RemoveNode`).
+    pub fn remove_node(&mut self) {
+        self.node = None;
+        self.images.clear();
+        self.generation = next_generation();
+    }
+
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.update(&pod, 1);
+        if pod.has_pod_affinity {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if pod.has_required_pod_anti_affinity {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with `key`, undoing exactly what [`Self::add_pod`] added. Like upstream
+    /// the last pod takes the removed one's place.
+    pub fn remove_pod(&mut self, key: &PodKey) -> Option<Arc<PodInfo>> {
+        let idx = self.pods.iter().position(|p| p.key == *key)?;
+        let pod = self.pods.swap_remove(idx);
+        if let Some(i) = self.pods_with_affinity.iter().position(|p| p.key == *key) {
+            self.pods_with_affinity.swap_remove(i);
+        }
+        if let Some(i) = self
+            .pods_with_required_anti_affinity
+            .iter()
+            .position(|p| p.key == *key)
+        {
+            self.pods_with_required_anti_affinity.swap_remove(i);
+        }
+        self.update(&pod, -1);
+        Some(pod)
+    }
+
+    fn update(&mut self, pod: &PodInfo, sign: i64) {
+        let r = &pod.requests;
+        self.requested.milli_cpu += sign * r.milli_cpu;
+        self.requested.memory += sign * r.memory;
+        self.requested.ephemeral_storage += sign * r.ephemeral_storage;
+        for (name, v) in &r.scalar {
+            self.requested.add_scalar(name, sign * v);
+        }
+        self.non_zero_requested.milli_cpu += sign * pod.non_zero_requests.milli_cpu;
+        self.non_zero_requested.memory += sign * pod.non_zero_requests.memory;
+        for hp in &pod.host_ports {
+            if sign > 0 {
+                self.used_ports.add(hp);
+            } else {
+                self.used_ports.remove(hp);
+            }
+        }
+        for claim in &pod.pvc_names {
+            let key = format!("{}/{}", pod.key.namespace, claim);
+            if sign > 0 {
+                *self.pvc_ref_counts.entry(key).or_insert(0) += 1;
+            } else if let Some(n) = self.pvc_ref_counts.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.pvc_ref_counts.remove(&key);
+                }
+            }
+        }
+        self.generation = next_generation();
+    }
+
+    pub fn get_pod(&self, key: &PodKey) -> Option<&Arc<PodInfo>> {
+        self.pods.iter().find(|p| p.key == *key)
+    }
+
+    pub fn has_node(&self) -> bool {
+        self.node.is_some()
+    }
+}
+
+fn image_sizes(node: &k8s::Node) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    let images = node
+        .status
+        .as_ref()
+        .and_then(|s| s.images.as_ref())
+        .into_iter()
+        .flatten();
+    for img in images {
+        for name in img.names.iter().flatten() {
+            // First occurrence wins when a name is listed twice.
+            out.entry(name.clone())
+                .or_insert(img.size_bytes.unwrap_or(0));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hp(port: i32, proto: &str, ip: &str) -> HostPort {
+        HostPort::new(port, proto, ip)
+    }
+
+    #[test]
+    fn host_port_conflicts_like_upstream() {
+        // (existing, candidate, conflicts)
+        let cases: Vec<(Vec<HostPort>, HostPort, bool)> = vec![
+            (
+                vec![hp(80, "TCP", "127.0.0.1")],
+                hp(80, "TCP", "127.0.0.1"),
+                true,
+            ),
+            (
+                vec![hp(80, "TCP", "127.0.0.1")],
+                hp(80, "UDP", "127.0.0.1"),
+                false,
+            ),
+            (
+                vec![hp(80, "TCP", "127.0.0.1")],
+                hp(81, "TCP", "127.0.0.1"),
+                false,
+            ),
+            (
+                vec![hp(80, "TCP", "127.0.0.1")],
+                hp(80, "TCP", "127.0.0.2"),
+                false,
+            ),
+            (
+                vec![hp(80, "TCP", "127.0.0.1")],
+                hp(80, "TCP", "0.0.0.0"),
+                true,
+            ),
+            (vec![hp(80, "TCP", "127.0.0.1")], hp(80, "TCP", ""), true),
+            (
+                vec![hp(80, "TCP", "0.0.0.0")],
+                hp(80, "TCP", "127.0.0.1"),
+                true,
+            ),
+            (vec![hp(80, "TCP", "")], hp(80, "", "10.0.0.1"), true),
+            (
+                vec![hp(80, "TCP", "0.0.0.0")],
+                hp(80, "UDP", "127.0.0.1"),
+                false,
+            ),
+            (
+                vec![hp(0, "TCP", "0.0.0.0")],
+                hp(0, "TCP", "0.0.0.0"),
+                false,
+            ),
+            (
+                vec![hp(80, "SCTP", "127.0.0.1"), hp(443, "TCP", "127.0.0.1")],
+                hp(443, "TCP", "0.0.0.0"),
+                true,
+            ),
+        ];
+        for (i, (existing, candidate, want)) in cases.into_iter().enumerate() {
+            let mut info = HostPortInfo::default();
+            existing.iter().for_each(|e| info.add(e));
+            assert_eq!(info.conflicts(&candidate), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn host_port_add_remove_counts() {
+        let mut info = HostPortInfo::default();
+        info.add(&hp(80, "TCP", "127.0.0.1"));
+        info.add(&hp(80, "TCP", "127.0.0.2"));
+        info.add(&hp(80, "TCP", "127.0.0.1"));
+        info.add(&hp(0, "TCP", "127.0.0.1"));
+        assert_eq!(info.len(), 2);
+        info.remove(&hp(80, "TCP", "127.0.0.1"));
+        assert!(
+            info.conflicts(&hp(80, "TCP", "127.0.0.1")),
+            "still held by the second user"
+        );
+        info.remove(&hp(80, "TCP", "127.0.0.1"));
+        assert!(!info.conflicts(&hp(80, "TCP", "127.0.0.1")));
+        info.remove(&hp(80, "TCP", "127.0.0.2"));
+        assert!(info.is_empty());
+    }
+
+    #[test]
+    fn generations_increase() {
+        let a = next_generation();
+        let b = next_generation();
+        assert!(b > a);
+    }
+}
