@@ -56,7 +56,12 @@ impl Report {
                 continue;
             }
             if fields.contains(&e.key.as_str()) {
-                self.spans.record(&p, e.value.pos.or(e.key_pos));
+                // Block collections start on the next line; their key is what to point at.
+                let pos = match e.value.value {
+                    Value::Map(_) | Value::Seq(_) => e.key_pos,
+                    _ => e.value.pos,
+                };
+                self.spans.record(&p, pos.or(e.value.pos));
                 continue;
             }
             let err = self.error_at(e.key_pos, &p, msg::unknown_field(&e.key));
@@ -200,6 +205,11 @@ impl Report {
     }
 
     pub fn duration(&mut self, node: &Node, path: &str) -> Option<Duration> {
+        if let Value::Int(i) = node.value {
+            self.error(path, format!("missing unit in duration {i}"))
+                .hint(msg::FIX_DURATION);
+            return None;
+        }
         let Some(text) = self.string(node, path) else {
             return None;
         };
