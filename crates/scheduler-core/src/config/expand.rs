@@ -228,6 +228,8 @@ pub(crate) fn expand_profile(profile: &Profile) -> (ExpandedProfile, Vec<Issue>)
                 message: msg::invalid(&w.to_string(), msg::NEGATIVE_WEIGHT),
                 fix: Some(msg::NEGATIVE_WEIGHT_FIX.into()),
             });
+            weights.insert(p.name.clone(), w);
+            continue;
         }
         weights.insert(p.name.clone(), w);
         let add = i64::from(w) * MAX_NODE_SCORE;
