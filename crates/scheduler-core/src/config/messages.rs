@@ -154,9 +154,7 @@ pub const UNRESERVE_MERGED: &str =
 pub const UNRESERVE_FIX: &str = "move these entries to `reserve`";
 
 pub fn legacy_converted(what: &str) -> String {
-    format!(
-        "converted legacy {LEGACY_API_VERSION} config to {API_VERSION}: {what}; run `ferrosched config print` or use config::to_yaml to get the v1 form"
-    )
+    format!("converted legacy {LEGACY_API_VERSION} config to {API_VERSION}: {what}")
 }
 
 pub fn legacy_ignored_field(key: &str) -> String {
