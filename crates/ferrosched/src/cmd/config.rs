@@ -46,12 +46,8 @@ pub fn load_and_build(
     loaded: Result<Loaded, config::ConfigErrors>,
 ) -> Result<(Loaded, ProfileRegistry), String> {
     let loaded = loaded.map_err(|e| e.to_string())?;
-    let specs: Vec<_> = loaded
-        .profiles
-        .iter()
-        .map(config::ExpandedProfile::to_spec)
-        .collect();
-    let profiles = ProfileRegistry::new(&specs, &Registry::in_tree()).map_err(|e| e.to_string())?;
+    let profiles =
+        ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).map_err(|e| e.to_string())?;
     Ok((loaded, profiles))
 }
 

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Framework, FrameworkError, ProfileSpec, Registry};
+use super::{Framework, FrameworkError, Registry};
+use crate::config::ExpandedProfile;
 
 /// The profile a pod with an empty `spec.schedulerName` belongs to.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -15,7 +16,7 @@ pub struct ProfileRegistry {
 
 impl ProfileRegistry {
     /// Builds a framework per profile. Profiles must agree on QueueSort (one queue).
-    pub fn new(specs: &[ProfileSpec], registry: &Registry) -> Result<Self, FrameworkError> {
+    pub fn new(specs: &[ExpandedProfile], registry: &Registry) -> Result<Self, FrameworkError> {
         let mut frameworks = BTreeMap::new();
         let mut queue_sort: Option<(&str, &'static str)> = None;
         for spec in specs {

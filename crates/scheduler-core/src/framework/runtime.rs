@@ -9,22 +9,9 @@ use std::time::Duration;
 use super::interface::*;
 use super::{Code, CycleState, ExtensionPoint, QueuedPodInfo, Registry, Status};
 use crate::cache::Snapshot;
-use crate::config::PluginArgs;
+use crate::config::ExpandedProfile;
 use crate::plugins::catalog;
 use crate::types::{NodeInfo, PodInfo};
-
-/// What a framework is built from: one profile after multiPoint expansion.
-#[derive(Clone, Debug, Default)]
-pub struct ProfileSpec {
-    pub scheduler_name: String,
-    pub percentage_of_nodes_to_score: Option<i32>,
-    /// Plugin names per extension point, in the order they run.
-    pub points: BTreeMap<ExtensionPoint, Vec<String>>,
-    /// Weights of the Score plugins (already defaulted: 0/unset became 1).
-    pub score_weights: BTreeMap<String, i64>,
-    /// Defaulted args per plugin name.
-    pub args: BTreeMap<String, PluginArgs>,
-}
 
 /// Why a framework could not be built; the config validation catches these first, so
 /// seeing one means a bug or a plugin registered outside the catalog.
@@ -94,7 +81,7 @@ impl Framework {
     ///
     /// Plugins the catalog knows but ferrosched has not built yet are left out and listed in
     /// [`Framework::not_built`], so `config validate` can warn about them.
-    pub fn new(spec: &ProfileSpec, registry: &Registry) -> Result<Framework, FrameworkError> {
+    pub fn new(spec: &ExpandedProfile, registry: &Registry) -> Result<Framework, FrameworkError> {
         let err = |message: String| FrameworkError {
             profile: spec.scheduler_name.clone(),
             message,
@@ -107,7 +94,7 @@ impl Framework {
             }
             match registry.get(name) {
                 Some(factory) => {
-                    let plugin = factory(spec.args.get(name))
+                    let plugin = factory(spec.plugin_args.get(name).and_then(Option::as_ref))
                         .map_err(|e| err(format!("initializing plugin {name:?}: {e}")))?;
                     if plugin.name() != name {
                         return Err(err(format!(
@@ -177,7 +164,7 @@ impl Framework {
         let score = score_plugins
             .into_iter()
             .map(|p| {
-                let w = spec.score_weights.get(p.name).copied().unwrap_or(1).max(1);
+                let w = spec.weight(p.name).map_or(1, i64::from).max(1);
                 (p, w)
             })
             .collect();

@@ -1,11 +1,11 @@
 //! Framework wiring and the scheduling cycle, exercised with small fake plugins.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::cache::Snapshot;
+use crate::config::ExpandedProfile;
 use crate::plugin_points;
 use crate::plugins::names;
 use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
@@ -196,10 +196,10 @@ fn registry() -> Registry {
     r
 }
 
-fn spec(points: &[(ExtensionPoint, &[&str])], weights: &[(&str, i64)]) -> ProfileSpec {
-    let mut s = ProfileSpec {
+fn spec(points: &[(ExtensionPoint, &[&str])], weights: &[(&str, i32)]) -> ExpandedProfile {
+    let mut s = ExpandedProfile {
         scheduler_name: "test".into(),
-        ..ProfileSpec::default()
+        ..ExpandedProfile::default()
     };
     s.points
         .insert(ExtensionPoint::QueueSort, vec![names::PRIORITY_SORT.into()]);
@@ -209,10 +209,7 @@ fn spec(points: &[(ExtensionPoint, &[&str])], weights: &[(&str, i64)]) -> Profil
         s.points
             .insert(*p, ns.iter().map(|n| n.to_string()).collect());
     }
-    s.score_weights = weights
-        .iter()
-        .map(|(n, w)| (n.to_string(), *w))
-        .collect::<BTreeMap<_, _>>();
+    s.score_weights = weights.iter().map(|(n, w)| (n.to_string(), *w)).collect();
     s
 }
 

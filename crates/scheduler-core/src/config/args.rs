@@ -1,0 +1,199 @@
+//! Typed plugin args (`pluginConfig[].args`), v1 fields, after defaulting.
+
+use k8s_openapi::api::core::v1::{NodeAffinity, TopologySpreadConstraint};
+use serde::{Serialize, Serializer};
+
+/// Args of one in-tree plugin, selected by the plugin's name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginArgs {
+    DefaultPreemption(DefaultPreemptionArgs),
+    InterPodAffinity(InterPodAffinityArgs),
+    NodeAffinity(NodeAffinityArgs),
+    NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs),
+    NodeResourcesFit(NodeResourcesFitArgs),
+    PodTopologySpread(PodTopologySpreadArgs),
+    VolumeBinding(VolumeBindingArgs),
+}
+
+impl PluginArgs {
+    /// The args `kind`, e.g. `NodeResourcesFitArgs`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PluginArgs::DefaultPreemption(_) => "DefaultPreemptionArgs",
+            PluginArgs::InterPodAffinity(_) => "InterPodAffinityArgs",
+            PluginArgs::NodeAffinity(_) => "NodeAffinityArgs",
+            PluginArgs::NodeResourcesBalancedAllocation(_) => "NodeResourcesBalancedAllocationArgs",
+            PluginArgs::NodeResourcesFit(_) => "NodeResourcesFitArgs",
+            PluginArgs::PodTopologySpread(_) => "PodTopologySpreadArgs",
+            PluginArgs::VolumeBinding(_) => "VolumeBindingArgs",
+        }
+    }
+}
+
+impl Serialize for PluginArgs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Tagged<'a, T: Serialize> {
+            api_version: &'static str,
+            kind: &'static str,
+            #[serde(flatten)]
+            inner: &'a T,
+        }
+        fn tagged<T: Serialize, S: Serializer>(
+            kind: &'static str,
+            inner: &T,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            Tagged {
+                api_version: super::types::API_VERSION,
+                kind,
+                inner,
+            }
+            .serialize(s)
+        }
+        let kind = self.kind();
+        match self {
+            PluginArgs::DefaultPreemption(a) => tagged(kind, a, s),
+            PluginArgs::InterPodAffinity(a) => tagged(kind, a, s),
+            PluginArgs::NodeAffinity(a) => tagged(kind, a, s),
+            PluginArgs::NodeResourcesBalancedAllocation(a) => tagged(kind, a, s),
+            PluginArgs::NodeResourcesFit(a) => tagged(kind, a, s),
+            PluginArgs::PodTopologySpread(a) => tagged(kind, a, s),
+            PluginArgs::VolumeBinding(a) => tagged(kind, a, s),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DefaultPreemptionArgs {
+    pub min_candidate_nodes_percentage: i32,
+    pub min_candidate_nodes_absolute: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterPodAffinityArgs {
+    pub hard_pod_affinity_weight: i32,
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeAffinityArgs {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_affinity: Option<NodeAffinity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeResourcesBalancedAllocationArgs {
+    pub resources: Vec<ResourceSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeResourcesFitArgs {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_resources: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_resource_groups: Vec<String>,
+    /// Always set after defaulting (LeastAllocated on cpu and memory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scoring_strategy: Option<ScoringStrategy>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ScoringStrategyType {
+    LeastAllocated,
+    MostAllocated,
+    RequestedToCapacityRatio,
+}
+
+impl ScoringStrategyType {
+    pub const ALL: [ScoringStrategyType; 3] = [
+        Self::LeastAllocated,
+        Self::MostAllocated,
+        Self::RequestedToCapacityRatio,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LeastAllocated => "LeastAllocated",
+            Self::MostAllocated => "MostAllocated",
+            Self::RequestedToCapacityRatio => "RequestedToCapacityRatio",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoringStrategy {
+    #[serde(rename = "type")]
+    pub type_: ScoringStrategyType,
+    pub resources: Vec<ResourceSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_to_capacity_ratio: Option<RequestedToCapacityRatioParam>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RequestedToCapacityRatioParam {
+    pub shape: Vec<UtilizationShapePoint>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UtilizationShapePoint {
+    pub utilization: i32,
+    pub score: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceSpec {
+    pub name: String,
+    pub weight: i64,
+}
+
+impl ResourceSpec {
+    pub fn new(name: &str, weight: i64) -> Self {
+        ResourceSpec {
+            name: name.to_string(),
+            weight,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PodTopologySpreadConstraintsDefaulting {
+    /// Kubernetes' built-in constraints (spread over nodes and zones).
+    System,
+    /// The constraints in `defaultConstraints`.
+    List,
+}
+
+impl PodTopologySpreadConstraintsDefaulting {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "System",
+            Self::List => "List",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTopologySpreadArgs {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub default_constraints: Vec<TopologySpreadConstraint>,
+    pub defaulting_type: PodTopologySpreadConstraintsDefaulting,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeBindingArgs {
+    pub bind_timeout_seconds: i64,
+    /// Storage-capacity scoring shape. Upstream only accepts it with the
+    /// StorageCapacityScoring gate on (off by default), so it is always empty here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shape: Vec<UtilizationShapePoint>,
+}

@@ -1,0 +1,348 @@
+//! YAML (and JSON, which is YAML) text -> spanned [`Node`] tree, built from the event
+//! parser that serde-saphyr re-exports, so every scalar, list, mapping and key keeps its
+//! line and column.
+
+use std::collections::HashMap;
+
+use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span};
+
+use super::error::ConfigError;
+use super::messages as msg;
+use super::node::{Entry, Node, Pos, Value};
+
+fn pos_of(m: Marker) -> Pos {
+    Pos {
+        line: m.line() as u32,
+        column: m.col() as u32 + 1,
+    }
+}
+
+/// Parses one YAML document. An empty document is an empty mapping's worth of nothing:
+/// it yields `Value::Null`, which the decoder reports as a missing apiVersion/kind.
+pub fn parse(text: &str, source: &str) -> Result<Node, ConfigError> {
+    let mut b = Builder {
+        parser: Parser::new_from_str(text),
+        anchors: HashMap::new(),
+        source,
+    };
+    b.document()
+}
+
+struct Builder<'a> {
+    parser: Parser<'a, serde_saphyr::granit_parser::StrInput<'a>>,
+    anchors: HashMap<usize, Node>,
+    source: &'a str,
+}
+
+impl<'a> Builder<'a> {
+    fn syntax(&self, e: ScanError) -> ConfigError {
+        ConfigError::new(
+            self.source,
+            Some(pos_of(*e.marker())),
+            "",
+            format!("{}: {}", msg::YAML_SYNTAX, e.info()),
+        )
+        .with_fix(msg::YAML_SYNTAX_FIX)
+    }
+
+    /// Next event that carries structure; comments and anchor metadata are skipped.
+    fn next(&mut self) -> Result<Option<(Event<'a>, Span)>, ConfigError> {
+        loop {
+            match self.parser.next_event() {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(self.syntax(e)),
+                Some(Ok((ev, span))) => match ev {
+                    Event::Anchor(..) => continue,
+                    ev if is_comment(&ev) => continue,
+                    ev => return Ok(Some((ev, span))),
+                },
+            }
+        }
+    }
+
+    fn document(&mut self) -> Result<Node, ConfigError> {
+        let mut root: Option<Node> = None;
+        while let Some((ev, span)) = self.next()? {
+            match ev {
+                Event::StreamStart | Event::DocumentEnd => {}
+                Event::StreamEnd => break,
+                Event::DocumentStart(..) => {
+                    if root.is_some() {
+                        return Err(ConfigError::new(
+                            self.source,
+                            Some(pos_of(span.start)),
+                            "",
+                            msg::MULTIPLE_DOCUMENTS,
+                        )
+                        .with_fix(msg::MULTIPLE_DOCUMENTS_FIX));
+                    }
+                }
+                ev if ev.is_node() => {
+                    let node = self.node(ev, span)?;
+                    root = Some(node);
+                }
+                _ => {}
+            }
+        }
+        Ok(root.unwrap_or(Node::new(Value::Null, Some(Pos { line: 1, column: 1 }))))
+    }
+
+    fn node(&mut self, ev: Event<'a>, span: Span) -> Result<Node, ConfigError> {
+        let pos = Some(pos_of(span.start));
+        match ev {
+            Event::Scalar(text, style, anchor, tag) => {
+                let force_str = tag
+                    .as_ref()
+                    .is_some_and(|t| t.is_yaml_core_schema_tag("str"));
+                let value = if style == ScalarStyle::Plain && !force_str {
+                    resolve_plain(&text)
+                } else {
+                    Value::Str(text.into_owned())
+                };
+                let node = Node::new(value, pos);
+                self.remember(anchor, &node);
+                Ok(node)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                let mut items = Vec::new();
+                loop {
+                    let Some((ev, span)) = self.next()? else {
+                        break;
+                    };
+                    if matches!(ev, Event::SequenceEnd) {
+                        break;
+                    }
+                    items.push(self.node(ev, span)?);
+                }
+                let node = Node::new(Value::Seq(items), pos);
+                self.remember(anchor, &node);
+                Ok(node)
+            }
+            Event::MappingStart(_, anchor, _) => {
+                let mut entries: Vec<Entry> = Vec::new();
+                let mut merges: Vec<Node> = Vec::new();
+                loop {
+                    let Some((kev, kspan)) = self.next()? else {
+                        break;
+                    };
+                    if matches!(kev, Event::MappingEnd) {
+                        break;
+                    }
+                    let key_pos = Some(pos_of(kspan.start));
+                    let key_node = self.node(kev, kspan)?;
+                    let Some((vev, vspan)) = self.next()? else {
+                        break;
+                    };
+                    let value = self.node(vev, vspan)?;
+                    let key = match key_node.value {
+                        Value::Str(s) => s,
+                        Value::Int(i) => i.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Float(x) => x.to_string(),
+                        Value::Null => String::new(),
+                        Value::Seq(_) | Value::Map(_) => {
+                            return Err(ConfigError::new(
+                                self.source,
+                                key_pos,
+                                "",
+                                msg::COMPLEX_KEY,
+                            ));
+                        }
+                    };
+                    if key == "<<" {
+                        merges.push(value);
+                        continue;
+                    }
+                    entries.push(Entry {
+                        key,
+                        key_pos,
+                        value,
+                    });
+                }
+                // YAML merge keys: explicitly written keys win over merged ones.
+                for m in merges {
+                    let maps = match m.value {
+                        Value::Seq(items) => items,
+                        _ => vec![m],
+                    };
+                    for map in maps {
+                        if let Value::Map(merged) = map.value {
+                            for e in merged {
+                                if !entries.iter().any(|x| x.key == e.key) {
+                                    entries.push(e);
+                                }
+                            }
+                        }
+                    }
+                }
+                let node = Node::new(Value::Map(entries), pos);
+                self.remember(anchor, &node);
+                Ok(node)
+            }
+            Event::Alias(id) => self
+                .anchors
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| ConfigError::new(self.source, pos, "", msg::UNKNOWN_ALIAS)),
+            _ => Err(ConfigError::new(self.source, pos, "", msg::UNKNOWN_ALIAS)),
+        }
+    }
+
+    fn remember(&mut self, anchor: usize, node: &Node) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+    }
+}
+
+#[allow(unreachable_patterns)]
+fn is_comment(ev: &Event<'_>) -> bool {
+    !ev.is_node()
+        && !matches!(
+            ev,
+            Event::StreamStart
+                | Event::StreamEnd
+                | Event::DocumentStart(..)
+                | Event::DocumentEnd
+                | Event::SequenceEnd
+                | Event::MappingEnd
+        )
+}
+
+/// YAML 1.2 core-schema resolution of an unquoted scalar.
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        _ => {}
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if let Ok(i) = i64::from_str_radix(hex, 16) {
+            return Value::Int(i);
+        }
+    }
+    if let Some(oct) = text.strip_prefix("0o") {
+        if let Ok(i) = i64::from_str_radix(oct, 8) {
+            return Value::Int(i);
+        }
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<i64>() {
+            Ok(i) => Value::Int(i),
+            // Too large for i64: keep it numeric so range errors say "out of range".
+            Err(_) => Value::Float(text.parse::<f64>().unwrap_or(f64::INFINITY)),
+        };
+    }
+    if looks_like_float(digits) {
+        if let Ok(x) = text.parse::<f64>() {
+            return Value::Float(x);
+        }
+    }
+    Value::Str(text.to_string())
+}
+
+fn looks_like_float(s: &str) -> bool {
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let mut parts = mantissa.splitn(2, '.');
+    let int = parts.next().unwrap_or("");
+    let frac = parts.next();
+    let digits_ok = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = match frac {
+        Some(f) => digits_ok(int) && digits_ok(f) && !(int.is_empty() && f.is_empty()),
+        None => !int.is_empty() && digits_ok(int),
+    };
+    let exp_ok = exp.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && digits_ok(e)
+    });
+    mantissa_ok && exp_ok && (frac.is_some() || exp.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_resolve_like_yaml_core_schema() {
+        assert_eq!(resolve_plain("10"), Value::Int(10));
+        assert_eq!(resolve_plain("-3"), Value::Int(-3));
+        assert_eq!(resolve_plain("1.5"), Value::Float(1.5));
+        assert_eq!(resolve_plain("1e3"), Value::Float(1000.0));
+        assert_eq!(resolve_plain("true"), Value::Bool(true));
+        assert_eq!(resolve_plain("~"), Value::Null);
+        assert_eq!(resolve_plain("15s"), Value::Str("15s".into()));
+        assert_eq!(resolve_plain("1.2.3"), Value::Str("1.2.3".into()));
+    }
+
+    #[test]
+    fn positions_are_one_based() {
+        let n = parse("a: 1\nb:\n  - x\n", "t.yaml").unwrap();
+        let Value::Map(entries) = &n.value else {
+            panic!("not a map")
+        };
+        assert_eq!(entries[0].key_pos, Some(Pos { line: 1, column: 1 }));
+        assert_eq!(entries[0].value.pos, Some(Pos { line: 1, column: 4 }));
+        assert_eq!(entries[1].key_pos, Some(Pos { line: 2, column: 1 }));
+        let Value::Seq(items) = &entries[1].value.value else {
+            panic!("not a seq")
+        };
+        assert_eq!(items[0].pos, Some(Pos { line: 3, column: 5 }));
+    }
+
+    #[test]
+    fn quoted_numbers_stay_strings_and_json_parses() {
+        let n = parse(r#"{"a": "10", "b": [1, 2.5]}"#, "t.json").unwrap();
+        assert_eq!(n.get("a").unwrap().value, Value::Str("10".into()));
+        assert_eq!(
+            n.get("b").unwrap().value,
+            Value::Seq(vec![
+                Node::new(
+                    Value::Int(1),
+                    n.get("b").and_then(|b| match &b.value {
+                        Value::Seq(i) => i[0].pos,
+                        _ => None,
+                    })
+                ),
+                Node::new(
+                    Value::Float(2.5),
+                    n.get("b").and_then(|b| match &b.value {
+                        Value::Seq(i) => i[1].pos,
+                        _ => None,
+                    })
+                ),
+            ])
+        );
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let e = parse("a: [1, 2\nb: 3\n", "bad.yaml").unwrap_err();
+        assert!(e.line.is_some(), "{e}");
+        assert!(e.message.starts_with(msg::YAML_SYNTAX), "{e}");
+    }
+
+    #[test]
+    fn anchors_and_merge_keys() {
+        let n = parse("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n", "t").unwrap();
+        let other = n.get("other").unwrap();
+        assert_eq!(other.get("x").unwrap().value, Value::Int(1));
+        assert_eq!(other.get("y").unwrap().value, Value::Int(3));
+    }
+
+    #[test]
+    fn multiple_documents_are_rejected() {
+        let e = parse("a: 1\n---\nb: 2\n", "t").unwrap_err();
+        assert_eq!(e.message, msg::MULTIPLE_DOCUMENTS);
+        assert_eq!(e.line, Some(2));
+    }
+}

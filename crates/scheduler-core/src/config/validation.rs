@@ -1,0 +1,406 @@
+//! Upstream `ValidateKubeSchedulerConfiguration` plus the checks kube-scheduler only makes
+//! when it builds the frameworks (unknown plugins, points, double registration), all
+//! collected in one pass. Per-entry checks read the document as written (so paths and
+//! lines match the file); global ones read the defaulted config.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::framework::ExtensionPoint;
+use crate::plugins::catalog;
+
+use super::defaults::default_args;
+use super::expand::{ExpandedProfile, expand_profile};
+use super::messages as msg;
+use super::spans::{Report, child, index};
+use super::spec::{ArgsSpec, ConfigSpec, ProfileSpec};
+use super::suggest::closest;
+use super::types::*;
+use super::validation_args::validate_args;
+
+/// The JitterFactor client-go's leader elector applies to retryPeriod.
+const LEADER_ELECTION_JITTER: f64 = 1.2;
+
+/// Validates and expands. Returns the expanded profiles (complete only without errors).
+pub(crate) fn validate(
+    r: &mut Report,
+    spec: &ConfigSpec,
+    cfg: &KubeSchedulerConfiguration,
+) -> Vec<ExpandedProfile> {
+    client_connection(r, &cfg.client_connection);
+    leader_election(r, &cfg.leader_election);
+    if cfg.parallelism <= 0 {
+        r.error(
+            "parallelism",
+            msg::invalid(&cfg.parallelism.to_string(), msg::PARALLELISM),
+        )
+        .hint("set parallelism to a positive number of workers, e.g. 16 (the default)");
+    }
+    percentage(
+        r,
+        "percentageOfNodesToScore",
+        cfg.percentage_of_nodes_to_score,
+    );
+    if cfg.pod_initial_backoff_seconds <= 0 {
+        r.error(
+            "podInitialBackoffSeconds",
+            msg::invalid(
+                &cfg.pod_initial_backoff_seconds.to_string(),
+                msg::POD_INITIAL_BACKOFF,
+            ),
+        );
+    }
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds {
+        r.error(
+            "podMaxBackoffSeconds",
+            msg::invalid(
+                &cfg.pod_max_backoff_seconds.to_string(),
+                msg::POD_MAX_BACKOFF,
+            ),
+        )
+        .hint(format!(
+            "raise podMaxBackoffSeconds to at least podInitialBackoffSeconds ({})",
+            cfg.pod_initial_backoff_seconds
+        ));
+    }
+    if !cfg.extenders.is_empty() {
+        r.error("extenders", msg::EXTENDERS_UNSUPPORTED)
+            .hint(msg::EXTENDERS_FIX);
+    }
+
+    if cfg.profiles.is_empty() {
+        r.error("profiles", msg::required(msg::PROFILES_REQUIRED));
+        return Vec::new();
+    }
+
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    let mut expanded = Vec::new();
+    let empty = ProfileSpec::default();
+    for (i, profile) in cfg.profiles.iter().enumerate() {
+        let path = index("profiles", i);
+        let pspec = spec.profiles.get(i).unwrap_or(&empty);
+        if profile.scheduler_name.is_empty() {
+            r.error(&child(&path, "schedulerName"), msg::required(""))
+                .hint(msg::SCHEDULER_NAME_FIX);
+        } else if let Some(first) = names.get(profile.scheduler_name.as_str()) {
+            r.error(
+                &child(&path, "schedulerName"),
+                msg::duplicate(&format!(
+                    "{:?} (also the name of profiles[{first}])",
+                    profile.scheduler_name
+                )),
+            )
+            .hint(msg::SCHEDULER_NAME_FIX);
+        } else {
+            names.insert(&profile.scheduler_name, i);
+        }
+        percentage(
+            r,
+            &child(&path, "percentageOfNodesToScore"),
+            profile.percentage_of_nodes_to_score,
+        );
+
+        let before = r.errors.len();
+        plugin_entries(r, &child(&path, "plugins"), &pspec.plugins);
+        let entries_ok = r.errors.len() == before;
+        plugin_config(r, &path, pspec, profile);
+
+        // Framework-level checks only make sense once every entry is a known plugin at a
+        // point it implements; otherwise they would repeat the errors above.
+        if entries_ok {
+            let (e, issues) = expand_profile(profile);
+            for issue in issues {
+                let err = r.error(&child(&path, &issue.path), issue.message);
+                if let Some(fix) = issue.fix {
+                    err.hint(fix);
+                }
+            }
+            expanded.push(e);
+        }
+    }
+    common_queue_sort(r, &cfg.profiles, &expanded);
+    expanded
+}
+
+fn percentage(r: &mut Report, path: &str, v: Option<i32>) {
+    if let Some(p) = v {
+        if !(0..=100).contains(&p) {
+            r.error(path, msg::invalid(&p.to_string(), msg::PERCENTAGE_RANGE))
+                .hint("use a percentage from 0 to 100; 0 lets the scheduler pick one from the cluster size");
+        }
+    }
+}
+
+fn client_connection(r: &mut Report, cc: &ClientConnectionConfiguration) {
+    if cc.burst < 0 {
+        r.error(
+            "clientConnection.burst",
+            msg::invalid(&cc.burst.to_string(), msg::BURST_NON_NEGATIVE),
+        );
+    }
+    if cc.qps < 0.0 {
+        r.warn("clientConnection.qps", msg::QPS_NEGATIVE_WARNING);
+    }
+}
+
+fn leader_election(r: &mut Report, le: &LeaderElectionConfiguration) {
+    if !le.leader_elect {
+        return;
+    }
+    use super::duration::format_go_duration as fmt;
+    for (field, d) in [
+        ("leaseDuration", le.lease_duration),
+        ("renewDeadline", le.renew_deadline),
+        ("retryPeriod", le.retry_period),
+    ] {
+        if d.is_zero() {
+            r.error(
+                &format!("leaderElection.{field}"),
+                msg::invalid(&format!("{:?}", fmt(d)), msg::GREATER_THAN_ZERO),
+            );
+        }
+    }
+    if le.lease_duration <= le.renew_deadline {
+        r.error(
+            "leaderElection.leaseDuration",
+            msg::invalid(
+                &format!("{:?}", fmt(le.renew_deadline)),
+                msg::LEASE_GT_RENEW,
+            ),
+        )
+        .hint("leaseDuration must exceed renewDeadline (defaults: 15s and 10s)");
+    } else if le.renew_deadline.as_secs_f64()
+        <= LEADER_ELECTION_JITTER * le.retry_period.as_secs_f64()
+    {
+        // client-go's leader elector refuses this at startup.
+        r.error(
+            "leaderElection.renewDeadline",
+            msg::invalid(
+                &format!("{:?}", fmt(le.renew_deadline)),
+                "renewDeadline must be greater than retryPeriod*JitterFactor (1.2)",
+            ),
+        )
+        .hint("lower retryPeriod or raise renewDeadline (defaults: 2s and 10s)");
+    }
+    for (field, v) in [
+        ("resourceLock", &le.resource_lock),
+        ("resourceNamespace", &le.resource_namespace),
+        ("resourceName", &le.resource_name),
+    ] {
+        if v.is_empty() {
+            r.error(&format!("leaderElection.{field}"), msg::required(""));
+        }
+    }
+    if !le.resource_lock.is_empty() && le.resource_lock != "leases" {
+        r.error(
+            "leaderElection.resourceLock",
+            msg::invalid(
+                &format!("{:?}", le.resource_lock),
+                msg::RESOURCE_LOCK_LEASES,
+            ),
+        )
+        .hint("set `resourceLock: leases` (endpoints and configmaps locks were removed)");
+    }
+}
+
+fn suggest_plugin(name: &str) -> Option<&'static str> {
+    closest(name, catalog::PLUGINS.iter().map(|p| p.name))
+}
+
+fn unknown_plugin_hint(name: &str) -> String {
+    match suggest_plugin(name) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => format!(
+            "known plugins: {}",
+            catalog::PLUGINS
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn points_of(name: &str) -> String {
+    catalog::lookup(name)
+        .map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.config_field())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// Per-entry checks of a profile's plugin sets, as written in the file.
+fn plugin_entries(r: &mut Report, path: &str, plugins: &Plugins) {
+    let sets = std::iter::once((None, &plugins.multi_point)).chain(
+        ExtensionPoint::ALL
+            .iter()
+            .map(|p| (Some(*p), plugins.point(*p))),
+    );
+    for (point, set) in sets {
+        let field = point.map_or("multiPoint", |p| p.config_field());
+        let sp = child(path, field);
+        let ep = child(&sp, "enabled");
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (i, p) in set.enabled.iter().enumerate() {
+            if p.name.is_empty() {
+                continue; // reported while decoding
+            }
+            let pp = index(&ep, i);
+            let np = child(&pp, "name");
+            let Some(plugin) = catalog::lookup(&p.name) else {
+                if let Some(why) = catalog::known_but_unsupported(&p.name) {
+                    r.error(&np, msg::plugin_unsupported(&p.name, why))
+                        .hint(format!("remove `{}` from this list", p.name));
+                } else {
+                    let m = match point {
+                        Some(pt) => msg::plugin_does_not_exist(pt.display_name(), &p.name),
+                        None => format!("plugin {:?} does not exist", p.name),
+                    };
+                    r.error(&np, m).hint(unknown_plugin_hint(&p.name));
+                }
+                continue;
+            };
+            if let Some(pt) = point {
+                if !plugin.points.contains(&pt) {
+                    r.error(&np, msg::plugin_does_not_extend(&p.name, pt.display_name()))
+                        .hint(format!(
+                            "{} implements {}; enable it there or under multiPoint",
+                            p.name,
+                            points_of(&p.name)
+                        ));
+                    continue;
+                }
+            }
+            if !seen.insert(p.name.as_str()) {
+                let shown = point.map_or("MultiPoint", |p| p.display_name());
+                r.error(&np, msg::plugin_already_registered(&p.name, shown))
+                    .hint("list each plugin once per extension point");
+                continue;
+            }
+            let scores = plugin.points.contains(&ExtensionPoint::Score);
+            let weight_used = scores && matches!(point, None | Some(ExtensionPoint::Score));
+            if let Some(w) = p.weight {
+                let wp = child(&pp, "weight");
+                if weight_used && w < 0 {
+                    r.error(&wp, msg::invalid(&w.to_string(), msg::NEGATIVE_WEIGHT))
+                        .hint(msg::NEGATIVE_WEIGHT_FIX);
+                } else if !weight_used && w != 0 {
+                    r.warn(&wp, format!("weight of {:?} is ignored: weights only apply to Score plugins at `score` or `multiPoint`", p.name));
+                }
+            }
+        }
+        let dp = child(&sp, "disabled");
+        for (i, name) in set.disabled.iter().enumerate() {
+            if name.is_empty() || name == "*" || catalog::lookup(name).is_some() {
+                continue;
+            }
+            let w = r.warn(&index(&dp, i), msg::unknown_disabled(name));
+            if let Some(why) = catalog::known_but_unsupported(name) {
+                w.hint(why);
+            } else if let Some(s) = suggest_plugin(name) {
+                w.hint(format!("did you mean `{s}`?"));
+            }
+        }
+    }
+}
+
+fn plugin_config(r: &mut Report, path: &str, pspec: &ProfileSpec, profile: &Profile) {
+    let cp = child(path, "pluginConfig");
+    let enabled: HashSet<String> = profile.plugins.enabled_names().into_iter().collect();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for c in &pspec.plugin_config {
+        let ip = index(&cp, c.index);
+        if let Some(first) = seen.get(c.name.as_str()) {
+            r.error(&ip, msg::duplicate(&format!("{:?}", c.name)))
+                .hint(format!(
+                    "merge it with pluginConfig[{first}]: one entry per plugin (a legacy hardPodAffinitySymmetricWeight also creates InterPodAffinity args)"
+                ));
+            continue;
+        }
+        seen.insert(&c.name, c.index);
+        let known = catalog::lookup(&c.name);
+        match &c.args {
+            ArgsSpec::Untyped { has_args } => {
+                if known.is_some() && *has_args {
+                    r.error(&child(&ip, "args"), msg::takes_no_args(&c.name))
+                        .hint("remove `args` (or the whole entry)");
+                    continue;
+                }
+            }
+            typed => {
+                if let Some(args) = default_args(typed) {
+                    validate_args(r, &child(&ip, "args"), typed, &args);
+                }
+            }
+        }
+        if !enabled.contains(&c.name) {
+            let w = r.warn(&child(&ip, "name"), msg::config_not_enabled(&c.name));
+            if known.is_none() {
+                if let Some(why) = catalog::known_but_unsupported(&c.name) {
+                    w.hint(why);
+                } else if let Some(s) = suggest_plugin(&c.name) {
+                    w.hint(format!("did you mean `{s}`?"));
+                }
+            } else {
+                w.hint(format!(
+                    "enable {} under `plugins` or drop this entry",
+                    c.name
+                ));
+            }
+        }
+    }
+}
+
+/// Upstream `validateCommonQueueSort` on the written queueSort sets, then the framework's
+/// check that every profile ends up with the same queue sort plugin.
+fn common_queue_sort(r: &mut Report, profiles: &[Profile], expanded: &[ExpandedProfile]) {
+    let first = &profiles[0];
+    let canon = &first.plugins.queue_sort;
+    if canon.enabled.len() > 1 {
+        r.error(
+            "profiles[0].plugins.queueSort.enabled",
+            msg::invalid(&canon.enabled.len().to_string(), msg::QUEUE_SORT_ONLY_ONE),
+        );
+    }
+    let qs_name = canon.enabled.first().map(|p| p.name.as_str());
+    let qs_args = qs_name.and_then(|n| first.args(n));
+    let mut reported = false;
+    for (i, p) in profiles.iter().enumerate().skip(1) {
+        if &p.plugins.queue_sort != canon {
+            reported = true;
+            r.error(
+                &format!("profiles[{i}].plugins.queueSort"),
+                msg::QUEUE_SORT_SAME,
+            )
+            .hint(msg::QUEUE_SORT_FIX);
+        }
+        if let Some(n) = qs_name {
+            if p.plugin_config.iter().any(|c| c.name == n) && p.args(n) != qs_args {
+                r.error(
+                    &format!("profiles[{i}].pluginConfig"),
+                    msg::QUEUE_SORT_ARGS_SAME,
+                )
+                .hint(msg::QUEUE_SORT_FIX);
+            }
+        }
+    }
+    if reported || expanded.len() != profiles.len() {
+        return;
+    }
+    let first_qs = expanded[0].plugins_at(ExtensionPoint::QueueSort).first();
+    for (i, e) in expanded.iter().enumerate().skip(1) {
+        let qs = e.plugins_at(ExtensionPoint::QueueSort).first();
+        if let (Some(a), Some(b)) = (first_qs, qs) {
+            if a != b {
+                r.error(
+                    &format!("profiles[{i}].plugins"),
+                    msg::different_queue_sort(&e.scheduler_name, b, a),
+                )
+                .hint(msg::QUEUE_SORT_FIX);
+            }
+        }
+    }
+}
