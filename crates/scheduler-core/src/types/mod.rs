@@ -3,6 +3,7 @@
 //! Plugins read these instead of the k8s-openapi types: quantities are parsed, selectors
 //! compiled and pod requests aggregated up front, so a scheduling cycle does no parsing.
 
+pub mod label_selector;
 pub mod node;
 pub mod pod;
 pub mod quantity;
@@ -14,6 +15,7 @@ pub mod taint;
 pub mod testing;
 mod validation;
 
+pub use label_selector::LabelSelector;
 pub use node::{HostPortInfo, NodeInfo, next_generation};
 pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
