@@ -122,11 +122,11 @@ pub(crate) fn validate(
 }
 
 fn percentage(r: &mut Report, path: &str, v: Option<i32>) {
-    if let Some(p) = v {
-        if !(0..=100).contains(&p) {
-            r.error(path, msg::invalid(&p.to_string(), msg::PERCENTAGE_RANGE))
+    if let Some(p) = v
+        && !(0..=100).contains(&p)
+    {
+        r.error(path, msg::invalid(&p.to_string(), msg::PERCENTAGE_RANGE))
                 .hint("use a percentage from 0 to 100; 0 lets the scheduler pick one from the cluster size");
-        }
     }
 }
 
@@ -263,16 +263,16 @@ fn plugin_entries(r: &mut Report, path: &str, plugins: &Plugins) {
                 }
                 continue;
             };
-            if let Some(pt) = point {
-                if !plugin.points.contains(&pt) {
-                    r.error(&np, msg::plugin_does_not_extend(&p.name, pt.display_name()))
-                        .hint(format!(
-                            "{} implements {}; enable it there or under multiPoint",
-                            p.name,
-                            points_of(&p.name)
-                        ));
-                    continue;
-                }
+            if let Some(pt) = point
+                && !plugin.points.contains(&pt)
+            {
+                r.error(&np, msg::plugin_does_not_extend(&p.name, pt.display_name()))
+                    .hint(format!(
+                        "{} implements {}; enable it there or under multiPoint",
+                        p.name,
+                        points_of(&p.name)
+                    ));
+                continue;
             }
             if !seen.insert(p.name.as_str()) {
                 let shown = point.map_or("MultiPoint", |p| p.display_name());
@@ -377,14 +377,15 @@ fn common_queue_sort(r: &mut Report, profiles: &[Profile], expanded: &[ExpandedP
             )
             .hint(msg::QUEUE_SORT_FIX);
         }
-        if let Some(n) = qs_name {
-            if p.plugin_config.iter().any(|c| c.name == n) && p.args(n) != qs_args {
-                r.error(
-                    &format!("profiles[{i}].pluginConfig"),
-                    msg::QUEUE_SORT_ARGS_SAME,
-                )
-                .hint(msg::QUEUE_SORT_FIX);
-            }
+        if let Some(n) = qs_name
+            && p.plugin_config.iter().any(|c| c.name == n)
+            && p.args(n) != qs_args
+        {
+            r.error(
+                &format!("profiles[{i}].pluginConfig"),
+                msg::QUEUE_SORT_ARGS_SAME,
+            )
+            .hint(msg::QUEUE_SORT_FIX);
         }
     }
     if reported || expanded.len() != profiles.len() {
@@ -393,14 +394,14 @@ fn common_queue_sort(r: &mut Report, profiles: &[Profile], expanded: &[ExpandedP
     let first_qs = expanded[0].plugins_at(ExtensionPoint::QueueSort).first();
     for (i, e) in expanded.iter().enumerate().skip(1) {
         let qs = e.plugins_at(ExtensionPoint::QueueSort).first();
-        if let (Some(a), Some(b)) = (first_qs, qs) {
-            if a != b {
-                r.error(
-                    &format!("profiles[{i}].plugins"),
-                    msg::different_queue_sort(&e.scheduler_name, b, a),
-                )
-                .hint(msg::QUEUE_SORT_FIX);
-            }
+        if let (Some(a), Some(b)) = (first_qs, qs)
+            && a != b
+        {
+            r.error(
+                &format!("profiles[{i}].plugins"),
+                msg::different_queue_sort(&e.scheduler_name, b, a),
+            )
+            .hint(msg::QUEUE_SORT_FIX);
         }
     }
 }
