@@ -805,6 +805,17 @@ fn wrong_types_say_what_was_expected() {
 }
 
 #[test]
+fn duplicate_keys_are_reported() {
+    let e = expect(
+        "profiles:\n- schedulerName: a\n  schedulerName: b\n",
+        "profiles[0].schedulerName",
+        5,
+        "field \"schedulerName\" is set twice",
+    );
+    assert_eq!(e.column, Some(3));
+}
+
+#[test]
 fn api_version_and_kind() {
     let load = |t: &str| load_str(t, "t.yaml").unwrap_err().0;
     let e = load("kind: KubeSchedulerConfiguration\n");
