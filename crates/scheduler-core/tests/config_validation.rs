@@ -229,6 +229,16 @@ fn removed_and_unsupported_plugins_say_why() {
 }
 
 #[test]
+fn plugin_config_for_plugins_removed_upstream() {
+    expect(
+        "profiles:\n- pluginConfig:\n  - name: EBSLimits\n",
+        "profiles[0].pluginConfig[0]",
+        5,
+        "was invalid in version \"kubescheduler.config.k8s.io/v1\"",
+    );
+}
+
+#[test]
 fn unknown_disabled_names_only_warn() {
     let l = load_str(
         &format!("{HEAD}profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: EBSLimits\n      - name: NodeResourcesFitt\n"),

@@ -137,12 +137,19 @@ pub(crate) fn decode_legacy(r: &mut Report, root: &Node) -> ConfigSpec {
         profile.plugin_config = decode_plugin_config(r, n, &p, true);
         converted.push("pluginConfig -> profiles[0].pluginConfig".into());
     }
+    // Synthesized entries go after every entry of the file's list, kept or dropped, so
+    // their paths never alias a real entry.
+    let file_entries = match top.get("pluginConfig").map(|n| &n.value) {
+        Some(super::node::Value::Seq(items)) => items.len(),
+        _ => 0,
+    };
     let next_index = |p: &ProfileSpec| {
         p.plugin_config
             .iter()
             .map(|c| c.index + 1)
             .max()
             .unwrap_or(0)
+            .max(file_entries)
     };
     if let Some(n) = top.get("hardPodAffinitySymmetricWeight")
         && let Some(w) = r.int32(n, "hardPodAffinitySymmetricWeight")

@@ -234,6 +234,12 @@ pub fn config_not_enabled(name: &str) -> String {
     format!("pluginConfig for {name:?} has no effect: the plugin is not enabled in this profile")
 }
 
+pub fn invalid_in_v1() -> String {
+    format!(
+        "was invalid in version {API_VERSION:?} (KubeSchedulerConfiguration is version {API_VERSION:?})"
+    )
+}
+
 pub fn takes_no_args(name: &str) -> String {
     format!("plugin {name} takes no args")
 }

@@ -17,6 +17,14 @@ use super::suggest::closest;
 use super::types::*;
 use super::validation_args::validate_args;
 
+/// Plugins upstream's v1 validation rejects by name, in `pluginConfig` too.
+const INVALID_IN_V1: &[&str] = &[
+    "AzureDiskLimits",
+    "CinderLimits",
+    "EBSLimits",
+    "GCEPDLimits",
+];
+
 /// The JitterFactor client-go's leader elector applies to retryPeriod.
 const LEADER_ELECTION_JITTER: f64 = 1.2;
 
@@ -321,6 +329,14 @@ fn plugin_config(r: &mut Report, path: &str, pspec: &ProfileSpec, profile: &Prof
             continue;
         }
         seen.insert(&c.name, c.index);
+        if INVALID_IN_V1.contains(&c.name.as_str()) {
+            r.error(
+                &ip,
+                msg::invalid(&format!("{:?}", c.name), &msg::invalid_in_v1()),
+            )
+            .hint("this plugin was removed from kube-scheduler; drop the entry");
+            continue;
+        }
         let known = catalog::lookup(&c.name);
         match &c.args {
             ArgsSpec::Untyped { has_args } => {
