@@ -815,6 +815,15 @@ fn wrong_types_say_what_was_expected() {
 }
 
 #[test]
+fn plugin_entry_without_name_is_reported_once() {
+    let errs = errors("profiles:\n- plugins:\n    score:\n      enabled:\n      - weight: 3\n");
+    assert_eq!(errs.len(), 1, "{}", dump(&errs));
+    assert_eq!(errs[0].path, "profiles[0].plugins.score.enabled[0].name");
+    assert_eq!(errs[0].message, "Required value");
+    assert_eq!(errs[0].line, Some(7));
+}
+
+#[test]
 fn duplicate_keys_are_reported() {
     let e = expect(
         "profiles:\n- schedulerName: a\n  schedulerName: b\n",

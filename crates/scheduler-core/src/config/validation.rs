@@ -109,7 +109,11 @@ pub(crate) fn validate(
 
         let before = r.errors.len();
         plugin_entries(r, &child(&path, "plugins"), &pspec.plugins);
-        let entries_ok = r.errors.len() == before;
+        // Entries that failed to decode stay as empty names; they were reported already.
+        let undecoded = std::iter::once(&pspec.plugins.multi_point)
+            .chain(ExtensionPoint::ALL.iter().map(|p| pspec.plugins.point(*p)))
+            .any(|s| s.enabled.iter().any(|p| p.name.is_empty()));
+        let entries_ok = r.errors.len() == before && !undecoded;
         plugin_config(r, &path, pspec, profile);
 
         // Framework-level checks only make sense once every entry is a known plugin at a
