@@ -432,6 +432,48 @@ profiles:
 }
 
 #[test]
+fn awkward_strings_survive_printing() {
+    let text = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: \"007\"
+- schedulerName: \"true\"
+  plugins:
+    multiPoint:
+      enabled: [{name: PrioritySort}, {name: DefaultBinder}]
+      disabled: [{name: '*'}]
+";
+    let first = load_str(text, "t").unwrap();
+    let printed = to_yaml(&first.config);
+    let second = load_str(&printed, "printed").unwrap_or_else(|e| panic!("{e}\n{printed}"));
+    assert_eq!(second.config, first.config);
+    assert_eq!(second.config.profiles[0].scheduler_name, "007");
+    assert_eq!(
+        second.config.profiles[1].plugins.multi_point.disabled,
+        ["*"]
+    );
+}
+
+#[test]
+fn json_configs_load_too() {
+    let l = load_str(
+        r#"{"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "json", "plugins": {"score": {"disabled": [{"name": "ImageLocality"}]}}}]}"#,
+        "c.json",
+    )
+    .unwrap();
+    assert_eq!(l.config.profiles[0].scheduler_name, "json");
+    assert_eq!(l.profiles[0].weight("ImageLocality"), None);
+    let e = load_str(
+        r#"{"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "parallelism": "x"}"#,
+        "c.json",
+    )
+    .unwrap_err();
+    assert_eq!((e.0[0].line, e.0[0].column), (Some(2), Some(28)));
+}
+
+#[test]
 fn from_flags_binds_to_the_default_profile() {
     let l = from_flags(Some("my-scheduler"), Some(7)).unwrap();
     let p = &l.config.profiles[0];

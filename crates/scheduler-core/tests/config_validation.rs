@@ -229,6 +229,16 @@ fn removed_and_unsupported_plugins_say_why() {
 }
 
 #[test]
+fn plugin_config_for_plugins_removed_upstream() {
+    expect(
+        "profiles:\n- pluginConfig:\n  - name: EBSLimits\n",
+        "profiles[0].pluginConfig[0]",
+        5,
+        "was invalid in version \"kubescheduler.config.k8s.io/v1\"",
+    );
+}
+
+#[test]
 fn unknown_disabled_names_only_warn() {
     let l = load_str(
         &format!("{HEAD}profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: EBSLimits\n      - name: NodeResourcesFitt\n"),
@@ -802,6 +812,26 @@ fn wrong_types_say_what_was_expected() {
         7,
         "expected a mapping with `name`",
     );
+}
+
+#[test]
+fn plugin_entry_without_name_is_reported_once() {
+    let errs = errors("profiles:\n- plugins:\n    score:\n      enabled:\n      - weight: 3\n");
+    assert_eq!(errs.len(), 1, "{}", dump(&errs));
+    assert_eq!(errs[0].path, "profiles[0].plugins.score.enabled[0].name");
+    assert_eq!(errs[0].message, "Required value");
+    assert_eq!(errs[0].line, Some(7));
+}
+
+#[test]
+fn duplicate_keys_are_reported() {
+    let e = expect(
+        "profiles:\n- schedulerName: a\n  schedulerName: b\n",
+        "profiles[0].schedulerName",
+        5,
+        "field \"schedulerName\" is set twice",
+    );
+    assert_eq!(e.column, Some(3));
 }
 
 #[test]

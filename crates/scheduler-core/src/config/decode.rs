@@ -210,9 +210,7 @@ impl Report {
                 .hint(msg::FIX_DURATION);
             return None;
         }
-        let Some(text) = self.string(node, path) else {
-            return None;
-        };
+        let text = self.string(node, path)?;
         match parse_go_duration(&text) {
             Ok(d) => Some(d),
             Err(e) if e.contains("negative") => {

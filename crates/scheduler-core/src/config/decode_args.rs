@@ -120,15 +120,15 @@ pub(crate) fn decode_args(
                 if let Some(items) = r.list(n, &lp) {
                     for (i, item) in items.iter().enumerate() {
                         let ip = index(&lp, i);
-                        if k8s_schema::check(r, item, &ip, TOPOLOGY_SPREAD_CONSTRAINT) {
-                            if let Some(c) = k8s_schema::convert::<TopologySpreadConstraint>(
+                        if k8s_schema::check(r, item, &ip, TOPOLOGY_SPREAD_CONSTRAINT)
+                            && let Some(c) = k8s_schema::convert::<TopologySpreadConstraint>(
                                 r,
                                 item,
                                 &ip,
                                 "TopologySpreadConstraint",
-                            ) {
-                                default_constraints.push(c);
-                            }
+                            )
+                        {
+                            default_constraints.push(c);
                         }
                     }
                 }
@@ -168,19 +168,19 @@ pub(crate) fn decode_args(
 fn check_type_meta(r: &mut Report, o: &Obj<'_>, plugin: &str, kind: &str, legacy: bool) {
     if let Some(n) = o.get("kind") {
         let p = o.path("kind");
-        if let Some(k) = r.string(n, &p) {
-            if k != kind {
-                r.error(
-                    &p,
-                    msg::invalid(
-                        &format!("{k:?}"),
-                        &msg::args_kind_mismatch(plugin, kind, &k),
-                    ),
-                )
-                .hint(format!(
-                    "set `kind: {kind}` or remove `kind` (it is optional)"
-                ));
-            }
+        if let Some(k) = r.string(n, &p)
+            && k != kind
+        {
+            r.error(
+                &p,
+                msg::invalid(
+                    &format!("{k:?}"),
+                    &msg::args_kind_mismatch(plugin, kind, &k),
+                ),
+            )
+            .hint(format!(
+                "set `kind: {kind}` or remove `kind` (it is optional)"
+            ));
         }
     }
     if let Some(n) = o.get("apiVersion") {

@@ -81,30 +81,29 @@ pub(crate) fn decode_legacy(r: &mut Report, root: &Node) -> ConfigSpec {
     if let Some(n) = top.get("algorithmSource") {
         algorithm_source(r, n);
     }
-    if let Some(n) = top.get("leaderElection") {
-        if let Some((mut le, o)) =
+    if let Some(n) = top.get("leaderElection")
+        && let Some((mut le, o)) =
             decode_leader_election_with(r, n, "leaderElection", LEGACY_LEADER_ELECTION_FIELDS)
-        {
-            let old_ns = field!(r, o, "lockObjectNamespace", string).unwrap_or_default();
-            let old_name = field!(r, o, "lockObjectName", string).unwrap_or_default();
-            merge_lock_field(
-                r,
-                &mut le.resource_namespace,
-                &old_ns,
-                "resourceNamespace",
-                "lockObjectNamespace",
-                &mut converted,
-            );
-            merge_lock_field(
-                r,
-                &mut le.resource_name,
-                &old_name,
-                "resourceName",
-                "lockObjectName",
-                &mut converted,
-            );
-            spec.leader_election = le;
-        }
+    {
+        let old_ns = field!(r, o, "lockObjectNamespace", string).unwrap_or_default();
+        let old_name = field!(r, o, "lockObjectName", string).unwrap_or_default();
+        merge_lock_field(
+            r,
+            &mut le.resource_namespace,
+            &old_ns,
+            "resourceNamespace",
+            "lockObjectNamespace",
+            &mut converted,
+        );
+        merge_lock_field(
+            r,
+            &mut le.resource_name,
+            &old_name,
+            "resourceName",
+            "lockObjectName",
+            &mut converted,
+        );
+        spec.leader_election = le;
     }
     if let Some(n) = top.get("clientConnection") {
         spec.client_connection = decode_client_connection(r, n, "clientConnection");
@@ -138,51 +137,57 @@ pub(crate) fn decode_legacy(r: &mut Report, root: &Node) -> ConfigSpec {
         profile.plugin_config = decode_plugin_config(r, n, &p, true);
         converted.push("pluginConfig -> profiles[0].pluginConfig".into());
     }
+    // Synthesized entries go after every entry of the file's list, kept or dropped, so
+    // their paths never alias a real entry.
+    let file_entries = match top.get("pluginConfig").map(|n| &n.value) {
+        Some(super::node::Value::Seq(items)) => items.len(),
+        _ => 0,
+    };
     let next_index = |p: &ProfileSpec| {
         p.plugin_config
             .iter()
             .map(|c| c.index + 1)
             .max()
             .unwrap_or(0)
+            .max(file_entries)
     };
-    if let Some(n) = top.get("hardPodAffinitySymmetricWeight") {
-        if let Some(w) = r.int32(n, "hardPodAffinitySymmetricWeight") {
-            let i = next_index(&profile);
-            synthesized_arg(
-                r,
-                n,
-                i,
-                "hardPodAffinityWeight",
-                "hardPodAffinitySymmetricWeight",
-            );
-            profile.plugin_config.push(PluginConfigSpec {
-                index: i,
-                name: names::INTER_POD_AFFINITY.to_string(),
-                args: ArgsSpec::InterPodAffinity {
-                    hard_pod_affinity_weight: Some(w),
-                    ignore_preferred_terms_of_existing_pods: false,
-                },
-            });
-            converted.push(
-                "hardPodAffinitySymmetricWeight -> InterPodAffinity args hardPodAffinityWeight"
-                    .into(),
-            );
-        }
+    if let Some(n) = top.get("hardPodAffinitySymmetricWeight")
+        && let Some(w) = r.int32(n, "hardPodAffinitySymmetricWeight")
+    {
+        let i = next_index(&profile);
+        synthesized_arg(
+            r,
+            n,
+            i,
+            "hardPodAffinityWeight",
+            "hardPodAffinitySymmetricWeight",
+        );
+        profile.plugin_config.push(PluginConfigSpec {
+            index: i,
+            name: names::INTER_POD_AFFINITY.to_string(),
+            args: ArgsSpec::InterPodAffinity {
+                hard_pod_affinity_weight: Some(w),
+                ignore_preferred_terms_of_existing_pods: false,
+            },
+        });
+        converted.push(
+            "hardPodAffinitySymmetricWeight -> InterPodAffinity args hardPodAffinityWeight".into(),
+        );
     }
-    if let Some(n) = top.get("bindTimeoutSeconds") {
-        if let Some(s) = r.int64(n, "bindTimeoutSeconds") {
-            let i = next_index(&profile);
-            synthesized_arg(r, n, i, "bindTimeoutSeconds", "bindTimeoutSeconds");
-            profile.plugin_config.push(PluginConfigSpec {
-                index: i,
-                name: names::VOLUME_BINDING.to_string(),
-                args: ArgsSpec::VolumeBinding {
-                    bind_timeout_seconds: Some(s),
-                    shape: None,
-                },
-            });
-            converted.push("bindTimeoutSeconds -> VolumeBinding args bindTimeoutSeconds".into());
-        }
+    if let Some(n) = top.get("bindTimeoutSeconds")
+        && let Some(s) = r.int64(n, "bindTimeoutSeconds")
+    {
+        let i = next_index(&profile);
+        synthesized_arg(r, n, i, "bindTimeoutSeconds", "bindTimeoutSeconds");
+        profile.plugin_config.push(PluginConfigSpec {
+            index: i,
+            name: names::VOLUME_BINDING.to_string(),
+            args: ArgsSpec::VolumeBinding {
+                bind_timeout_seconds: Some(s),
+                shape: None,
+            },
+        });
+        converted.push("bindTimeoutSeconds -> VolumeBinding args bindTimeoutSeconds".into());
     }
     if let Some(true) = field!(r, top, "disablePreemption", boolean) {
         profile

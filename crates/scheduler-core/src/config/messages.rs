@@ -71,6 +71,9 @@ pub fn removed_field(path: &str, key: &str) -> Option<String> {
             "{legacy}; in v1 set `hardPodAffinityWeight` in the InterPodAffinity args under `profiles[].pluginConfig`"
         ),
         "algorithmSource" => ALGORITHM_SOURCE_FIX.to_string(),
+        "profiles" | "parallelism" | "extenders" | "delayCacheUntilActive" => format!(
+            "`{key}` is a v1 field; set `apiVersion: {API_VERSION}` (and move the legacy top-level profile fields under `profiles:`)"
+        ),
         "healthzBindAddress" | "metricsBindAddress" => {
             "removed from the API in v1beta3; delete it (serving addresses are command-line flags)"
                 .to_string()
@@ -229,6 +232,12 @@ pub fn unknown_disabled(name: &str) -> String {
 
 pub fn config_not_enabled(name: &str) -> String {
     format!("pluginConfig for {name:?} has no effect: the plugin is not enabled in this profile")
+}
+
+pub fn invalid_in_v1() -> String {
+    format!(
+        "was invalid in version {API_VERSION:?} (KubeSchedulerConfiguration is version {API_VERSION:?})"
+    )
 }
 
 pub fn takes_no_args(name: &str) -> String {

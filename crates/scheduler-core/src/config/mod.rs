@@ -198,11 +198,11 @@ fn type_meta(r: &mut Report, root: &Node) -> DocVersion {
         }
         Some(n) => {
             r.spans.record("kind", n.pos);
-            if let Some(k) = r.string(n, "kind") {
-                if k != KIND {
-                    r.error("kind", messages::unsupported_kind(&k))
-                        .hint(format!("set `kind: {KIND}`"));
-                }
+            if let Some(k) = r.string(n, "kind")
+                && k != KIND
+            {
+                r.error("kind", messages::unsupported_kind(&k))
+                    .hint(format!("set `kind: {KIND}`"));
             }
         }
     }

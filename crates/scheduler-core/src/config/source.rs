@@ -66,16 +66,14 @@ impl<'a> Builder<'a> {
             match ev {
                 Event::StreamStart | Event::DocumentEnd => {}
                 Event::StreamEnd => break,
-                Event::DocumentStart(..) => {
-                    if root.is_some() {
-                        return Err(ConfigError::new(
-                            self.source,
-                            Some(pos_of(span.start)),
-                            "",
-                            msg::MULTIPLE_DOCUMENTS,
-                        )
-                        .with_fix(msg::MULTIPLE_DOCUMENTS_FIX));
-                    }
+                Event::DocumentStart(..) if root.is_some() => {
+                    return Err(ConfigError::new(
+                        self.source,
+                        Some(pos_of(span.start)),
+                        "",
+                        msg::MULTIPLE_DOCUMENTS,
+                    )
+                    .with_fix(msg::MULTIPLE_DOCUMENTS_FIX));
                 }
                 ev if ev.is_node() => {
                     let node = self.node(ev, span)?;
@@ -105,10 +103,7 @@ impl<'a> Builder<'a> {
             }
             Event::SequenceStart(_, anchor, _) => {
                 let mut items = Vec::new();
-                loop {
-                    let Some((ev, span)) = self.next()? else {
-                        break;
-                    };
+                while let Some((ev, span)) = self.next()? {
                     if matches!(ev, Event::SequenceEnd) {
                         break;
                     }
@@ -121,10 +116,7 @@ impl<'a> Builder<'a> {
             Event::MappingStart(_, anchor, _) => {
                 let mut entries: Vec<Entry> = Vec::new();
                 let mut merges: Vec<Node> = Vec::new();
-                loop {
-                    let Some((kev, kspan)) = self.next()? else {
-                        break;
-                    };
+                while let Some((kev, kspan)) = self.next()? {
                     if matches!(kev, Event::MappingEnd) {
                         break;
                     }
@@ -222,15 +214,15 @@ fn resolve_plain(text: &str) -> Value {
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if let Ok(i) = i64::from_str_radix(hex, 16) {
-            return Value::Int(i);
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return Value::Int(i);
     }
-    if let Some(oct) = text.strip_prefix("0o") {
-        if let Ok(i) = i64::from_str_radix(oct, 8) {
-            return Value::Int(i);
-        }
+    if let Some(oct) = text.strip_prefix("0o")
+        && let Ok(i) = i64::from_str_radix(oct, 8)
+    {
+        return Value::Int(i);
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -240,10 +232,10 @@ fn resolve_plain(text: &str) -> Value {
             Err(_) => Value::Float(text.parse::<f64>().unwrap_or(f64::INFINITY)),
         };
     }
-    if looks_like_float(digits) {
-        if let Ok(x) = text.parse::<f64>() {
-            return Value::Float(x);
-        }
+    if looks_like_float(digits)
+        && let Ok(x) = text.parse::<f64>()
+    {
+        return Value::Float(x);
     }
     Value::Str(text.to_string())
 }

@@ -17,6 +17,14 @@ use super::suggest::closest;
 use super::types::*;
 use super::validation_args::validate_args;
 
+/// Plugins upstream's v1 validation rejects by name, in `pluginConfig` too.
+const INVALID_IN_V1: &[&str] = &[
+    "AzureDiskLimits",
+    "CinderLimits",
+    "EBSLimits",
+    "GCEPDLimits",
+];
+
 /// The JitterFactor client-go's leader elector applies to retryPeriod.
 const LEADER_ELECTION_JITTER: f64 = 1.2;
 
@@ -101,7 +109,11 @@ pub(crate) fn validate(
 
         let before = r.errors.len();
         plugin_entries(r, &child(&path, "plugins"), &pspec.plugins);
-        let entries_ok = r.errors.len() == before;
+        // Entries that failed to decode stay as empty names; they were reported already.
+        let undecoded = std::iter::once(&pspec.plugins.multi_point)
+            .chain(ExtensionPoint::ALL.iter().map(|p| pspec.plugins.point(*p)))
+            .any(|s| s.enabled.iter().any(|p| p.name.is_empty()));
+        let entries_ok = r.errors.len() == before && !undecoded;
         plugin_config(r, &path, pspec, profile);
 
         // Framework-level checks only make sense once every entry is a known plugin at a
@@ -122,11 +134,11 @@ pub(crate) fn validate(
 }
 
 fn percentage(r: &mut Report, path: &str, v: Option<i32>) {
-    if let Some(p) = v {
-        if !(0..=100).contains(&p) {
-            r.error(path, msg::invalid(&p.to_string(), msg::PERCENTAGE_RANGE))
+    if let Some(p) = v
+        && !(0..=100).contains(&p)
+    {
+        r.error(path, msg::invalid(&p.to_string(), msg::PERCENTAGE_RANGE))
                 .hint("use a percentage from 0 to 100; 0 lets the scheduler pick one from the cluster size");
-        }
     }
 }
 
@@ -263,16 +275,16 @@ fn plugin_entries(r: &mut Report, path: &str, plugins: &Plugins) {
                 }
                 continue;
             };
-            if let Some(pt) = point {
-                if !plugin.points.contains(&pt) {
-                    r.error(&np, msg::plugin_does_not_extend(&p.name, pt.display_name()))
-                        .hint(format!(
-                            "{} implements {}; enable it there or under multiPoint",
-                            p.name,
-                            points_of(&p.name)
-                        ));
-                    continue;
-                }
+            if let Some(pt) = point
+                && !plugin.points.contains(&pt)
+            {
+                r.error(&np, msg::plugin_does_not_extend(&p.name, pt.display_name()))
+                    .hint(format!(
+                        "{} implements {}; enable it there or under multiPoint",
+                        p.name,
+                        points_of(&p.name)
+                    ));
+                continue;
             }
             if !seen.insert(p.name.as_str()) {
                 let shown = point.map_or("MultiPoint", |p| p.display_name());
@@ -321,6 +333,14 @@ fn plugin_config(r: &mut Report, path: &str, pspec: &ProfileSpec, profile: &Prof
             continue;
         }
         seen.insert(&c.name, c.index);
+        if INVALID_IN_V1.contains(&c.name.as_str()) {
+            r.error(
+                &ip,
+                msg::invalid(&format!("{:?}", c.name), &msg::invalid_in_v1()),
+            )
+            .hint("this plugin was removed from kube-scheduler; drop the entry");
+            continue;
+        }
         let known = catalog::lookup(&c.name);
         match &c.args {
             ArgsSpec::Untyped { has_args } => {
@@ -377,14 +397,15 @@ fn common_queue_sort(r: &mut Report, profiles: &[Profile], expanded: &[ExpandedP
             )
             .hint(msg::QUEUE_SORT_FIX);
         }
-        if let Some(n) = qs_name {
-            if p.plugin_config.iter().any(|c| c.name == n) && p.args(n) != qs_args {
-                r.error(
-                    &format!("profiles[{i}].pluginConfig"),
-                    msg::QUEUE_SORT_ARGS_SAME,
-                )
-                .hint(msg::QUEUE_SORT_FIX);
-            }
+        if let Some(n) = qs_name
+            && p.plugin_config.iter().any(|c| c.name == n)
+            && p.args(n) != qs_args
+        {
+            r.error(
+                &format!("profiles[{i}].pluginConfig"),
+                msg::QUEUE_SORT_ARGS_SAME,
+            )
+            .hint(msg::QUEUE_SORT_FIX);
         }
     }
     if reported || expanded.len() != profiles.len() {
@@ -393,14 +414,14 @@ fn common_queue_sort(r: &mut Report, profiles: &[Profile], expanded: &[ExpandedP
     let first_qs = expanded[0].plugins_at(ExtensionPoint::QueueSort).first();
     for (i, e) in expanded.iter().enumerate().skip(1) {
         let qs = e.plugins_at(ExtensionPoint::QueueSort).first();
-        if let (Some(a), Some(b)) = (first_qs, qs) {
-            if a != b {
-                r.error(
-                    &format!("profiles[{i}].plugins"),
-                    msg::different_queue_sort(&e.scheduler_name, b, a),
-                )
-                .hint(msg::QUEUE_SORT_FIX);
-            }
+        if let (Some(a), Some(b)) = (first_qs, qs)
+            && a != b
+        {
+            r.error(
+                &format!("profiles[{i}].plugins"),
+                msg::different_queue_sort(&e.scheduler_name, b, a),
+            )
+            .hint(msg::QUEUE_SORT_FIX);
         }
     }
 }
