@@ -382,10 +382,16 @@ impl SchedulingAlgorithm {
 pub fn schedule_one(
     fw: &Framework,
     alg: &mut SchedulingAlgorithm,
-    pod: &PodInfo,
+    pod: &Arc<PodInfo>,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
 ) -> Decision {
+    let resolved = if fw.resolves_runtime_class() {
+        crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)
+    } else {
+        None
+    };
+    let pod: &Arc<PodInfo> = resolved.as_ref().unwrap_or(pod);
     let mut state = CycleState::new();
     let result = match alg.schedule_pod(fw, &mut state, pod, snapshot, nominated) {
         Ok(r) => r,

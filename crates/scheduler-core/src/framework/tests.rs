@@ -270,7 +270,13 @@ fn filters_explain_every_rejected_node() {
         node("d", &[]),
     ]);
     let mut alg = SchedulingAlgorithm::new(0, 1);
-    match schedule_one(&fw, &mut alg, &pod("p"), &snap, &NominatedPods::new()) {
+    match schedule_one(
+        &fw,
+        &mut alg,
+        &Arc::new(pod("p")),
+        &snap,
+        &NominatedPods::new(),
+    ) {
         Decision::Unschedulable {
             message,
             diagnosis,
@@ -301,7 +307,13 @@ fn only_unresolvable_rejections_mean_preemption_cannot_help() {
     let fw = Framework::new(&spec(&[(Filter, &["NotBroken"])], &[]), &registry()).unwrap();
     let snap = snapshot(vec![node("b", &[("broken", "")])]);
     let mut alg = SchedulingAlgorithm::new(0, 1);
-    match schedule_one(&fw, &mut alg, &pod("p"), &snap, &NominatedPods::new()) {
+    match schedule_one(
+        &fw,
+        &mut alg,
+        &Arc::new(pod("p")),
+        &snap,
+        &NominatedPods::new(),
+    ) {
         Decision::Unschedulable { resolvable, .. } => assert!(!resolvable),
         other => panic!("{other:?}"),
     }
@@ -314,7 +326,7 @@ fn no_nodes_at_all() {
     match schedule_one(
         &fw,
         &mut alg,
-        &pod("p"),
+        &Arc::new(pod("p")),
         &snapshot(vec![]),
         &NominatedPods::new(),
     ) {
@@ -344,7 +356,13 @@ fn highest_weighted_score_wins_and_binds_with_a_binding() {
         node("mid", &[("score", "30")]),
     ]);
     let mut alg = SchedulingAlgorithm::new(0, 1);
-    match schedule_one(&fw, &mut alg, &pod("p"), &snap, &NominatedPods::new()) {
+    match schedule_one(
+        &fw,
+        &mut alg,
+        &Arc::new(pod("p")),
+        &snap,
+        &NominatedPods::new(),
+    ) {
         Decision::Bind {
             node,
             action,
@@ -406,9 +424,15 @@ fn ties_are_broken_among_all_top_nodes() {
     for _ in 0..200 {
         let mut state = CycleState::new();
         seen.insert(
-            alg.schedule_pod(&fw, &mut state, &pod("p"), &snap, &NominatedPods::new())
-                .unwrap()
-                .suggested_host,
+            alg.schedule_pod(
+                &fw,
+                &mut state,
+                &Arc::new(pod("p")),
+                &snap,
+                &NominatedPods::new(),
+            )
+            .unwrap()
+            .suggested_host,
         );
     }
     assert_eq!(seen.len(), 4, "{seen:?}");
@@ -427,21 +451,33 @@ fn pre_filter_skip_disables_the_filter_and_narrowing_limits_nodes() {
     let mut skip = pod("skip");
     skip.labels.insert("skipme".into(), String::new());
     assert!(matches!(
-        schedule_one(&fw, &mut alg, &skip, &snap, &NominatedPods::new()),
+        schedule_one(&fw, &mut alg, &Arc::new(skip), &snap, &NominatedPods::new()),
         Decision::Bind { .. }
     ));
 
     let mut only = pod("only");
     only.labels.insert("only".into(), "b".into());
     for _ in 0..5 {
-        match schedule_one(&fw, &mut alg, &only, &snap, &NominatedPods::new()) {
+        match schedule_one(
+            &fw,
+            &mut alg,
+            &Arc::new(only.clone()),
+            &snap,
+            &NominatedPods::new(),
+        ) {
             Decision::Bind { node, .. } => assert_eq!(node, "b"),
             other => panic!("{other:?}"),
         }
     }
 
     only.labels.insert("only".into(), "zz".into());
-    match schedule_one(&fw, &mut alg, &only, &snap, &NominatedPods::new()) {
+    match schedule_one(
+        &fw,
+        &mut alg,
+        &Arc::new(only.clone()),
+        &snap,
+        &NominatedPods::new(),
+    ) {
         Decision::Unschedulable { message, .. } => {
             assert_eq!(
                 message,
@@ -460,13 +496,25 @@ fn start_index_rotates_so_every_node_gets_a_turn() {
     let mut alg = SchedulingAlgorithm::new(50, 1);
     let mut state = CycleState::new();
     let r = alg
-        .schedule_pod(&fw, &mut state, &pod("p"), &snap, &NominatedPods::new())
+        .schedule_pod(
+            &fw,
+            &mut state,
+            &Arc::new(pod("p")),
+            &snap,
+            &NominatedPods::new(),
+        )
         .unwrap();
     assert_eq!(r.feasible_nodes, 100);
     assert_eq!(alg.next_start_node_index(), 100);
     let mut state = CycleState::new();
-    alg.schedule_pod(&fw, &mut state, &pod("p"), &snap, &NominatedPods::new())
-        .unwrap();
+    alg.schedule_pod(
+        &fw,
+        &mut state,
+        &Arc::new(pod("p")),
+        &snap,
+        &NominatedPods::new(),
+    )
+    .unwrap();
     assert_eq!(alg.next_start_node_index(), 0);
 }
 
@@ -478,7 +526,7 @@ fn reserve_failure_unreserves_and_reports() {
     p.labels.insert("noreserve".into(), String::new());
     let before = UNRESERVED.load(Ordering::SeqCst);
     let mut alg = SchedulingAlgorithm::new(0, 1);
-    match schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new()) {
+    match schedule_one(&fw, &mut alg, &Arc::new(p), &snap, &NominatedPods::new()) {
         Decision::Unschedulable { message, .. } => assert_eq!(message, "reservation refused"),
         other => panic!("{other:?}"),
     }
