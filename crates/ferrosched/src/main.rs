@@ -29,11 +29,15 @@ enum Command {
     /// Check, explain and print scheduler configuration files.
     #[command(subcommand)]
     Config(cmd::config::ConfigCommand),
+    /// Schedule pending pods of a cluster dump (or the built-in example) offline with the
+    /// real scheduling framework, and show where each lands or why it cannot.
+    Simulate(cmd::simulate::SimulateArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Config(c) => cmd::config::run(c),
+        Command::Simulate(a) => cmd::simulate::run(&a),
     }
 }

@@ -118,9 +118,12 @@ impl std::fmt::Display for ScheduleError {
 /// What the caller should do with the pod after one attempt.
 #[derive(Debug)]
 pub enum Decision {
-    /// Assume the pod on `node` in the cache, then carry out `action` (the binding cycle).
+    /// Assume `pod` on `node` in the cache, then carry out `action` (the binding cycle).
+    /// `pod` is the effective pod the plugins saw (RuntimeClass overhead included), which is
+    /// what the cache must count.
     Bind {
         node: String,
+        pod: Arc<PodInfo>,
         action: BindAction,
         result: ScheduleResult,
         state: CycleState,
@@ -471,6 +474,7 @@ pub fn schedule_one(
     match fw.run_bind(&state, pod, &node) {
         Ok(action) => Decision::Bind {
             node,
+            pod: Arc::clone(pod),
             action,
             result,
             state,

@@ -20,6 +20,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))
         }),
+        (names::RUNTIME_CLASS, |_| {
+            Ok(Arc::new(runtime_class::RuntimeClass))
+        }),
     ]
 }
 

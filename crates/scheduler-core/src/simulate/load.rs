@@ -117,18 +117,22 @@ fn expand(path: &Path, errors: &mut Vec<LoadError>) -> Vec<PathBuf> {
 
 /// Loads every document of one YAML/JSON text. `source` names it in errors.
 pub fn load_str(text: &str, source: &str) -> Result<ClusterObjects, Vec<LoadError>> {
-    let docs: Vec<serde_saphyr::Spanned<Value>> = match serde_saphyr::from_str_multiple(text) {
-        Ok(d) => d,
-        Err(e) => {
-            let loc = e.location();
-            return Err(vec![LoadError {
-                source: source.to_string(),
-                line: loc.map(|l| l.line() as u32),
-                column: loc.map(|l| l.column() as u32),
-                message: format!("not valid YAML: {}", first_line(&e.to_string())),
-            }]);
-        }
-    };
+    // YAML 1.2 booleans: a node named `n` or a label value `no` stays a string.
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    let docs: Vec<serde_saphyr::Spanned<Value>> =
+        match serde_saphyr::from_str_multiple_with_options(text, options) {
+            Ok(d) => d,
+            Err(e) => {
+                let loc = e.location();
+                return Err(vec![LoadError {
+                    source: source.to_string(),
+                    line: loc.map(|l| l.line() as u32),
+                    column: loc.map(|l| l.column() as u32),
+                    message: format!("not valid YAML: {}", first_line(&e.to_string())),
+                }]);
+            }
+        };
     let mut out = ClusterObjects::default();
     let mut errors = Vec::new();
     for doc in docs {
@@ -335,6 +339,17 @@ items:
         assert_eq!(load_str(text, "l.yaml").unwrap().nodes.len(), 2);
         let typed = "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: a}\n";
         assert_eq!(load_str(typed, "l.yaml").unwrap().nodes.len(), 1);
+    }
+
+    #[test]
+    fn yaml_1_1_booleans_stay_strings() {
+        let o = load_str(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {gpu: no}}\n",
+            "n.yaml",
+        )
+        .unwrap();
+        assert_eq!(o.nodes[0].metadata.name.as_deref(), Some("n"));
+        assert_eq!(o.nodes[0].metadata.labels.as_ref().unwrap()["gpu"], "no");
     }
 
     #[test]

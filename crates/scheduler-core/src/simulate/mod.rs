@@ -1,3 +1,506 @@
 //! `ferrosched simulate`: schedule a cluster dump through the real framework, offline.
+//!
+//! Nodes and bound pods fill the cache; pending pods are admitted as the API server would
+//! (priority from their PriorityClass), routed to a profile by `spec.schedulerName`, gated by
+//! PreEnqueue, ordered by the profiles' QueueSort, and scheduled one at a time with
+//! [`schedule_one`]. Each placement is assumed in the cache before the next pod, exactly as
+//! the controller does, so later pods see earlier ones.
 
 pub mod load;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
+
+use crate::cache::{Cache, Snapshot};
+use crate::config::Loaded;
+use crate::framework::{
+    BindAction, FrameworkError, NominatedPods, ProfileRegistry, QueuedPodInfo, Registry,
+};
+use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
+
+pub use load::{ClusterObjects, LoadError, load_paths, load_str};
+
+/// How many times one pod is tried; only preemption (victims deleted) can change the
+/// outcome of a retry in a static snapshot.
+const MAX_ATTEMPTS: u32 = 3;
+
+/// What happened to one pending pod.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodOutcome {
+    pub pod: String,
+    pub profile: Option<String>,
+    pub priority: i32,
+    #[serde(flatten)]
+    pub result: PodResult,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "camelCase")]
+pub enum PodResult {
+    /// Bound to `node`, after evicting `preempted` (if any) from it.
+    Scheduled {
+        node: String,
+        preempted: Vec<String>,
+    },
+    /// No node fits; `message` is the FailedScheduling event text.
+    Unschedulable { message: String },
+    /// Kept out of the queue by a PreEnqueue plugin (e.g. scheduling gates).
+    Gated { message: String },
+    /// Not ours: no profile has the pod's schedulerName.
+    Ignored { reason: String },
+    /// The API server would have rejected the pod (e.g. unknown PriorityClass).
+    Rejected { reason: String },
+    /// A plugin failed; kube-scheduler would retry with backoff.
+    Error { message: String },
+}
+
+/// Requested vs allocatable per node after the simulation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeUsage {
+    pub node: String,
+    pub pods: i64,
+    pub max_pods: i64,
+    pub cpu_milli: i64,
+    pub cpu_allocatable_milli: i64,
+    pub memory: i64,
+    pub memory_allocatable: i64,
+    /// Extended resources (e.g. nvidia.com/gpu): name -> (requested, allocatable).
+    pub extended: BTreeMap<String, (i64, i64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub outcomes: Vec<PodOutcome>,
+    pub nodes: Vec<NodeUsage>,
+    /// Kinds in the input that play no part in scheduling.
+    pub skipped_kinds: BTreeMap<String, usize>,
+}
+
+impl Report {
+    pub fn scheduled(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o.result, PodResult::Scheduled { .. }))
+            .count()
+    }
+
+    /// Where a pod went, for tests and tools: `Some(node)` when scheduled.
+    pub fn node_of(&self, pod: &str) -> Option<&str> {
+        self.outcomes
+            .iter()
+            .find(|o| o.pod == pod)
+            .and_then(|o| match &o.result {
+                PodResult::Scheduled { node, .. } => Some(node.as_str()),
+                _ => None,
+            })
+    }
+
+    pub fn outcome_of(&self, pod: &str) -> Option<&PodResult> {
+        self.outcomes
+            .iter()
+            .find(|o| o.pod == pod)
+            .map(|o| &o.result)
+    }
+}
+
+/// Runs the simulation. `seed` makes score ties reproducible.
+pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Report, FrameworkError> {
+    let profiles = ProfileRegistry::new(&loaded.profiles, &Registry::in_tree())?;
+    let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
+    let mut alg = SchedulingAlgorithm::new(global_pct, seed);
+
+    let mut cache = Cache::new();
+    for n in &objects.nodes {
+        cache.add_node(n);
+    }
+    for rc in &objects.runtime_classes {
+        cache.add_runtime_class(rc);
+    }
+
+    let mut outcomes = Vec::new();
+    let mut pending: Vec<QueuedPodInfo> = Vec::new();
+    for (i, raw) in objects.pods.iter().enumerate() {
+        if is_terminal(raw) {
+            continue;
+        }
+        let pod = match admit(raw, objects) {
+            Ok(p) => Arc::new(PodInfo::from_pod(&p)),
+            Err(reason) => {
+                outcomes.push(outcome(
+                    &PodInfo::from_pod(raw),
+                    None,
+                    PodResult::Rejected { reason },
+                ));
+                continue;
+            }
+        };
+        if pod.node_name.is_some() {
+            if let Err(e) = cache.add_pod(Arc::clone(&pod)) {
+                outcomes.push(outcome(
+                    &pod,
+                    None,
+                    PodResult::Rejected {
+                        reason: e.to_string(),
+                    },
+                ));
+            }
+            continue;
+        }
+        let Some(fw) = profiles.for_scheduler_name(&pod.scheduler_name) else {
+            let reason = format!(
+                "schedulerName {:?} is not one of this config's profiles; another scheduler owns the pod",
+                pod.scheduler_name
+            );
+            outcomes.push(outcome(&pod, None, PodResult::Ignored { reason }));
+            continue;
+        };
+        let gate = fw.run_pre_enqueue(&pod);
+        if !gate.is_success() {
+            let message = gate.message();
+            outcomes.push(outcome(
+                &pod,
+                Some(fw.profile_name()),
+                PodResult::Gated { message },
+            ));
+            continue;
+        }
+        pending.push(QueuedPodInfo::new(pod, i as u64));
+    }
+
+    // All profiles share one QueueSort (validated), so any framework orders the queue.
+    if let Some((_, fw)) = profiles.iter().next() {
+        pending.sort_by(|a, b| {
+            if fw.queue_sort_less(a, b) {
+                std::cmp::Ordering::Less
+            } else if fw.queue_sort_less(b, a) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+    }
+
+    let mut queue: VecDeque<QueuedPodInfo> = pending.into();
+    let mut snapshot = Snapshot::new();
+    let mut nominated = NominatedPods::new();
+    let mut unschedulable: Vec<(QueuedPodInfo, String)> = Vec::new();
+    // Pods each preemptor evicted, reported with its placement.
+    let mut victims_of: BTreeMap<PodKey, Vec<String>> = BTreeMap::new();
+    while let Some(mut q) = queue.pop_front() {
+        q.attempts += 1;
+        let fw = profiles
+            .for_scheduler_name(&q.pod.scheduler_name)
+            .expect("routed above");
+        cache.update_snapshot(&mut snapshot);
+        match schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated) {
+            Decision::Bind {
+                node,
+                pod,
+                action,
+                state,
+                ..
+            } => {
+                let BindAction::Binding { .. } = action;
+                nominated.remove(pod.key());
+                if let Err(e) = cache.assume_pod(Arc::clone(&pod), &node) {
+                    outcomes.push(outcome(
+                        &pod,
+                        Some(fw.profile_name()),
+                        PodResult::Error {
+                            message: e.to_string(),
+                        },
+                    ));
+                    continue;
+                }
+                cache.finish_binding(pod.key());
+                fw.run_post_bind(&state, &pod, &node);
+                outcomes.push(outcome(
+                    &pod,
+                    Some(fw.profile_name()),
+                    PodResult::Scheduled {
+                        node,
+                        preempted: victims_of.remove(pod.key()).unwrap_or_default(),
+                    },
+                ));
+            }
+            Decision::Unschedulable {
+                message,
+                nomination,
+                ..
+            } => {
+                let victims = nomination
+                    .as_ref()
+                    .map(|n| n.victims.clone())
+                    .unwrap_or_default();
+                let nominated_node = nomination.and_then(|n| n.nominated_node_name);
+                if let (Some(node), false) = (nominated_node, q.attempts >= MAX_ATTEMPTS) {
+                    for v in &victims {
+                        let _ = cache.remove_pod(v);
+                    }
+                    victims_of
+                        .entry(q.pod.key().clone())
+                        .or_default()
+                        .extend(victims.iter().map(|v| v.to_string()));
+                    let mut retry = q.clone();
+                    let mut p = PodInfo::clone(&retry.pod);
+                    p.nominated_node_name = Some(node.clone());
+                    retry.pod = Arc::new(p);
+                    nominated.add(Arc::clone(&retry.pod), &node);
+                    queue.push_front(retry);
+                    // Deleting pods can make earlier failures fit: requeue them, as pod-delete
+                    // events do upstream.
+                    for (u, _) in unschedulable.drain(..) {
+                        queue.push_back(u);
+                    }
+                    continue;
+                }
+                unschedulable.push((q, message));
+            }
+            Decision::Error { message } => {
+                let pod = Arc::clone(&q.pod);
+                outcomes.push(outcome(
+                    &pod,
+                    Some(fw.profile_name()),
+                    PodResult::Error { message },
+                ));
+            }
+        }
+    }
+    for (q, message) in unschedulable {
+        let fw = profiles
+            .for_scheduler_name(&q.pod.scheduler_name)
+            .map(|f| f.profile_name().to_string());
+        outcomes.push(PodOutcome {
+            pod: q.pod.key().to_string(),
+            profile: fw,
+            priority: q.pod.priority,
+            result: PodResult::Unschedulable { message },
+        });
+    }
+
+    cache.update_snapshot(&mut snapshot);
+    let mut nodes: Vec<NodeUsage> = snapshot
+        .node_infos()
+        .iter()
+        .map(|n| node_usage(n))
+        .collect();
+    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    Ok(Report {
+        outcomes,
+        nodes,
+        skipped_kinds: objects.skipped_kinds.clone(),
+    })
+}
+
+fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcome {
+    PodOutcome {
+        pod: pod.key().to_string(),
+        profile: profile.map(str::to_string),
+        priority: pod.priority,
+        result,
+    }
+}
+
+fn node_usage(n: &crate::types::NodeInfo) -> NodeUsage {
+    let extended = n
+        .allocatable
+        .scalar
+        .iter()
+        .map(|(name, alloc)| (name.to_string(), (n.requested.get(name), *alloc)))
+        .collect();
+    NodeUsage {
+        node: n.name.clone(),
+        pods: n.pods.len() as i64,
+        max_pods: n.allocatable.allowed_pod_number,
+        cpu_milli: n.requested.get(RESOURCE_CPU),
+        cpu_allocatable_milli: n.allocatable.get(RESOURCE_CPU),
+        memory: n.requested.get(RESOURCE_MEMORY),
+        memory_allocatable: n.allocatable.get(RESOURCE_MEMORY),
+        extended,
+    }
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// What the API server's Priority admission does: resolve `priorityClassName` (or the global
+/// default class) into `spec.priority` and `spec.preemptionPolicy`.
+fn admit(pod: &Pod, objects: &ClusterObjects) -> Result<Pod, String> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(pod.clone());
+    };
+    if spec.priority.is_some() {
+        return Ok(pod.clone());
+    }
+    let class = match spec.priority_class_name.as_deref() {
+        Some(name) => Some(
+            objects
+                .priority_classes
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some(name))
+                .ok_or_else(|| format!("no PriorityClass with name {name} was found"))?,
+        ),
+        None => objects
+            .priority_classes
+            .iter()
+            .find(|c| c.global_default == Some(true)),
+    };
+    let Some(class) = class else {
+        return Ok(pod.clone());
+    };
+    let mut p = pod.clone();
+    let s = p.spec.as_mut().expect("checked");
+    s.priority = Some(class.value);
+    if s.preemption_policy.is_none() {
+        s.preemption_policy.clone_from(&class.preemption_policy);
+    }
+    Ok(p)
+}
+
+/// The built-in example's cluster: the scheduler model's case study (9 CPU nodes, 6 GPU
+/// nodes) with RuntimeClasses, as YAML.
+pub const CASE_STUDY_CLUSTER: &str = include_str!("case_study/cluster.yaml");
+/// The built-in example's scheduler config (default + bin-packing profiles).
+pub const CASE_STUDY_CONFIG: &str = include_str!("case_study/config.yaml");
+
+/// Loads the built-in example.
+pub fn case_study() -> (ClusterObjects, Loaded) {
+    let objects =
+        load_str(CASE_STUDY_CLUSTER, "<built-in case study>").expect("built-in cluster loads");
+    let loaded = crate::config::load_str(CASE_STUDY_CONFIG, "<built-in config>")
+        .expect("built-in config loads");
+    (objects, loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_case_study() -> Report {
+        let (objects, loaded) = case_study();
+        run(&objects, &loaded, 1).unwrap()
+    }
+
+    #[test]
+    fn case_study_puts_gpu_pods_on_gpu_nodes_and_others_elsewhere() {
+        let r = run_case_study();
+        for i in 1..=6 {
+            let node = r.node_of(&format!("default/web-{i}")).unwrap_or_else(|| {
+                panic!("web-{i}: {:?}", r.outcome_of(&format!("default/web-{i}")))
+            });
+            assert!(
+                node.starts_with("cpu-") && node != "cpu-8" && node != "cpu-9",
+                "web-{i} on {node}"
+            );
+        }
+        for i in 1..=4 {
+            let node = r.node_of(&format!("ml/train-{i}")).unwrap_or_else(|| {
+                panic!("train-{i}: {:?}", r.outcome_of(&format!("ml/train-{i}")))
+            });
+            assert!(node.starts_with("gpu-"), "train-{i} on {node}");
+        }
+        for i in 1..=2 {
+            let node = r.node_of(&format!("sandbox/untrusted-{i}")).unwrap();
+            assert!(
+                node == "cpu-8" || node == "cpu-9",
+                "untrusted-{i} on {node}"
+            );
+        }
+        // Batch pods use the bin-packing profile and pack onto one node.
+        let batch: Vec<_> = (1..=3)
+            .map(|i| r.node_of(&format!("batch/batch-{i}")).unwrap().to_string())
+            .collect();
+        assert!(batch.iter().all(|n| n == &batch[0]), "{batch:?}");
+        assert!(
+            r.outcomes
+                .iter()
+                .filter(|o| o.pod.starts_with("batch/batch-"))
+                .all(|o| o.profile.as_deref() == Some("bin-packing"))
+        );
+    }
+
+    #[test]
+    fn case_study_explains_every_pod_that_did_not_land() {
+        let r = run_case_study();
+        match r.outcome_of("ml/train-huge").unwrap() {
+            PodResult::Unschedulable { message } => assert!(
+                message.starts_with("0/15 nodes are available: 6 Insufficient nvidia.com/gpu, 9 node(s) didn't match RuntimeClass."),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            r.outcome_of("sandbox/kata-job"),
+            Some(&PodResult::Unschedulable {
+                message: "0/15 nodes are available: runtimeclass \"kata\" not found.".into()
+            })
+        );
+        assert!(
+            matches!(
+                r.outcome_of("batch/waiting-for-quota"),
+                Some(PodResult::Gated { .. })
+            ),
+            "{:?}",
+            r.outcome_of("batch/waiting-for-quota")
+        );
+        assert!(matches!(
+            r.outcome_of("batch/other-scheduler"),
+            Some(PodResult::Ignored { .. })
+        ));
+        // Bound pods are not outcomes; they show up in node usage.
+        assert!(r.outcome_of("monitoring/metrics-agent").is_none());
+        let gpu1 = r.nodes.iter().find(|n| n.node == "gpu-1").unwrap();
+        assert!(gpu1.extended["nvidia.com/gpu"].0 >= 2);
+    }
+
+    #[test]
+    fn gvisor_overhead_is_counted_on_the_node() {
+        let r = run_case_study();
+        let sandbox_cpu: i64 = r
+            .nodes
+            .iter()
+            .filter(|n| n.node == "cpu-8" || n.node == "cpu-9")
+            .map(|n| n.cpu_milli)
+            .sum();
+        // Two pods of 500m each plus 250m RuntimeClass overhead each.
+        assert_eq!(sandbox_cpu, 1500);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_report() {
+        let (objects, loaded) = case_study();
+        let r = run(&objects, &loaded, 1).unwrap();
+        let again = run(&objects, &loaded, 1).unwrap();
+        assert_eq!(r, again, "same seed, same result");
+        assert_eq!(r.scheduled(), 6 + 4 + 2 + 3);
+    }
+
+    #[test]
+    fn unknown_priority_class_is_rejected_like_admission() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '1', memory: 1Gi, pods: '10'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec: {priorityClassName: nope, containers: [{name: c, image: x}]}\n";
+        let objects = load_str(text, "t.yaml").unwrap();
+        let loaded = crate::config::load_str(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+            "c.yaml",
+        )
+        .unwrap();
+        let r = run(&objects, &loaded, 1).unwrap();
+        assert_eq!(
+            r.outcome_of("d/p"),
+            Some(&PodResult::Rejected {
+                reason: "no PriorityClass with name nope was found".into()
+            })
+        );
+    }
+}

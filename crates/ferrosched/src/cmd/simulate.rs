@@ -1,0 +1,204 @@
+//! `ferrosched simulate`: schedule a cluster dump offline and show where every pod lands.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use scheduler_core::config;
+use scheduler_core::simulate::{self, PodResult, Report};
+
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// KubeSchedulerConfiguration to schedule with. Default: the built-in example's config
+    /// without --cluster, kube-scheduler's default profile with it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Cluster objects: YAML/JSON files or directories (multi-document files and
+    /// `kubectl get -o yaml` Lists of Nodes, Pods, RuntimeClasses, PriorityClasses, PDBs).
+    /// Without it, the built-in GPU case study runs.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    cluster: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    output: Output,
+    /// Seed for breaking score ties, so runs are repeatable.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+    Yaml,
+}
+
+pub fn run(args: &SimulateArgs) -> ExitCode {
+    let (objects, loaded) = match load(args) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let report = match simulate::run(&objects, &loaded, args.seed) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match args.output {
+        Output::Table => print!("{}", table(&report)),
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serializes")
+        ),
+        Output::Yaml => print!(
+            "{}",
+            serde_saphyr::to_string(&report).expect("report serializes")
+        ),
+    }
+    ExitCode::SUCCESS
+}
+
+fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded), String> {
+    let builtin = args.cluster.is_empty();
+    let objects = if builtin {
+        simulate::load_str(simulate::CASE_STUDY_CLUSTER, "<built-in case study>")
+            .map_err(|e| join(&e))?
+    } else {
+        simulate::load_paths(&args.cluster)
+            .map_err(|e| format!("{} error(s) in cluster files:\n{}", e.len(), join(&e)))?
+    };
+    let loaded = match (&args.config, builtin) {
+        (Some(f), _) => config::load_file(f),
+        (None, true) => config::load_str(simulate::CASE_STUDY_CONFIG, "<built-in config>"),
+        (None, false) => config::from_flags(None, None),
+    }
+    .map_err(|e| e.to_string())?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok((objects, loaded))
+}
+
+fn join<T: std::fmt::Display>(errors: &[T]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The human-readable report: one line per pod, then per-node utilisation.
+pub fn table(r: &Report) -> String {
+    let mut out = String::new();
+    let pod_w = r
+        .outcomes
+        .iter()
+        .map(|o| o.pod.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let prof_w = r
+        .outcomes
+        .iter()
+        .map(|o| o.profile.as_deref().unwrap_or("-").len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let _ = writeln!(
+        out,
+        "{:pod_w$}  {:prof_w$}  {:>8}  RESULT",
+        "POD", "PROFILE", "PRIORITY"
+    );
+    for o in &r.outcomes {
+        let result = match &o.result {
+            PodResult::Scheduled { node, preempted } if preempted.is_empty() => {
+                format!("-> {node}")
+            }
+            PodResult::Scheduled { node, preempted } => {
+                format!("-> {node} (preempted {})", preempted.join(", "))
+            }
+            PodResult::Unschedulable { message } => format!("Unschedulable: {message}"),
+            PodResult::Gated { message } => format!("Gated: {message}"),
+            PodResult::Ignored { reason } => format!("Ignored: {reason}"),
+            PodResult::Rejected { reason } => format!("Rejected: {reason}"),
+            PodResult::Error { message } => format!("Error: {message}"),
+        };
+        let profile = o.profile.as_deref().unwrap_or("-");
+        let _ = writeln!(
+            out,
+            "{:pod_w$}  {profile:prof_w$}  {:>8}  {result}",
+            o.pod, o.priority
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} of {} pending pod(s) scheduled.\n",
+        r.scheduled(),
+        r.outcomes.len()
+    );
+
+    let node_w = r
+        .nodes
+        .iter()
+        .map(|n| n.node.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:node_w$}  {:>9}  {:>19}  {:>24}  EXTENDED",
+        "NODE", "PODS", "CPU", "MEMORY"
+    );
+    for n in &r.nodes {
+        let ext: Vec<String> = n
+            .extended
+            .iter()
+            .map(|(k, (req, alloc))| format!("{k} {req}/{alloc}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:node_w$}  {:>9}  {:>19}  {:>24}  {}",
+            n.node,
+            format!("{}/{}", n.pods, n.max_pods),
+            format!(
+                "{}m/{}m {:>3}%",
+                n.cpu_milli,
+                n.cpu_allocatable_milli,
+                pct(n.cpu_milli, n.cpu_allocatable_milli)
+            ),
+            format!(
+                "{}/{} {:>3}%",
+                mib(n.memory),
+                mib(n.memory_allocatable),
+                pct(n.memory, n.memory_allocatable)
+            ),
+            if ext.is_empty() {
+                "-".to_string()
+            } else {
+                ext.join(", ")
+            },
+        );
+    }
+    if !r.skipped_kinds.is_empty() {
+        let kinds: Vec<String> = r
+            .skipped_kinds
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let _ = writeln!(out, "\nNot used for scheduling: {}.", kinds.join(", "));
+    }
+    out
+}
+
+fn pct(a: i64, b: i64) -> i64 {
+    if b <= 0 { 0 } else { a * 100 / b }
+}
+
+fn mib(bytes: i64) -> String {
+    format!("{}Mi", bytes / (1024 * 1024))
+}
