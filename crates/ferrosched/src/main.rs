@@ -32,6 +32,9 @@ enum Command {
     /// Schedule pending pods of a cluster dump (or the built-in example) offline with the
     /// real scheduling framework, and show where each lands or why it cannot.
     Simulate(cmd::simulate::SimulateArgs),
+    /// Run scheduler_perf-like workloads in memory and report pods/s, attempt latency and
+    /// peak RSS per workload.
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,5 +42,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Config(c) => cmd::config::run(c),
         Command::Simulate(a) => cmd::simulate::run(&a),
+        Command::Bench(a) => cmd::bench::run(&a),
     }
 }

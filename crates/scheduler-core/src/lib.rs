@@ -13,3 +13,4 @@ pub mod plugins;
 pub mod schedule_one;
 pub mod simulate;
 pub mod types;
+pub mod workloads;

@@ -1,0 +1,177 @@
+//! `ferrosched bench`: scheduler_perf-like workloads, generated in memory and scheduled
+//! through the real framework. Each workload runs in its own process so peak RSS is its own.
+
+use std::fmt::Write as _;
+use std::process::{Command, ExitCode};
+
+use clap::Args;
+use scheduler_core::workloads::{self, WORKLOADS};
+use serde::{Deserialize, Serialize};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
+    /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles.
+    #[arg(long = "workload", value_name = "NAME")]
+    workloads: Vec<String>,
+    /// Node counts to run each workload at.
+    #[arg(long = "nodes", value_name = "N", default_values_t = [500usize, 5000])]
+    nodes: Vec<usize>,
+    /// Pods scheduled before measuring.
+    #[arg(long, default_value_t = 1000)]
+    init_pods: usize,
+    /// Pods measured.
+    #[arg(long, default_value_t = 1000)]
+    measured_pods: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Internal: run exactly one workload in this process and print one JSON line.
+    #[arg(long, hide = true)]
+    child: bool,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchResult {
+    pub workload: String,
+    pub nodes: usize,
+    pub init_pods: usize,
+    pub measured_pods: usize,
+    pub scheduled: usize,
+    pub pods_per_second: f64,
+    pub micros_per_pod: f64,
+    pub p50_attempt_micros: f64,
+    pub p99_attempt_micros: f64,
+    pub peak_rss_mib: f64,
+}
+
+pub fn run(args: &BenchArgs) -> ExitCode {
+    let names: Vec<String> = if args.workloads.is_empty() {
+        WORKLOADS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.workloads.clone()
+    };
+    for n in &names {
+        if !WORKLOADS.contains(&n.as_str()) {
+            eprintln!("unknown workload {n:?}; known: {}", WORKLOADS.join(", "));
+            return ExitCode::FAILURE;
+        }
+    }
+    if args.child {
+        let (Some(name), Some(&nodes)) = (names.first(), args.nodes.first()) else {
+            return ExitCode::FAILURE;
+        };
+        let r = run_one(name, nodes, args.init_pods, args.measured_pods);
+        println!("{}", serde_json::to_string(&r).expect("serializes"));
+        return ExitCode::SUCCESS;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("cannot find own executable to run workloads: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut results = Vec::new();
+    for name in &names {
+        for &nodes in &args.nodes {
+            eprintln!("running {name} on {nodes} nodes ...");
+            let out = Command::new(&exe)
+                .args([
+                    "bench",
+                    "--child",
+                    "--workload",
+                    name,
+                    "--nodes",
+                    &nodes.to_string(),
+                ])
+                .args(["--init-pods", &args.init_pods.to_string()])
+                .args(["--measured-pods", &args.measured_pods.to_string()])
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {
+                    match serde_json::from_slice::<BenchResult>(&o.stdout) {
+                        Ok(r) => results.push(r),
+                        Err(e) => eprintln!("{name}/{nodes}: unreadable result: {e}"),
+                    }
+                }
+                Ok(o) => eprintln!(
+                    "{name}/{nodes}: failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                Err(e) => eprintln!("{name}/{nodes}: cannot start: {e}"),
+            }
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&results).expect("serializes")
+        );
+    } else {
+        print!("{}", table(&results));
+    }
+    if results.len() == names.len() * args.nodes.len() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn run_one(name: &str, nodes: usize, init: usize, measured: usize) -> BenchResult {
+    let w = workloads::build(name, nodes, init, measured).expect("known workload");
+    let s = workloads::run(&w);
+    BenchResult {
+        workload: name.to_string(),
+        nodes,
+        init_pods: w.init_pods.len(),
+        measured_pods: s.measured,
+        scheduled: s.scheduled,
+        pods_per_second: s.pods_per_second(),
+        micros_per_pod: s.elapsed.as_secs_f64() * 1e6 / s.measured.max(1) as f64,
+        p50_attempt_micros: s.percentile(0.50).as_secs_f64() * 1e6,
+        p99_attempt_micros: s.percentile(0.99).as_secs_f64() * 1e6,
+        peak_rss_mib: peak_rss_mib(),
+    }
+}
+
+/// VmHWM from /proc/self/status (Linux); 0 elsewhere.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<f64>().ok())
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn table(results: &[BenchResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<18} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
+        "WORKLOAD", "NODES", "INIT", "SCHEDULED", "PODS/S", "US/POD", "P50 US", "P99 US", "RSS MiB"
+    );
+    for r in results {
+        let _ = writeln!(
+            out,
+            "{:<18} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1}",
+            r.workload,
+            r.nodes,
+            r.init_pods,
+            r.scheduled,
+            r.measured_pods,
+            r.pods_per_second,
+            r.micros_per_pod,
+            r.p50_attempt_micros,
+            r.p99_attempt_micros,
+            r.peak_rss_mib
+        );
+    }
+    out
+}

@@ -1,0 +1,447 @@
+//! In-memory workloads like upstream's scheduler_perf, and a runner that schedules them
+//! through the real framework. Used by `ferrosched bench` and the criterion benchmarks.
+//!
+//! Shapes follow scheduler_perf's templates: nodes with 4 CPU, 32Gi and 110 pods spread over
+//! three zones; pods requesting 100m CPU and 500Mi. Init pods are scheduled first (not
+//! measured), then the measured pods.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+
+use crate::cache::{Cache, Snapshot};
+use crate::config::{self, Loaded};
+use crate::framework::{NominatedPods, ProfileRegistry, Registry};
+use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use crate::types::PodInfo;
+
+/// The workloads `ferrosched bench` knows.
+pub const WORKLOADS: &[&str] = &[
+    "SchedulingBasic",
+    "NodeAffinity",
+    "PodAntiAffinity",
+    "PodAffinity",
+    "TopologySpreading",
+    "PreemptionBasic",
+    "MixedProfiles",
+];
+
+/// A generated workload.
+pub struct Workload {
+    pub name: String,
+    pub nodes: Vec<core::Node>,
+    pub init_pods: Vec<core::Pod>,
+    pub measured_pods: Vec<core::Pod>,
+    pub config: Loaded,
+}
+
+pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+fn quantities(kv: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+    kv.iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+        .collect()
+}
+
+/// scheduler_perf's default node, in one of three zones.
+pub fn node(i: usize) -> core::Node {
+    let name = format!("node-{i}");
+    core::Node {
+        metadata: meta::ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(
+                [
+                    ("kubernetes.io/hostname".to_string(), name),
+                    (
+                        "topology.kubernetes.io/zone".to_string(),
+                        ZONES[i % 3].to_string(),
+                    ),
+                    ("kubernetes.io/os".to_string(), "linux".to_string()),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        },
+        status: Some(core::NodeStatus {
+            allocatable: Some(quantities(&[
+                ("cpu", "4"),
+                ("memory", "32Gi"),
+                ("pods", "110"),
+            ])),
+            capacity: Some(quantities(&[
+                ("cpu", "4"),
+                ("memory", "32Gi"),
+                ("pods", "110"),
+            ])),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// scheduler_perf's default pod: one container requesting 100m CPU and 500Mi.
+pub fn pod(namespace: &str, name: &str, labels: &[(&str, &str)]) -> core::Pod {
+    core::Pod {
+        metadata: meta::ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            uid: Some(format!("uid-{namespace}-{name}")),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+        spec: Some(core::PodSpec {
+            containers: vec![core::Container {
+                name: "pause".into(),
+                image: Some("registry.k8s.io/pause:3.10".into()),
+                resources: Some(core::ResourceRequirements {
+                    requests: Some(quantities(&[("cpu", "100m"), ("memory", "500Mi")])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn term(key: &str, value: &str, topology_key: &str) -> core::PodAffinityTerm {
+    core::PodAffinityTerm {
+        label_selector: Some(meta::LabelSelector {
+            match_labels: Some([(key.to_string(), value.to_string())].into()),
+            ..Default::default()
+        }),
+        topology_key: topology_key.into(),
+        ..Default::default()
+    }
+}
+
+fn with_spec(mut p: core::Pod, f: impl FnOnce(&mut core::PodSpec)) -> core::Pod {
+    f(p.spec.as_mut().expect("pod() sets a spec"));
+    p
+}
+
+fn pods(n: usize, prefix: &str, make: impl Fn(usize) -> core::Pod) -> Vec<core::Pod> {
+    (0..n)
+        .map(|i| {
+            let mut p = make(i);
+            p.metadata.name = Some(format!("{prefix}-{i}"));
+            p.metadata.uid = Some(format!("uid-{prefix}-{i}"));
+            p
+        })
+        .collect()
+}
+
+/// Builds a workload by name (see [`WORKLOADS`]) with `nodes` nodes, `init` init pods and
+/// `measured` measured pods.
+pub fn build(name: &str, nodes: usize, init: usize, measured: usize) -> Option<Workload> {
+    let default_config = || config::from_flags(None, None).expect("default config is valid");
+    let ns = "bench";
+    let basic = |i: usize| pod(ns, &format!("p-{i}"), &[]);
+    let (init_pods, measured_pods, config) = match name {
+        "SchedulingBasic" => (
+            pods(init, "init", basic),
+            pods(measured, "measured", basic),
+            default_config(),
+        ),
+        "NodeAffinity" => {
+            // Measured pods need zone-a or zone-b through required node affinity.
+            let affine = |_i: usize| {
+                with_spec(pod(ns, "x", &[]), |s| {
+                    s.affinity = Some(core::Affinity {
+                        node_affinity: Some(core::NodeAffinity {
+                            required_during_scheduling_ignored_during_execution: Some(
+                                core::NodeSelector {
+                                    node_selector_terms: vec![core::NodeSelectorTerm {
+                                        match_expressions: Some(vec![
+                                            core::NodeSelectorRequirement {
+                                                key: "topology.kubernetes.io/zone".into(),
+                                                operator: "In".into(),
+                                                values: Some(vec![
+                                                    ZONES[0].into(),
+                                                    ZONES[1].into(),
+                                                ]),
+                                            },
+                                        ]),
+                                        ..Default::default()
+                                    }],
+                                },
+                            ),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                })
+            };
+            (
+                pods(init, "init", affine),
+                pods(measured, "measured", affine),
+                default_config(),
+            )
+        }
+        "PodAntiAffinity" | "PodAffinity" => {
+            let anti = name == "PodAntiAffinity";
+            let make = move |i: usize| {
+                // Anti-affinity: each pod repels its own group on the same host. Affinity: pods
+                // of a group share a zone.
+                let group = format!("g{}", i % 25);
+                with_spec(pod(ns, "x", &[("group", &group)]), |s| {
+                    let t = term(
+                        "group",
+                        &group,
+                        if anti {
+                            "kubernetes.io/hostname"
+                        } else {
+                            "topology.kubernetes.io/zone"
+                        },
+                    );
+                    s.affinity = Some(if anti {
+                        core::Affinity {
+                            pod_anti_affinity: Some(core::PodAntiAffinity {
+                                required_during_scheduling_ignored_during_execution: Some(vec![t]),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }
+                    } else {
+                        core::Affinity {
+                            pod_affinity: Some(core::PodAffinity {
+                                required_during_scheduling_ignored_during_execution: Some(vec![t]),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }
+                    })
+                })
+            };
+            (
+                pods(init, "init", make),
+                pods(measured, "measured", make),
+                default_config(),
+            )
+        }
+        "TopologySpreading" => {
+            let spread = |_i: usize| {
+                with_spec(pod(ns, "x", &[("app", "spread")]), |s| {
+                    s.topology_spread_constraints = Some(vec![core::TopologySpreadConstraint {
+                        max_skew: 1,
+                        topology_key: "topology.kubernetes.io/zone".into(),
+                        when_unsatisfiable: "DoNotSchedule".into(),
+                        label_selector: Some(meta::LabelSelector {
+                            match_labels: Some([("app".to_string(), "spread".to_string())].into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }])
+                })
+            };
+            (
+                pods(init, "init", spread),
+                pods(measured, "measured", spread),
+                default_config(),
+            )
+        }
+        "PreemptionBasic" => {
+            // Init pods fill every node (low priority, 900m each); measured pods need room.
+            let low = |_i: usize| {
+                with_spec(pod(ns, "x", &[]), |s| {
+                    s.priority = Some(0);
+                    s.containers[0].resources = Some(core::ResourceRequirements {
+                        requests: Some(quantities(&[("cpu", "900m"), ("memory", "500Mi")])),
+                        ..Default::default()
+                    });
+                })
+            };
+            let high = |_i: usize| {
+                with_spec(pod(ns, "x", &[]), |s| {
+                    s.priority = Some(1000);
+                    s.containers[0].resources = Some(core::ResourceRequirements {
+                        requests: Some(quantities(&[("cpu", "900m"), ("memory", "500Mi")])),
+                        ..Default::default()
+                    });
+                })
+            };
+            (
+                pods(init.max(nodes * 4), "init", low),
+                pods(measured, "measured", high),
+                default_config(),
+            )
+        }
+        "MixedProfiles" => {
+            let text = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n- schedulerName: bin-packing\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n";
+            let cfg = config::load_str(text, "<MixedProfiles>").expect("valid");
+            let mixed = |i: usize| {
+                with_spec(pod(ns, "x", &[]), |s| {
+                    if i % 2 == 1 {
+                        s.scheduler_name = Some("bin-packing".into());
+                    }
+                })
+            };
+            (
+                pods(init, "init", mixed),
+                pods(measured, "measured", mixed),
+                cfg,
+            )
+        }
+        _ => return None,
+    };
+    Some(Workload {
+        name: name.to_string(),
+        nodes: (0..nodes).map(node).collect(),
+        init_pods,
+        measured_pods,
+        config,
+    })
+}
+
+/// What a run measured (measured pods only).
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    pub measured: usize,
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub elapsed: Duration,
+    /// One scheduling attempt per measured pod, sorted ascending.
+    pub attempt_latencies: Vec<Duration>,
+}
+
+impl RunStats {
+    pub fn pods_per_second(&self) -> f64 {
+        self.measured as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn percentile(&self, p: f64) -> Duration {
+        if self.attempt_latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let idx = ((self.attempt_latencies.len() as f64 - 1.0) * p).round() as usize;
+        self.attempt_latencies[idx]
+    }
+}
+
+/// A scheduler over a workload: cache, frameworks and the algorithm, as `simulate` wires them.
+pub struct Runner {
+    pub cache: Cache,
+    pub snapshot: Snapshot,
+    profiles: ProfileRegistry,
+    alg: SchedulingAlgorithm,
+    nominated: NominatedPods,
+}
+
+impl Runner {
+    pub fn new(w: &Workload) -> Self {
+        let profiles = ProfileRegistry::new(&w.config.profiles, &Registry::in_tree())
+            .expect("workload config builds");
+        let mut cache = Cache::new();
+        for n in &w.nodes {
+            cache.add_node(n);
+        }
+        let pct = w.config.config.percentage_of_nodes_to_score.unwrap_or(0);
+        Runner {
+            cache,
+            snapshot: Snapshot::new(),
+            profiles,
+            alg: SchedulingAlgorithm::new(pct, 1),
+            nominated: NominatedPods::new(),
+        }
+    }
+
+    /// One attempt: snapshot, schedule, assume. Returns whether the pod was placed.
+    pub fn schedule(&mut self, pod: &Arc<PodInfo>) -> bool {
+        let Some(fw) = self.profiles.for_scheduler_name(&pod.scheduler_name) else {
+            return false;
+        };
+        self.cache.update_snapshot(&mut self.snapshot);
+        match schedule_one(fw, &mut self.alg, pod, &self.snapshot, &self.nominated) {
+            Decision::Bind { node, pod, .. } => {
+                let key = pod.key().clone();
+                let ok = self.cache.assume_pod(pod, &node).is_ok();
+                self.cache.finish_binding(&key);
+                ok
+            }
+            Decision::Unschedulable {
+                nomination: Some(n),
+                ..
+            } if n.nominated_node_name.is_some() => {
+                // Act on preemption as the controller would, then retry once.
+                for v in &n.victims {
+                    let _ = self.cache.remove_pod(v);
+                }
+                let mut p = PodInfo::clone(pod);
+                p.nominated_node_name = n.nominated_node_name.clone();
+                let p = Arc::new(p);
+                self.cache.update_snapshot(&mut self.snapshot);
+                let fw = self
+                    .profiles
+                    .for_scheduler_name(&p.scheduler_name)
+                    .expect("checked");
+                match schedule_one(fw, &mut self.alg, &p, &self.snapshot, &self.nominated) {
+                    Decision::Bind { node, pod, .. } => self.cache.assume_pod(pod, &node).is_ok(),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Schedules the init pods (unmeasured), then the measured pods, timing each attempt.
+pub fn run(w: &Workload) -> RunStats {
+    let mut r = Runner::new(w);
+    for p in &w.init_pods {
+        r.schedule(&Arc::new(PodInfo::from_pod(p)));
+    }
+    // Views are built before timing: in the controller they are built by the informer.
+    let measured: Vec<Arc<PodInfo>> = w
+        .measured_pods
+        .iter()
+        .map(|p| Arc::new(PodInfo::from_pod(p)))
+        .collect();
+    let mut latencies = Vec::with_capacity(measured.len());
+    let mut scheduled = 0;
+    let start = Instant::now();
+    for p in &measured {
+        let t = Instant::now();
+        if r.schedule(p) {
+            scheduled += 1;
+        }
+        latencies.push(t.elapsed());
+    }
+    let elapsed = start.elapsed();
+    latencies.sort_unstable();
+    RunStats {
+        measured: measured.len(),
+        scheduled,
+        unschedulable: measured.len() - scheduled,
+        elapsed,
+        attempt_latencies: latencies,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_workload_builds_and_schedules_on_a_small_cluster() {
+        for name in WORKLOADS {
+            let w = build(name, 20, 10, 10).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(w.nodes.len(), 20);
+            assert_eq!(w.measured_pods.len(), 10);
+            let stats = run(&w);
+            assert_eq!(stats.measured, 10, "{name}");
+            assert_eq!(stats.attempt_latencies.len(), 10);
+            assert!(stats.scheduled > 0, "{name}: nothing scheduled");
+        }
+        assert!(build("Nope", 1, 1, 1).is_none());
+    }
+}
