@@ -9,9 +9,11 @@ pub mod default_binder;
 pub mod helper;
 pub mod names;
 pub mod node_name;
+pub mod node_ports;
 pub mod node_unschedulable;
 pub mod queue_sort;
 pub mod scheduling_gates;
+pub mod taint_toleration;
 
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
 /// "not built yet": profiles may name them and the framework skips them with a warning.
@@ -27,6 +29,10 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             Ok(Arc::new(node_unschedulable::NodeUnschedulable))
         }),
         (names::NODE_NAME, |_| Ok(Arc::new(node_name::NodeName))),
+        (names::TAINT_TOLERATION, |_| {
+            Ok(Arc::new(taint_toleration::TaintToleration))
+        }),
+        (names::NODE_PORTS, |_| Ok(Arc::new(node_ports::NodePorts))),
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))
         }),
