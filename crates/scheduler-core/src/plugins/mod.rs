@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod default_binder;
 pub mod helper;
 pub mod names;
+pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
@@ -31,6 +32,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::NODE_NAME, |_| Ok(Arc::new(node_name::NodeName))),
         (names::TAINT_TOLERATION, |_| {
             Ok(Arc::new(taint_toleration::TaintToleration))
+        }),
+        (names::NODE_AFFINITY, |args| {
+            Ok(Arc::new(node_affinity::NodeAffinity::from_args(args)?))
         }),
         (names::NODE_PORTS, |_| Ok(Arc::new(node_ports::NodePorts))),
         (names::DEFAULT_BINDER, |_| {
