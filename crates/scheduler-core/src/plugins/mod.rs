@@ -7,6 +7,7 @@ use crate::framework::PluginFactory;
 pub mod catalog;
 pub mod default_binder;
 pub mod helper;
+pub mod image_locality;
 pub mod names;
 pub mod node_affinity;
 pub mod node_name;
@@ -37,6 +38,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             Ok(Arc::new(node_affinity::NodeAffinity::from_args(args)?))
         }),
         (names::NODE_PORTS, |_| Ok(Arc::new(node_ports::NodePorts))),
+        (names::IMAGE_LOCALITY, |_| {
+            Ok(Arc::new(image_locality::ImageLocality))
+        }),
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))
         }),
