@@ -50,6 +50,82 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::Snapshot;
+    use crate::framework::{Framework, NominatedPods, Registry};
+    use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+    use crate::types::{NodeInfo, PodInfo};
+
+    /// The default profile, with the plugins built so far.
+    fn default_framework() -> Framework {
+        let loaded = crate::config::from_flags(None, None).unwrap();
+        Framework::new(&loaded.profiles[0], &Registry::in_tree()).unwrap()
+    }
+
+    fn run(pod: &PodInfo, nodes: Vec<NodeInfo>) -> Decision {
+        let mut alg = SchedulingAlgorithm::new(0, 7);
+        let snap = Snapshot::from_node_infos(nodes);
+        schedule_one(
+            &default_framework(),
+            &mut alg,
+            pod,
+            &snap,
+            &NominatedPods::new(),
+        )
+    }
+
+    #[test]
+    fn default_profile_explains_node_plugin_rejections() {
+        let pod = PodInfo::test("ns", "p").node_selector("zone", "y").build();
+        let nodes = vec![
+            NodeInfo::test("a")
+                .label("zone", "y")
+                .unschedulable()
+                .build(),
+            NodeInfo::test("b")
+                .label("zone", "y")
+                .taint("dedicated", "secret-team", "NoSchedule")
+                .build(),
+            NodeInfo::test("c").label("zone", "x").build(),
+        ];
+        match run(&pod, nodes) {
+            Decision::Unschedulable {
+                message,
+                resolvable,
+                ..
+            } => {
+                assert_eq!(
+                    message,
+                    "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+                     1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+                );
+                assert!(!resolvable);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_profile_scores_image_locality_through_the_framework() {
+        const MB: i64 = 1024 * 1024;
+        let pod = PodInfo::test("ns", "p").image("big").build();
+        let nodes = vec![
+            NodeInfo::test("without").build(),
+            NodeInfo::test("with").image("big:latest", 900 * MB).build(),
+        ];
+        match run(&pod, nodes) {
+            Decision::Bind { node, result, .. } => {
+                assert_eq!(node, "with");
+                let with = result.scores.iter().find(|s| s.name == "with").unwrap();
+                // 900MB on 1 of 2 nodes: 450MB -> 100 * (450 - 23) / (1000 - 23) = 43
+                assert!(
+                    with.scores.contains(&(names::IMAGE_LOCALITY, 43)),
+                    "{:?}",
+                    with.scores
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn catalog_matches_built_plugins() {
