@@ -13,4 +13,4 @@ mod snapshot;
 
 pub use cache::{Cache, CacheDump, CacheError, SnapshotUpdate};
 pub use node_tree::zone_key;
-pub use snapshot::Snapshot;
+pub use snapshot::{ImageSpread, Snapshot};

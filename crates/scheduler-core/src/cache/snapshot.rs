@@ -19,6 +19,29 @@ pub struct Snapshot {
     pub(crate) generation: u64,
 }
 
+/// How far each image has spread over the snapshot's nodes: what upstream's ImageLocality
+/// reads through the framework handle. The framework puts one in the [`CycleState`] before
+/// scoring, since a Score plugin is only handed one node.
+///
+/// [`CycleState`]: crate::framework::CycleState
+#[derive(Debug, Clone, Default)]
+pub struct ImageSpread {
+    image_num_nodes: Arc<HashMap<String, usize>>,
+    total_nodes: usize,
+}
+
+impl ImageSpread {
+    /// Nodes that report `image` in their status.
+    pub fn num_nodes(&self, image: &str) -> usize {
+        self.image_num_nodes.get(image).copied().unwrap_or(0)
+    }
+
+    /// Nodes in the snapshot.
+    pub fn total_nodes(&self) -> usize {
+        self.total_nodes
+    }
+}
+
 impl Snapshot {
     pub fn new() -> Self {
         Self::default()
@@ -90,6 +113,15 @@ impl Snapshot {
     /// Number of nodes in the snapshot's cache that report `image` (ImageLocality spread).
     pub fn image_num_nodes(&self, image: &str) -> usize {
         self.image_num_nodes.get(image).copied().unwrap_or(0)
+    }
+
+    /// The image counts and node total as a cheap, owned value (one `Arc` clone), for plugins
+    /// that only see one node at a time.
+    pub fn image_spread(&self) -> ImageSpread {
+        ImageSpread {
+            image_num_nodes: Arc::clone(&self.image_num_nodes),
+            total_nodes: self.node_infos.len(),
+        }
     }
 
     pub fn generation(&self) -> u64 {

@@ -463,6 +463,8 @@ impl Framework {
         nodes: &[Arc<NodeInfo>],
         snapshot: &Snapshot,
     ) -> Status {
+        // Score plugins see one node at a time; cluster-wide image facts come from here.
+        state.write(snapshot.image_spread());
         for p in &self.pre_score {
             let s = p.plugin.pre_score(state, pod, nodes, snapshot);
             if s.is_skip() {

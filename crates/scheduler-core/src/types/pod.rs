@@ -127,6 +127,9 @@ pub struct PodInfo {
     pub scheduling_gates: Vec<String>,
     /// Init container images then container images, normalized like ImageLocality does.
     pub images: Vec<String>,
+    /// Init containers plus regular containers; ImageLocality scales its upper size threshold
+    /// by it (a container without an image still counts).
+    pub num_containers: usize,
     pub affinity: Option<k8s::Affinity>,
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
     pub pvc_names: Vec<String>,
@@ -282,6 +285,7 @@ impl PodInfo {
                 .map(|g| g.name.clone())
                 .collect(),
             images,
+            num_containers: init_containers.len() + spec.containers.len(),
             affinity: spec.affinity.clone(),
             topology_spread_constraints: spec
                 .topology_spread_constraints

@@ -1,0 +1,69 @@
+//! Small helpers shared by several in-tree plugins (upstream: `plugins/helper`).
+
+use crate::framework::NodeScore;
+
+/// Rescales raw scores from `0..=max(scores)` onto `0..=max_priority` with integer
+/// arithmetic, as upstream's `DefaultNormalizeScore` does. With `reverse`, a high raw score
+/// becomes a low final one. When every raw score is zero, the scores stay zero, or all become
+/// `max_priority` when reversed. Raw scores are assumed non-negative.
+pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
+    let highest = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
+    if highest == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| s.score = max_priority);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let scaled = max_priority * s.score / highest;
+        s.score = if reverse {
+            max_priority - scaled
+        } else {
+            scaled
+        };
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::framework::NodeScore;
+
+    pub fn scores(raw: &[(&str, i64)]) -> Vec<NodeScore> {
+        raw.iter()
+            .map(|(n, s)| NodeScore {
+                name: n.to_string(),
+                score: *s,
+            })
+            .collect()
+    }
+
+    pub fn values(scores: &[NodeScore]) -> Vec<i64> {
+        scores.iter().map(|s| s.score).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{scores, values};
+    use super::*;
+
+    #[test]
+    fn normalizes_like_upstream() {
+        // (raw, reverse, want)
+        let cases: Vec<(Vec<i64>, bool, Vec<i64>)> = vec![
+            (vec![10, 20, 30], false, vec![33, 66, 100]),
+            (vec![10, 20, 30], true, vec![67, 34, 0]),
+            (vec![0, 0, 0], false, vec![0, 0, 0]),
+            (vec![0, 0, 0], true, vec![100, 100, 100]),
+            (vec![2, 11, 4], false, vec![18, 100, 36]),
+            (vec![1, 0, 3], true, vec![67, 100, 0]),
+            (vec![], true, vec![]),
+        ];
+        for (raw, reverse, want) in cases {
+            let named: Vec<(&str, i64)> = raw.iter().map(|s| ("n", *s)).collect();
+            let mut s = scores(&named);
+            default_normalize_score(100, reverse, &mut s);
+            assert_eq!(values(&s), want, "raw {raw:?} reverse {reverse}");
+        }
+    }
+}

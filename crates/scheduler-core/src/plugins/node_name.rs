@@ -1,0 +1,71 @@
+//! NodeName: a pod that already names its node (`spec.nodeName`) but is still pending can
+//! only go there.
+
+use std::sync::Arc;
+
+use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
+use crate::plugin_points;
+use crate::types::{NodeInfo, PodInfo};
+
+use super::names::NODE_NAME;
+
+/// Upstream `ErrReason`.
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+pub struct NodeName;
+
+impl Plugin for NodeName {
+    fn name(&self) -> &'static str {
+        NODE_NAME
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => filter)
+    }
+}
+
+/// Whether the pod may run on `node` as far as `spec.nodeName` is concerned.
+pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
+    pod.node_name.as_deref().is_none_or(|n| n == node.name)
+}
+
+impl FilterPlugin for NodeName {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if fits(pod, node) {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+
+    #[test]
+    fn only_the_named_node_fits() {
+        // (name, pod node name, node, fits)
+        let cases = [
+            ("no node name", None, "foo", true),
+            ("same name", Some("foo"), "foo", true),
+            ("different name", Some("bar"), "foo", false),
+            ("prefix is not enough", Some("fo"), "foo", false),
+        ];
+        for (name, pod_node, node, want) in cases {
+            let mut b = PodInfo::test("ns", "p");
+            if let Some(n) = pod_node {
+                b = b.node(n);
+            }
+            let pod = b.build();
+            let node = NodeInfo::test(node).build();
+            let s = NodeName.filter(&CycleState::new(), &pod, &node);
+            if want {
+                assert!(s.is_success(), "{name}: {s}");
+            } else {
+                assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+                assert_eq!(s.reasons(), [ERR_REASON], "{name}");
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! NodeUnschedulable: a cordoned node (`spec.unschedulable`) takes only pods that tolerate
+//! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use std::sync::{Arc, LazyLock};
+
+use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
+use crate::plugin_points;
+use crate::types::{NodeInfo, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint};
+
+use super::names::NODE_UNSCHEDULABLE;
+
+/// Upstream `ErrReasonUnschedulable`.
+pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+/// The taint key the node lifecycle controller uses for cordoned nodes.
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+/// The taint a pod must tolerate to land on a cordoned node, built once.
+static UNSCHEDULABLE_TAINT: LazyLock<Taint> =
+    LazyLock::new(|| Taint::new(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule));
+
+pub struct NodeUnschedulable;
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &'static str {
+        NODE_UNSCHEDULABLE
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => filter)
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !node.unschedulable || tolerations_tolerate_taint(&pod.tolerations, &UNSCHEDULABLE_TAINT)
+        {
+            return Status::success();
+        }
+        Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+
+    #[test]
+    fn cordoned_nodes_need_the_unschedulable_toleration() {
+        let cordoned = || NodeInfo::test("n").unschedulable();
+        // (name, pod, node, rejected)
+        let cases = vec![
+            (
+                "schedulable node, no toleration",
+                PodInfo::test("ns", "p").build(),
+                NodeInfo::test("n").build(),
+                false,
+            ),
+            (
+                "cordoned node, no toleration",
+                PodInfo::test("ns", "p").build(),
+                cordoned().build(),
+                true,
+            ),
+            (
+                "cordoned node, Exists toleration for the key",
+                PodInfo::test("ns", "p")
+                    .toleration(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "NoSchedule")
+                    .build(),
+                cordoned().build(),
+                false,
+            ),
+            (
+                "cordoned node, toleration without effect",
+                PodInfo::test("ns", "p")
+                    .toleration(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "")
+                    .build(),
+                cordoned().build(),
+                false,
+            ),
+            (
+                "cordoned node, tolerate-everything toleration",
+                PodInfo::test("ns", "p")
+                    .toleration("", "Exists", "", "")
+                    .build(),
+                cordoned().build(),
+                false,
+            ),
+            (
+                "cordoned node, toleration for another effect",
+                PodInfo::test("ns", "p")
+                    .toleration(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "NoExecute")
+                    .build(),
+                cordoned().build(),
+                true,
+            ),
+            (
+                "cordoned node, Equal toleration with a value the taint lacks",
+                PodInfo::test("ns", "p")
+                    .toleration(TAINT_NODE_UNSCHEDULABLE, "Equal", "yes", "NoSchedule")
+                    .build(),
+                cordoned().build(),
+                true,
+            ),
+            (
+                "cordoned node, toleration for another key",
+                PodInfo::test("ns", "p")
+                    .toleration("other", "Exists", "", "NoSchedule")
+                    .build(),
+                cordoned().build(),
+                true,
+            ),
+        ];
+        for (name, pod, node, rejected) in cases {
+            let s = NodeUnschedulable.filter(&CycleState::new(), &pod, &node);
+            if rejected {
+                assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+                assert_eq!(s.reasons(), [ERR_REASON_UNSCHEDULABLE], "{name}");
+            } else {
+                assert!(s.is_success(), "{name}: {s}");
+            }
+        }
+    }
+}
