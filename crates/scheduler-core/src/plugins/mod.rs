@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod default_binder;
 pub mod names;
 pub mod queue_sort;
+pub mod resource_allocation;
 
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
 /// "not built yet": profiles may name them and the framework skips them with a warning.
