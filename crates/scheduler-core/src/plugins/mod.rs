@@ -7,6 +7,7 @@ use crate::framework::PluginFactory;
 pub mod catalog;
 pub mod default_binder;
 pub mod names;
+pub mod node_resources_fit;
 pub mod queue_sort;
 pub mod resource_allocation;
 
@@ -20,5 +21,10 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))
         }),
+        (
+            names::NODE_RESOURCES_FIT,
+            node_resources_fit::NodeResourcesFit::factory,
+        ),
     ]
 }
+
