@@ -12,8 +12,11 @@ pub mod names;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
+pub mod node_resources_balanced_allocation;
+pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod queue_sort;
+pub mod resource_allocation;
 pub mod runtime_class;
 pub mod scheduling_gates;
 pub mod taint_toleration;
@@ -48,6 +51,14 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::RUNTIME_CLASS, |_| {
             Ok(Arc::new(runtime_class::RuntimeClass))
         }),
+        (
+            names::NODE_RESOURCES_FIT,
+            node_resources_fit::NodeResourcesFit::factory,
+        ),
+        (
+            names::NODE_RESOURCES_BALANCED_ALLOCATION,
+            node_resources_balanced_allocation::NodeResourcesBalancedAllocation::factory,
+        ),
     ]
 }
 
@@ -113,8 +124,11 @@ mod tests {
         const MB: i64 = 1024 * 1024;
         let pod = PodInfo::test("ns", "p").image("big").build();
         let nodes = vec![
-            NodeInfo::test("without").build(),
-            NodeInfo::test("with").image("big:latest", 900 * MB).build(),
+            NodeInfo::test("without").pods(110).build(),
+            NodeInfo::test("with")
+                .pods(110)
+                .image("big:latest", 900 * MB)
+                .build(),
         ];
         match run(&pod, nodes) {
             Decision::Bind { node, result, .. } => {

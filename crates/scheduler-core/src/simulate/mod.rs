@@ -435,7 +435,11 @@ mod tests {
         let r = run_case_study();
         match r.outcome_of("ml/train-huge").unwrap() {
             PodResult::Unschedulable { message } => assert!(
-                message.starts_with("0/15 nodes are available: 6 Insufficient nvidia.com/gpu, 9 node(s) didn't match RuntimeClass."),
+                // The gVisor nodes' taint is checked before the RuntimeClass filter (default
+                // plugin order), so those 2 nodes report the taint.
+                message.starts_with(
+                    "0/15 nodes are available: 2 node(s) had untolerated taint(s), 6 Insufficient nvidia.com/gpu, 7 node(s) didn't match RuntimeClass."
+                ),
                 "{message}"
             ),
             other => panic!("{other:?}"),

@@ -1,0 +1,340 @@
+//! NodeResourcesFit: rejects nodes without room for the pod's requests and scores the rest
+//! with the configured strategy (upstream `noderesources/fit.go`).
+//!
+//! PreFilter turns the pod's requests into the short list of checks Filter has to make
+//! (zero and ignored requests dropped), so Filter is a handful of comparisons per node and
+//! allocates only when it rejects. PreScore does the same for scoring.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::cache::Snapshot;
+use crate::config::{NodeResourcesFitArgs, PluginArgs, ScoringStrategyType};
+use crate::framework::{
+    Code, CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status,
+};
+use crate::plugin_points;
+use crate::types::{
+    NodeInfo, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS,
+    Resource, ResourceName, is_extended_resource_name,
+};
+
+use super::names::NODE_RESOURCES_FIT;
+use super::resource_allocation::{ResourceAllocationScorer, Strategy};
+
+/// The node already runs as many pods as its `pods` allocatable allows.
+pub const TOO_MANY_PODS: &str = "Too many pods";
+pub const INSUFFICIENT_CPU: &str = "Insufficient cpu";
+pub const INSUFFICIENT_MEMORY: &str = "Insufficient memory";
+pub const INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-storage";
+/// Prefix of the reason for any other resource: `Insufficient nvidia.com/gpu`.
+pub const INSUFFICIENT_PREFIX: &str = "Insufficient ";
+
+/// Name of the PreFilter state, as upstream names it in its "missing state" error.
+const PRE_FILTER_STATE_KEY: &str = "PreFilterNodeResourcesFit";
+
+/// One resource the node lacks for the pod (upstream `InsufficientResource`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InsufficientResource {
+    pub resource_name: String,
+    pub reason: String,
+    pub requested: i64,
+    pub used: i64,
+    pub capacity: i64,
+    /// The request exceeds the node's whole allocatable: evicting pods cannot help.
+    pub unresolvable: bool,
+}
+
+/// What Filter checks, computed once per cycle from the pod's requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PreFilterState {
+    milli_cpu: i64,
+    memory: i64,
+    ephemeral_storage: i64,
+    /// Non-zero scalar requests that are not ignored, sorted by name.
+    scalars: Vec<(ResourceName, i64)>,
+}
+
+impl PreFilterState {
+    fn new(requests: &Resource, ignored: impl Fn(&str) -> bool) -> Self {
+        PreFilterState {
+            milli_cpu: requests.milli_cpu,
+            memory: requests.memory,
+            ephemeral_storage: requests.ephemeral_storage,
+            scalars: requests
+                .scalar
+                .iter()
+                .filter(|(name, q)| *q != 0 && !ignored(name))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Calls `fail` for every resource `node` lacks, in upstream's order: pod count, cpu,
+    /// memory, ephemeral storage, then scalar resources (by name). Returns the failure count.
+    fn check(&self, node: &NodeInfo, mut fail: impl FnMut(Lack<'_>)) -> usize {
+        let mut n = 0;
+        let mut report = |lack: Lack<'_>| {
+            n += 1;
+            fail(lack);
+        };
+        let alloc = &node.allocatable;
+        let used = &node.requested;
+        let pods = node.pods.len() as i64;
+        if pods + 1 > alloc.allowed_pod_number {
+            report(Lack {
+                resource: LackOf::Pods,
+                requested: 1,
+                used: pods,
+                capacity: alloc.allowed_pod_number,
+            });
+        }
+        let fixed = [
+            (LackOf::Cpu, self.milli_cpu, used.milli_cpu, alloc.milli_cpu),
+            (LackOf::Memory, self.memory, used.memory, alloc.memory),
+            (
+                LackOf::EphemeralStorage,
+                self.ephemeral_storage,
+                used.ephemeral_storage,
+                alloc.ephemeral_storage,
+            ),
+        ];
+        for (resource, requested, used, capacity) in fixed {
+            if requested > 0 && requested > capacity.wrapping_sub(used) {
+                report(Lack {
+                    resource,
+                    requested,
+                    used,
+                    capacity,
+                });
+            }
+        }
+        for (name, requested) in &self.scalars {
+            let capacity = alloc.scalar_value(name);
+            let used = used.scalar_value(name);
+            if *requested > capacity.wrapping_sub(used) {
+                report(Lack {
+                    resource: LackOf::Scalar(name),
+                    requested: *requested,
+                    used,
+                    capacity,
+                });
+            }
+        }
+        n
+    }
+
+    fn insufficient(&self, node: &NodeInfo) -> Vec<InsufficientResource> {
+        let mut out = Vec::new();
+        self.check(node, |l| out.push(l.describe()));
+        out
+    }
+}
+
+#[derive(Clone, Copy)]
+enum LackOf<'a> {
+    Pods,
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    Scalar(&'a str),
+}
+
+struct Lack<'a> {
+    resource: LackOf<'a>,
+    requested: i64,
+    used: i64,
+    capacity: i64,
+}
+
+impl Lack<'_> {
+    fn reason(&self) -> String {
+        match self.resource {
+            LackOf::Pods => TOO_MANY_PODS.to_string(),
+            LackOf::Cpu => INSUFFICIENT_CPU.to_string(),
+            LackOf::Memory => INSUFFICIENT_MEMORY.to_string(),
+            LackOf::EphemeralStorage => INSUFFICIENT_EPHEMERAL_STORAGE.to_string(),
+            LackOf::Scalar(name) => format!("{INSUFFICIENT_PREFIX}{name}"),
+        }
+    }
+
+    /// Upstream never marks the pod count unresolvable (pods can be evicted); any other
+    /// resource is when the pod alone asks for more than the node has in total.
+    fn unresolvable(&self) -> bool {
+        !matches!(self.resource, LackOf::Pods) && self.requested > self.capacity
+    }
+
+    fn describe(&self) -> InsufficientResource {
+        InsufficientResource {
+            resource_name: match self.resource {
+                LackOf::Pods => RESOURCE_PODS,
+                LackOf::Cpu => RESOURCE_CPU,
+                LackOf::Memory => RESOURCE_MEMORY,
+                LackOf::EphemeralStorage => RESOURCE_EPHEMERAL_STORAGE,
+                LackOf::Scalar(name) => name,
+            }
+            .to_string(),
+            reason: self.reason(),
+            requested: self.requested,
+            used: self.used,
+            capacity: self.capacity,
+            unresolvable: self.unresolvable(),
+        }
+    }
+}
+
+/// Every resource `node` lacks for `pod`, without ignoring any (upstream `Fits`, used to
+/// judge hypothetical nodes).
+pub fn fits(pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
+    PreFilterState::new(&pod.requests, |_| false).insufficient(node)
+}
+
+/// The pod's scoring requests, written by PreScore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+}
+
+pub struct NodeResourcesFit {
+    ignored_resources: HashSet<String>,
+    /// Prefixes (the part before `/`) of extended resources to ignore.
+    ignored_resource_groups: HashSet<String>,
+    scorer: ResourceAllocationScorer,
+}
+
+impl NodeResourcesFit {
+    /// Builds the plugin from defaulted args; `None` means upstream's defaults (LeastAllocated
+    /// on cpu and memory, weight 1 each, nothing ignored).
+    pub fn new(args: Option<&PluginArgs>) -> Result<Self, String> {
+        let defaults = || match crate::config::default_args_for(NODE_RESOURCES_FIT) {
+            Some(PluginArgs::NodeResourcesFit(a)) => a,
+            _ => NodeResourcesFitArgs::default(),
+        };
+        let owned;
+        let args: &NodeResourcesFitArgs = match args {
+            Some(PluginArgs::NodeResourcesFit(a)) => a,
+            Some(other) => {
+                return Err(format!(
+                    "want args to be of type NodeResourcesFitArgs, got {}",
+                    other.kind()
+                ));
+            }
+            None => {
+                owned = defaults();
+                &owned
+            }
+        };
+        let strategy = args
+            .scoring_strategy
+            .clone()
+            .or_else(|| defaults().scoring_strategy)
+            .ok_or("scoring strategy not specified")?;
+        let formula = match strategy.type_ {
+            ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
+            ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
+            ScoringStrategyType::RequestedToCapacityRatio => {
+                let shape = strategy
+                    .requested_to_capacity_ratio
+                    .as_ref()
+                    .map(|r| r.shape.as_slice())
+                    .unwrap_or_default();
+                Strategy::requested_to_capacity_ratio(shape)?
+            }
+        };
+        Ok(NodeResourcesFit {
+            ignored_resources: args.ignored_resources.iter().cloned().collect(),
+            ignored_resource_groups: args.ignored_resource_groups.iter().cloned().collect(),
+            scorer: ResourceAllocationScorer::new(&strategy.resources, false, formula),
+        })
+    }
+
+    pub fn factory(args: Option<&PluginArgs>) -> Result<Arc<dyn Plugin>, String> {
+        Ok(Arc::new(Self::new(args)?))
+    }
+
+    /// Ignoring applies to extended resources only: hugepages and `kubernetes.io/` names
+    /// are always checked.
+    fn is_ignored(&self, name: &str) -> bool {
+        if self.ignored_resources.is_empty() && self.ignored_resource_groups.is_empty() {
+            return false;
+        }
+        if !is_extended_resource_name(name) {
+            return false;
+        }
+        let group = name.split('/').next().unwrap_or(name);
+        self.ignored_resources.contains(name) || self.ignored_resource_groups.contains(group)
+    }
+}
+
+impl Plugin for NodeResourcesFit {
+    fn name(&self) -> &'static str {
+        NODE_RESOURCES_FIT
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => pre_filter, filter, pre_score, score)
+    }
+}
+
+impl PreFilterPlugin for NodeResourcesFit {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        // Never Skip: even a pod requesting nothing needs a free pod slot.
+        state.write(PreFilterState::new(&pod.requests, |n| self.is_ignored(n)));
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for NodeResourcesFit {
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else {
+            return Status::error(format!(
+                "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ));
+        };
+        if s.check(node, |_| {}) == 0 {
+            return Status::success();
+        }
+        let mut code = Code::Unschedulable;
+        let mut reasons = Vec::with_capacity(4);
+        s.check(node, |l| {
+            if l.unresolvable() {
+                code = Code::UnschedulableAndUnresolvable;
+            }
+            reasons.push(l.reason());
+        });
+        Status::with_reasons(code, reasons)
+    }
+}
+
+impl PreScorePlugin for NodeResourcesFit {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _snapshot: &Snapshot,
+    ) -> Status {
+        state.write(PreScoreState {
+            pod_requests: self.scorer.pod_requests(pod),
+        });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for NodeResourcesFit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match state.read::<PreScoreState>() {
+            Some(s) => self.scorer.score(&s.pod_requests, node),
+            // Like upstream, work without PreScore (slower: computed per node).
+            None => self.scorer.score(&self.scorer.pod_requests(pod), node),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
