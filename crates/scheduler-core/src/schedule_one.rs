@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use crate::cache::Snapshot;
 use crate::framework::{
     BindAction, Code, CycleState, Diagnosis, FitError, Framework, NodePluginScores, NominatedPods,
-    PostFilterContext, PostFilterResult, Status,
+    PostFilterContext, PostFilterResult, ScoreTable, Status,
 };
 use crate::types::{NodeInfo, PodInfo};
 
@@ -92,8 +92,26 @@ pub struct ScheduleResult {
     /// Nodes the filters looked at (feasible + rejected).
     pub evaluated_nodes: usize,
     pub feasible_nodes: usize,
-    /// Scores of the feasible nodes, when they were scored (empty with one feasible node).
-    pub scores: Vec<NodePluginScores>,
+    /// The feasible nodes that were scored, and their scores (empty with one feasible node).
+    pub scored_nodes: Vec<Arc<NodeInfo>>,
+    pub scores: ScoreTable,
+}
+
+impl ScheduleResult {
+    /// One scored node's per-plugin breakdown, for explanations and tests.
+    pub fn breakdown(&self, node: &str) -> Option<NodePluginScores> {
+        let i = self.scored_nodes.iter().position(|n| n.name == node)?;
+        Some(self.scores.node(i, node))
+    }
+
+    /// Every scored node's breakdown, in scoring order.
+    pub fn breakdowns(&self) -> Vec<NodePluginScores> {
+        self.scored_nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| self.scores.node(i, &n.name))
+            .collect()
+    }
 }
 
 /// Why `schedule_pod` found no node.
@@ -169,15 +187,17 @@ impl SchedulingAlgorithm {
                 suggested_host: feasible[0].name.clone(),
                 evaluated_nodes,
                 feasible_nodes: 1,
-                scores: Vec::new(),
+                scored_nodes: Vec::new(),
+                scores: ScoreTable::default(),
             });
         }
         let scores = self.prioritize_nodes(fw, state, pod, &feasible, snapshot)?;
-        let host = self.select_host(&scores);
+        let host = feasible[self.select_host(&scores.totals)].name.clone();
         Ok(ScheduleResult {
             suggested_host: host,
             evaluated_nodes,
             feasible_nodes: feasible.len(),
+            scored_nodes: feasible,
             scores,
         })
     }
@@ -339,16 +359,13 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
         snapshot: &Snapshot,
-    ) -> Result<Vec<NodePluginScores>, ScheduleError> {
+    ) -> Result<ScoreTable, ScheduleError> {
         if !fw.has_score_plugins() {
-            return Ok(nodes
-                .iter()
-                .map(|n| NodePluginScores {
-                    name: n.name.clone(),
-                    scores: Vec::new(),
-                    total: 1,
-                })
-                .collect());
+            return Ok(ScoreTable {
+                plugins: Vec::new(),
+                weighted: Vec::new(),
+                totals: vec![1; nodes.len()],
+            });
         }
         let s = fw.run_pre_score(state, pod, nodes, snapshot);
         if !s.is_success() {
@@ -358,22 +375,22 @@ impl SchedulingAlgorithm {
             .map_err(ScheduleError::Internal)
     }
 
-    /// The highest total wins; ties are broken uniformly at random (reservoir sampling).
-    fn select_host(&mut self, scores: &[NodePluginScores]) -> String {
+    /// The index of the highest total; ties are broken uniformly at random (reservoir sampling).
+    fn select_host(&mut self, totals: &[i64]) -> usize {
         let mut best = 0usize;
         let mut ties = 1u64;
-        for (i, s) in scores.iter().enumerate().skip(1) {
-            if s.total > scores[best].total {
+        for (i, &t) in totals.iter().enumerate().skip(1) {
+            if t > totals[best] {
                 best = i;
                 ties = 1;
-            } else if s.total == scores[best].total {
+            } else if t == totals[best] {
                 ties += 1;
                 if self.tie_breaker.below(ties) == 0 {
                     best = i;
                 }
             }
         }
-        scores[best].name.clone()
+        best
     }
 }
 

@@ -1,7 +1,6 @@
 //! Per-attempt scratch space that plugins share between extension points.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 
 /// Anything a plugin stores in the cycle state. Clone is required because preemption
 /// evaluates candidate nodes on copies of the state.
@@ -24,12 +23,17 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
 }
 
 /// Keyed by the stored type, so each plugin uses its own private struct as the key and
-/// no string constants can collide.
+/// no string constants can collide. A short vector beats a hash map here: a cycle holds a
+/// dozen entries and filters read them once per node.
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<TypeId, Box<dyn StateData>>,
-    skip_filter: Vec<&'static str>,
-    skip_score: Vec<&'static str>,
+    data: Vec<(TypeId, Box<dyn StateData>)>,
+    /// Bit i: the i-th PreFilter plugin returned Skip (its Filter and AddPod/RemovePod don't run).
+    skip_pre_filter: u64,
+    /// Bit i: the i-th Filter plugin does not run this cycle.
+    skip_filter: u64,
+    /// Bit i: the i-th Score plugin does not run this cycle.
+    skip_score: u64,
 }
 
 impl Clone for CycleState {
@@ -40,8 +44,9 @@ impl Clone for CycleState {
                 .iter()
                 .map(|(k, v)| (*k, (**v).clone_box()))
                 .collect(),
-            skip_filter: self.skip_filter.clone(),
-            skip_score: self.skip_score.clone(),
+            skip_pre_filter: self.skip_pre_filter,
+            skip_filter: self.skip_filter,
+            skip_score: self.skip_score,
         }
     }
 }
@@ -62,41 +67,59 @@ impl CycleState {
     }
 
     pub fn write<T: StateData>(&mut self, value: T) {
-        self.data.insert(TypeId::of::<T>(), Box::new(value));
+        let id = TypeId::of::<T>();
+        match self.data.iter_mut().find(|(k, _)| *k == id) {
+            Some((_, v)) => *v = Box::new(value),
+            None => self.data.push((id, Box::new(value))),
+        }
     }
 
     pub fn read<T: StateData>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
         self.data
-            .get(&TypeId::of::<T>())
-            .and_then(|b| (**b).as_any().downcast_ref::<T>())
+            .iter()
+            .find(|(k, _)| *k == id)
+            .and_then(|(_, b)| (**b).as_any().downcast_ref::<T>())
     }
 
     pub fn read_mut<T: StateData>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
         self.data
-            .get_mut(&TypeId::of::<T>())
-            .and_then(|b| (**b).as_any_mut().downcast_mut::<T>())
+            .iter_mut()
+            .find(|(k, _)| *k == id)
+            .and_then(|(_, b)| (**b).as_any_mut().downcast_mut::<T>())
     }
 
     pub fn remove<T: StateData>(&mut self) {
-        self.data.remove(&TypeId::of::<T>());
+        let id = TypeId::of::<T>();
+        self.data.retain(|(k, _)| *k != id);
     }
 
-    /// PreFilter returned Skip: the plugin's Filter is not run this cycle.
-    pub(crate) fn skip_filter_plugin(&mut self, name: &'static str) {
-        self.skip_filter.push(name);
+    /// The `i`-th PreFilter plugin returned Skip.
+    pub(crate) fn skip_pre_filter_plugin(&mut self, i: usize) {
+        self.skip_pre_filter |= 1 << i;
     }
 
-    pub(crate) fn filter_skipped(&self, name: &'static str) -> bool {
-        self.skip_filter.contains(&name)
+    pub(crate) fn pre_filter_skipped(&self, i: usize) -> bool {
+        self.skip_pre_filter & (1 << i) != 0
     }
 
-    /// PreScore returned Skip: the plugin's Score is not run this cycle.
-    pub(crate) fn skip_score_plugin(&mut self, name: &'static str) {
-        self.skip_score.push(name);
+    /// The `i`-th Filter plugin does not run this cycle.
+    pub(crate) fn skip_filter_plugin(&mut self, i: usize) {
+        self.skip_filter |= 1 << i;
     }
 
-    pub(crate) fn score_skipped(&self, name: &'static str) -> bool {
-        self.skip_score.contains(&name)
+    pub(crate) fn filter_skipped(&self, i: usize) -> bool {
+        self.skip_filter & (1 << i) != 0
+    }
+
+    /// The `i`-th Score plugin does not run this cycle (its PreScore returned Skip).
+    pub(crate) fn skip_score_plugin(&mut self, i: usize) {
+        self.skip_score |= 1 << i;
+    }
+
+    pub(crate) fn score_skipped(&self, i: usize) -> bool {
+        self.skip_score & (1 << i) != 0
     }
 }
 

@@ -198,10 +198,10 @@ pub trait PreScorePlugin: Plugin {
     ) -> Status;
 }
 
-/// One node's score from one plugin.
+/// One node's score from one plugin, as NormalizeScore sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeScore {
-    pub name: String,
+pub struct NodeScore<'a> {
+    pub name: &'a str,
     pub score: i64,
 }
 
@@ -214,7 +214,7 @@ pub trait ScorePlugin: Plugin {
         &self,
         _state: &CycleState,
         _pod: &PodInfo,
-        _scores: &mut [NodeScore],
+        _scores: &mut [NodeScore<'_>],
     ) -> Status {
         Status::success()
     }

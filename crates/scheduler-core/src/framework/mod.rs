@@ -19,7 +19,7 @@ pub use nominator::NominatedPods;
 pub use profile::{DEFAULT_SCHEDULER_NAME, ProfileRegistry};
 pub use queued::QueuedPodInfo;
 pub use registry::{PluginFactory, Registry};
-pub use runtime::{Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores};
+pub use runtime::{Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores, ScoreTable};
 pub use status::{Code, Status};
 
 #[cfg(test)]

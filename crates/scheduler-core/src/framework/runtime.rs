@@ -60,6 +60,10 @@ pub struct Framework {
     bind: Vec<Named<dyn BindPlugin>>,
     post_bind: Vec<Named<dyn PostBindPlugin>>,
     not_built: Vec<String>,
+    /// For each PreFilter plugin, its position among the Filter plugins (Skip disables it).
+    pre_filter_to_filter: Vec<Option<usize>>,
+    /// For each PreScore plugin, its position among the Score plugins (Skip disables it).
+    pre_score_to_score: Vec<Option<usize>>,
     /// Whether the RuntimeClass plugin runs, so pods are resolved against their class.
     resolves_runtime_class: bool,
 }
@@ -161,6 +165,30 @@ impl Framework {
                 spec.scheduler_name
             )));
         }
+        for (point, n) in [
+            (ExtensionPoint::PreFilter, pre_filter.len()),
+            (ExtensionPoint::Filter, filter.len()),
+            (ExtensionPoint::Score, score_plugins.len()),
+        ] {
+            if n > 64 {
+                return Err(err(format!(
+                    "more than 64 {} plugins are not supported",
+                    point.display_name()
+                )));
+            }
+        }
+        let position =
+            |names: &[&'static str], name: &'static str| names.iter().position(|n| *n == name);
+        let filter_names: Vec<&'static str> = filter.iter().map(|p| p.name).collect();
+        let score_names: Vec<&'static str> = score_plugins.iter().map(|p| p.name).collect();
+        let pre_filter_to_filter = pre_filter
+            .iter()
+            .map(|p| position(&filter_names, p.name))
+            .collect();
+        let pre_score_to_score = pre_score
+            .iter()
+            .map(|p| position(&score_names, p.name))
+            .collect();
         let score = score_plugins
             .into_iter()
             .map(|p| {
@@ -187,6 +215,8 @@ impl Framework {
             bind,
             post_bind,
             not_built,
+            pre_filter_to_filter,
+            pre_score_to_score,
             resolves_runtime_class,
         })
     }
@@ -273,10 +303,13 @@ impl Framework {
     ) -> (Option<PreFilterResult>, Status, Vec<&'static str>) {
         let mut result: Option<PreFilterResult> = None;
         let mut narrowing: Vec<&'static str> = Vec::new();
-        for p in &self.pre_filter {
+        for (i, p) in self.pre_filter.iter().enumerate() {
             let (r, s) = p.plugin.pre_filter(state, pod, snapshot);
             if s.is_skip() {
-                state.skip_filter_plugin(p.name);
+                state.skip_pre_filter_plugin(i);
+                if let Some(f) = self.pre_filter_to_filter[i] {
+                    state.skip_filter_plugin(f);
+                }
                 continue;
             }
             if !s.is_success() {
@@ -321,8 +354,8 @@ impl Framework {
 
     /// Runs the Filter plugins on one node; the first failure decides, tagged with its plugin.
     pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for p in &self.filter {
-            if state.filter_skipped(p.name) {
+        for (i, p) in self.filter.iter().enumerate() {
+            if state.filter_skipped(i) {
                 continue;
             }
             let s = p.plugin.filter(state, pod, node);
@@ -383,8 +416,8 @@ impl Framework {
         to_add: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        for p in &self.pre_filter {
-            if !p.plugin.has_extensions() || state.filter_skipped(p.name) {
+        for (i, p) in self.pre_filter.iter().enumerate() {
+            if !p.plugin.has_extensions() || state.pre_filter_skipped(i) {
                 continue;
             }
             let s = p.plugin.add_pod(state, pod, to_add, node);
@@ -408,8 +441,8 @@ impl Framework {
         to_remove: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        for p in &self.pre_filter {
-            if !p.plugin.has_extensions() || state.filter_skipped(p.name) {
+        for (i, p) in self.pre_filter.iter().enumerate() {
+            if !p.plugin.has_extensions() || state.pre_filter_skipped(i) {
                 continue;
             }
             let s = p.plugin.remove_pod(state, pod, to_remove, node);
@@ -465,10 +498,12 @@ impl Framework {
     ) -> Status {
         // Score plugins see one node at a time; cluster-wide image facts come from here.
         state.write(snapshot.image_spread());
-        for p in &self.pre_score {
+        for (i, p) in self.pre_score.iter().enumerate() {
             let s = p.plugin.pre_score(state, pod, nodes, snapshot);
             if s.is_skip() {
-                state.skip_score_plugin(p.name);
+                if let Some(j) = self.pre_score_to_score[i] {
+                    state.skip_score_plugin(j);
+                }
                 continue;
             }
             if !s.is_success() {
@@ -483,46 +518,67 @@ impl Framework {
         Status::success()
     }
 
-    /// Scores every node with every Score plugin, normalises each plugin's scores and
-    /// applies weights. Returns one entry per node, in the order of `nodes`.
+    /// Scores every node with every active Score plugin in one pass over the nodes,
+    /// normalises each plugin's scores and applies weights.
     pub fn run_score(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
         parallel: bool,
-    ) -> Result<Vec<NodePluginScores>, Status> {
+    ) -> Result<ScoreTable, Status> {
         use rayon::prelude::*;
         let active: Vec<&(Named<dyn ScorePlugin>, i64)> = self
             .score
             .iter()
-            .filter(|(p, _)| !state.score_skipped(p.name))
+            .enumerate()
+            .filter(|(i, _)| !state.score_skipped(*i))
+            .map(|(_, p)| p)
             .collect();
-        let mut per_plugin: Vec<Vec<NodeScore>> = Vec::with_capacity(active.len());
-        for (p, _) in &active {
-            let score_one = |n: &Arc<NodeInfo>| -> Result<NodeScore, Status> {
-                p.plugin
-                    .score(state, pod, n)
-                    .map(|score| NodeScore {
-                        name: n.name.clone(),
-                        score,
-                    })
-                    .map_err(|s| {
-                        Status::error(format!(
-                            "running Score plugin {:?}: {}",
-                            p.name,
-                            s.message()
-                        ))
-                        .with_plugin(p.name)
-                    })
-            };
-            let scores: Result<Vec<NodeScore>, Status> = if parallel {
-                nodes.par_iter().map(score_one).collect()
-            } else {
-                nodes.iter().map(score_one).collect()
-            };
-            let mut scores = scores?;
-            let s = p.plugin.normalize_scores(state, pod, &mut scores);
+        let k = active.len();
+        let plugins: Vec<&'static str> = active.iter().map(|(p, _)| p.name).collect();
+        if k == 0 {
+            return Ok(ScoreTable {
+                plugins,
+                weighted: Vec::new(),
+                totals: vec![0; nodes.len()],
+            });
+        }
+        // Node-major raw scores: row i holds node i's score from each active plugin.
+        let mut raw = vec![0i64; nodes.len() * k];
+        let score_node = |(row, node): (&mut [i64], &Arc<NodeInfo>)| -> Result<(), Status> {
+            for (slot, (p, _)) in row.iter_mut().zip(&active) {
+                *slot = p.plugin.score(state, pod, node).map_err(|s| {
+                    Status::error(format!(
+                        "running Score plugin {:?}: {}",
+                        p.name,
+                        s.message()
+                    ))
+                    .with_plugin(p.name)
+                })?;
+            }
+            Ok(())
+        };
+        if parallel {
+            raw.par_chunks_mut(k)
+                .zip(nodes.par_iter())
+                .with_min_len(32)
+                .try_for_each(score_node)?;
+        } else {
+            raw.chunks_mut(k)
+                .zip(nodes.iter())
+                .try_for_each(score_node)?;
+        }
+
+        let mut weighted = raw;
+        let mut column: Vec<NodeScore<'_>> = Vec::with_capacity(nodes.len());
+        for (j, (p, w)) in active.iter().enumerate() {
+            column.clear();
+            column.extend(nodes.iter().enumerate().map(|(i, n)| NodeScore {
+                name: &n.name,
+                score: weighted[i * k + j],
+            }));
+            let s = p.plugin.normalize_scores(state, pod, &mut column);
             if !s.is_success() {
                 return Err(Status::error(format!(
                     "running Normalize on Score plugin {:?}: {}",
@@ -531,7 +587,7 @@ impl Framework {
                 ))
                 .with_plugin(p.name));
             }
-            for ns in &scores {
+            for (i, ns) in column.iter().enumerate() {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
                     return Err(Status::error(format!(
                         "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
@@ -539,25 +595,18 @@ impl Framework {
                     ))
                     .with_plugin(p.name));
                 }
+                weighted[i * k + j] = ns.score * w;
             }
-            per_plugin.push(scores);
         }
-        let mut out = Vec::with_capacity(nodes.len());
-        for (i, n) in nodes.iter().enumerate() {
-            let mut total = 0i64;
-            let mut plugin_scores = Vec::with_capacity(active.len());
-            for (k, (p, w)) in active.iter().enumerate() {
-                let weighted = per_plugin[k][i].score * w;
-                total = total.saturating_add(weighted);
-                plugin_scores.push((p.name, weighted));
-            }
-            out.push(NodePluginScores {
-                name: n.name.clone(),
-                scores: plugin_scores,
-                total,
-            });
-        }
-        Ok(out)
+        let totals = weighted
+            .chunks(k)
+            .map(|row| row.iter().fold(0i64, |a, b| a.saturating_add(*b)))
+            .collect();
+        Ok(ScoreTable {
+            plugins,
+            weighted,
+            totals,
+        })
     }
 
     /// Runs Reserve in order; on failure the caller must run [`Framework::run_unreserve`].
@@ -680,4 +729,31 @@ pub struct NodePluginScores {
     pub name: String,
     pub scores: Vec<(&'static str, i64)>,
     pub total: i64,
+}
+
+/// Every feasible node's weighted score per active plugin, and the totals, in the order of
+/// the nodes that were scored. Kept flat so scoring allocates per pod, not per node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScoreTable {
+    pub plugins: Vec<&'static str>,
+    /// Node-major: node i, plugin j at `i * plugins.len() + j`.
+    pub weighted: Vec<i64>,
+    pub totals: Vec<i64>,
+}
+
+impl ScoreTable {
+    /// The per-plugin breakdown of the `i`-th scored node.
+    pub fn node(&self, i: usize, name: &str) -> NodePluginScores {
+        let k = self.plugins.len();
+        NodePluginScores {
+            name: name.to_string(),
+            scores: self
+                .plugins
+                .iter()
+                .enumerate()
+                .map(|(j, p)| (*p, self.weighted[i * k + j]))
+                .collect(),
+            total: self.totals[i],
+        }
+    }
 }

@@ -378,7 +378,7 @@ fn highest_weighted_score_wins_and_binds_with_a_binding() {
                     node: "high".into()
                 }
             );
-            let high = result.scores.iter().find(|s| s.name == "high").unwrap();
+            let high = result.breakdown("high").unwrap();
             assert_eq!(high.scores, vec![("LabelScore", 80), ("Tenth", 10)]);
             assert_eq!(high.total, 90);
             assert_eq!(result.feasible_nodes, 3);
@@ -409,7 +409,9 @@ fn pre_score_skip_drops_that_plugins_score() {
         .schedule_pod(&fw, &mut state, &p, &snap, &NominatedPods::new())
         .unwrap();
     assert!(
-        r.scores.iter().all(|s| s.scores == vec![("Tenth", 10)]),
+        r.breakdowns()
+            .iter()
+            .all(|s| s.scores == vec![("Tenth", 10)]),
         "{:?}",
         r.scores
     );

@@ -28,12 +28,9 @@ pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [N
 pub(crate) mod testing {
     use crate::framework::NodeScore;
 
-    pub fn scores(raw: &[(&str, i64)]) -> Vec<NodeScore> {
+    pub fn scores<'a>(raw: &[(&'a str, i64)]) -> Vec<NodeScore<'a>> {
         raw.iter()
-            .map(|(n, s)| NodeScore {
-                name: n.to_string(),
-                score: *s,
-            })
+            .map(|(n, s)| NodeScore { name: n, score: *s })
             .collect()
     }
 

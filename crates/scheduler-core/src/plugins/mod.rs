@@ -133,7 +133,7 @@ mod tests {
         match run(&pod, nodes) {
             Decision::Bind { node, result, .. } => {
                 assert_eq!(node, "with");
-                let with = result.scores.iter().find(|s| s.name == "with").unwrap();
+                let with = result.breakdown("with").unwrap();
                 // 900MB on 1 of 2 nodes: 450MB -> 100 * (450 - 23) / (1000 - 23) = 43
                 assert!(
                     with.scores.contains(&(names::IMAGE_LOCALITY, 43)),

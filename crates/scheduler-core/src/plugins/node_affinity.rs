@@ -863,7 +863,7 @@ mod tests {
         let mut scores: Vec<NodeScore> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.name.clone(),
+                name: &n.name,
                 score: pl.score(&state, pod, n).unwrap(),
             })
             .collect();

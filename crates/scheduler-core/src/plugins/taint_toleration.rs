@@ -251,7 +251,7 @@ mod tests {
         let mut out: Vec<NodeScore> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.name.clone(),
+                name: &n.name,
                 score: TaintToleration.score(&state, pod, n).unwrap(),
             })
             .collect();
