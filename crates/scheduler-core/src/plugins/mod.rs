@@ -6,6 +6,7 @@ use crate::framework::PluginFactory;
 
 pub mod catalog;
 pub mod default_binder;
+pub mod inter_pod_affinity;
 pub mod names;
 pub mod queue_sort;
 pub mod runtime_class;
@@ -20,6 +21,10 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))
         }),
+        (
+            names::INTER_POD_AFFINITY,
+            inter_pod_affinity::InterPodAffinity::factory,
+        ),
     ]
 }
 
