@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::node::v1::RuntimeClass;
 
 use super::node_tree::{NodeTree, zone_key};
-use super::snapshot::Snapshot;
+use super::snapshot::{NamespaceLabels, Snapshot};
 use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,6 +74,8 @@ pub struct Cache {
     /// Image name -> number of known nodes that have it. Copy-on-write, shared with snapshots.
     image_nodes: Arc<HashMap<String, usize>>,
     runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    /// Namespace labels, for namespaceSelector in pod affinity terms.
+    namespaces: NamespaceLabels,
 }
 
 impl Cache {
@@ -330,6 +332,34 @@ impl Cache {
         self.runtime_classes.get(name)
     }
 
+    // ---- namespaces ----
+
+    /// Records a namespace's labels (only labels matter for scheduling).
+    pub fn add_namespace(&mut self, ns: &Namespace) {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        let labels = ns.metadata.labels.clone().unwrap_or_default();
+        if self.namespaces.get(&name).is_some_and(|l| **l == labels) {
+            return;
+        }
+        Arc::make_mut(&mut self.namespaces).insert(name, Arc::new(labels));
+    }
+
+    pub fn update_namespace(&mut self, ns: &Namespace) {
+        self.add_namespace(ns);
+    }
+
+    pub fn remove_namespace(&mut self, name: &str) -> bool {
+        if !self.namespaces.contains_key(name) {
+            return false;
+        }
+        Arc::make_mut(&mut self.namespaces).remove(name);
+        true
+    }
+
+    pub fn namespace_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        self.namespaces.get(name).map(|l| &**l)
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -379,6 +409,9 @@ impl Cache {
         }
         snapshot.image_num_nodes = self.image_nodes.clone();
         snapshot.runtime_classes = self.runtime_classes.clone();
+        if !Arc::ptr_eq(&snapshot.namespaces, &self.namespaces) {
+            snapshot.namespaces = self.namespaces.clone();
+        }
         out
     }
 

@@ -1,6 +1,6 @@
 //! The read-only cluster view one scheduling cycle works on.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::types::{NodeInfo, RuntimeClassInfo};
@@ -16,6 +16,8 @@ pub struct Snapshot {
     pub(crate) with_required_anti_affinity: Vec<usize>,
     pub(crate) image_num_nodes: Arc<HashMap<String, usize>>,
     pub(crate) runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    /// Namespace name -> its labels (namespaceSelector in pod affinity terms).
+    pub(crate) namespaces: NamespaceLabels,
     pub(crate) generation: u64,
 }
 
@@ -41,6 +43,8 @@ impl ImageSpread {
         self.total_nodes
     }
 }
+/// Namespace name -> labels, copy-on-write and shared between the cache and snapshots.
+pub(crate) type NamespaceLabels = Arc<HashMap<String, Arc<BTreeMap<String, String>>>>;
 
 impl Snapshot {
     pub fn new() -> Self {
@@ -80,6 +84,41 @@ impl Snapshot {
                 .collect(),
         );
         self
+    }
+
+    /// Adds namespaces (name, labels) to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_namespaces<'a>(
+        mut self,
+        namespaces: impl IntoIterator<Item = (&'a str, &'a [(&'a str, &'a str)])>,
+    ) -> Self {
+        self.namespaces = Arc::new(
+            namespaces
+                .into_iter()
+                .map(|(name, labels)| {
+                    let labels = labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect();
+                    (name.to_string(), Arc::new(labels))
+                })
+                .collect(),
+        );
+        self
+    }
+
+    /// Labels of a namespace the cache knows; `None` for unknown namespaces.
+    pub fn namespace_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        self.namespaces.get(name).map(|l| &**l)
+    }
+
+    /// Same as [`Self::namespace_labels`], shared so plugins can keep it in their cycle state.
+    pub fn namespace_labels_arc(&self, name: &str) -> Option<&Arc<BTreeMap<String, String>>> {
+        self.namespaces.get(name)
+    }
+
+    /// Every known namespace with its labels, in no particular order.
+    pub fn namespaces(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
+        self.namespaces.iter().map(|(n, l)| (n.as_str(), &**l))
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod default_binder;
 pub mod helper;
 pub mod image_locality;
+pub mod inter_pod_affinity;
 pub mod names;
 pub mod node_affinity;
 pub mod node_name;
@@ -58,6 +59,10 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (
             names::NODE_RESOURCES_BALANCED_ALLOCATION,
             node_resources_balanced_allocation::NodeResourcesBalancedAllocation::factory,
+        ),
+        (
+            names::INTER_POD_AFFINITY,
+            inter_pod_affinity::InterPodAffinity::factory,
         ),
     ]
 }

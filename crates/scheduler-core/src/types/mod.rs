@@ -6,6 +6,7 @@
 pub mod label_selector;
 pub mod node;
 pub mod pod;
+pub mod pod_affinity;
 pub mod quantity;
 pub mod resource;
 pub mod runtime_class;
@@ -21,6 +22,7 @@ pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
     normalized_image_name,
 };
+pub use pod_affinity::{AffinityTerm, PodAffinityTerms, WeightedAffinityTerm};
 pub use quantity::{Quantity, QuantityError, parse_k8s_quantity, parse_quantity};
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE,

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::pod_affinity::PodAffinityTerms;
 use super::quantity::{Quantity, parse_quantity};
 use super::resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, HUGEPAGES_PREFIX, RESOURCE_CPU,
@@ -137,6 +138,8 @@ pub struct PodInfo {
     /// Pod (anti-)affinity present: the pod goes into `NodeInfo::pods_with_affinity`.
     pub has_pod_affinity: bool,
     pub has_required_pod_anti_affinity: bool,
+    /// Compiled pod (anti-)affinity terms (see [`PodAffinityTerms`]).
+    pub affinity_terms: PodAffinityTerms,
     /// Malformed input found while converting (bad quantities, invalid selectors).
     pub problems: Vec<String>,
 }
@@ -304,6 +307,7 @@ impl PodInfo {
             is_terminating: meta.deletion_timestamp.is_some(),
             has_pod_affinity,
             has_required_pod_anti_affinity,
+            affinity_terms: PodAffinityTerms::from_pod(pod, &mut problems),
             problems,
         }
     }
