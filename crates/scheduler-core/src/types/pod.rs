@@ -134,6 +134,8 @@ pub struct PodInfo {
     /// Pod (anti-)affinity present: the pod goes into `NodeInfo::pods_with_affinity`.
     pub has_pod_affinity: bool,
     pub has_required_pod_anti_affinity: bool,
+    /// Topology spread constraints compiled (matchLabelKeys merged) and the controller ref.
+    pub spread: super::topology_spread::PodSpreadInfo,
     /// Malformed input found while converting (bad quantities, invalid selectors).
     pub problems: Vec<String>,
 }
@@ -300,6 +302,7 @@ impl PodInfo {
             is_terminating: meta.deletion_timestamp.is_some(),
             has_pod_affinity,
             has_required_pod_anti_affinity,
+            spread: super::topology_spread::PodSpreadInfo::from_pod(pod, &mut problems),
             problems,
         }
     }
