@@ -8,7 +8,8 @@ use k8s_openapi::api::node::v1::RuntimeClass;
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::Snapshot;
-use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo};
+use super::workloads::{WorkloadSelector, WorkloadSelectors};
+use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo, WorkloadKind};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
@@ -74,6 +75,8 @@ pub struct Cache {
     /// Image name -> number of known nodes that have it. Copy-on-write, shared with snapshots.
     image_nodes: Arc<HashMap<String, usize>>,
     runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    /// Workload selectors for default topology spreading; copy-on-write, shared with snapshots.
+    workloads: Arc<WorkloadSelectors>,
 }
 
 impl Cache {
@@ -330,6 +333,38 @@ impl Cache {
         self.runtime_classes.get(name)
     }
 
+    // ---- workload selectors (default topology spreading) ----
+
+    /// Records a Service/RC/ReplicaSet/StatefulSet selector (see `cache::workloads` for the
+    /// helpers that turn API objects into arguments). Unchanged selectors copy nothing.
+    pub fn upsert_workload_selector(
+        &mut self,
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+        selector: WorkloadSelector,
+    ) {
+        if self.workloads.get(kind, namespace, name) != Some(&selector) {
+            Arc::make_mut(&mut self.workloads).upsert(kind, namespace, name, selector);
+        }
+    }
+
+    pub fn remove_workload_selector(
+        &mut self,
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+    ) -> bool {
+        if self.workloads.get(kind, namespace, name).is_none() {
+            return false;
+        }
+        Arc::make_mut(&mut self.workloads).remove(kind, namespace, name)
+    }
+
+    pub fn workload_selectors(&self) -> &WorkloadSelectors {
+        &self.workloads
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -379,6 +414,7 @@ impl Cache {
         }
         snapshot.image_num_nodes = self.image_nodes.clone();
         snapshot.runtime_classes = self.runtime_classes.clone();
+        snapshot.workloads = self.workloads.clone();
         out
     }
 

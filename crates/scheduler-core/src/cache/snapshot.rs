@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::workloads::WorkloadSelectors;
 use crate::types::{NodeInfo, RuntimeClassInfo};
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
@@ -16,6 +17,8 @@ pub struct Snapshot {
     pub(crate) with_required_anti_affinity: Vec<usize>,
     pub(crate) image_num_nodes: Arc<HashMap<String, usize>>,
     pub(crate) runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    /// Services/RCs/RSs/StatefulSets selectors for default topology spreading.
+    pub(crate) workloads: Arc<WorkloadSelectors>,
     pub(crate) generation: u64,
 }
 
@@ -57,6 +60,17 @@ impl Snapshot {
                 .collect(),
         );
         self
+    }
+
+    /// Adds workload selectors to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_workload_selectors(mut self, workloads: WorkloadSelectors) -> Self {
+        self.workloads = Arc::new(workloads);
+        self
+    }
+
+    /// Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
+    pub fn workload_selectors(&self) -> &WorkloadSelectors {
+        &self.workloads
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {
