@@ -7,6 +7,7 @@ use crate::framework::PluginFactory;
 pub mod catalog;
 pub mod default_binder;
 pub mod names;
+pub mod pod_topology_spread;
 pub mod queue_sort;
 
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
@@ -19,5 +20,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))
         }),
+        (
+            names::POD_TOPOLOGY_SPREAD,
+            pod_topology_spread::PodTopologySpread::factory,
+        ),
     ]
 }
