@@ -651,3 +651,552 @@ impl ScorePlugin for PodTopologySpread {
         Status::success()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::WorkloadSelectors;
+    use crate::cache::workloads::service_entry;
+    use crate::framework::Code;
+    use crate::plugins::catalog;
+    use crate::types::PodBuilder;
+    use k8s_openapi::api::core::v1 as k8s;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+
+    const NS: &str = "default";
+    const HOST: &str = LABEL_HOSTNAME;
+
+    /// `labelSelector` requiring `key` to exist (upstream tests' fooSelector/barSelector).
+    fn exists(key: &str) -> Option<meta::LabelSelector> {
+        Some(meta::LabelSelector {
+            match_expressions: Some(vec![meta::LabelSelectorRequirement {
+                key: key.into(),
+                operator: "Exists".into(),
+                values: None,
+            }]),
+            ..Default::default()
+        })
+    }
+
+    fn tsc(
+        max_skew: i32,
+        key: &str,
+        when: &str,
+        selector: Option<meta::LabelSelector>,
+    ) -> k8s::TopologySpreadConstraint {
+        k8s::TopologySpreadConstraint {
+            max_skew,
+            topology_key: key.into(),
+            when_unsatisfiable: when.into(),
+            label_selector: selector,
+            ..Default::default()
+        }
+    }
+
+    fn soft(max_skew: i32, key: &str, selector: &str) -> k8s::TopologySpreadConstraint {
+        tsc(max_skew, key, "ScheduleAnyway", exists(selector))
+    }
+
+    fn hard(max_skew: i32, key: &str, selector: &str) -> k8s::TopologySpreadConstraint {
+        tsc(max_skew, key, "DoNotSchedule", exists(selector))
+    }
+
+    trait WithSpread {
+        fn spread(self, c: k8s::TopologySpreadConstraint) -> Self;
+    }
+
+    impl WithSpread for PodBuilder {
+        fn spread(self, c: k8s::TopologySpreadConstraint) -> Self {
+            self.edit(|p| {
+                p.spec
+                    .as_mut()
+                    .unwrap()
+                    .topology_spread_constraints
+                    .get_or_insert_with(Vec::new)
+                    .push(c)
+            })
+        }
+    }
+
+    fn incoming() -> PodBuilder {
+        PodInfo::test(NS, "p").label("foo", "")
+    }
+
+    /// A node named `name` with `labels`; `pods` are (name, labels) of pods bound there.
+    fn node(name: &str, labels: &[(&str, &str)]) -> NodeInfo {
+        let mut b = NodeInfo::test(name);
+        for (k, v) in labels {
+            b = b.label(k, v);
+        }
+        b.build()
+    }
+
+    fn host(name: &str) -> NodeInfo {
+        node(name, &[(HOST, name)])
+    }
+
+    fn zoned(name: &str, zone: &str) -> NodeInfo {
+        node(name, &[("zone", zone), (HOST, name)])
+    }
+
+    fn with_pods(mut n: NodeInfo, pods: &[&[&str]]) -> NodeInfo {
+        for (i, labels) in pods.iter().enumerate() {
+            let mut b = PodInfo::test(NS, &format!("{}-{i}", n.name)).node(&n.name);
+            for l in *labels {
+                b = b.label(l, "");
+            }
+            n.add_pod(Arc::new(b.build()));
+        }
+        n
+    }
+
+    /// `n` pods labelled `foo` on the node.
+    fn foo_pods(n: NodeInfo, count: usize) -> NodeInfo {
+        with_pods(n, &vec![&["foo"][..]; count])
+    }
+
+    fn plugin(args: Option<PodTopologySpreadArgs>) -> PodTopologySpread {
+        PodTopologySpread::new(&args.unwrap_or(PodTopologySpreadArgs {
+            default_constraints: Vec::new(),
+            defaulting_type: PodTopologySpreadConstraintsDefaulting::System,
+        }))
+    }
+
+    fn list_args(constraints: Vec<k8s::TopologySpreadConstraint>) -> PodTopologySpreadArgs {
+        PodTopologySpreadArgs {
+            default_constraints: constraints,
+            defaulting_type: PodTopologySpreadConstraintsDefaulting::List,
+        }
+    }
+
+    /// PreScore over `feasible` (names in the snapshot), then Score and NormalizeScore.
+    fn scores(
+        pl: &PodTopologySpread,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        feasible: &[&str],
+    ) -> Vec<(String, i64)> {
+        let nodes: Vec<Arc<NodeInfo>> = feasible
+            .iter()
+            .map(|n| Arc::clone(snap.get(n).unwrap()))
+            .collect();
+        let mut state = CycleState::new();
+        let s = pl.pre_score(&mut state, pod, &nodes, snap);
+        assert!(s.is_success(), "{s}");
+        let mut out: Vec<NodeScore> = nodes
+            .iter()
+            .map(|n| NodeScore {
+                name: n.name.clone(),
+                score: pl.score(&state, pod, n).unwrap(),
+            })
+            .collect();
+        assert!(pl.normalize_scores(&state, pod, &mut out).is_success());
+        out.into_iter().map(|s| (s.name, s.score)).collect()
+    }
+
+    fn want(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+        v.iter().map(|(n, s)| (n.to_string(), *s)).collect()
+    }
+
+    fn all_names(snap: &Snapshot) -> Vec<String> {
+        snap.node_infos().iter().map(|n| n.name.clone()).collect()
+    }
+
+    fn score_all(pl: &PodTopologySpread, pod: &PodInfo, snap: &Snapshot) -> Vec<(String, i64)> {
+        let names = all_names(snap);
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        scores(pl, pod, snap, &refs)
+    }
+
+    #[test]
+    fn points_match_the_catalog() {
+        let pl: Arc<dyn Plugin> = PodTopologySpread::factory(None).unwrap();
+        let spec = catalog::lookup(pl.name()).unwrap();
+        assert_eq!(Arc::clone(&pl).points().implemented(), spec.points);
+        let wrong = PluginArgs::NodeAffinity(Default::default());
+        assert!(
+            PodTopologySpread::factory(Some(&wrong))
+                .err()
+                .unwrap()
+                .contains("PodTopologySpreadArgs")
+        );
+    }
+
+    // ---- scoring, upstream's TestPodTopologySpreadScore scenarios ----
+
+    #[test]
+    fn score_hostname_no_existing_pods_all_max() {
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        let snap = Snapshot::from_node_infos([host("a"), host("b")]);
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 100), ("b", 100)])
+        );
+    }
+
+    #[test]
+    fn score_single_candidate_is_max() {
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        let snap = Snapshot::from_node_infos([foo_pods(host("a"), 2), foo_pods(host("b"), 1)]);
+        assert_eq!(
+            scores(&plugin(None), &pod, &snap, &["a"]),
+            want(&[("a", 100)])
+        );
+    }
+
+    #[test]
+    fn score_hostname_equal_counts_all_max() {
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        let snap = Snapshot::from_node_infos([foo_pods(host("a"), 1), foo_pods(host("b"), 1)]);
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 100), ("b", 100)])
+        );
+    }
+
+    fn spread_2_1_0_3() -> Snapshot {
+        Snapshot::from_node_infos([
+            foo_pods(host("a"), 2),
+            foo_pods(host("b"), 1),
+            host("c"),
+            foo_pods(host("d"), 3),
+        ])
+    }
+
+    #[test]
+    fn score_hostname_four_candidates_max_skew_1_and_2() {
+        let snap = spread_2_1_0_3();
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 20), ("b", 60), ("c", 100), ("d", 0)])
+        );
+        let pod = incoming().spread(soft(2, HOST, "foo")).build();
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 33), ("b", 66), ("c", 100), ("d", 16)])
+        );
+    }
+
+    #[test]
+    fn score_null_selector_counts_nothing() {
+        let pod = incoming()
+            .spread(tsc(1, HOST, "ScheduleAnyway", None))
+            .build();
+        assert_eq!(
+            score_all(&plugin(None), &pod, &spread_2_1_0_3()),
+            want(&[("a", 100), ("b", 100), ("c", 100), ("d", 100)])
+        );
+    }
+
+    fn spread_4_3_2_1() -> Vec<NodeInfo> {
+        vec![
+            foo_pods(host("a"), 4),
+            foo_pods(host("b"), 3),
+            foo_pods(host("c"), 2),
+            foo_pods(host("d"), 1),
+        ]
+    }
+
+    #[test]
+    fn score_hostname_max_skew_3() {
+        let pod = incoming().spread(soft(3, HOST, "foo")).build();
+        let snap = Snapshot::from_node_infos(spread_4_3_2_1());
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 44), ("b", 66), ("c", 77), ("d", 100)])
+        );
+    }
+
+    #[test]
+    fn score_system_defaults_use_service_selector_and_tolerate_missing_zone() {
+        // No zone labels anywhere: the system defaults still spread over hostnames.
+        let pod = incoming().build();
+        let svc = k8s::Service {
+            metadata: meta::ObjectMeta {
+                namespace: Some(NS.into()),
+                name: Some("svc".into()),
+                ..Default::default()
+            },
+            spec: Some(k8s::ServiceSpec {
+                selector: Some([("foo".to_string(), String::new())].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let snap = Snapshot::from_node_infos(spread_4_3_2_1())
+            .with_workload_selectors(WorkloadSelectors::new().with(service_entry(&svc)));
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 44), ("b", 66), ("c", 77), ("d", 100)])
+        );
+        // Without a Service or controller selecting the pod there is nothing to spread.
+        let bare = Snapshot::from_node_infos(spread_4_3_2_1());
+        let mut state = CycleState::new();
+        let nodes = bare.node_infos().to_vec();
+        assert!(
+            plugin(None)
+                .pre_score(&mut state, &pod, &nodes, &bare)
+                .is_skip()
+        );
+    }
+
+    /// 4/2/1 on candidates a, b, x and 3 on y, which failed filtering.
+    fn spread_4_2_1_and_3_filtered(b: NodeInfo) -> Snapshot {
+        Snapshot::from_node_infos([
+            foo_pods(host("a"), 4),
+            foo_pods(b, 2),
+            foo_pods(host("x"), 1),
+            foo_pods(host("y"), 3),
+        ])
+    }
+
+    #[test]
+    fn score_hostname_three_of_four_candidates() {
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        let snap = spread_4_2_1_and_3_filtered(host("b"));
+        assert_eq!(
+            scores(&plugin(None), &pod, &snap, &["a", "b", "x"]),
+            want(&[("a", 33), ("b", 83), ("x", 100)])
+        );
+    }
+
+    #[test]
+    fn score_node_missing_topology_key_is_ignored_and_scores_zero() {
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        let snap = spread_4_2_1_and_3_filtered(node("b", &[("n", "b")]));
+        assert_eq!(
+            scores(&plugin(None), &pod, &snap, &["a", "b", "x"]),
+            want(&[("a", 16), ("b", 0), ("x", 100)])
+        );
+    }
+
+    #[test]
+    fn score_zone_three_of_four_candidates() {
+        let pod = incoming().spread(soft(1, "zone", "foo")).build();
+        let snap = Snapshot::from_node_infos([
+            foo_pods(zoned("a", "zone1"), 4),
+            foo_pods(zoned("b", "zone1"), 2),
+            foo_pods(zoned("x", "zone2"), 1),
+            foo_pods(zoned("y", "zone2"), 3),
+        ]);
+        assert_eq!(
+            scores(&plugin(None), &pod, &snap, &["a", "b", "x"]),
+            want(&[("a", 75), ("b", 75), ("x", 100)])
+        );
+    }
+
+    #[test]
+    fn score_zone_and_hostname_two_of_four_candidates() {
+        let pod = incoming()
+            .spread(soft(1, "zone", "foo"))
+            .spread(soft(1, HOST, "foo"))
+            .build();
+        let snap = Snapshot::from_node_infos([
+            foo_pods(zoned("a", "zone1"), 2),
+            foo_pods(zoned("b", "zone1"), 1),
+            foo_pods(zoned("x", "zone2"), 2),
+            foo_pods(zoned("y", "zone2"), 4),
+        ]);
+        assert_eq!(
+            scores(&plugin(None), &pod, &snap, &["a", "x"]),
+            want(&[("a", 100), ("x", 63)])
+        );
+    }
+
+    #[test]
+    fn score_two_zone_constraints_with_different_selectors() {
+        let pod = incoming()
+            .label("bar", "")
+            .spread(soft(1, "zone", "foo"))
+            .spread(soft(1, "zone", "bar"))
+            .build();
+        let z = |n: &str, zone: &str| node(n, &[("zone", zone)]);
+        let snap = Snapshot::from_node_infos([
+            with_pods(z("a", "zone1"), &[&["foo", "bar"], &["foo"]]),
+            with_pods(z("b", "zone1"), &[&["foo", "bar"]]),
+            z("x", "zone2"),
+            with_pods(z("y", "zone2"), &[&["foo"], &["foo", "bar"], &["foo"]]),
+        ]);
+        assert_eq!(
+            scores(&plugin(None), &pod, &snap, &["a", "x"]),
+            want(&[("a", 85), ("x", 100)])
+        );
+    }
+
+    fn zone_and_host_different_selectors(pods: [&[&[&str]]; 4]) -> Snapshot {
+        let [a, b, x, y] = pods;
+        Snapshot::from_node_infos([
+            with_pods(zoned("a", "zone1"), a),
+            with_pods(zoned("b", "zone1"), b),
+            with_pods(zoned("x", "zone2"), x),
+            with_pods(zoned("y", "zone2"), y),
+        ])
+    }
+
+    #[test]
+    fn score_zone_and_hostname_with_different_selectors() {
+        let pod = incoming()
+            .label("bar", "")
+            .spread(soft(1, "zone", "foo"))
+            .spread(soft(1, HOST, "bar"))
+            .build();
+        let pl = plugin(None);
+        let snap = zone_and_host_different_selectors([
+            &[&["foo"]],
+            &[&["foo", "bar"]],
+            &[],
+            &[&["foo"], &["bar"]],
+        ]);
+        assert_eq!(
+            score_all(&pl, &pod, &snap),
+            want(&[("a", 60), ("b", 20), ("x", 100), ("y", 60)])
+        );
+        assert_eq!(
+            scores(&pl, &pod, &snap, &["a", "b", "x"]),
+            want(&[("a", 50), ("b", 25), ("x", 100)])
+        );
+        let snap =
+            zone_and_host_different_selectors([&[], &[&["bar"]], &[&["foo"]], &[&["foo", "bar"]]]);
+        assert_eq!(
+            score_all(&pl, &pod, &snap),
+            want(&[("a", 100), ("b", 60), ("x", 40), ("y", 0)])
+        );
+    }
+
+    #[test]
+    fn score_ignores_other_namespaces_and_terminating_pods() {
+        let pod = incoming().spread(soft(1, HOST, "foo")).build();
+        let mut a = foo_pods(host("a"), 1);
+        a.add_pod(Arc::new(
+            PodInfo::test("ns1", "other")
+                .node("a")
+                .label("foo", "")
+                .build(),
+        ));
+        let snap = Snapshot::from_node_infos([a, foo_pods(host("b"), 2)]);
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 100), ("b", 33)])
+        );
+        let mut a = host("a");
+        a.add_pod(Arc::new(
+            PodInfo::test(NS, "dying")
+                .node("a")
+                .label("foo", "")
+                .edit(|p| {
+                    p.metadata.deletion_timestamp = Some(meta::Time(Default::default()));
+                })
+                .build(),
+        ));
+        let snap = Snapshot::from_node_infos([a, foo_pods(host("b"), 1)]);
+        assert_eq!(
+            score_all(&plugin(None), &pod, &snap),
+            want(&[("a", 100), ("b", 0)])
+        );
+    }
+
+    #[test]
+    fn pre_score_skips_without_soft_constraints_or_nodes() {
+        let pl = plugin(None);
+        let pod = incoming().spread(hard(1, "zone", "foo")).build();
+        let snap = Snapshot::from_node_infos([zoned("a", "z1")]);
+        let nodes = snap.node_infos().to_vec();
+        assert!(
+            pl.pre_score(&mut CycleState::new(), &pod, &nodes, &snap)
+                .is_skip()
+        );
+        let soft_pod = incoming().spread(soft(1, "zone", "foo")).build();
+        let empty = Snapshot::from_node_infos([]);
+        assert!(
+            pl.pre_score(&mut CycleState::new(), &soft_pod, &[], &empty)
+                .is_skip()
+        );
+    }
+
+    #[test]
+    fn pre_score_state_weights_domains_of_feasible_nodes() {
+        // Zone nodes a, b (zone1) and x (zone2) are feasible; weights are ln(domains + 2).
+        let pod = incoming()
+            .spread(soft(1, "zone", "foo"))
+            .spread(soft(1, HOST, "foo"))
+            .build();
+        let snap = Snapshot::from_node_infos([
+            foo_pods(zoned("a", "zone1"), 1),
+            zoned("b", "zone1"),
+            zoned("x", "zone2"),
+            foo_pods(zoned("y", "zone3"), 5),
+            foo_pods(node("nozone", &[(HOST, "nozone")]), 2),
+        ]);
+        let nodes: Vec<Arc<NodeInfo>> = ["a", "b", "x", "nozone"]
+            .iter()
+            .map(|n| Arc::clone(snap.get(n).unwrap()))
+            .collect();
+        let mut state = CycleState::new();
+        assert!(
+            plugin(None)
+                .pre_score(&mut state, &pod, &nodes, &snap)
+                .is_success()
+        );
+        let s = &state.read::<PreScoreState>().unwrap().0;
+        assert_eq!(s.ignored, HashSet::from(["nozone".to_string()]));
+        assert_eq!(
+            s.counts[0],
+            HashMap::from([("zone1".to_string(), 1), ("zone2".to_string(), 0)]),
+            "zone3 has no feasible node"
+        );
+        assert!(s.counts[1].is_empty(), "hostname counts are taken in Score");
+        assert_eq!(s.weights, vec![4f64.ln(), 5f64.ln()]);
+    }
+
+    #[test]
+    fn pre_score_honours_node_inclusion_policies() {
+        let taint = |n: NodeInfo| {
+            let mut n = n;
+            n.taints = vec![crate::types::Taint::new("t", "", TaintEffect::NoSchedule)];
+            n
+        };
+        let snap = Snapshot::from_node_infos([
+            foo_pods(node("a", &[("zone", "zone1"), ("foo", "")]), 1),
+            foo_pods(node("b", &[("zone", "zone1"), ("foo", "")]), 1),
+            foo_pods(taint(node("x", &[("zone", "zone2")])), 3),
+        ]);
+        let count_in = |pod: &PodInfo| {
+            let mut state = CycleState::new();
+            let nodes = snap.node_infos().to_vec();
+            assert!(
+                plugin(None)
+                    .pre_score(&mut state, pod, &nodes, &snap)
+                    .is_success()
+            );
+            state.read::<PreScoreState>().unwrap().0.counts[0].clone()
+        };
+        let counts = |z1: i64, z2: i64| {
+            HashMap::from([("zone1".to_string(), z1), ("zone2".to_string(), z2)])
+        };
+        let mut c = soft(1, "zone", "foo");
+        assert_eq!(
+            count_in(&incoming().spread(c.clone()).build()),
+            counts(2, 3)
+        );
+        // Honor (default) node affinity: x does not match the pod's nodeSelector.
+        let selective = || incoming().node_selector("foo", "");
+        assert_eq!(
+            count_in(&selective().spread(c.clone()).build()),
+            counts(2, 0)
+        );
+        c.node_affinity_policy = Some("Ignore".into());
+        assert_eq!(
+            count_in(&selective().spread(c.clone()).build()),
+            counts(2, 3)
+        );
+        // Honor taints: x's NoSchedule taint is not tolerated.
+        c.node_taints_policy = Some("Honor".into());
+        assert_eq!(
+            count_in(&incoming().spread(c.clone()).build()),
+            counts(2, 0)
+        );
+        let tolerant = incoming().toleration("t", "Exists", "", "NoSchedule");
+        assert_eq!(count_in(&tolerant.spread(c).build()), counts(2, 3));
+    }
+}
