@@ -8,6 +8,7 @@
 //! with a selector built from the Services and controllers that select them.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
@@ -42,6 +43,33 @@ const PRE_SCORE_STATE_KEY: &str = "PreScorePodTopologySpread";
 const PARALLEL_NODES: usize = 512;
 /// Smallest chunk of nodes one rayon task counts, so partial maps stay few.
 const MIN_NODES_PER_TASK: usize = 256;
+
+/// A small multiply-rotate hasher (the Fx scheme) for maps keyed by topology values: they
+/// are hashed millions of times per second and never attacker-chosen in a way that matters
+/// here, so SipHash's cost buys nothing.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let word = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = BuildHasherDefault<FxHasher>;
+type FxMap<K, V> = HashMap<K, V, FxBuild>;
+type FxSet<K> = HashSet<K, FxBuild>;
 
 /// Kubernetes' built-in defaults (`defaultingType: System`): spread softly over nodes
 /// (maxSkew 3) and zones (maxSkew 5).
@@ -234,7 +262,7 @@ fn count_matching(pods: &[Arc<PodInfo>], selector: &LabelSelector, namespace: &s
         .count() as i64
 }
 
-type DomainCounts<'n> = Vec<HashMap<&'n str, i64>>;
+type DomainCounts<'n> = Vec<FxMap<&'n str, i64>>;
 
 /// Folds `visit` over the nodes into one map per constraint, on rayon for large clusters.
 /// Keys borrow the nodes' label values, so the loop allocates only when a map grows.
@@ -242,7 +270,7 @@ fn fold_nodes<'n, F>(nodes: &'n [Arc<NodeInfo>], width: usize, visit: F) -> Doma
 where
     F: Fn(&'n NodeInfo, &mut DomainCounts<'n>) + Sync,
 {
-    let empty = || vec![HashMap::new(); width];
+    let empty = || vec![FxMap::default(); width];
     if nodes.len() < PARALLEL_NODES {
         let mut acc = empty();
         for n in nodes {
@@ -326,7 +354,7 @@ struct PreFilterState {
     self_match: Arc<[bool]>,
     /// Per constraint: topology value -> matching pods, for every eligible domain.
     /// Shared copy-on-write so cloning the state for nominated pods stays cheap.
-    counts: Vec<Arc<HashMap<String, i64>>>,
+    counts: Vec<Arc<FxMap<String, i64>>>,
     paths: Vec<CriticalPaths>,
 }
 
@@ -406,7 +434,7 @@ impl PreFilterPlugin for PodTopologySpread {
         let mut paths = Vec::with_capacity(counted.len());
         for per_value in counted {
             let mut p = CriticalPaths::new();
-            let mut owned = HashMap::with_capacity(per_value.len());
+            let mut owned = FxMap::with_capacity_and_hasher(per_value.len(), FxBuild::default());
             for (value, n) in per_value {
                 p.update(value, n);
                 owned.insert(value.to_string(), n);
@@ -493,10 +521,10 @@ struct PreScoreState(Arc<PreScoreData>);
 struct PreScoreData {
     constraints: Vec<SpreadConstraint>,
     /// Feasible nodes missing a topology key; they score 0.
-    ignored: HashSet<String>,
+    ignored: FxSet<String>,
     /// Per non-hostname constraint: topology value of a feasible node -> matching pods
     /// over all eligible nodes. Hostname constraints are counted per node in Score.
-    counts: Vec<HashMap<String, i64>>,
+    counts: Vec<FxMap<String, i64>>,
     /// `ln(domains + 2)`, so constraints with few domains are not watered down.
     weights: Vec<f64>,
 }
@@ -535,8 +563,8 @@ impl PreScorePlugin for PodTopologySpread {
             return Status::skip();
         }
 
-        let mut ignored = HashSet::new();
-        let mut domains: Vec<HashSet<&str>> = vec![HashSet::new(); constraints.len()];
+        let mut ignored = FxSet::default();
+        let mut domains: Vec<FxSet<&str>> = vec![FxSet::default(); constraints.len()];
         for node in nodes {
             if require_all && !has_all_topology_keys(node, &constraints) {
                 ignored.insert(node.name.clone());
@@ -603,7 +631,7 @@ impl ScorePlugin for PodTopologySpread {
             .read::<PreScoreState>()
             .ok_or_else(|| missing_state(PRE_SCORE_STATE_KEY))?;
         let s = &s.0;
-        if s.ignored.contains(&node.name) {
+        if !s.ignored.is_empty() && s.ignored.contains(&node.name) {
             return Ok(0);
         }
         let mut score = 0.0;
@@ -633,14 +661,15 @@ impl ScorePlugin for PodTopologySpread {
             return missing_state(PRE_SCORE_STATE_KEY);
         };
         let ignored = &s.0.ignored;
+        let is_ignored = |name: &String| !ignored.is_empty() && ignored.contains(name);
         let mut min = i64::MAX;
         let mut max = 0i64;
-        for ns in scores.iter().filter(|ns| !ignored.contains(&ns.name)) {
+        for ns in scores.iter().filter(|ns| !is_ignored(&ns.name)) {
             min = min.min(ns.score);
             max = max.max(ns.score);
         }
         for ns in scores.iter_mut() {
-            ns.score = if ignored.contains(&ns.name) {
+            ns.score = if is_ignored(&ns.name) {
                 0
             } else if max == 0 {
                 MAX_NODE_SCORE
@@ -1139,10 +1168,10 @@ mod tests {
                 .is_success()
         );
         let s = &state.read::<PreScoreState>().unwrap().0;
-        assert_eq!(s.ignored, HashSet::from(["nozone".to_string()]));
+        assert_eq!(s.ignored, FxSet::from_iter(["nozone".to_string()]));
         assert_eq!(
             s.counts[0],
-            HashMap::from([("zone1".to_string(), 1), ("zone2".to_string(), 0)]),
+            FxMap::from_iter([("zone1".to_string(), 1), ("zone2".to_string(), 0)]),
             "zone3 has no feasible node"
         );
         assert!(s.counts[1].is_empty(), "hostname counts are taken in Score");
@@ -1172,7 +1201,7 @@ mod tests {
             state.read::<PreScoreState>().unwrap().0.counts[0].clone()
         };
         let counts = |z1: i64, z2: i64| {
-            HashMap::from([("zone1".to_string(), z1), ("zone2".to_string(), z2)])
+            FxMap::from_iter([("zone1".to_string(), z1), ("zone2".to_string(), z2)])
         };
         let mut c = soft(1, "zone", "foo");
         assert_eq!(
@@ -1623,7 +1652,7 @@ mod tests {
         state
     }
 
-    fn counts_of(state: &CycleState) -> Vec<HashMap<String, i64>> {
+    fn counts_of(state: &CycleState) -> Vec<FxMap<String, i64>> {
         let s = state.read::<PreFilterState>().unwrap();
         s.counts.iter().map(|c| (**c).clone()).collect()
     }
@@ -1703,5 +1732,66 @@ mod tests {
         assert_eq!(p.0, [("c".to_string(), 2), ("b".to_string(), 4)]);
         p.update("a", 0);
         assert_eq!(p.min(), 0);
+    }
+
+    /// Timing probe: `cargo test --release -p scheduler-core spread_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn spread_timing_probe_5000_nodes() {
+        let nodes: Vec<NodeInfo> = (0..5000)
+            .map(|i| {
+                let n = zoned(&format!("n{i}"), &format!("zone{}", i % 3));
+                with_pods(n, &[&["foo"], &["bar"], &["foo", "bar"], &[]])
+            })
+            .collect();
+        let snap = Snapshot::from_node_infos(nodes);
+        let pod = incoming()
+            .spread(hard(1, "zone", "foo"))
+            .spread(hard(5, HOST, "foo"))
+            .spread(soft(1, "zone", "bar"))
+            .spread(soft(1, HOST, "bar"))
+            .build();
+        let pl = plugin(None);
+        let all = snap.node_infos().to_vec();
+        let rounds = 20;
+        let start = std::time::Instant::now();
+        let mut phases = [std::time::Duration::ZERO; 4];
+        for _ in 0..rounds {
+            let mut state = CycleState::new();
+            let t = std::time::Instant::now();
+            assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
+            phases[0] += t.elapsed();
+            let t = std::time::Instant::now();
+            let fit = all
+                .iter()
+                .filter(|n| pl.filter(&state, &pod, n).is_success())
+                .count();
+            assert!(fit > 0);
+            phases[1] += t.elapsed();
+            let t = std::time::Instant::now();
+            assert!(pl.pre_score(&mut state, &pod, &all, &snap).is_success());
+            phases[2] += t.elapsed();
+            let t = std::time::Instant::now();
+            let mut s: Vec<NodeScore> = all
+                .iter()
+                .map(|n| NodeScore {
+                    name: n.name.clone(),
+                    score: pl.score(&state, &pod, n).unwrap(),
+                })
+                .collect();
+            assert!(pl.normalize_scores(&state, &pod, &mut s).is_success());
+            phases[3] += t.elapsed();
+        }
+        println!(
+            "prefilter {:?} filter {:?} prescore {:?} score+normalize {:?}",
+            phases[0] / rounds,
+            phases[1] / rounds,
+            phases[2] / rounds,
+            phases[3] / rounds
+        );
+        println!(
+            "PodTopologySpread full cycle over 5000 nodes / 20000 pods: {:?} per pod",
+            start.elapsed() / rounds
+        );
     }
 }
