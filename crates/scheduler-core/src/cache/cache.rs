@@ -8,7 +8,8 @@ use k8s_openapi::api::node::v1::RuntimeClass;
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
-use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo};
+use super::workloads::{WorkloadSelector, WorkloadSelectors};
+use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo, WorkloadKind};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
@@ -76,6 +77,8 @@ pub struct Cache {
     runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
     /// Namespace labels, for namespaceSelector in pod affinity terms.
     namespaces: NamespaceLabels,
+    /// Workload selectors for default topology spreading; copy-on-write, shared with snapshots.
+    workloads: Arc<WorkloadSelectors>,
 }
 
 impl Cache {
@@ -360,6 +363,38 @@ impl Cache {
         self.namespaces.get(name).map(|l| &**l)
     }
 
+    // ---- workload selectors (default topology spreading) ----
+
+    /// Records a Service/RC/ReplicaSet/StatefulSet selector (see `cache::workloads` for the
+    /// helpers that turn API objects into arguments). Unchanged selectors copy nothing.
+    pub fn upsert_workload_selector(
+        &mut self,
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+        selector: WorkloadSelector,
+    ) {
+        if self.workloads.get(kind, namespace, name) != Some(&selector) {
+            Arc::make_mut(&mut self.workloads).upsert(kind, namespace, name, selector);
+        }
+    }
+
+    pub fn remove_workload_selector(
+        &mut self,
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+    ) -> bool {
+        if self.workloads.get(kind, namespace, name).is_none() {
+            return false;
+        }
+        Arc::make_mut(&mut self.workloads).remove(kind, namespace, name)
+    }
+
+    pub fn workload_selectors(&self) -> &WorkloadSelectors {
+        &self.workloads
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -412,6 +447,7 @@ impl Cache {
         if !Arc::ptr_eq(&snapshot.namespaces, &self.namespaces) {
             snapshot.namespaces = self.namespaces.clone();
         }
+        snapshot.workloads = self.workloads.clone();
         out
     }
 

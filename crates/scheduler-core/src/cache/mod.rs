@@ -10,7 +10,9 @@
 mod cache;
 mod node_tree;
 mod snapshot;
+pub mod workloads;
 
 pub use cache::{Cache, CacheDump, CacheError, SnapshotUpdate};
 pub use node_tree::zone_key;
 pub use snapshot::{ImageSpread, Snapshot};
+pub use workloads::{WorkloadEntry, WorkloadSelector, WorkloadSelectors};

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::workloads::WorkloadSelectors;
 use crate::types::{NodeInfo, RuntimeClassInfo};
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
@@ -18,6 +19,8 @@ pub struct Snapshot {
     pub(crate) runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
     /// Namespace name -> its labels (namespaceSelector in pod affinity terms).
     pub(crate) namespaces: NamespaceLabels,
+    /// Services/RCs/RSs/StatefulSets selectors for default topology spreading.
+    pub(crate) workloads: Arc<WorkloadSelectors>,
     pub(crate) generation: u64,
 }
 
@@ -119,6 +122,17 @@ impl Snapshot {
     /// Every known namespace with its labels, in no particular order.
     pub fn namespaces(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
         self.namespaces.iter().map(|(n, l)| (n.as_str(), &**l))
+    }
+
+    /// Adds workload selectors to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_workload_selectors(mut self, workloads: WorkloadSelectors) -> Self {
+        self.workloads = Arc::new(workloads);
+        self
+    }
+
+    /// Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
+    pub fn workload_selectors(&self) -> &WorkloadSelectors {
+        &self.workloads
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {

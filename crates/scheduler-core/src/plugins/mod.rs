@@ -16,6 +16,7 @@ pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod queue_sort;
 pub mod resource_allocation;
 pub mod runtime_class;
@@ -63,6 +64,10 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (
             names::INTER_POD_AFFINITY,
             inter_pod_affinity::InterPodAffinity::factory,
+        ),
+        (
+            names::POD_TOPOLOGY_SPREAD,
+            pod_topology_spread::PodTopologySpread::factory,
         ),
     ]
 }

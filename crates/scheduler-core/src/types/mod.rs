@@ -14,6 +14,7 @@ pub mod selector;
 pub mod taint;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod topology_spread;
 mod validation;
 
 pub use label_selector::LabelSelector;
@@ -40,3 +41,7 @@ pub use taint::{
 };
 #[cfg(any(test, feature = "testing"))]
 pub use testing::{NodeBuilder, PodBuilder};
+pub use topology_spread::{
+    NodeInclusionPolicy, PodSpreadInfo, SpreadConstraint, SpreadController, WhenUnsatisfiable,
+    WorkloadKind,
+};

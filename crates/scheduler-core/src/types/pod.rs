@@ -140,6 +140,8 @@ pub struct PodInfo {
     pub has_required_pod_anti_affinity: bool,
     /// Compiled pod (anti-)affinity terms (see [`PodAffinityTerms`]).
     pub affinity_terms: PodAffinityTerms,
+    /// Topology spread constraints compiled (matchLabelKeys merged) and the controller ref.
+    pub spread: super::topology_spread::PodSpreadInfo,
     /// Malformed input found while converting (bad quantities, invalid selectors).
     pub problems: Vec<String>,
 }
@@ -308,6 +310,7 @@ impl PodInfo {
             has_pod_affinity,
             has_required_pod_anti_affinity,
             affinity_terms: PodAffinityTerms::from_pod(pod, &mut problems),
+            spread: super::topology_spread::PodSpreadInfo::from_pod(pod, &mut problems),
             problems,
         }
     }
