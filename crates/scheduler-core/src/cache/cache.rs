@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::Snapshot;
-use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo};
+use crate::types::{NodeInfo, PdbInfo, PodInfo, PodKey, RuntimeClassInfo};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
@@ -74,6 +75,8 @@ pub struct Cache {
     /// Image name -> number of known nodes that have it. Copy-on-write, shared with snapshots.
     image_nodes: Arc<HashMap<String, usize>>,
     runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    /// Sorted by (namespace, name). Copy-on-write: snapshots share it until a PDB changes.
+    pdbs: Arc<Vec<Arc<PdbInfo>>>,
 }
 
 impl Cache {
@@ -330,6 +333,38 @@ impl Cache {
         self.runtime_classes.get(name)
     }
 
+    // ---- pod disruption budgets ----
+
+    /// Adds or replaces the budget (informer adds and updates are the same operation).
+    pub fn add_pdb(&mut self, pdb: &PodDisruptionBudget) {
+        let info = PdbInfo::from_pdb(pdb);
+        let list = Arc::make_mut(&mut self.pdbs);
+        match list.binary_search_by(|p| p.key().cmp(&info.key())) {
+            Ok(i) => list[i] = Arc::new(info),
+            Err(i) => list.insert(i, Arc::new(info)),
+        }
+    }
+
+    pub fn update_pdb(&mut self, pdb: &PodDisruptionBudget) {
+        self.add_pdb(pdb);
+    }
+
+    /// Returns false when the budget was not known.
+    pub fn remove_pdb(&mut self, namespace: &str, name: &str) -> bool {
+        let Ok(i) = self
+            .pdbs
+            .binary_search_by(|p| p.key().cmp(&(namespace, name)))
+        else {
+            return false;
+        };
+        Arc::make_mut(&mut self.pdbs).remove(i);
+        true
+    }
+
+    pub fn pdbs(&self) -> &[Arc<PdbInfo>] {
+        &self.pdbs
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -379,6 +414,7 @@ impl Cache {
         }
         snapshot.image_num_nodes = self.image_nodes.clone();
         snapshot.runtime_classes = self.runtime_classes.clone();
+        snapshot.pdbs = self.pdbs.clone();
         out
     }
 

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::types::{NodeInfo, RuntimeClassInfo};
+use crate::types::{NodeInfo, PdbInfo, RuntimeClassInfo};
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
 /// (all `Arc`s) but cycles normally reuse one snapshot updated by `Cache::update_snapshot`.
@@ -16,6 +16,8 @@ pub struct Snapshot {
     pub(crate) with_required_anti_affinity: Vec<usize>,
     pub(crate) image_num_nodes: Arc<HashMap<String, usize>>,
     pub(crate) runtime_classes: Arc<HashMap<String, Arc<RuntimeClassInfo>>>,
+    /// Shared with the cache; only replaced when a PDB changed.
+    pub(crate) pdbs: Arc<Vec<Arc<PdbInfo>>>,
     pub(crate) generation: u64,
 }
 
@@ -57,6 +59,19 @@ impl Snapshot {
                 .collect(),
         );
         self
+    }
+
+    /// Adds PodDisruptionBudgets to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_pdbs(mut self, pdbs: impl IntoIterator<Item = PdbInfo>) -> Self {
+        let mut list: Vec<Arc<PdbInfo>> = pdbs.into_iter().map(Arc::new).collect();
+        list.sort_by(|a, b| a.key().cmp(&b.key()));
+        self.pdbs = Arc::new(list);
+        self
+    }
+
+    /// Every PodDisruptionBudget, sorted by namespace and name.
+    pub fn pdbs(&self) -> &[Arc<PdbInfo>] {
+        &self.pdbs
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {
