@@ -6,6 +6,7 @@ use crate::framework::PluginFactory;
 
 pub mod catalog;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod names;
 pub mod queue_sort;
 pub mod runtime_class;
@@ -23,6 +24,7 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::RUNTIME_CLASS, |_| {
             Ok(Arc::new(runtime_class::RuntimeClass))
         }),
+        (names::DEFAULT_PREEMPTION, default_preemption::factory),
     ]
 }
 
