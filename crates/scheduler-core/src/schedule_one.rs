@@ -147,7 +147,8 @@ pub enum Decision {
         state: CycleState,
     },
     /// No node fits. `message` is the FailedScheduling text; `nomination` comes from
-    /// preemption (set nominatedNodeName, delete the victims).
+    /// preemption: with a node, set nominatedNodeName, delete the victims and clear the
+    /// listed lower-priority nominations; without one, clear the pod's nominatedNodeName.
     Unschedulable {
         message: String,
         diagnosis: Option<Diagnosis>,
@@ -444,6 +445,7 @@ pub fn schedule_one(
                 let ctx = PostFilterContext {
                     snapshot,
                     statuses: &fit.diagnosis.node_to_status,
+                    nominated,
                     framework: fw,
                 };
                 let (r, s) = fw.run_post_filter(&state, pod, &ctx);
@@ -451,9 +453,9 @@ pub fn schedule_one(
                 if !msg.is_empty() {
                     fit.diagnosis.post_filter_msg = Some(msg);
                 }
-                if s.is_success() {
-                    nomination = r;
-                }
+                // Upstream hands on any result, whatever the status: a failed preemption
+                // returns one that clears the pod's nomination.
+                nomination = r;
             }
             return Decision::Unschedulable {
                 message: fit.to_string(),

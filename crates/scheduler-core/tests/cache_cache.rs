@@ -462,3 +462,68 @@ fn large_cluster_snapshot_touches_one_node() {
     assert_eq!(s.get("node-7").unwrap().requested.milli_cpu, 5 * 100 + 200);
     assert_eq!(c.pod_count(), PODS);
 }
+
+fn pdb(
+    ns: &str,
+    name: &str,
+    app: &str,
+    allowed: i32,
+) -> k8s_openapi::api::policy::v1::PodDisruptionBudget {
+    use k8s_openapi::api::policy::v1::{PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    k8s_openapi::api::policy::v1::PodDisruptionBudget {
+        metadata: ObjectMeta {
+            namespace: Some(ns.into()),
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        spec: Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some([("app".to_string(), app.to_string())].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        status: Some(PodDisruptionBudgetStatus {
+            disruptions_allowed: allowed,
+            ..Default::default()
+        }),
+    }
+}
+
+#[test]
+fn pdbs_are_kept_sorted_and_shared_with_snapshots_until_they_change() {
+    let mut c = Cache::new();
+    c.add_pdb(&pdb("b", "web", "web", 1));
+    c.add_pdb(&pdb("a", "db", "db", 0));
+    let mut s = c.snapshot();
+    let keys = |s: &Snapshot| -> Vec<(String, String, i32)> {
+        s.pdbs()
+            .iter()
+            .map(|p| (p.namespace.clone(), p.name.clone(), p.disruptions_allowed))
+            .collect()
+    };
+    assert_eq!(
+        keys(&s),
+        [("a".into(), "db".into(), 0), ("b".into(), "web".into(), 1)]
+    );
+
+    // No PDB change: the snapshot keeps the very same list.
+    let before = s.pdbs().as_ptr();
+    c.add_node(&node("n1"));
+    c.update_snapshot(&mut s);
+    assert_eq!(s.pdbs().as_ptr(), before);
+
+    // An update replaces the entry; the old snapshot keeps its copy.
+    let old = c.snapshot();
+    c.update_pdb(&pdb("b", "web", "web", 0));
+    c.update_snapshot(&mut s);
+    assert_eq!(keys(&s)[1].2, 0);
+    assert_eq!(keys(&old)[1].2, 1);
+
+    assert!(c.remove_pdb("a", "db"));
+    assert!(!c.remove_pdb("a", "db"));
+    c.update_snapshot(&mut s);
+    assert_eq!(keys(&s), [("b".into(), "web".into(), 0)]);
+    assert_eq!(c.pdbs().len(), 1);
+}

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
 use super::workloads::{WorkloadSelector, WorkloadSelectors};
-use crate::types::{NodeInfo, PodInfo, PodKey, RuntimeClassInfo, WorkloadKind};
+use crate::types::{NodeInfo, PdbInfo, PodInfo, PodKey, RuntimeClassInfo, WorkloadKind};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
@@ -79,6 +80,8 @@ pub struct Cache {
     namespaces: NamespaceLabels,
     /// Workload selectors for default topology spreading; copy-on-write, shared with snapshots.
     workloads: Arc<WorkloadSelectors>,
+    /// Sorted by (namespace, name). Copy-on-write: snapshots share it until a PDB changes.
+    pdbs: Arc<Vec<Arc<PdbInfo>>>,
 }
 
 impl Cache {
@@ -395,6 +398,38 @@ impl Cache {
         &self.workloads
     }
 
+    // ---- pod disruption budgets ----
+
+    /// Adds or replaces the budget (informer adds and updates are the same operation).
+    pub fn add_pdb(&mut self, pdb: &PodDisruptionBudget) {
+        let info = PdbInfo::from_pdb(pdb);
+        let list = Arc::make_mut(&mut self.pdbs);
+        match list.binary_search_by(|p| p.key().cmp(&info.key())) {
+            Ok(i) => list[i] = Arc::new(info),
+            Err(i) => list.insert(i, Arc::new(info)),
+        }
+    }
+
+    pub fn update_pdb(&mut self, pdb: &PodDisruptionBudget) {
+        self.add_pdb(pdb);
+    }
+
+    /// Returns false when the budget was not known.
+    pub fn remove_pdb(&mut self, namespace: &str, name: &str) -> bool {
+        let Ok(i) = self
+            .pdbs
+            .binary_search_by(|p| p.key().cmp(&(namespace, name)))
+        else {
+            return false;
+        };
+        Arc::make_mut(&mut self.pdbs).remove(i);
+        true
+    }
+
+    pub fn pdbs(&self) -> &[Arc<PdbInfo>] {
+        &self.pdbs
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -448,6 +483,7 @@ impl Cache {
             snapshot.namespaces = self.namespaces.clone();
         }
         snapshot.workloads = self.workloads.clone();
+        snapshot.pdbs = self.pdbs.clone();
         out
     }
 

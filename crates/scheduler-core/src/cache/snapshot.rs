@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::workloads::WorkloadSelectors;
-use crate::types::{NodeInfo, RuntimeClassInfo};
+use crate::types::{NodeInfo, PdbInfo, RuntimeClassInfo};
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
 /// (all `Arc`s) but cycles normally reuse one snapshot updated by `Cache::update_snapshot`.
@@ -21,6 +21,8 @@ pub struct Snapshot {
     pub(crate) namespaces: NamespaceLabels,
     /// Services/RCs/RSs/StatefulSets selectors for default topology spreading.
     pub(crate) workloads: Arc<WorkloadSelectors>,
+    /// Shared with the cache; only replaced when a PDB changed.
+    pub(crate) pdbs: Arc<Vec<Arc<PdbInfo>>>,
     pub(crate) generation: u64,
 }
 
@@ -133,6 +135,19 @@ impl Snapshot {
     /// Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
     pub fn workload_selectors(&self) -> &WorkloadSelectors {
         &self.workloads
+    }
+
+    /// Adds PodDisruptionBudgets to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_pdbs(mut self, pdbs: impl IntoIterator<Item = PdbInfo>) -> Self {
+        let mut list: Vec<Arc<PdbInfo>> = pdbs.into_iter().map(Arc::new).collect();
+        list.sort_by(|a, b| a.key().cmp(&b.key()));
+        self.pdbs = Arc::new(list);
+        self
+    }
+
+    /// Every PodDisruptionBudget, sorted by namespace and name.
+    pub fn pdbs(&self) -> &[Arc<PdbInfo>] {
+        &self.pdbs
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {

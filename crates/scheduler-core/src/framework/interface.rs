@@ -163,17 +163,26 @@ pub trait FilterPlugin: Plugin {
 }
 
 /// What a PostFilter plugin (preemption) decided: a node to nominate and pods to evict.
+///
+/// Returned with Success, `nominated_node_name` is set. Returned with Unschedulable (no
+/// preemption candidate), `nominated_node_name: None` tells the caller to clear the pod's
+/// nominatedNodeName (upstream's override with ""); no result at all leaves it unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PostFilterResult {
     pub nominated_node_name: Option<String>,
     pub victims: Vec<PodKey>,
+    /// Lower-priority pods nominated to the chosen node: they may no longer fit there, so the
+    /// caller clears their nominatedNodeName and retries them.
+    pub nominations_to_clear: Vec<PodKey>,
 }
 
-/// What a PostFilter plugin may see: the snapshot, the per-node statuses from filtering and
-/// the framework itself, to re-run filters on hypothetical node states.
+/// What a PostFilter plugin may see: the snapshot, the per-node statuses from filtering,
+/// the pods nominated to nodes and the framework itself, to re-run filters on hypothetical
+/// node states.
 pub struct PostFilterContext<'a> {
     pub snapshot: &'a Snapshot,
     pub statuses: &'a super::NodeToStatus,
+    pub nominated: &'a super::NominatedPods,
     pub framework: &'a Framework,
 }
 

@@ -458,7 +458,9 @@ impl Framework {
         Status::success()
     }
 
-    /// Runs PostFilter plugins until one succeeds or declares the pod unresolvable.
+    /// Runs PostFilter plugins until one succeeds or declares the pod unresolvable. When all
+    /// of them reject the pod, the last result any of them returned is kept (it may clear the
+    /// pod's nomination).
     pub fn run_post_filter(
         &self,
         state: &CycleState,
@@ -467,12 +469,16 @@ impl Framework {
     ) -> (Option<PostFilterResult>, Status) {
         let mut reasons = Vec::new();
         let mut rejector = None;
+        let mut result = None;
         for p in &self.post_filter {
             let (r, s) = p.plugin.post_filter(state, pod, ctx);
             match s.code() {
                 Code::Success => return (r, s.with_plugin(p.name)),
                 Code::UnschedulableAndUnresolvable => return (r, s.with_plugin(p.name)),
                 Code::Unschedulable => {
+                    if r.is_some() {
+                        result = r;
+                    }
                     reasons.extend(s.reasons().iter().cloned());
                     rejector.get_or_insert(p.name);
                 }
@@ -481,7 +487,7 @@ impl Framework {
         }
         let status = Status::with_reasons(Code::Unschedulable, reasons);
         (
-            None,
+            result,
             match rejector {
                 Some(name) => status.with_plugin(name),
                 None => status,

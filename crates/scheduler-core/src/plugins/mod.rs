@@ -6,6 +6,7 @@ use crate::framework::PluginFactory;
 
 pub mod catalog;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -69,6 +70,7 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             names::POD_TOPOLOGY_SPREAD,
             pod_topology_spread::PodTopologySpread::factory,
         ),
+        (names::DEFAULT_PREEMPTION, default_preemption::factory),
     ]
 }
 
@@ -121,7 +123,8 @@ mod tests {
                 assert_eq!(
                     message,
                     "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
-                     1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+                     1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. \
+                     preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
                 );
                 assert!(!resolvable);
             }

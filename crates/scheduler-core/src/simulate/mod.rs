@@ -17,7 +17,8 @@ use serde::Serialize;
 use crate::cache::{Cache, Snapshot};
 use crate::config::Loaded;
 use crate::framework::{
-    BindAction, FrameworkError, NominatedPods, ProfileRegistry, QueuedPodInfo, Registry,
+    BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
+    Registry,
 };
 use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
@@ -112,7 +113,17 @@ impl Report {
 
 /// Runs the simulation. `seed` makes score ties reproducible.
 pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Report, FrameworkError> {
-    let profiles = ProfileRegistry::new(&loaded.profiles, &Registry::in_tree())?;
+    run_with_registry(objects, loaded, &Registry::in_tree(), seed)
+}
+
+/// [`run`] with a custom plugin registry (out-of-tree or stand-in plugins).
+pub fn run_with_registry(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    registry: &Registry,
+    seed: u64,
+) -> Result<Report, FrameworkError> {
+    let profiles = ProfileRegistry::new(&loaded.profiles, registry)?;
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);
 
@@ -122,6 +133,9 @@ pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Repor
     }
     for rc in &objects.runtime_classes {
         cache.add_runtime_class(rc);
+    }
+    for pdb in &objects.pdbs {
+        cache.add_pdb(pdb);
     }
 
     let mut outcomes = Vec::new();
@@ -235,14 +249,36 @@ pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Repor
                 nomination,
                 ..
             } => {
-                let victims = nomination
-                    .as_ref()
-                    .map(|n| n.victims.clone())
-                    .unwrap_or_default();
-                let nominated_node = nomination.and_then(|n| n.nominated_node_name);
-                if let (Some(node), false) = (nominated_node, q.attempts >= MAX_ATTEMPTS) {
+                let Some(nomination) = nomination else {
+                    unschedulable.push((q, message));
+                    continue;
+                };
+                let PostFilterResult {
+                    nominated_node_name,
+                    victims,
+                    nominations_to_clear,
+                } = nomination;
+                let Some(node) = nominated_node_name else {
+                    // Preemption found nothing: the pod loses any earlier nomination.
+                    nominated.remove(q.pod.key());
+                    let mut q = q;
+                    clear_nomination(&mut q);
+                    unschedulable.push((q, message));
+                    continue;
+                };
+                if q.attempts < MAX_ATTEMPTS {
                     for v in &victims {
                         let _ = cache.remove_pod(v);
+                    }
+                    // Lower-priority pods nominated to that node may not fit any more.
+                    for key in &nominations_to_clear {
+                        nominated.remove(key);
+                        let entries = queue
+                            .iter_mut()
+                            .chain(unschedulable.iter_mut().map(|(u, _)| u));
+                        for e in entries.filter(|e| e.pod.key() == key) {
+                            clear_nomination(e);
+                        }
                     }
                     victims_of
                         .entry(q.pod.key().clone())
@@ -297,6 +333,14 @@ pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Repor
         nodes,
         skipped_kinds: objects.skipped_kinds.clone(),
     })
+}
+
+fn clear_nomination(q: &mut QueuedPodInfo) {
+    if q.pod.nominated_node_name.is_some() {
+        let mut p = PodInfo::clone(&q.pod);
+        p.nominated_node_name = None;
+        q.pod = Arc::new(p);
+    }
 }
 
 fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcome {
@@ -447,7 +491,7 @@ mod tests {
         assert_eq!(
             r.outcome_of("sandbox/kata-job"),
             Some(&PodResult::Unschedulable {
-                message: "0/15 nodes are available: runtimeclass \"kata\" not found.".into()
+                message: "0/15 nodes are available: runtimeclass \"kata\" not found. preemption: 0/15 nodes are available: 15 Preemption is not helpful for scheduling..".into()
             })
         );
         assert!(
@@ -488,6 +532,111 @@ mod tests {
         let again = run(&objects, &loaded, 1).unwrap();
         assert_eq!(r, again, "same seed, same result");
         assert_eq!(r.scheduled(), 6 + 4 + 2 + 3);
+    }
+
+    /// Two full nodes; the one whose lowest-priority pod is covered by an exhausted budget is
+    /// spared although evicting there would otherwise be cheapest. NodeResourcesFit is not built yet, so a stand-in does the fitting.
+    const PREEMPTION_CLUSTER: &str = r#"
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: filler-a, namespace: default}
+spec:
+  nodeName: n1
+  priorityClassName: low
+  containers: [{name: c, image: x, resources: {requests: {cpu: 1500m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: filler-b, namespace: default, labels: {app: protected}}
+spec:
+  nodeName: n2
+  priority: 5
+  containers: [{name: c, image: x, resources: {requests: {cpu: 1500m}}}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: protected, namespace: default}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: protected}}
+status: {disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: default}
+spec:
+  priorityClassName: high
+  containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: polite, namespace: default}
+spec:
+  priorityClassName: high
+  preemptionPolicy: Never
+  containers: [{name: c, image: x, resources: {requests: {cpu: 1900m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: small, namespace: default}
+spec:
+  priorityClassName: low
+  containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]
+"#;
+
+    #[test]
+    fn a_high_priority_pod_preempts_and_is_retried_on_its_nominated_node() {
+        let objects = load_str(PREEMPTION_CLUSTER, "preempt.yaml").unwrap();
+        let loaded = crate::config::load_str(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+            "c.yaml",
+        )
+        .unwrap();
+        let registry = crate::plugins::default_preemption::tests::registry();
+        let r = run_with_registry(&objects, &loaded, &registry, 1).unwrap();
+        assert_eq!(
+            r.outcome_of("default/urgent"),
+            Some(&PodResult::Scheduled {
+                node: "n1".into(),
+                preempted: vec!["default/filler-a".into()],
+            })
+        );
+        assert_eq!(
+            r.outcome_of("default/polite"),
+            Some(&PodResult::Unschedulable {
+                message: "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never..".into()
+            })
+        );
+        // The victim is gone from the cache and its room went to the preemptor.
+        assert!(r.node_of("default/small").is_some());
+        let n1 = r.nodes.iter().find(|n| n.node == "n1").unwrap();
+        let n2 = r.nodes.iter().find(|n| n.node == "n2").unwrap();
+        assert_eq!(n1.cpu_milli + n2.cpu_milli, 1000 + 1500 + 500);
+        assert_eq!(n2.pods + n1.pods, 3, "filler-b, urgent and small");
+        assert_eq!(
+            r,
+            run_with_registry(&objects, &loaded, &registry, 1).unwrap()
+        );
     }
 
     #[test]

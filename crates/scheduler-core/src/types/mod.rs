@@ -5,6 +5,7 @@
 
 pub mod label_selector;
 pub mod node;
+pub mod pdb;
 pub mod pod;
 pub mod pod_affinity;
 pub mod quantity;
@@ -19,6 +20,7 @@ mod validation;
 
 pub use label_selector::LabelSelector;
 pub use node::{HostPortInfo, NodeInfo, next_generation};
+pub use pdb::PdbInfo;
 pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
     normalized_image_name,

@@ -135,6 +135,9 @@ pub struct PodInfo {
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
     pub pvc_names: Vec<String>,
     pub is_terminating: bool,
+    /// Terminating because scheduler preemption evicted it: deletion started and the
+    /// `DisruptionTarget` condition is True with reason `PreemptionByScheduler`.
+    pub terminating_by_preemption: bool,
     /// Pod (anti-)affinity present: the pod goes into `NodeInfo::pods_with_affinity`.
     pub has_pod_affinity: bool,
     pub has_required_pod_anti_affinity: bool,
@@ -307,6 +310,8 @@ impl PodInfo {
                 })
                 .collect(),
             is_terminating: meta.deletion_timestamp.is_some(),
+            terminating_by_preemption: meta.deletion_timestamp.is_some()
+                && evicted_by_scheduler_preemption(status),
             has_pod_affinity,
             has_required_pod_anti_affinity,
             affinity_terms: PodAffinityTerms::from_pod(pod, &mut problems),
@@ -347,6 +352,14 @@ impl PodInfo {
         p.node_name = Some(node.to_string());
         p
     }
+}
+
+/// The first `DisruptionTarget` condition decides, as upstream reads it.
+fn evicted_by_scheduler_preemption(status: Option<&k8s::PodStatus>) -> bool {
+    status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "DisruptionTarget"))
+        .is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler"))
 }
 
 fn time_nanos(t: &Time) -> i64 {

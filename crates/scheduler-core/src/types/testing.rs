@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::node::NodeInfo;
 use super::pod::PodInfo;
@@ -159,6 +159,36 @@ impl PodBuilder {
             .status
             .get_or_insert_with(Default::default)
             .nominated_node_name = Some(name.to_string());
+        self
+    }
+    /// `status.startTime`, in whole seconds since the epoch.
+    pub fn start_time(mut self, secs: i64) -> Self {
+        let t = k8s_openapi::jiff::Timestamp::from_second(secs).expect("valid test timestamp");
+        self.pod
+            .status
+            .get_or_insert_with(Default::default)
+            .start_time = Some(Time(t));
+        self
+    }
+    /// Being deleted after scheduler preemption picked it as a victim.
+    pub fn terminating_by_preemption(mut self) -> Self {
+        self.pod.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        self.pod
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions
+            .get_or_insert_with(Vec::new)
+            .push(k8s::PodCondition {
+                type_: "DisruptionTarget".into(),
+                status: "True".into(),
+                reason: Some("PreemptionByScheduler".into()),
+                ..Default::default()
+            });
+        self
+    }
+    /// `spec.preemptionPolicy: Never`.
+    pub fn preemption_never(mut self) -> Self {
+        self.spec().preemption_policy = Some("Never".into());
         self
     }
     pub fn label(mut self, k: &str, v: &str) -> Self {

@@ -1,0 +1,369 @@
+//! DefaultPreemption: when no node fits, look for a node where evicting lower-priority pods
+//! makes room, pick the cheapest such node, and nominate the pod there (upstream:
+//! `plugins/defaultpreemption` plus the generic evaluator in `framework/preemption`).
+//!
+//! This file holds the plugin-specific rules: who may preempt, which pods are victims on one
+//! node (all lower-priority pods removed, then put back one by one while the pod still fits),
+//! PodDisruptionBudget accounting and how many candidate nodes to look for. The evaluator
+//! (candidate search in parallel, node choice, result) is in [`evaluator`].
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::config::{DefaultPreemptionArgs, PluginArgs};
+use crate::framework::{
+    CycleState, Framework, Plugin, PluginPoints, PostFilterContext, PostFilterPlugin,
+    PostFilterResult, Status,
+};
+use crate::plugin_points;
+use crate::types::{NodeInfo, PdbInfo, PodInfo};
+
+use super::names::DEFAULT_PREEMPTION;
+
+mod evaluator;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use evaluator::Candidate;
+
+/// Status of a node without any pod of lower priority than the preemptor.
+pub const NO_VICTIMS_MSG: &str = "No preemption victims found for incoming pod";
+/// Status of every node that was not a preemption candidate at all.
+pub const NOT_HELPFUL_MSG: &str = "Preemption is not helpful for scheduling";
+pub const NOT_ELIGIBLE_NEVER_MSG: &str = "not eligible due to preemptionPolicy=Never.";
+pub const NOT_ELIGIBLE_TERMINATING_MSG: &str =
+    "not eligible due to a terminating pod on the nominated node.";
+
+/// Upstream's defaults (`minCandidateNodesPercentage`, `minCandidateNodesAbsolute`).
+const DEFAULT_ARGS: DefaultPreemptionArgs = DefaultPreemptionArgs {
+    min_candidate_nodes_percentage: 10,
+    min_candidate_nodes_absolute: 100,
+};
+
+/// Seed of the candidate-offset generator when none is given; any fixed value keeps a
+/// simulation reproducible.
+const DEFAULT_OFFSET_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Where the candidate search starts among the potential nodes. Upstream draws it at random
+/// so that repeated preemptions spread over the cluster.
+#[derive(Debug)]
+enum Offsets {
+    /// xorshift64* state, advanced atomically (the plugin is shared across threads).
+    Seeded(AtomicU64),
+    Fixed(usize),
+}
+
+impl Offsets {
+    fn next(&self, n: usize) -> usize {
+        match self {
+            Offsets::Fixed(k) => k % n,
+            Offsets::Seeded(state) => {
+                let step = |mut x: u64| {
+                    x ^= x >> 12;
+                    x ^= x << 25;
+                    x ^= x >> 27;
+                    x
+                };
+                let prev = state
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(step(x)))
+                    .expect("the update closure always returns Some");
+                let x = step(prev).wrapping_mul(0x2545_F491_4F6C_DD1D);
+                (x % n as u64) as usize
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct DefaultPreemption {
+    args: DefaultPreemptionArgs,
+    offsets: Offsets,
+}
+
+/// The registry factory: `None` means the defaulted args.
+pub fn factory(args: Option<&PluginArgs>) -> Result<Arc<dyn Plugin>, String> {
+    let args = match args {
+        None => DEFAULT_ARGS,
+        Some(PluginArgs::DefaultPreemption(a)) => a.clone(),
+        Some(other) => {
+            return Err(format!(
+                "got args of type {}, want DefaultPreemptionArgs",
+                other.kind()
+            ));
+        }
+    };
+    Ok(Arc::new(DefaultPreemption::new(args)?))
+}
+
+impl DefaultPreemption {
+    /// Validates the args as upstream's `New` does (config validation reports the same
+    /// problems earlier, with positions).
+    pub fn new(args: DefaultPreemptionArgs) -> Result<Self, String> {
+        let (pct, abs) = (
+            args.min_candidate_nodes_percentage,
+            args.min_candidate_nodes_absolute,
+        );
+        if !(0..=100).contains(&pct) {
+            return Err(format!(
+                "minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]"
+            ));
+        }
+        if abs < 0 {
+            return Err(format!(
+                "minCandidateNodesAbsolute: Invalid value: {abs}: not in valid range [0, inf)"
+            ));
+        }
+        if pct == 0 && abs == 0 {
+            return Err(
+                "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero"
+                    .into(),
+            );
+        }
+        Ok(DefaultPreemption {
+            args,
+            offsets: Offsets::Seeded(AtomicU64::new(DEFAULT_OFFSET_SEED)),
+        })
+    }
+
+    /// Reseeds the random start of the candidate search.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.offsets = Offsets::Seeded(AtomicU64::new(seed.max(1)));
+        self
+    }
+
+    /// Always starts the candidate search at `offset` (modulo the number of potential nodes).
+    pub fn with_fixed_offset(mut self, offset: usize) -> Self {
+        self.offsets = Offsets::Fixed(offset);
+        self
+    }
+
+    pub fn args(&self) -> &DefaultPreemptionArgs {
+        &self.args
+    }
+
+    /// How many candidates the dry run must produce: the percentage of `num_nodes`, at least
+    /// the absolute minimum, at most `num_nodes`.
+    pub fn calculate_num_candidates(&self, num_nodes: usize) -> usize {
+        let pct = usize::try_from(self.args.min_candidate_nodes_percentage).unwrap_or(0);
+        let abs = usize::try_from(self.args.min_candidate_nodes_absolute).unwrap_or(0);
+        (num_nodes * pct / 100).max(abs).min(num_nodes)
+    }
+
+    /// A random start in `0..num_nodes` and the number of candidates to look for.
+    pub fn offset_and_num_candidates(&self, num_nodes: usize) -> (usize, usize) {
+        if num_nodes == 0 {
+            return (0, 0);
+        }
+        (
+            self.offsets.next(num_nodes),
+            self.calculate_num_candidates(num_nodes),
+        )
+    }
+}
+
+impl Plugin for DefaultPreemption {
+    fn name(&self) -> &'static str {
+        DEFAULT_PREEMPTION
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => post_filter)
+    }
+}
+
+impl PostFilterPlugin for DefaultPreemption {
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        ctx: &PostFilterContext<'_>,
+    ) -> (Option<PostFilterResult>, Status) {
+        let (result, status) = self.preempt(state, pod, ctx);
+        let msg = status.message();
+        if msg.is_empty() {
+            return (result, status);
+        }
+        (
+            result,
+            Status::new(status.code(), format!("preemption: {msg}")),
+        )
+    }
+}
+
+/// Whether `pod` may preempt at all. A pod already nominated somewhere waits while lower
+/// priority pods there are still terminating because of an earlier preemption, unless the
+/// nominated node has become unresolvable for it.
+pub fn pod_eligible_to_preempt_others(
+    pod: &PodInfo,
+    nominated_node: Option<&NodeInfo>,
+    nominated_node_unresolvable: bool,
+) -> Result<(), &'static str> {
+    if pod.preemption_policy_never {
+        return Err(NOT_ELIGIBLE_NEVER_MSG);
+    }
+    if pod.nominated_node_name.is_none() || nominated_node_unresolvable {
+        return Ok(());
+    }
+    let waiting = nominated_node.is_some_and(|node| {
+        node.pods
+            .iter()
+            .any(|p| may_preempt(pod, p) && p.terminating_by_preemption)
+    });
+    if waiting {
+        Err(NOT_ELIGIBLE_TERMINATING_MSG)
+    } else {
+        Ok(())
+    }
+}
+
+/// Only pods of strictly lower priority can be victims.
+fn may_preempt(preemptor: &PodInfo, victim: &PodInfo) -> bool {
+    victim.priority < preemptor.priority
+}
+
+/// Start time for ordering; a pod that has not started counts as starting now, i.e. after
+/// every recorded start (upstream reads the clock; a pure crate cannot).
+fn start_or_now(p: &PodInfo) -> i64 {
+    p.start_time.unwrap_or(i64::MAX)
+}
+
+/// Upstream `MoreImportantPod` as an ordering: higher priority first, then the pod that
+/// started earlier.
+pub fn importance_order(a: &PodInfo, b: &PodInfo) -> CmpOrdering {
+    b.priority
+        .cmp(&a.priority)
+        .then_with(|| start_or_now(a).cmp(&start_or_now(b)))
+}
+
+/// The earliest start among the victims of the highest priority (victims sorted most
+/// important first, so that priority is the first victim's).
+pub fn earliest_start_of_top_victims(victims: &[Arc<PodInfo>]) -> Option<i64> {
+    let top = victims.first()?.priority;
+    victims
+        .iter()
+        .filter(|p| p.priority == top)
+        .map(|p| start_or_now(p))
+        .min()
+}
+
+/// Splits `pods` (order kept) into those whose eviction would push some budget below zero and
+/// the rest, spending each matching budget once per pod as upstream does.
+pub fn filter_pods_with_pdb_violation(
+    pods: Vec<Arc<PodInfo>>,
+    pdbs: &[Arc<PdbInfo>],
+) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
+    let mut allowed: Vec<i32> = pdbs.iter().map(|p| p.disruptions_allowed).collect();
+    let mut violating = Vec::new();
+    let mut non_violating = Vec::new();
+    for pod in pods {
+        let mut violated = false;
+        if !pod.labels.is_empty() {
+            // Budgets are sorted by namespace: only that namespace's slice can match.
+            let ns = pod.namespace();
+            let from = pdbs.partition_point(|p| p.namespace.as_str() < ns);
+            let to = pdbs.partition_point(|p| p.namespace.as_str() <= ns);
+            for i in from..to {
+                if pdbs[i].covers(&pod) {
+                    allowed[i] -= 1;
+                    violated |= allowed[i] < 0;
+                }
+            }
+        }
+        if violated {
+            violating.push(pod);
+        } else {
+            non_violating.push(pod);
+        }
+    }
+    (violating, non_violating)
+}
+
+/// Victims chosen on one node and how many of them break a budget.
+#[derive(Clone, Debug)]
+pub struct NodeVictims {
+    /// Most important first.
+    pub pods: Vec<Arc<PodInfo>>,
+    pub num_pdb_violations: usize,
+}
+
+/// Upstream `SelectVictimsOnNode`, on a private copy of the node and the cycle state: remove
+/// every lower-priority pod; if the preemptor still does not fit, give up with the filter's
+/// status. Otherwise put pods back, most important first (budget-violating ones before the
+/// others so they are spared when possible), keeping each one that still leaves room.
+pub fn select_victims_on_node(
+    fw: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut Arc<NodeInfo>,
+    nominated: &[Arc<PodInfo>],
+    pdbs: &[Arc<PdbInfo>],
+) -> Result<NodeVictims, Status> {
+    let mut potential: Vec<Arc<PodInfo>> = node
+        .pods
+        .iter()
+        .filter(|p| may_preempt(pod, p))
+        .cloned()
+        .collect();
+    for v in &potential {
+        remove_from(fw, state, pod, node, v)?;
+    }
+    if potential.is_empty() {
+        return Err(Status::unresolvable(NO_VICTIMS_MSG));
+    }
+    // Affinity of the preemptor to the victims themselves is not considered, as upstream.
+    let s = fw.run_filter_with_nominated_pods(state, pod, node, nominated);
+    if !s.is_success() {
+        return Err(s);
+    }
+    potential.sort_by(|a, b| importance_order(a, b));
+    let (violating, non_violating) = filter_pods_with_pdb_violation(potential, pdbs);
+    let mixed = !violating.is_empty() && !non_violating.is_empty();
+
+    let mut victims = Vec::new();
+    let mut num_pdb_violations = 0;
+    for (group_violates, group) in [(true, violating), (false, non_violating)] {
+        for p in group {
+            add_to(fw, state, pod, node, &p)?;
+            if fw
+                .run_filter_with_nominated_pods(state, pod, node, nominated)
+                .is_success()
+            {
+                continue;
+            }
+            remove_from(fw, state, pod, node, &p)?;
+            num_pdb_violations += usize::from(group_violates);
+            victims.push(p);
+        }
+    }
+    if mixed {
+        victims.sort_by(|a, b| importance_order(a, b));
+    }
+    Ok(NodeVictims {
+        pods: victims,
+        num_pdb_violations,
+    })
+}
+
+fn remove_from(
+    fw: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut Arc<NodeInfo>,
+    victim: &Arc<PodInfo>,
+) -> Result<(), Status> {
+    Arc::make_mut(node).remove_pod(victim.key());
+    let s = fw.run_pre_filter_remove_pod(state, pod, victim, node);
+    if s.is_success() { Ok(()) } else { Err(s) }
+}
+
+fn add_to(
+    fw: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut Arc<NodeInfo>,
+    victim: &Arc<PodInfo>,
+) -> Result<(), Status> {
+    Arc::make_mut(node).add_pod(Arc::clone(victim));
+    let s = fw.run_pre_filter_add_pod(state, pod, victim, node);
+    if s.is_success() { Ok(()) } else { Err(s) }
+}
