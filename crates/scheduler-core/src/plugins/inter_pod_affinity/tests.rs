@@ -882,15 +882,15 @@ fn weights_add_up_across_terms_and_pods_and_normalise_by_min_and_max() {
 
     let mut three = vec![
         NodeScore {
-            name: "a".into(),
+            name: "a",
             score: -3,
         },
         NodeScore {
-            name: "b".into(),
+            name: "b",
             score: 0,
         },
         NodeScore {
-            name: "c".into(),
+            name: "c",
             score: 6,
         },
     ];
