@@ -94,14 +94,14 @@ impl FitError {
         let statuses = &self.diagnosis.node_to_status;
         for (_, s) in statuses.iter() {
             for r in s.reasons() {
-                *reasons.entry(r.clone()).or_default() += 1;
+                *reasons.entry(r.to_string()).or_default() += 1;
             }
         }
         if statuses.len() < self.num_all_nodes
             && let Some(absent) = statuses.absent()
         {
             for r in absent.reasons() {
-                *reasons.entry(r.clone()).or_default() += self.num_all_nodes - statuses.len();
+                *reasons.entry(r.to_string()).or_default() += self.num_all_nodes - statuses.len();
             }
         }
         reasons
@@ -199,7 +199,7 @@ mod tests {
     fn a_node_with_several_reasons_counts_each() {
         let s = Status::with_reasons(
             Code::Unschedulable,
-            vec!["Insufficient cpu".into(), "Insufficient memory".into()],
+            vec!["Insufficient cpu", "Insufficient memory"],
         );
         assert_eq!(
             fit_error(1, &[("n1", s)]).to_string(),

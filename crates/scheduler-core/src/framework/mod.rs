@@ -20,7 +20,7 @@ pub use profile::{DEFAULT_SCHEDULER_NAME, ProfileRegistry};
 pub use queued::QueuedPodInfo;
 pub use registry::{PluginFactory, Registry};
 pub use runtime::{Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores, ScoreTable};
-pub use status::{Code, Status};
+pub use status::{Code, Reason, Status};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! The result every plugin returns, with upstream's codes.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Upstream's status codes (`framework.Code`).
@@ -34,13 +35,26 @@ impl Code {
     }
 }
 
+/// One human-readable reason. Plugins' fixed messages are `&'static str`, so rejecting a
+/// node with one of them allocates nothing.
+pub type Reason = Cow<'static, str>;
+
+/// Zero, one (the common case, kept inline) or several reasons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Reasons {
+    None,
+    One(Reason),
+    Many(Vec<Reason>),
+}
+
 /// A plugin's verdict: a code, the human reasons behind it, and which plugin said it.
 ///
-/// `Status::success()` allocates nothing, so filters pay no cost on the happy path.
+/// Neither `Status::success()` nor a rejection with a static message allocates, so filters
+/// pay nothing per node on either path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
     code: Code,
-    reasons: Vec<String>,
+    reasons: Reasons,
     plugin: Option<&'static str>,
 }
 
@@ -54,20 +68,26 @@ impl Status {
     pub const fn success() -> Self {
         Status {
             code: Code::Success,
-            reasons: Vec::new(),
+            reasons: Reasons::None,
             plugin: None,
         }
     }
 
-    pub fn new(code: Code, reason: impl Into<String>) -> Self {
+    pub fn new(code: Code, reason: impl Into<Reason>) -> Self {
         Status {
             code,
-            reasons: vec![reason.into()],
+            reasons: Reasons::One(reason.into()),
             plugin: None,
         }
     }
 
-    pub fn with_reasons(code: Code, reasons: Vec<String>) -> Self {
+    pub fn with_reasons<R: Into<Reason>>(code: Code, reasons: Vec<R>) -> Self {
+        let mut v: Vec<Reason> = reasons.into_iter().map(Into::into).collect();
+        let reasons = match v.len() {
+            0 => Reasons::None,
+            1 => Reasons::One(v.pop().expect("one reason")),
+            _ => Reasons::Many(v),
+        };
         Status {
             code,
             reasons,
@@ -75,34 +95,34 @@ impl Status {
         }
     }
 
-    pub fn unschedulable(reason: impl Into<String>) -> Self {
+    pub fn unschedulable(reason: impl Into<Reason>) -> Self {
         Self::new(Code::Unschedulable, reason)
     }
 
-    pub fn unresolvable(reason: impl Into<String>) -> Self {
+    pub fn unresolvable(reason: impl Into<Reason>) -> Self {
         Self::new(Code::UnschedulableAndUnresolvable, reason)
     }
 
-    pub fn error(message: impl Into<String>) -> Self {
+    pub fn error(message: impl Into<Reason>) -> Self {
         Self::new(Code::Error, message)
     }
 
     pub const fn skip() -> Self {
         Status {
             code: Code::Skip,
-            reasons: Vec::new(),
+            reasons: Reasons::None,
             plugin: None,
         }
     }
 
-    pub fn pending(reason: impl Into<String>) -> Self {
+    pub fn pending(reason: impl Into<Reason>) -> Self {
         Self::new(Code::Pending, reason)
     }
 
     pub fn wait() -> Self {
         Status {
             code: Code::Wait,
-            reasons: Vec::new(),
+            reasons: Reasons::None,
             plugin: None,
         }
     }
@@ -117,8 +137,12 @@ impl Status {
         self.code
     }
 
-    pub fn reasons(&self) -> &[String] {
-        &self.reasons
+    pub fn reasons(&self) -> &[Reason] {
+        match &self.reasons {
+            Reasons::None => &[],
+            Reasons::One(r) => std::slice::from_ref(r),
+            Reasons::Many(v) => v,
+        }
     }
 
     pub fn plugin(&self) -> Option<&'static str> {
@@ -143,7 +167,7 @@ impl Status {
 
     /// The reasons joined the way upstream's `Status.Message()` does.
     pub fn message(&self) -> String {
-        self.reasons.join(", ")
+        self.reasons().join(", ")
     }
 }
 
@@ -153,7 +177,7 @@ impl fmt::Display for Status {
             write!(f, "{p}: ")?;
         }
         write!(f, "{}", self.code.as_str())?;
-        if !self.reasons.is_empty() {
+        if !self.reasons().is_empty() {
             write!(f, ": {}", self.message())?;
         }
         Ok(())

@@ -352,7 +352,7 @@ fn filter_statuses(
 fn explicit(entries: &[(&str, Code)]) -> NodeToStatus {
     let mut out = NodeToStatus::new();
     for (n, c) in entries {
-        out.set(*n, Status::with_reasons(*c, Vec::new()));
+        out.set(*n, Status::with_reasons(*c, Vec::<String>::new()));
     }
     out
 }

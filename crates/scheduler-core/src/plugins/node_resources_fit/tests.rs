@@ -416,7 +416,13 @@ fn filter_like_upstream() {
         let got = run_filter(&pl, &c.pod, &c.node);
         let want_reasons: Vec<String> = c.want.1.iter().map(|s| s.to_string()).collect();
         assert_eq!(
-            (got.code(), got.reasons().to_vec()),
+            (
+                got.code(),
+                got.reasons()
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+            ),
             (c.want.0, want_reasons),
             "{}",
             c.name
