@@ -351,7 +351,7 @@ impl SchedulingAlgorithm {
             } else if status.code() == Code::Error {
                 return Err(ScheduleError::Internal(status));
             } else {
-                diagnosis.record(&node.name, status);
+                diagnosis.record_node(node, status);
             }
         }
         if advance_start {

@@ -3,16 +3,38 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use super::{Code, Status};
-use crate::types::PodKey;
+use crate::types::{NodeInfo, PodKey};
+
+/// A rejected node: the snapshot's node itself (recording it costs a reference count, not a
+/// string copy) or just a name.
+#[derive(Clone, Debug)]
+enum NodeRef {
+    Node(Arc<NodeInfo>),
+    Name(String),
+}
+
+impl NodeRef {
+    fn name(&self) -> &str {
+        match self {
+            NodeRef::Node(n) => &n.name,
+            NodeRef::Name(n) => n,
+        }
+    }
+}
 
 /// Statuses of the nodes that were filtered out, plus one status that stands for every node
 /// not listed (used when PreFilter rejected the pod for all nodes at once).
+///
+/// Filtering records thousands of rejections per cycle, so they go into a vector; the
+/// by-name index is only built when something looks a node up (preemption).
 #[derive(Clone, Debug, Default)]
 pub struct NodeToStatus {
-    explicit: HashMap<String, Status>,
+    explicit: Vec<(NodeRef, Status)>,
     absent: Option<Status>,
+    index: OnceLock<HashMap<String, usize>>,
 }
 
 impl NodeToStatus {
@@ -20,8 +42,24 @@ impl NodeToStatus {
         Self::default()
     }
 
+    /// Records (or replaces) the status of the node named `node`.
     pub fn set(&mut self, node: impl Into<String>, status: Status) {
-        self.explicit.insert(node.into(), status);
+        self.insert(NodeRef::Name(node.into()), status);
+    }
+
+    /// Records the status of a snapshot node without copying its name.
+    pub fn set_node(&mut self, node: &Arc<NodeInfo>, status: Status) {
+        self.insert(NodeRef::Node(Arc::clone(node)), status);
+    }
+
+    /// A node is recorded once per cycle; recording it again replaces its status.
+    fn insert(&mut self, node: NodeRef, status: Status) {
+        if let Some(&i) = self.index.get().and_then(|ix| ix.get(node.name())) {
+            self.explicit[i].1 = status;
+            return;
+        }
+        self.index = OnceLock::new();
+        self.explicit.push((node, status));
     }
 
     /// The status every node not set explicitly has.
@@ -30,7 +68,17 @@ impl NodeToStatus {
     }
 
     pub fn get(&self, node: &str) -> Option<&Status> {
-        self.explicit.get(node).or(self.absent.as_ref())
+        let index = self.index.get_or_init(|| {
+            self.explicit
+                .iter()
+                .enumerate()
+                .map(|(i, (n, _))| (n.name().to_string(), i))
+                .collect()
+        });
+        index
+            .get(node)
+            .map(|&i| &self.explicit[i].1)
+            .or(self.absent.as_ref())
     }
 
     pub fn len(&self) -> usize {
@@ -41,8 +89,8 @@ impl NodeToStatus {
         self.explicit.is_empty()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Status)> {
-        self.explicit.iter()
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Status)> {
+        self.explicit.iter().map(|(n, s)| (n.name(), s))
     }
 
     pub fn absent(&self) -> Option<&Status> {
@@ -66,8 +114,13 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
-    /// Records a rejected node and the plugin that rejected it.
-    pub fn record(&mut self, node: &str, status: Status) {
+    /// Records a rejected snapshot node and the plugin that rejected it.
+    pub fn record_node(&mut self, node: &Arc<NodeInfo>, status: Status) {
+        self.note_plugin(&status);
+        self.node_to_status.set_node(node, status);
+    }
+
+    fn note_plugin(&mut self, status: &Status) {
         if let Some(p) = status.plugin() {
             if status.code() == Code::Pending {
                 self.pending_plugins.insert(p);
@@ -75,6 +128,11 @@ impl Diagnosis {
                 self.unschedulable_plugins.insert(p);
             }
         }
+    }
+
+    /// Records a rejected node by name and the plugin that rejected it.
+    pub fn record(&mut self, node: &str, status: Status) {
+        self.note_plugin(&status);
         self.node_to_status.set(node, status);
     }
 }

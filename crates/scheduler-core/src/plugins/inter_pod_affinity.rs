@@ -464,6 +464,9 @@ impl PreFilterPlugin for InterPodAffinity {
             // Matches are counted per node first, so each node touches the maps once per term.
             let mut anti_hits = vec![0i64; required_anti_affinity.len()];
             for node in snapshot.node_infos() {
+                if node.pods.is_empty() {
+                    continue;
+                }
                 let mut affinity_hits = 0i64;
                 anti_hits.fill(0);
                 for existing in &node.pods {
