@@ -657,3 +657,80 @@ spec:
         );
     }
 }
+
+#[cfg(test)]
+mod equivalence {
+    //! simulate's placements must be exactly what the framework decides when the same pods
+    //! are fed to it by hand in queue order.
+    use super::*;
+    use crate::cache::Cache;
+    use crate::framework::{ProfileRegistry, Registry};
+
+    fn cluster() -> String {
+        let mut docs = Vec::new();
+        for i in 0..12 {
+            let zone = ["a", "b", "c"][i % 3];
+            let cpu = 2 + (i % 4) * 2;
+            docs.push(format!(
+                "apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{topology.kubernetes.io/zone: {zone}, kubernetes.io/hostname: n{i}}}}}\nstatus: {{allocatable: {{cpu: '{cpu}', memory: 16Gi, pods: '20'}}}}"
+            ));
+        }
+        for i in 0..40 {
+            let cpu = [100, 250, 500, 1000][i % 4];
+            let prio = [0, 10, 100][i % 3];
+            let spread = if i % 5 == 0 {
+                ", topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: s}}}]"
+            } else {
+                ""
+            };
+            docs.push(format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: d, labels: {{app: s}}}}\nspec: {{priority: {prio}{spread}, containers: [{{name: c, image: img, resources: {{requests: {{cpu: {cpu}m, memory: 256Mi}}}}}}]}}"
+            ));
+        }
+        docs.join("\n---\n")
+    }
+
+    #[test]
+    fn simulate_places_every_pod_where_the_framework_decides() {
+        let objects = load_str(&cluster(), "gen.yaml").unwrap();
+        let loaded = crate::config::from_flags(None, None).unwrap();
+        let report = run(&objects, &loaded, 9).unwrap();
+
+        // By hand: same cache, same frameworks, same seed, pods in QueueSort order.
+        let profiles = ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap();
+        let fw = profiles.for_scheduler_name("").unwrap();
+        let mut cache = Cache::new();
+        objects.nodes.iter().for_each(|n| cache.add_node(n));
+        let mut pods: Vec<Arc<PodInfo>> = objects
+            .pods
+            .iter()
+            .map(|p| Arc::new(PodInfo::from_pod(p)))
+            .collect();
+        pods.sort_by_key(|p| std::cmp::Reverse(p.priority)); // stable: file order within a priority
+        let mut alg = SchedulingAlgorithm::new(0, 9);
+        let mut snap = Snapshot::new();
+        let mut placed = 0;
+        for pod in &pods {
+            cache.update_snapshot(&mut snap);
+            let expected = match schedule_one(fw, &mut alg, pod, &snap, &NominatedPods::new()) {
+                Decision::Bind { node, pod, .. } => {
+                    cache.assume_pod(pod, &node).unwrap();
+                    placed += 1;
+                    Some(node)
+                }
+                _ => None,
+            };
+            assert_eq!(
+                report.node_of(&pod.key().to_string()).map(str::to_string),
+                expected,
+                "{}",
+                pod.key()
+            );
+        }
+        assert!(
+            placed > 20,
+            "the scenario should place most pods, placed {placed}"
+        );
+        assert_eq!(report.scheduled(), placed);
+    }
+}
