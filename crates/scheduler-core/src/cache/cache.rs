@@ -132,7 +132,7 @@ impl Cache {
         self.ensure_entry(&name);
         let (old_zone, old_images) = self
             .mutate_node(&name, |n| {
-                let old_zone = n.node.is_some().then(|| zone_key(&n.labels));
+                let old_zone = n.has_node().then(|| zone_key(&n.labels));
                 let old_images = std::mem::take(&mut n.images);
                 n.set_node_arc(node);
                 (old_zone, old_images)
@@ -163,7 +163,7 @@ impl Cache {
     /// Forgets the Node object. Pods still bound to it keep the entry alive as a placeholder
     /// (upstream does the same) until their delete events arrive.
     pub fn remove_node(&mut self, name: &str) -> Result<(), CacheError> {
-        let info = self.nodes.get(name).filter(|n| n.node.is_some());
+        let info = self.nodes.get(name).filter(|n| n.has_node());
         let Some(info) = info else {
             return Err(CacheError::NodeNotFound(name.to_string()));
         };
@@ -443,7 +443,7 @@ impl Cache {
             .map(|(_, n)| n)
         {
             let info = &self.nodes[name];
-            if info.node.is_none() {
+            if !info.has_node() {
                 continue;
             }
             out.changed_nodes += 1;
@@ -555,7 +555,7 @@ impl Cache {
         if self
             .nodes
             .get(node)
-            .is_some_and(|n| n.node.is_none() && n.pods.is_empty())
+            .is_some_and(|n| !n.has_node() && n.pods.is_empty())
         {
             self.drop_entry(node);
         }

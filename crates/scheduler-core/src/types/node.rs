@@ -102,8 +102,10 @@ pub struct NodeInfo {
     pub images: HashMap<String, i64>,
     /// Bumped on every change; the snapshot copies only nodes newer than itself.
     pub generation: u64,
-    /// The API object, `None` while only pods reference this node name.
-    pub node: Option<Arc<k8s::Node>>,
+    /// Whether the Node object has been seen; false while only pods reference this name.
+    /// (The object itself is not kept: everything scheduling needs is extracted above, and
+    /// 5,000 full Node objects would dominate the scheduler's memory.)
+    pub node_known: bool,
 }
 
 impl NodeInfo {
@@ -123,11 +125,11 @@ impl NodeInfo {
     }
 
     /// Replaces the node object, keeping pods and their aggregates.
-    pub fn set_node(&mut self, node: &k8s::Node) {
-        self.set_node_arc(Arc::new(node.clone()));
+    pub fn set_node_arc(&mut self, node: Arc<k8s::Node>) {
+        self.set_node(&node);
     }
 
-    pub fn set_node_arc(&mut self, node: Arc<k8s::Node>) {
+    pub fn set_node(&mut self, node: &k8s::Node) {
         self.name = node.metadata.name.clone().unwrap_or_default();
         self.labels = node.metadata.labels.clone().unwrap_or_default();
         let spec = node.spec.as_ref();
@@ -143,14 +145,14 @@ impl NodeInfo {
             .and_then(|s| s.allocatable.as_ref())
             .map(Resource::from_resource_list)
             .unwrap_or_default();
-        self.images = image_sizes(&node);
-        self.node = Some(node);
+        self.images = image_sizes(node);
+        self.node_known = true;
         self.generation = next_generation();
     }
 
     /// Forgets the node object but keeps the pods (upstream `RemoveNode`).
     pub fn remove_node(&mut self) {
-        self.node = None;
+        self.node_known = false;
         self.images.clear();
         self.generation = next_generation();
     }
@@ -221,7 +223,7 @@ impl NodeInfo {
     }
 
     pub fn has_node(&self) -> bool {
-        self.node.is_some()
+        self.node_known
     }
 }
 
