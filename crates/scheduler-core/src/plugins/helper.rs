@@ -1,6 +1,33 @@
 //! Small helpers shared by several in-tree plugins (upstream: `plugins/helper`).
 
-use crate::framework::NodeScore;
+use crate::framework::{CycleState, NodeScore, StateData, Status};
+use crate::types::{NodeInfo, PodInfo};
+
+/// PreFilter state that follows pods hypothetically added to or removed from a node
+/// (nominated pods, preemption victims): upstream's PreFilterExtensions.
+pub(crate) trait PodDelta: StateData {
+    /// Accounts for `other` being added (`delta` 1) to or removed (`delta` -1) from `node`.
+    fn update_with_pod(&mut self, incoming: &PodInfo, other: &PodInfo, node: &NodeInfo, delta: i64);
+}
+
+/// Applies a pod delta to the plugin's state; `missing` is the plugin's error when its
+/// PreFilter state is absent.
+pub(crate) fn apply_pod_delta<S: PodDelta>(
+    state: &mut CycleState,
+    incoming: &PodInfo,
+    other: &PodInfo,
+    node: &NodeInfo,
+    delta: i64,
+    missing: fn() -> Status,
+) -> Status {
+    match state.read_mut::<S>() {
+        Some(s) => {
+            s.update_with_pod(incoming, other, node, delta);
+            Status::success()
+        }
+        None => missing(),
+    }
+}
 
 /// Rescales raw scores from `0..=max(scores)` onto `0..=max_priority` with integer
 /// arithmetic, as upstream's `DefaultNormalizeScore` does. With `reverse`, a high raw score

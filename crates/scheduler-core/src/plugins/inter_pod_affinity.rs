@@ -20,6 +20,7 @@ use crate::framework::{
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::plugin_points;
+use crate::plugins::helper::{PodDelta, apply_pod_delta};
 use crate::types::{AffinityTerm, NodeInfo, PodInfo};
 
 use super::names::INTER_POD_AFFINITY;
@@ -349,7 +350,7 @@ struct RequiredScopes {
     anti_affinity: Vec<NsScope>,
 }
 
-impl PreFilterState {
+impl PodDelta for PreFilterState {
     /// Upstream `updateWithPod`: accounts for `other` being added (`delta` 1) to or removed
     /// (`delta` -1) from `node`.
     fn update_with_pod(
@@ -384,7 +385,9 @@ impl PreFilterState {
             }
         }
     }
+}
 
+impl PreFilterState {
     /// Upstream `satisfyPodAffinity`, including the first-pod-of-a-group exception.
     fn satisfies_affinity(&self, pod: &PodInfo, node: &NodeInfo) -> bool {
         let mut all_present = true;
@@ -413,6 +416,10 @@ impl PreFilterState {
                 .is_none_or(|v| self.anti_affinity.get(&t.topology_key, v) <= 0)
         })
     }
+}
+
+fn missing_pre_filter_state() -> Status {
+    missing_state(PRE_FILTER_STATE_KEY)
 }
 
 fn missing_state(key: &str) -> Status {
@@ -518,13 +525,7 @@ impl PreFilterPlugin for InterPodAffinity {
         to_add: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        match state.read_mut::<PreFilterState>() {
-            Some(s) => {
-                s.update_with_pod(pod, to_add, node, 1);
-                Status::success()
-            }
-            None => missing_state(PRE_FILTER_STATE_KEY),
-        }
+        apply_pod_delta::<PreFilterState>(state, pod, to_add, node, 1, missing_pre_filter_state)
     }
 
     fn remove_pod(
@@ -534,13 +535,7 @@ impl PreFilterPlugin for InterPodAffinity {
         to_remove: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        match state.read_mut::<PreFilterState>() {
-            Some(s) => {
-                s.update_with_pod(pod, to_remove, node, -1);
-                Status::success()
-            }
-            None => missing_state(PRE_FILTER_STATE_KEY),
-        }
+        apply_pod_delta::<PreFilterState>(state, pod, to_remove, node, -1, missing_pre_filter_state)
     }
 }
 

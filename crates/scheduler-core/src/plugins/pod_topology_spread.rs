@@ -22,6 +22,7 @@ use crate::framework::{
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::plugin_points;
+use crate::plugins::helper::{PodDelta, apply_pod_delta};
 use crate::types::topology_spread::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE};
 use crate::types::{
     LabelSelector, NodeInclusionPolicy, NodeInfo, PodInfo, SpreadConstraint, TaintEffect,
@@ -367,7 +368,9 @@ impl PreFilterState {
             self.paths[i].min()
         }
     }
+}
 
+impl PodDelta for PreFilterState {
     fn update_with_pod(&mut self, pod: &PodInfo, other: &PodInfo, node: &NodeInfo, delta: i64) {
         if other.namespace() != pod.namespace() || !node.has_node() {
             return;
@@ -389,6 +392,10 @@ impl PreFilterState {
             self.paths[i].update(value, n);
         }
     }
+}
+
+fn missing_pre_filter_state() -> Status {
+    missing_state(PRE_FILTER_STATE_KEY)
 }
 
 fn missing_state(key: &str) -> Status {
@@ -466,13 +473,7 @@ impl PreFilterPlugin for PodTopologySpread {
         to_add: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        match state.read_mut::<PreFilterState>() {
-            Some(s) => {
-                s.update_with_pod(pod, to_add, node, 1);
-                Status::success()
-            }
-            None => missing_state(PRE_FILTER_STATE_KEY),
-        }
+        apply_pod_delta::<PreFilterState>(state, pod, to_add, node, 1, missing_pre_filter_state)
     }
 
     fn remove_pod(
@@ -482,13 +483,7 @@ impl PreFilterPlugin for PodTopologySpread {
         to_remove: &Arc<PodInfo>,
         node: &NodeInfo,
     ) -> Status {
-        match state.read_mut::<PreFilterState>() {
-            Some(s) => {
-                s.update_with_pod(pod, to_remove, node, -1);
-                Status::success()
-            }
-            None => missing_state(PRE_FILTER_STATE_KEY),
-        }
+        apply_pod_delta::<PreFilterState>(state, pod, to_remove, node, -1, missing_pre_filter_state)
     }
 }
 
