@@ -17,7 +17,9 @@ pub enum Code {
     Wait,
     /// The plugin has nothing to do for this pod (PreFilter/PreScore/Bind).
     Skip,
-    /// The pod must wait for something outside the scheduler (e.g. a PreEnqueue gate).
+    /// The pod must wait for something outside the scheduler; preemption cannot help.
+    /// (No in-tree plugin returns it yet; upstream's SchedulingGates uses
+    /// UnschedulableAndUnresolvable.)
     Pending,
 }
 

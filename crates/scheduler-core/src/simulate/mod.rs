@@ -535,7 +535,7 @@ mod tests {
     }
 
     /// Two full nodes; the one whose lowest-priority pod is covered by an exhausted budget is
-    /// spared although evicting there would otherwise be cheapest. NodeResourcesFit is not built yet, so a stand-in does the fitting.
+    /// spared although evicting there would otherwise be cheapest.
     const PREEMPTION_CLUSTER: &str = r#"
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -612,7 +612,7 @@ spec:
             "c.yaml",
         )
         .unwrap();
-        let registry = crate::plugins::default_preemption::tests::registry();
+        let registry = Registry::in_tree();
         let r = run_with_registry(&objects, &loaded, &registry, 1).unwrap();
         assert_eq!(
             r.outcome_of("default/urgent"),
