@@ -458,6 +458,118 @@ mod tests {
         assert!(!label_reg.matches(&other));
     }
 
+    fn node(f: impl FnOnce(&mut k8s::Node)) -> k8s::Node {
+        let mut n = crate::types::NodeInfo::test("n")
+            .cpu("4")
+            .label("zone", "a")
+            .build_node();
+        f(&mut n);
+        n
+    }
+
+    #[test]
+    fn node_update_is_classified_per_property() {
+        let old = node(|_| {});
+        let same_cpu = node(|n| {
+            let alloc = n.status.as_mut().unwrap().allocatable.as_mut().unwrap();
+            alloc.insert(
+                "cpu".into(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("4000m".into()),
+            );
+        });
+        assert_eq!(node_update_actions(&old, &same_cpu), ActionType::NONE);
+        let heartbeat = node(|n| {
+            n.status.as_mut().unwrap().conditions = Some(vec![k8s::NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]);
+        });
+        let heartbeat2 = node(|n| {
+            n.status.as_mut().unwrap().conditions = Some(vec![k8s::NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                message: Some("kubelet is posting ready status".into()),
+                ..Default::default()
+            }]);
+        });
+        assert_eq!(
+            node_update_actions(&heartbeat, &heartbeat2),
+            ActionType::NONE
+        );
+        assert_eq!(
+            node_update_actions(&old, &heartbeat),
+            ActionType::UPDATE_NODE_CONDITION
+        );
+        let cordoned = node(|n| n.spec.get_or_insert_default().unschedulable = Some(true));
+        assert_eq!(
+            node_update_actions(&old, &cordoned),
+            ActionType::UPDATE_NODE_TAINT
+        );
+        let relabelled_bigger = node(|n| {
+            n.metadata
+                .labels
+                .get_or_insert_default()
+                .insert("zone".into(), "b".into());
+            let alloc = n.status.as_mut().unwrap().allocatable.as_mut().unwrap();
+            alloc.insert(
+                "cpu".into(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("8".into()),
+            );
+        });
+        assert_eq!(
+            node_update_events(&old, &relabelled_bigger),
+            [
+                ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_ALLOCATABLE),
+                ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_LABEL),
+            ]
+        );
+        let a = crate::types::NodeInfo::from_node(&old);
+        let b = crate::types::NodeInfo::from_node(&relabelled_bigger);
+        assert_eq!(
+            node_info_update_actions(&a, &b),
+            ActionType::UPDATE_NODE_ALLOCATABLE | ActionType::UPDATE_NODE_LABEL
+        );
+    }
+
+    #[test]
+    fn pod_update_is_classified_per_property() {
+        let base = PodInfo::test("ns", "p").cpu("500m").build();
+        let other = PodInfo::test("ns", "p").cpu("500m").image("x").build();
+        assert_eq!(
+            pod_update_events(&base, &other),
+            [ClusterEvent::new(
+                EventResource::UnscheduledPod,
+                ActionType::UPDATE_OTHER
+            )]
+        );
+        let smaller = PodInfo::test("ns", "p")
+            .cpu("250m")
+            .label("a", "b")
+            .node("n1")
+            .build();
+        assert_eq!(
+            pod_update_events(&base, &smaller),
+            [
+                ClusterEvent::new(EventResource::AssignedPod, ActionType::UPDATE_POD_LABEL),
+                ClusterEvent::new(
+                    EventResource::AssignedPod,
+                    ActionType::UPDATE_POD_SCALE_DOWN
+                ),
+            ]
+        );
+        let bigger = PodInfo::test("ns", "p").cpu("1").build();
+        assert_eq!(pod_update_actions(&base, &bigger), ActionType::UPDATE_OTHER);
+        let tolerating = PodInfo::test("ns", "p")
+            .cpu("500m")
+            .toleration("k", "Exists", "", "NoSchedule")
+            .build();
+        assert_eq!(
+            pod_update_actions(&base, &tolerating),
+            ActionType::UPDATE_POD_TOLERATION
+        );
+    }
+
     #[test]
     fn labels_read_like_upstream() {
         assert_eq!(

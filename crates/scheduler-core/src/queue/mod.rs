@@ -410,11 +410,16 @@ impl SchedulingQueue {
     }
 
     /// A new unscheduled pod (informer add): PreEnqueue decides activeQ or the gated pool.
-    pub fn add(&mut self, pod: Arc<PodInfo>) -> QueueKind {
+    /// A pod already waiting is replaced (attempts reset); one being scheduled is handled
+    /// as an update of the in-flight pod (`None`).
+    pub fn add(&mut self, pod: Arc<PodInfo>) -> Option<QueueKind> {
         let key = pod.key().clone();
+        if self.is_in_flight(&key) {
+            return self.update(None, pod);
+        }
         self.remove_waiting(&key);
         let info = QueuedPodInfo::new(pod, self.now());
-        self.move_to_active(info, true)
+        Some(self.move_to_active(info, true))
     }
 
     /// An unscheduled pod changed (informer update). `old` is the previous version when known.

@@ -256,7 +256,7 @@ fn left_over_unschedulable_pods_are_flushed_after_five_minutes() {
 fn gated_pod_waits_until_every_gate_is_removed() {
     let (mut q, clock) = queue();
     let two = gated("g", &["a", "b"]);
-    assert_eq!(q.add(Arc::clone(&two)), QueueKind::Gated);
+    assert_eq!(q.add(Arc::clone(&two)), Some(QueueKind::Gated));
     assert_eq!(
         q.pending_pods(),
         PendingCounts {
@@ -302,8 +302,10 @@ fn move_request_during_the_attempt_sends_the_pod_to_backoff() {
     let raced_cycle = q.scheduling_cycle();
     let quiet = q.pop().unwrap();
     let quiet_cycle = q.scheduling_cycle();
-    // While both are in flight: a Node add (NodeResourcesFit cares), then a PDB change.
-    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    // While both are in flight: an allocatable change (NodeResourcesFit cares, NodeAffinity
+    // does not), then a PDB change (nobody cares).
+    let allocatable = ev(EventResource::Node, ActionType::UPDATE_NODE_ALLOCATABLE);
+    q.move_all_to_active_or_backoff(allocatable, None);
     q.move_all_to_active_or_backoff(
         ev(EventResource::PodDisruptionBudget, ActionType::ADD),
         None,
@@ -314,19 +316,9 @@ fn move_request_during_the_attempt_sends_the_pod_to_backoff() {
         q.add_unschedulable_if_not_present(raced, Some(&fit), raced_cycle),
         Ok(QueueKind::Backoff)
     );
-    // NodeAffinity registered Node add too, but "quiet" was rejected by InterPodAffinity
-    // for which a node add with no labels matters as well; use a plugin that does not.
-    let ports = rejected_by(&[names::NODE_PORTS]);
-    let _ = ports;
-    let tt = rejected_by(&[names::SCHEDULING_GATES]);
-    let _ = tt;
-    let taints = rejected_by(&[names::NODE_UNSCHEDULABLE]);
-    let _ = taints;
-    let spread_only_on_delete = rejected_by(&[names::NODE_RESOURCES_FIT]);
-    let _ = spread_only_on_delete;
-    let by_name = rejected_by(&[names::IMAGE_LOCALITY]);
+    let affinity = rejected_by(&[names::NODE_AFFINITY]);
     assert_eq!(
-        q.add_unschedulable_if_not_present(quiet, Some(&by_name), quiet_cycle),
+        q.add_unschedulable_if_not_present(quiet, Some(&affinity), quiet_cycle),
         Ok(QueueKind::Unschedulable)
     );
     assert!(
@@ -407,8 +399,8 @@ fn delete_removes_from_every_queue_and_drops_in_flight_pods() {
         q.add(pod(n, 0));
     }
     q.add(gated("gate", &["x"]));
+    // An error sends "act" to backoffQ, a rejection sends "back" to the pool.
     fail(&mut q, "act", &[]);
-    // "act" went to backoff; rename expectations accordingly.
     assert_eq!(q.queue_of(&key("act")), Some(QueueKind::Backoff));
     fail(&mut q, "back", &[names::NODE_AFFINITY]);
     assert_eq!(q.queue_of(&key("back")), Some(QueueKind::Unschedulable));
@@ -482,14 +474,26 @@ fn pod_update_in_flight_does_not_requeue_other_pods() {
 fn add_unschedulable_refuses_a_pod_already_waiting() {
     let (mut q, _clock) = queue();
     q.add(pod("p", 0));
-    let info = q.pop().unwrap();
-    q.add(pod("p", 0));
-    let cycle = q.scheduling_cycle();
+    let stray = QueuedPodInfo::new(pod("p", 0), 0);
     assert_eq!(
-        q.add_unschedulable_if_not_present(info, None, cycle),
+        q.add_unschedulable_if_not_present(stray, None, 0),
         Err(QueueError::AlreadyPresent(key("p"), QueueKind::Active))
     );
-    assert!(!q.is_in_flight(&key("p")));
+    assert_eq!(q.pending_pods().active, 1);
+}
+
+#[test]
+fn add_of_a_pod_in_flight_does_not_duplicate_it() {
+    let (mut q, _clock) = queue();
+    q.add(pod("p", 0));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    assert_eq!(q.add(pod("p", 5)), None);
+    assert_eq!(q.queue_of(&key("p")), None);
+    // The error requeues the newest version.
+    q.add_unschedulable_if_not_present(info, None, cycle)
+        .unwrap();
+    assert_eq!(q.get(&key("p")).unwrap().pod.priority, 5);
 }
 
 #[test]
