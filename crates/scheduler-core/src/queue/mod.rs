@@ -418,8 +418,18 @@ impl SchedulingQueue {
             return self.update(None, pod);
         }
         self.remove_waiting(&key);
-        let info = QueuedPodInfo::new(pod, self.now());
-        Some(self.move_to_active(info, true))
+        Some(self.enqueue_new(pod))
+    }
+
+    /// A pod the queue did not hold: PreEnqueue, then activeQ (nominated if it carries a
+    /// nominatedNodeName) or the gated pool.
+    fn enqueue_new(&mut self, pod: Arc<PodInfo>) -> QueueKind {
+        let info = QueuedPodInfo::new(Arc::clone(&pod), self.now());
+        let kind = self.move_to_active(info, true);
+        if kind == QueueKind::Active {
+            self.add_nominated(&pod, None);
+        }
+        kind
     }
 
     /// An unscheduled pod changed (informer update). `old` is the previous version when known.
@@ -475,8 +485,7 @@ impl SchedulingQueue {
         }
 
         // Not known yet (e.g. the add was missed): treat as new.
-        let info = QueuedPodInfo::new(new, self.now());
-        Some(self.move_to_active(info, true))
+        Some(self.enqueue_new(new))
     }
 
     /// The pod is gone (deleted, or bound by someone else). Returns whether it was waiting.
@@ -537,6 +546,10 @@ impl SchedulingQueue {
     /// which events may help. If a matching event arrived during the attempt (since
     /// `scheduling_cycle`), the pod goes to backoffQ (or activeQ once backed off), else to
     /// the unschedulable pool. Always ends the attempt ([`done`](Self::done)).
+    ///
+    /// The pod's nomination is reset to its own `nominatedNodeName`; a caller that just
+    /// nominated it through preemption calls [`add_nominated`](Self::add_nominated) after
+    /// this, as upstream's failure handler does.
     pub fn add_unschedulable_if_not_present(
         &mut self,
         mut info: QueuedPodInfo,
@@ -801,14 +814,12 @@ impl SchedulingQueue {
         if info.initial_attempt_timestamp.is_none() {
             info.initial_attempt_timestamp = Some(self.now());
         }
-        let pod = Arc::clone(&info.pod);
         let seq = self.next_seq();
         self.active.push(
-            pod.key().clone(),
+            info.pod.key().clone(),
             Entry { info, seq },
             &active_less(&*self.profiles),
         );
-        self.add_nominated(&pod, None);
         QueueKind::Active
     }
 

@@ -498,7 +498,7 @@ fn add_of_a_pod_in_flight_does_not_duplicate_it() {
 
 #[test]
 fn nominator_follows_adds_updates_and_deletes() {
-    let (mut q, _clock) = queue();
+    let (mut q, clock) = queue();
     let p = Arc::new(PodInfo::test("ns", "p").nominated_node("n1").build());
     q.add(Arc::clone(&p));
     assert_eq!(q.nominated_pods().node_of(&key("p")), Some("n1"));
@@ -516,6 +516,25 @@ fn nominator_follows_adds_updates_and_deletes() {
     assert_eq!(q.nominated_pods().node_of(&key("p")), Some("n1"));
     q.delete(&key("p"));
     assert!(q.nominated_pods().is_empty());
+
+    // A nomination made by preemption survives the pod's moves between sub-queues.
+    q.add(pod("v", 0));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    let fit = rejected_by(&[names::NODE_RESOURCES_FIT]);
+    q.add_unschedulable_if_not_present(info, Some(&fit), cycle)
+        .unwrap();
+    q.add_nominated(&pod("v", 0), Some("n3"));
+    clock.advance(Duration::from_secs(10));
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    assert_eq!(q.queue_of(&key("v")), Some(QueueKind::Active));
+    assert_eq!(q.nominated_pods().node_of(&key("v")), Some("n3"));
+}
+
+#[test]
+fn queue_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<SchedulingQueue>();
 }
 
 #[test]
