@@ -159,6 +159,8 @@ pub enum Decision {
     /// listed lower-priority nominations; without one, clear the pod's nominatedNodeName.
     Unschedulable {
         message: String,
+        /// Which plugins rejected the pod, for the queue; `None` when no plugin did (no
+        /// nodes at all), which the queue treats like an error (backoff).
         diagnosis: Option<Diagnosis>,
         nomination: Option<PostFilterResult>,
         /// False when only an external change can help (UnschedulableAndUnresolvable everywhere).
@@ -520,9 +522,14 @@ pub fn schedule_one(
 
 fn rejected_after_filter(s: Status) -> Decision {
     if s.is_rejected() {
+        // The rejecting Reserve/Permit plugin decides which events requeue the pod.
+        let mut diagnosis = Diagnosis::default();
+        if let Some(p) = s.plugin() {
+            diagnosis.unschedulable_plugins.insert(p);
+        }
         Decision::Unschedulable {
             message: s.message(),
-            diagnosis: None,
+            diagnosis: Some(diagnosis),
             nomination: None,
             resolvable: s.code() == Code::Unschedulable,
         }

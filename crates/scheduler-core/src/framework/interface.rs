@@ -22,6 +22,14 @@ pub trait Plugin: Send + Sync + 'static {
     /// The extension points this plugin implements, as trait objects. The framework asks
     /// once, when it is built, so the hot path calls the point traits directly.
     fn points(self: Arc<Self>) -> PluginPoints;
+
+    /// Cluster events that may make a pod this plugin rejected schedulable (upstream
+    /// `EnqueueExtensions::EventsToRegister`). The queue moves such a pod out of the
+    /// unschedulable pool only on a matching event. Default: none, so a pod rejected by the
+    /// plugin waits for the periodic flush (plugins that never reject need nothing).
+    fn events_to_register(&self) -> Vec<super::ClusterEvent> {
+        Vec::new()
+    }
 }
 
 /// Trait objects for every point a plugin implements; `None` where it does not.

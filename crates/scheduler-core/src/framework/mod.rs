@@ -2,6 +2,7 @@
 
 mod cycle_state;
 mod diagnosis;
+mod events;
 mod extension_point;
 mod interface;
 mod nominator;
@@ -13,6 +14,10 @@ mod status;
 
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
+pub use events::{
+    ActionType, ClusterEvent, EventResource, PluginEvents, node_info_update_actions,
+    node_update_actions, node_update_events, pod_update_actions, pod_update_events,
+};
 pub use extension_point::ExtensionPoint;
 pub use interface::*;
 pub use nominator::NominatedPods;

@@ -17,6 +17,11 @@ pub struct QueuedPodInfo {
     pub initial_attempt_timestamp: Option<u64>,
     /// Plugins that rejected the pod last time, so only events they care about requeue it.
     pub unschedulable_plugins: BTreeSet<&'static str>,
+    /// Plugins that returned Pending last time; an event they registered requeues the pod
+    /// without waiting for its backoff.
+    pub pending_plugins: BTreeSet<&'static str>,
+    /// The PreEnqueue plugin keeping the pod out of the active queue, if any.
+    pub gating_plugin: Option<&'static str>,
 }
 
 impl QueuedPodInfo {
@@ -27,6 +32,26 @@ impl QueuedPodInfo {
             attempts: 0,
             initial_attempt_timestamp: None,
             unschedulable_plugins: BTreeSet::new(),
+            pending_plugins: BTreeSet::new(),
+            gating_plugin: None,
+        }
+    }
+
+    /// Whether a PreEnqueue plugin keeps the pod out of the active queue.
+    pub fn gated(&self) -> bool {
+        self.gating_plugin.is_some()
+    }
+
+    /// The plugins whose events may make the pod schedulable: the gating plugin while
+    /// gated, else the plugins that rejected it last time.
+    pub fn rejector_plugins(&self) -> BTreeSet<&'static str> {
+        match self.gating_plugin {
+            Some(p) => BTreeSet::from([p]),
+            None => self
+                .unschedulable_plugins
+                .union(&self.pending_plugins)
+                .copied()
+                .collect(),
         }
     }
 }

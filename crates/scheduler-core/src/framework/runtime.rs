@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::interface::*;
-use super::{Code, CycleState, ExtensionPoint, QueuedPodInfo, Registry, Status};
+use super::{Code, CycleState, ExtensionPoint, PluginEvents, QueuedPodInfo, Registry, Status};
 use crate::cache::Snapshot;
 use crate::config::ExpandedProfile;
 use crate::plugins::catalog;
@@ -66,6 +66,8 @@ pub struct Framework {
     pre_score_to_score: Vec<Option<usize>>,
     /// Whether the RuntimeClass plugin runs, so pods are resolved against their class.
     resolves_runtime_class: bool,
+    /// Cluster events registered by the plugins that can reject a pod.
+    events: PluginEvents,
 }
 
 impl fmt::Debug for Framework {
@@ -196,6 +198,26 @@ impl Framework {
                 (p, w)
             })
             .collect();
+        // Upstream asks the enqueue extensions: plugins that can keep a pod unscheduled.
+        let mut events = PluginEvents::new();
+        for (name, (plugin, _)) in &instances {
+            let rejects = [
+                ExtensionPoint::PreEnqueue,
+                ExtensionPoint::PreFilter,
+                ExtensionPoint::Filter,
+                ExtensionPoint::Reserve,
+                ExtensionPoint::Permit,
+            ]
+            .iter()
+            .any(|pt| {
+                spec.points
+                    .get(pt)
+                    .is_some_and(|v| v.iter().any(|n| n == name))
+            });
+            if rejects {
+                events.register(plugin.name(), plugin.events_to_register());
+            }
+        }
         let resolves_runtime_class = filter
             .iter()
             .any(|p| p.name == crate::plugins::names::RUNTIME_CLASS);
@@ -218,6 +240,7 @@ impl Framework {
             pre_filter_to_filter,
             pre_score_to_score,
             resolves_runtime_class,
+            events,
         })
     }
 
@@ -232,6 +255,11 @@ impl Framework {
     /// Plugins named by the profile that ferrosched does not implement yet (skipped).
     pub fn not_built(&self) -> &[String] {
         &self.not_built
+    }
+
+    /// Plugin -> cluster events, for the scheduling queue (upstream's queueing hint map).
+    pub fn events_to_register(&self) -> &PluginEvents {
+        &self.events
     }
 
     pub fn resolves_runtime_class(&self) -> bool {

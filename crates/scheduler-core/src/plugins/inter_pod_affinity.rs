@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{InterPodAffinityArgs, PluginArgs};
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -89,6 +90,18 @@ impl Plugin for InterPodAffinity {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter, pre_score, score)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(
+                EventResource::Pod,
+                ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
+            ),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+            ),
+        ]
     }
 }
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1 as k8s;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeAffinityArgs, PluginArgs};
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -117,6 +118,12 @@ impl Plugin for NodeAffinity {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter, pre_score, score)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(
+            EventResource::Node,
+            ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+        )]
     }
 }
 

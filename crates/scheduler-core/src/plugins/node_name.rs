@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
 use crate::types::{NodeInfo, PodInfo};
@@ -20,6 +21,9 @@ impl Plugin for NodeName {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(EventResource::Node, ActionType::ADD)]
     }
 }
 

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -27,6 +28,13 @@ impl Plugin for NodePorts {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            // Host ports are immutable, so only a pod leaving frees one.
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            ClusterEvent::new(EventResource::Node, ActionType::ADD),
+        ]
     }
 }
 

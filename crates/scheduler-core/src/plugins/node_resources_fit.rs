@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeResourcesFitArgs, PluginArgs, ScoringStrategyType};
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     Code, CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
@@ -273,6 +274,18 @@ impl Plugin for NodeResourcesFit {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter, pre_score, score)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(
+                EventResource::Pod,
+                ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN,
+            ),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
+            ),
+        ]
     }
 }
 

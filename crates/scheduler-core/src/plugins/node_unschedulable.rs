@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
 use crate::types::{NodeInfo, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint};
@@ -26,6 +27,15 @@ impl Plugin for NodeUnschedulable {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+            ),
+            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATION),
+        ]
     }
 }
 

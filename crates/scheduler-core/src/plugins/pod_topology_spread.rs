@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use super::names::POD_TOPOLOGY_SPREAD;
 use crate::cache::Snapshot;
 use crate::config::{PluginArgs, PodTopologySpreadArgs, PodTopologySpreadConstraintsDefaulting};
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -184,6 +185,21 @@ impl Plugin for PodTopologySpread {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter, pre_score, score)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(
+                EventResource::Pod,
+                ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
+            ),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD
+                    | ActionType::DELETE
+                    | ActionType::UPDATE_NODE_LABEL
+                    | ActionType::UPDATE_NODE_TAINT,
+            ),
+        ]
     }
 }
 

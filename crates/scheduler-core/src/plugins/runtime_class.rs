@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -44,6 +45,19 @@ impl Plugin for RuntimeClass {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            // A class that appears (or changes its nodeSelector) may admit the pod.
+            ClusterEvent::new(
+                EventResource::RuntimeClass,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+            ),
+        ]
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{Plugin, PluginPoints, PreEnqueuePlugin, Status};
 use crate::plugin_points;
 use crate::types::PodInfo;
@@ -21,6 +22,12 @@ impl Plugin for SchedulingGates {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_enqueue)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(
+            EventResource::Pod,
+            ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+        )]
     }
 }
 

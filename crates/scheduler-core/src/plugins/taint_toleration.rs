@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreScorePlugin,
     ScorePlugin, Status,
@@ -29,6 +30,15 @@ impl Plugin for TaintToleration {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => filter, pre_score, score)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+            ),
+            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATION),
+        ]
     }
 }
 

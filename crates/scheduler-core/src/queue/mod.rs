@@ -1,0 +1,876 @@
+//! The scheduling queue (upstream: `backend/queue/scheduling_queue.go`, `PriorityQueue`).
+//!
+//! Three places a pending pod can be, never two at once:
+//!
+//! * **activeQ**: ready to be tried, ordered by the profiles' QueueSort (FIFO among equals).
+//! * **backoffQ**: failed recently and waits out `initial * 2^(attempts-1)` (capped at the
+//!   max backoff) before going back to activeQ ([`SchedulingQueue::flush_backoff_completed`]).
+//!   When activeQ is empty, [`SchedulingQueue::pop`] takes the head of backoffQ instead
+//!   (upstream's `SchedulerPopFromBackoffQ`, on by default since 1.33).
+//! * **unschedulable pool**: rejected by plugins; waits for a cluster event one of those
+//!   plugins registered ([`SchedulingQueue::move_all_to_active_or_backoff`]) or for
+//!   [`SchedulingQueue::flush_unschedulable_left_over`] after 5 minutes. Pods a PreEnqueue
+//!   plugin keeps out (scheduling gates) wait here too, marked gated.
+//!
+//! A popped pod is *in flight* until [`SchedulingQueue::done`]. Events that arrive meanwhile
+//! are recorded; when the attempt fails, [`SchedulingQueue::add_unschedulable_if_not_present`]
+//! checks them against the plugins that rejected the pod, so an event that raced with the
+//! attempt sends the pod to backoffQ instead of the pool (upstream's in-flight events with
+//! queueing hints; `moveRequestCycle` without them).
+//!
+//! Queueing hints are simplified: a registered event that matches is taken as "Queue".
+//! Upstream's per-plugin hint functions can further skip events that cannot help (e.g. a
+//! node added that is too small); here such pods are retried and rejected again.
+//!
+//! The queue does not own frameworks: PreEnqueue, QueueSort and the plugins' events come
+//! through [`QueueProfiles`], which [`ProfileRegistry`] implements. Time comes from a
+//! [`Clock`], so tests drive it with [`FakeClock`].
+
+mod heap;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::framework::{
+    ClusterEvent, Diagnosis, EventResource, NominatedPods, PluginEvents, ProfileRegistry,
+    QueuedPodInfo, Status, pod_update_events,
+};
+use crate::types::{PodInfo, PodKey};
+use heap::KeyedHeap;
+
+/// Upstream `DefaultPodMaxInUnschedulablePodsDuration`.
+pub const DEFAULT_MAX_IN_UNSCHEDULABLE_PODS: Duration = Duration::from_secs(5 * 60);
+
+/// A monotonic clock; `now()` is the time since an arbitrary fixed origin.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Duration;
+}
+
+/// The real clock: time since the queue's clock was created.
+#[derive(Debug)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl SystemClock {
+    pub fn new() -> Self {
+        SystemClock {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// A clock tests move by hand; clones share the same time.
+#[derive(Clone, Debug, Default)]
+pub struct FakeClock {
+    nanos: Arc<AtomicU64>,
+}
+
+impl FakeClock {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.nanos.fetch_add(nanos(by), Ordering::SeqCst);
+    }
+
+    pub fn set(&self, to: Duration) {
+        self.nanos.store(nanos(to), Ordering::SeqCst);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What the queue needs from the profiles, without owning them.
+pub trait QueueProfiles: Send + Sync {
+    /// Runs the PreEnqueue plugins of the pod's profile; a failure names the plugin.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status;
+    /// The shared QueueSort order: `a` before `b`.
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+    /// Plugin -> events of the profile named `scheduler_name` (empty means default).
+    fn plugin_events(&self, scheduler_name: &str) -> Option<&PluginEvents>;
+    /// Whether any plugin of any profile registered an event matching `event`.
+    fn event_of_interest(&self, event: &ClusterEvent) -> bool;
+}
+
+impl QueueProfiles for ProfileRegistry {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        match self.for_scheduler_name(&pod.scheduler_name) {
+            Some(fw) => fw.run_pre_enqueue(pod),
+            None => Status::success(),
+        }
+    }
+
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        // Profiles agree on QueueSort (validated when the registry is built).
+        match self.iter().next() {
+            Some((_, fw)) => fw.queue_sort_less(a, b),
+            None => false,
+        }
+    }
+
+    fn plugin_events(&self, scheduler_name: &str) -> Option<&PluginEvents> {
+        self.for_scheduler_name(scheduler_name)
+            .map(|fw| fw.events_to_register())
+    }
+
+    fn event_of_interest(&self, event: &ClusterEvent) -> bool {
+        event.is_wildcard()
+            || self.iter().any(|(_, fw)| {
+                fw.events_to_register()
+                    .iter()
+                    .any(|(registered, _)| registered.matches(event))
+            })
+    }
+}
+
+impl<T: QueueProfiles + ?Sized> QueueProfiles for Arc<T> {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        (**self).pre_enqueue(pod)
+    }
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        (**self).less(a, b)
+    }
+    fn plugin_events(&self, scheduler_name: &str) -> Option<&PluginEvents> {
+        (**self).plugin_events(scheduler_name)
+    }
+    fn event_of_interest(&self, event: &ClusterEvent) -> bool {
+        (**self).event_of_interest(event)
+    }
+}
+
+/// Backoff and pool limits (from `podInitialBackoffSeconds`/`podMaxBackoffSeconds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// How long a pod may wait in the unschedulable pool before it is retried anyway.
+    pub max_in_unschedulable_pods: Duration,
+    /// When activeQ is empty, pop the head of backoffQ (upstream `SchedulerPopFromBackoffQ`).
+    pub pop_from_backoff: bool,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            max_in_unschedulable_pods: DEFAULT_MAX_IN_UNSCHEDULABLE_PODS,
+            pop_from_backoff: true,
+        }
+    }
+}
+
+impl QueueConfig {
+    pub fn from_config(cfg: &crate::config::KubeSchedulerConfiguration) -> Self {
+        let secs = |s: i64| Duration::from_secs(u64::try_from(s).unwrap_or(0));
+        QueueConfig {
+            initial_backoff: secs(cfg.pod_initial_backoff_seconds),
+            max_backoff: secs(cfg.pod_max_backoff_seconds),
+            ..QueueConfig::default()
+        }
+    }
+
+    /// `initial * 2^(attempts-1)`, capped at the max; no backoff before the first attempt.
+    pub fn backoff_duration(&self, attempts: u32) -> Duration {
+        if attempts == 0 {
+            return Duration::ZERO;
+        }
+        let mut d = self.initial_backoff;
+        for _ in 1..attempts {
+            if d > self.max_backoff.saturating_sub(d) {
+                return self.max_backoff;
+            }
+            d += d;
+        }
+        d.min(self.max_backoff)
+    }
+}
+
+/// Which sub-queue a pod is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QueueKind {
+    Active,
+    Backoff,
+    Unschedulable,
+    /// In the unschedulable pool because a PreEnqueue plugin keeps it out.
+    Gated,
+}
+
+/// Pending pods per sub-queue, for the `scheduler_pending_pods` metric.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PendingCounts {
+    pub active: usize,
+    pub backoff: usize,
+    /// Not counting gated pods.
+    pub unschedulable: usize,
+    pub gated: usize,
+}
+
+impl fmt::Display for PendingCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "activeQ:{}; backoffQ:{}; unschedulablePods:{}; gated:{}",
+            self.active, self.backoff, self.unschedulable, self.gated
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QueueError {
+    #[error("pod {0} is already present in the {1:?} queue")]
+    AlreadyPresent(PodKey, QueueKind),
+    /// The pod was deleted while it was being scheduled; it is not requeued.
+    #[error("pod {0} was deleted during its scheduling attempt")]
+    Deleted(PodKey),
+}
+
+/// How an event affects an unschedulable pod (upstream `queueingStrategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Strategy {
+    Skip,
+    AfterBackoff,
+    Immediately,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    info: QueuedPodInfo,
+    /// Insertion order, so pods QueueSort ranks equal come out first-in first-out.
+    seq: u64,
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    /// Events recorded at this cycle or later arrived during the attempt.
+    cycle: u64,
+    /// The pod as last updated while in flight; requeued in this version.
+    latest: Option<Arc<PodInfo>>,
+    deleted: bool,
+}
+
+#[derive(Clone, Debug)]
+struct RecordedEvent {
+    cycle: u64,
+    event: ClusterEvent,
+    /// Updates of an in-flight pod itself concern only that pod.
+    only_for: Option<PodKey>,
+}
+
+/// The scheduling queue. Not thread-safe by itself: the controller wraps it in a lock and
+/// a condition variable for blocking pops.
+pub struct SchedulingQueue {
+    config: QueueConfig,
+    clock: Arc<dyn Clock>,
+    profiles: Arc<dyn QueueProfiles>,
+    active: KeyedHeap<Entry>,
+    backoff: KeyedHeap<Entry>,
+    unschedulable: BTreeMap<PodKey, QueuedPodInfo>,
+    /// Attempts under way, by pod key and UID: a pod deleted and recreated under the same
+    /// name during its attempt is another pod.
+    in_flight: HashMap<(PodKey, String), InFlight>,
+    /// The UID of the in-flight, not deleted, incarnation of each key.
+    in_flight_by_key: HashMap<PodKey, String>,
+    in_flight_events: Vec<RecordedEvent>,
+    scheduling_cycle: u64,
+    seq: u64,
+    nominator: NominatedPods,
+}
+
+impl fmt::Debug for SchedulingQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulingQueue")
+            .field("pending", &self.pending_pods())
+            .field("in_flight", &self.in_flight.len())
+            .field("scheduling_cycle", &self.scheduling_cycle)
+            .finish_non_exhaustive()
+    }
+}
+
+fn active_less(p: &dyn QueueProfiles) -> impl Fn(&Entry, &Entry) -> bool + '_ {
+    move |a, b| p.less(&a.info, &b.info) || (!p.less(&b.info, &a.info) && a.seq < b.seq)
+}
+
+fn backoff_expiry(cfg: &QueueConfig, info: &QueuedPodInfo) -> u64 {
+    info.timestamp
+        .saturating_add(nanos(cfg.backoff_duration(info.attempts)))
+}
+
+fn backoff_less<'a>(
+    cfg: &'a QueueConfig,
+    p: &'a dyn QueueProfiles,
+) -> impl Fn(&Entry, &Entry) -> bool + 'a {
+    move |a, b| {
+        let (ea, eb) = (backoff_expiry(cfg, &a.info), backoff_expiry(cfg, &b.info));
+        ea < eb || (ea == eb && active_less(p)(a, b))
+    }
+}
+
+impl SchedulingQueue {
+    pub fn new(
+        config: QueueConfig,
+        clock: Arc<dyn Clock>,
+        profiles: Arc<dyn QueueProfiles>,
+    ) -> Self {
+        SchedulingQueue {
+            config,
+            clock,
+            profiles,
+            active: KeyedHeap::default(),
+            backoff: KeyedHeap::default(),
+            unschedulable: BTreeMap::new(),
+            in_flight: HashMap::new(),
+            in_flight_by_key: HashMap::new(),
+            in_flight_events: Vec::new(),
+            scheduling_cycle: 0,
+            seq: 0,
+            nominator: NominatedPods::new(),
+        }
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    fn now(&self) -> u64 {
+        nanos(self.clock.now())
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The number of pods popped so far; the cycle of the last popped pod.
+    pub fn scheduling_cycle(&self) -> u64 {
+        self.scheduling_cycle
+    }
+
+    /// Where the pod is waiting, if it is.
+    pub fn queue_of(&self, key: &PodKey) -> Option<QueueKind> {
+        if self.active.contains(key) {
+            Some(QueueKind::Active)
+        } else if self.backoff.contains(key) {
+            Some(QueueKind::Backoff)
+        } else {
+            self.unschedulable.get(key).map(|i| {
+                if i.gated() {
+                    QueueKind::Gated
+                } else {
+                    QueueKind::Unschedulable
+                }
+            })
+        }
+    }
+
+    /// The queued entry of a waiting pod.
+    pub fn get(&self, key: &PodKey) -> Option<&QueuedPodInfo> {
+        self.active
+            .get(key)
+            .or_else(|| self.backoff.get(key))
+            .map(|e| &e.info)
+            .or_else(|| self.unschedulable.get(key))
+    }
+
+    /// Whether the pod was popped and its attempt is not done yet.
+    pub fn is_in_flight(&self, key: &PodKey) -> bool {
+        self.in_flight_by_key.contains_key(key)
+    }
+
+    fn in_flight_of(&mut self, key: &PodKey) -> Option<&mut InFlight> {
+        let uid = self.in_flight_by_key.get(key)?;
+        self.in_flight.get_mut(&(key.clone(), uid.clone()))
+    }
+
+    /// A new unscheduled pod (informer add): PreEnqueue decides activeQ or the gated pool.
+    /// A pod already waiting is replaced (attempts reset); one being scheduled is handled
+    /// as an update of the in-flight pod (`None`).
+    pub fn add(&mut self, pod: Arc<PodInfo>) -> Option<QueueKind> {
+        let key = pod.key().clone();
+        if self.is_in_flight(&key) {
+            return self.update(None, pod);
+        }
+        self.remove_waiting(&key);
+        Some(self.enqueue_new(pod))
+    }
+
+    /// A pod the queue did not hold: PreEnqueue, then activeQ (nominated if it carries a
+    /// nominatedNodeName) or the gated pool.
+    fn enqueue_new(&mut self, pod: Arc<PodInfo>) -> QueueKind {
+        let info = QueuedPodInfo::new(Arc::clone(&pod), self.now());
+        let kind = self.move_to_active(info, true);
+        if kind == QueueKind::Active {
+            self.add_nominated(&pod, None);
+        }
+        kind
+    }
+
+    /// An unscheduled pod changed (informer update). `old` is the previous version when known.
+    pub fn update(&mut self, old: Option<&PodInfo>, new: Arc<PodInfo>) -> Option<QueueKind> {
+        let key = new.key().clone();
+        let events = match old {
+            Some(old) => pod_update_events(old, &new),
+            None => vec![ClusterEvent::new(
+                EventResource::UnscheduledPod,
+                crate::framework::ActionType::UPDATE_OTHER,
+            )],
+        };
+
+        // Being scheduled: remember the new version and its events; the attempt's outcome
+        // decides where it goes.
+        if let Some(f) = self.in_flight_of(&key) {
+            f.latest = Some(Arc::clone(&new));
+            let cycle = self.scheduling_cycle;
+            for event in events {
+                self.in_flight_events.push(RecordedEvent {
+                    cycle,
+                    event,
+                    only_for: Some(key.clone()),
+                });
+            }
+            return None;
+        }
+
+        let profiles = &*self.profiles;
+        let replace = |e: &mut Entry| e.info.pod = Arc::clone(&new);
+        if self.active.update(&key, &active_less(profiles), replace) {
+            self.update_nominated(old, &new);
+            return Some(QueueKind::Active);
+        }
+        let replace = |e: &mut Entry| e.info.pod = Arc::clone(&new);
+        if self
+            .backoff
+            .update(&key, &backoff_less(&self.config, profiles), replace)
+        {
+            self.update_nominated(old, &new);
+            return Some(QueueKind::Backoff);
+        }
+
+        if let Some(mut info) = self.unschedulable.remove(&key) {
+            info.pod = Arc::clone(&new);
+            self.update_nominated(old, &new);
+            let strategy = events
+                .iter()
+                .map(|e| self.worth_requeuing(&info, e))
+                .max()
+                .unwrap_or(Strategy::Skip);
+            return Some(self.requeue(info, strategy));
+        }
+
+        // Not known yet (e.g. the add was missed): treat as new.
+        Some(self.enqueue_new(new))
+    }
+
+    /// The pod is gone (deleted, or bound by someone else). Returns whether it was waiting.
+    pub fn delete(&mut self, key: &PodKey) -> bool {
+        self.nominator.remove(key);
+        if let Some(f) = self.in_flight_of(key) {
+            f.deleted = true;
+            self.in_flight_by_key.remove(key);
+        }
+        self.remove_waiting(key).is_some()
+    }
+
+    /// Takes the next pod to schedule: activeQ's head, else backoffQ's (if enabled). The pod
+    /// is in flight until [`done`](Self::done).
+    pub fn pop(&mut self) -> Option<QueuedPodInfo> {
+        let profiles = &*self.profiles;
+        let entry = match self.active.pop(&active_less(profiles)) {
+            Some(e) => e,
+            None if self.config.pop_from_backoff => {
+                self.backoff.pop(&backoff_less(&self.config, profiles))?
+            }
+            None => return None,
+        };
+        let mut info = entry.info;
+        info.attempts += 1;
+        self.scheduling_cycle += 1;
+        let (key, uid) = (info.pod.key().clone(), info.pod.uid.clone());
+        self.in_flight_by_key.insert(key.clone(), uid.clone());
+        self.in_flight.insert(
+            (key, uid),
+            InFlight {
+                cycle: self.scheduling_cycle,
+                latest: None,
+                deleted: false,
+            },
+        );
+        Some(info)
+    }
+
+    /// The attempt for `pod` (as popped) is over: bound, or given up. Requeueing through
+    /// [`add_unschedulable_if_not_present`](Self::add_unschedulable_if_not_present) calls it.
+    pub fn done(&mut self, pod: &PodInfo) {
+        let id = (pod.key().clone(), pod.uid.clone());
+        if self.in_flight.remove(&id).is_none() {
+            return;
+        }
+        if self.in_flight_by_key.get(&id.0) == Some(&id.1) {
+            self.in_flight_by_key.remove(&id.0);
+        }
+        match self.in_flight.values().map(|f| f.cycle).min() {
+            None => self.in_flight_events.clear(),
+            Some(oldest) => self.in_flight_events.retain(|e| e.cycle >= oldest),
+        }
+    }
+
+    /// Puts a pod whose attempt failed back. `diagnosis` is `None` for an error (the pod
+    /// then always goes through backoff); otherwise its unschedulable/pending plugins decide
+    /// which events may help. If a matching event arrived during the attempt (since
+    /// `scheduling_cycle`), the pod goes to backoffQ (or activeQ once backed off), else to
+    /// the unschedulable pool. Always ends the attempt ([`done`](Self::done)).
+    ///
+    /// The pod's nomination is reset to its own `nominatedNodeName`; a caller that just
+    /// nominated it through preemption calls [`add_nominated`](Self::add_nominated) after
+    /// this, as upstream's failure handler does.
+    pub fn add_unschedulable_if_not_present(
+        &mut self,
+        mut info: QueuedPodInfo,
+        diagnosis: Option<&Diagnosis>,
+        scheduling_cycle: u64,
+    ) -> Result<QueueKind, QueueError> {
+        let popped = Arc::clone(&info.pod);
+        let result = self.requeue_failed(&mut info, diagnosis, scheduling_cycle);
+        self.done(&popped);
+        result
+    }
+
+    fn requeue_failed(
+        &mut self,
+        info: &mut QueuedPodInfo,
+        diagnosis: Option<&Diagnosis>,
+        scheduling_cycle: u64,
+    ) -> Result<QueueKind, QueueError> {
+        let key = info.pod.key().clone();
+        if let Some(f) = self.in_flight.get(&(key.clone(), info.pod.uid.clone())) {
+            if f.deleted {
+                return Err(QueueError::Deleted(key));
+            }
+            if let Some(latest) = &f.latest {
+                info.pod = Arc::clone(latest);
+            }
+        }
+        if let Some(kind) = self.queue_of(&key) {
+            return Err(QueueError::AlreadyPresent(key, kind));
+        }
+        match diagnosis {
+            Some(d) => {
+                info.unschedulable_plugins = d.unschedulable_plugins.clone();
+                info.pending_plugins = d.pending_plugins.clone();
+            }
+            None => {
+                info.unschedulable_plugins.clear();
+                info.pending_plugins.clear();
+            }
+        }
+        info.gating_plugin = None;
+        info.timestamp = self.now();
+
+        let strategy = if info.rejector_plugins().is_empty() {
+            Strategy::AfterBackoff
+        } else {
+            self.in_flight_events
+                .iter()
+                .filter(|e| e.cycle >= scheduling_cycle)
+                .filter(|e| e.only_for.as_ref().is_none_or(|k| *k == key))
+                .map(|e| self.worth_requeuing(info, &e.event))
+                .max()
+                .unwrap_or(Strategy::Skip)
+        };
+        let pod = Arc::clone(&info.pod);
+        let kind = self.requeue(info.clone(), strategy);
+        self.add_nominated(&pod, None);
+        Ok(kind)
+    }
+
+    /// A cluster event happened: moves every unschedulable pod it may help (and that passes
+    /// `pre_check`) to activeQ or backoffQ. Returns how many pods left the pool.
+    pub fn move_all_to_active_or_backoff(
+        &mut self,
+        event: ClusterEvent,
+        pre_check: Option<&dyn Fn(&PodInfo) -> bool>,
+    ) -> usize {
+        if !self.profiles.event_of_interest(&event) {
+            return 0;
+        }
+        let keys: Vec<PodKey> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, i)| pre_check.is_none_or(|f| f(&i.pod)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.move_pods(keys, event)
+    }
+
+    fn move_pods(&mut self, keys: Vec<PodKey>, event: ClusterEvent) -> usize {
+        let mut moved = 0;
+        for key in keys {
+            let Some(info) = self.unschedulable.get(&key) else {
+                continue;
+            };
+            let strategy = self.worth_requeuing(info, &event);
+            if strategy == Strategy::Skip {
+                continue;
+            }
+            let info = self.unschedulable.remove(&key).expect("present");
+            if !matches!(
+                self.requeue(info, strategy),
+                QueueKind::Unschedulable | QueueKind::Gated
+            ) {
+                moved += 1;
+            }
+        }
+        if !self.in_flight.is_empty() {
+            self.in_flight_events.push(RecordedEvent {
+                cycle: self.scheduling_cycle,
+                event,
+                only_for: None,
+            });
+        }
+        moved
+    }
+
+    /// Moves pods whose backoff has expired from backoffQ to activeQ (upstream runs this
+    /// every second). Returns how many moved.
+    pub fn flush_backoff_completed(&mut self) -> usize {
+        let now = self.now();
+        let mut moved = 0;
+        loop {
+            match self.backoff.peek() {
+                Some(e) if backoff_expiry(&self.config, &e.info) <= now => {}
+                _ => break,
+            }
+            let profiles = &*self.profiles;
+            let entry = self
+                .backoff
+                .pop(&backoff_less(&self.config, profiles))
+                .expect("peeked");
+            // PreEnqueue already ran when the pod entered backoffQ.
+            let rerun = !self.config.pop_from_backoff;
+            if self.move_to_active(entry.info, rerun) == QueueKind::Active {
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    /// Retries pods that waited in the unschedulable pool longer than the limit (upstream
+    /// runs this every 30 seconds). Returns how many left the pool.
+    pub fn flush_unschedulable_left_over(&mut self) -> usize {
+        let now = self.now();
+        let limit = nanos(self.config.max_in_unschedulable_pods);
+        let keys: Vec<PodKey> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, i)| now.saturating_sub(i.timestamp) > limit)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if keys.is_empty() {
+            return 0;
+        }
+        self.move_pods(keys, ClusterEvent::UNSCHEDULABLE_TIMEOUT)
+    }
+
+    /// Pending pods per sub-queue (in-flight pods are not pending).
+    pub fn pending_pods(&self) -> PendingCounts {
+        let gated = self.unschedulable.values().filter(|i| i.gated()).count();
+        PendingCounts {
+            active: self.active.len(),
+            backoff: self.backoff.len(),
+            unschedulable: self.unschedulable.len() - gated,
+            gated,
+        }
+    }
+
+    /// Every waiting pod and where it waits.
+    pub fn pending_pods_list(&self) -> Vec<(Arc<PodInfo>, QueueKind)> {
+        let mut v: Vec<(Arc<PodInfo>, QueueKind)> = self
+            .active
+            .iter()
+            .map(|e| (Arc::clone(&e.info.pod), QueueKind::Active))
+            .chain(
+                self.backoff
+                    .iter()
+                    .map(|e| (Arc::clone(&e.info.pod), QueueKind::Backoff)),
+            )
+            .collect();
+        v.extend(self.unschedulable.values().map(|i| {
+            let kind = if i.gated() {
+                QueueKind::Gated
+            } else {
+                QueueKind::Unschedulable
+            };
+            (Arc::clone(&i.pod), kind)
+        }));
+        v
+    }
+
+    // ---- nominator ----
+
+    /// Pods nominated to nodes, for filters and preemption.
+    pub fn nominated_pods(&self) -> &NominatedPods {
+        &self.nominator
+    }
+
+    /// Records a nomination (upstream `AddNominatedPod` with override mode): `node` wins
+    /// over the pod's own `nominatedNodeName`; with neither, any nomination is dropped.
+    /// Bound pods are never nominated.
+    pub fn add_nominated(&mut self, pod: &Arc<PodInfo>, node: Option<&str>) {
+        self.nominator.remove(pod.key());
+        if pod.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+            return;
+        }
+        let node = node
+            .map(str::to_string)
+            .or_else(|| pod.nominated_node_name.clone())
+            .filter(|n| !n.is_empty());
+        if let Some(node) = node {
+            self.nominator.add(Arc::clone(pod), &node);
+        }
+    }
+
+    pub fn delete_nominated_if_exists(&mut self, key: &PodKey) {
+        self.nominator.remove(key);
+    }
+
+    /// Re-points the nomination at the new pod version. An update that neither had nor has
+    /// a nominatedNodeName keeps a nomination made in memory (it may not be persisted yet).
+    fn update_nominated(&mut self, old: Option<&PodInfo>, new: &Arc<PodInfo>) {
+        let neither = old.is_none_or(|o| o.nominated_node_name.is_none())
+            && new.nominated_node_name.is_none();
+        let keep = if neither {
+            self.nominator.node_of(new.key()).map(str::to_string)
+        } else {
+            None
+        };
+        self.add_nominated(new, keep.as_deref());
+    }
+
+    // ---- internals ----
+
+    /// Removes a waiting pod from whichever sub-queue holds it.
+    fn remove_waiting(&mut self, key: &PodKey) -> Option<QueuedPodInfo> {
+        let profiles = &*self.profiles;
+        if let Some(e) = self.active.remove(key, &active_less(profiles)) {
+            return Some(e.info);
+        }
+        if let Some(e) = self
+            .backoff
+            .remove(key, &backoff_less(&self.config, profiles))
+        {
+            return Some(e.info);
+        }
+        self.unschedulable.remove(key)
+    }
+
+    /// Runs PreEnqueue; true if the pod may proceed. Records the gating plugin otherwise.
+    fn pass_pre_enqueue(&self, info: &mut QueuedPodInfo) -> bool {
+        let status = self.profiles.pre_enqueue(&info.pod);
+        if status.is_success() {
+            info.gating_plugin = None;
+            true
+        } else {
+            info.gating_plugin = Some(status.plugin().unwrap_or("PreEnqueue"));
+            false
+        }
+    }
+
+    fn is_backing_off(&self, info: &QueuedPodInfo) -> bool {
+        backoff_expiry(&self.config, info) > self.now()
+    }
+
+    fn move_to_active(&mut self, mut info: QueuedPodInfo, run_pre_enqueue: bool) -> QueueKind {
+        if run_pre_enqueue && !self.pass_pre_enqueue(&mut info) {
+            self.unschedulable.insert(info.pod.key().clone(), info);
+            return QueueKind::Gated;
+        }
+        if info.initial_attempt_timestamp.is_none() {
+            info.initial_attempt_timestamp = Some(self.now());
+        }
+        let seq = self.next_seq();
+        self.active.push(
+            info.pod.key().clone(),
+            Entry { info, seq },
+            &active_less(&*self.profiles),
+        );
+        QueueKind::Active
+    }
+
+    fn move_to_backoff(&mut self, mut info: QueuedPodInfo) -> QueueKind {
+        if self.config.pop_from_backoff && !self.pass_pre_enqueue(&mut info) {
+            self.unschedulable.insert(info.pod.key().clone(), info);
+            return QueueKind::Gated;
+        }
+        let seq = self.next_seq();
+        let key = info.pod.key().clone();
+        self.backoff.push(
+            key,
+            Entry { info, seq },
+            &backoff_less(&self.config, &*self.profiles),
+        );
+        QueueKind::Backoff
+    }
+
+    /// Upstream `requeuePodWithQueueingStrategy`. The pod must not be in any sub-queue.
+    fn requeue(&mut self, info: QueuedPodInfo, strategy: Strategy) -> QueueKind {
+        match strategy {
+            Strategy::Skip => {
+                let kind = if info.gated() {
+                    QueueKind::Gated
+                } else {
+                    QueueKind::Unschedulable
+                };
+                self.unschedulable.insert(info.pod.key().clone(), info);
+                kind
+            }
+            Strategy::AfterBackoff if self.is_backing_off(&info) => self.move_to_backoff(info),
+            _ => self.move_to_active(info, true),
+        }
+    }
+
+    /// Upstream `isPodWorthRequeuing` with every queueing hint answering "Queue".
+    fn worth_requeuing(&self, info: &QueuedPodInfo, event: &ClusterEvent) -> Strategy {
+        let rejectors: BTreeSet<&'static str> = info.rejector_plugins();
+        if rejectors.is_empty() || event.is_wildcard() {
+            return Strategy::AfterBackoff;
+        }
+        let Some(events) = self.profiles.plugin_events(&info.pod.scheduler_name) else {
+            return Strategy::AfterBackoff;
+        };
+        let mut strategy = Strategy::Skip;
+        for plugin in events.interested(event, &rejectors) {
+            if info.gating_plugin.is_none() && info.pending_plugins.contains(plugin) {
+                return Strategy::Immediately;
+            }
+            strategy = Strategy::AfterBackoff;
+        }
+        strategy
+    }
+}

@@ -1,0 +1,731 @@
+//! Queue scenarios after upstream's `scheduling_queue_test.go`, rewritten against a fake clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1 as k8s;
+
+use super::*;
+use crate::framework::{ActionType, Diagnosis, EventResource, ProfileRegistry, Registry};
+use crate::plugins::names;
+use crate::types::PodInfo;
+
+fn registry() -> Arc<ProfileRegistry> {
+    let loaded = crate::config::from_flags(None, None).unwrap();
+    Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap())
+}
+
+fn queue_with(config: QueueConfig) -> (SchedulingQueue, FakeClock) {
+    let clock = FakeClock::new();
+    clock.set(Duration::from_secs(1000));
+    let q = SchedulingQueue::new(config, Arc::new(clock.clone()), registry());
+    (q, clock)
+}
+
+fn queue() -> (SchedulingQueue, FakeClock) {
+    queue_with(QueueConfig::default())
+}
+
+fn pod(name: &str, priority: i32) -> Arc<PodInfo> {
+    Arc::new(PodInfo::test("ns", name).priority(priority).build())
+}
+
+fn gated(name: &str, gates: &[&str]) -> Arc<PodInfo> {
+    let gates: Vec<k8s::PodSchedulingGate> = gates
+        .iter()
+        .map(|g| k8s::PodSchedulingGate {
+            name: g.to_string(),
+        })
+        .collect();
+    Arc::new(
+        PodInfo::test("ns", name)
+            .edit(|p| p.spec.as_mut().unwrap().scheduling_gates = Some(gates))
+            .build(),
+    )
+}
+
+fn key(name: &str) -> PodKey {
+    PodKey::new("ns", name)
+}
+
+fn rejected_by(plugins: &[&'static str]) -> Diagnosis {
+    Diagnosis {
+        unschedulable_plugins: plugins.iter().copied().collect(),
+        ..Diagnosis::default()
+    }
+}
+
+fn ev(resource: EventResource, action: ActionType) -> ClusterEvent {
+    ClusterEvent::new(resource, action)
+}
+
+/// Pops `name` (which must be next) and fails it with `plugins` (none: an error).
+fn fail(q: &mut SchedulingQueue, name: &str, plugins: &[&'static str]) -> QueueKind {
+    let info = q.pop().expect("a pod to pop");
+    assert_eq!(info.pod.key(), &key(name));
+    let cycle = q.scheduling_cycle();
+    let d = rejected_by(plugins);
+    let diag = if plugins.is_empty() { None } else { Some(&d) };
+    q.add_unschedulable_if_not_present(info, diag, cycle)
+        .unwrap()
+}
+
+fn pop_names(q: &mut SchedulingQueue) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(i) = q.pop() {
+        out.push(i.pod.name().to_string());
+        q.done(&i.pod);
+    }
+    out
+}
+
+#[test]
+fn pops_by_priority_then_first_in_first_out() {
+    let (mut q, clock) = queue();
+    q.add(pod("low-1", 0));
+    q.add(pod("high-1", 10));
+    clock.advance(Duration::from_millis(1));
+    q.add(pod("low-2", 0));
+    q.add(pod("high-2", 10));
+    // Same timestamp, same priority: insertion order decides.
+    q.add(pod("low-3", 0));
+    assert_eq!(
+        q.pending_pods(),
+        PendingCounts {
+            active: 5,
+            ..PendingCounts::default()
+        }
+    );
+    assert_eq!(
+        pop_names(&mut q),
+        ["high-1", "high-2", "low-1", "low-2", "low-3"]
+    );
+    assert!(q.pop().is_none());
+}
+
+#[test]
+fn backoff_doubles_per_attempt_and_is_capped() {
+    let cfg = QueueConfig::default();
+    let got: Vec<u64> = (0..7).map(|a| cfg.backoff_duration(a).as_secs()).collect();
+    assert_eq!(got, [0, 1, 2, 4, 8, 10, 10]);
+    let big = QueueConfig {
+        initial_backoff: Duration::from_secs(1),
+        max_backoff: Duration::from_secs(60),
+        ..cfg
+    };
+    assert_eq!(big.backoff_duration(40), Duration::from_secs(60));
+}
+
+#[test]
+fn failed_pod_waits_out_its_backoff_in_backoff_queue() {
+    let (mut q, clock) = queue_with(QueueConfig {
+        pop_from_backoff: false,
+        ..QueueConfig::default()
+    });
+    q.add(pod("p", 0));
+    for (attempt, secs) in [(1u32, 1u64), (2, 2), (3, 4), (4, 8), (5, 10), (6, 10)] {
+        // An error (no rejecting plugin) always goes through backoff.
+        assert_eq!(
+            fail(&mut q, "p", &[]),
+            QueueKind::Backoff,
+            "attempt {attempt}"
+        );
+        assert!(q.pop().is_none(), "backoffQ is not popped when disabled");
+        clock.advance(Duration::from_secs(secs) - Duration::from_nanos(1));
+        assert_eq!(q.flush_backoff_completed(), 0, "attempt {attempt}");
+        assert_eq!(q.queue_of(&key("p")), Some(QueueKind::Backoff));
+        clock.advance(Duration::from_nanos(1));
+        assert_eq!(q.flush_backoff_completed(), 1, "attempt {attempt}");
+        assert_eq!(q.queue_of(&key("p")), Some(QueueKind::Active));
+        assert_eq!(q.get(&key("p")).unwrap().attempts, attempt);
+    }
+}
+
+#[test]
+fn empty_active_queue_pops_from_backoff_queue() {
+    let (mut q, _clock) = queue();
+    q.add(pod("p", 0));
+    assert_eq!(fail(&mut q, "p", &[]), QueueKind::Backoff);
+    let again = q.pop().expect("popped from backoffQ");
+    assert_eq!(again.attempts, 2);
+    assert_eq!(q.pending_pods(), PendingCounts::default());
+}
+
+#[test]
+fn rejected_pod_moves_only_on_an_event_its_plugins_registered() {
+    let (mut q, clock) = queue();
+    q.add(pod("fit", 0));
+    assert_eq!(
+        fail(&mut q, "fit", &[names::NODE_RESOURCES_FIT]),
+        QueueKind::Unschedulable
+    );
+    let unrelated = [
+        ev(EventResource::PodDisruptionBudget, ActionType::ADD),
+        ev(EventResource::Node, ActionType::UPDATE_NODE_LABEL),
+        ev(EventResource::Node, ActionType::UPDATE_NODE_TAINT),
+        ev(EventResource::AssignedPod, ActionType::ADD),
+        ev(EventResource::AssignedPod, ActionType::UPDATE_POD_LABEL),
+    ];
+    for e in unrelated {
+        assert_eq!(q.move_all_to_active_or_backoff(e, None), 0, "{}", e.label());
+        assert_eq!(q.queue_of(&key("fit")), Some(QueueKind::Unschedulable));
+    }
+    // Node add: still backing off (1s after the failure), so backoffQ.
+    assert_eq!(
+        q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None),
+        1
+    );
+    assert_eq!(q.queue_of(&key("fit")), Some(QueueKind::Backoff));
+
+    // Once backed off, a matching event sends it straight to activeQ.
+    let popped = q.pop().unwrap();
+    q.done(&popped.pod);
+    q.add(pod("fit2", 0));
+    assert_eq!(
+        fail(&mut q, "fit2", &[names::NODE_RESOURCES_FIT]),
+        QueueKind::Unschedulable
+    );
+    clock.advance(Duration::from_secs(2));
+    let delete = ev(EventResource::AssignedPod, ActionType::DELETE);
+    assert_eq!(q.move_all_to_active_or_backoff(delete, None), 1);
+    assert_eq!(q.queue_of(&key("fit2")), Some(QueueKind::Active));
+}
+
+#[test]
+fn missing_runtime_class_waits_for_runtime_class_events() {
+    let (mut q, _clock) = queue();
+    q.add(pod("kata", 0));
+    assert_eq!(
+        fail(&mut q, "kata", &[names::RUNTIME_CLASS]),
+        QueueKind::Unschedulable
+    );
+    let taint = ev(EventResource::Node, ActionType::UPDATE_NODE_TAINT);
+    assert_eq!(q.move_all_to_active_or_backoff(taint, None), 0);
+    let added = ev(EventResource::RuntimeClass, ActionType::ADD);
+    assert_eq!(q.move_all_to_active_or_backoff(added, None), 1);
+    assert_eq!(q.queue_of(&key("kata")), Some(QueueKind::Backoff));
+}
+
+#[test]
+fn pre_check_limits_which_pods_move() {
+    let (mut q, _clock) = queue();
+    q.add(pod("a", 0));
+    q.add(pod("b", 0));
+    fail(&mut q, "a", &[names::NODE_RESOURCES_FIT]);
+    fail(&mut q, "b", &[names::NODE_RESOURCES_FIT]);
+    let only_b = |p: &PodInfo| p.name() == "b";
+    let node_add = ev(EventResource::Node, ActionType::ADD);
+    assert_eq!(q.move_all_to_active_or_backoff(node_add, Some(&only_b)), 1);
+    assert_eq!(q.queue_of(&key("a")), Some(QueueKind::Unschedulable));
+    assert_eq!(q.queue_of(&key("b")), Some(QueueKind::Backoff));
+}
+
+#[test]
+fn pending_plugin_event_skips_backoff() {
+    let (mut q, _clock) = queue();
+    q.add(pod("p", 0));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    let d = Diagnosis {
+        pending_plugins: BTreeSet::from([names::NODE_RESOURCES_FIT]),
+        ..Diagnosis::default()
+    };
+    assert_eq!(
+        q.add_unschedulable_if_not_present(info, Some(&d), cycle),
+        Ok(QueueKind::Unschedulable)
+    );
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    assert_eq!(q.queue_of(&key("p")), Some(QueueKind::Active));
+}
+
+#[test]
+fn left_over_unschedulable_pods_are_flushed_after_five_minutes() {
+    let (mut q, clock) = queue();
+    q.add(pod("p", 0));
+    fail(&mut q, "p", &[names::NODE_AFFINITY]);
+    clock.advance(DEFAULT_MAX_IN_UNSCHEDULABLE_PODS);
+    assert_eq!(q.flush_unschedulable_left_over(), 0);
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(q.flush_unschedulable_left_over(), 1);
+    // Long past its 1s backoff: straight to activeQ.
+    assert_eq!(q.queue_of(&key("p")), Some(QueueKind::Active));
+}
+
+#[test]
+fn gated_pod_waits_until_every_gate_is_removed() {
+    let (mut q, clock) = queue();
+    let two = gated("g", &["a", "b"]);
+    assert_eq!(q.add(Arc::clone(&two)), Some(QueueKind::Gated));
+    assert_eq!(
+        q.pending_pods(),
+        PendingCounts {
+            gated: 1,
+            ..PendingCounts::default()
+        }
+    );
+    assert!(q.pop().is_none());
+    assert_eq!(
+        q.get(&key("g")).unwrap().gating_plugin,
+        Some(names::SCHEDULING_GATES)
+    );
+
+    // Cluster events and the periodic flush do not release it.
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    clock.advance(Duration::from_secs(600));
+    q.flush_unschedulable_left_over();
+    assert_eq!(q.queue_of(&key("g")), Some(QueueKind::Gated));
+
+    let one = gated("g", &["b"]);
+    assert_eq!(
+        q.update(Some(&two), Arc::clone(&one)),
+        Some(QueueKind::Gated)
+    );
+    let none = gated("g", &[]);
+    assert_eq!(q.update(Some(&one), none), Some(QueueKind::Active));
+    let popped = q.pop().unwrap();
+    assert_eq!(popped.attempts, 1);
+    assert!(!popped.gated());
+}
+
+#[test]
+fn move_request_during_the_attempt_sends_the_pod_to_backoff() {
+    let (mut q, _clock) = queue();
+    q.add(pod("raced", 0));
+    q.add(pod("quiet", 0));
+    q.add(pod("other", 0));
+
+    // An event before the pod is popped does not count for it.
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+
+    let raced = q.pop().unwrap();
+    let raced_cycle = q.scheduling_cycle();
+    let quiet = q.pop().unwrap();
+    let quiet_cycle = q.scheduling_cycle();
+    // While both are in flight: an allocatable change (NodeResourcesFit cares, NodeAffinity
+    // does not), then a PDB change (nobody cares).
+    let allocatable = ev(EventResource::Node, ActionType::UPDATE_NODE_ALLOCATABLE);
+    q.move_all_to_active_or_backoff(allocatable, None);
+    q.move_all_to_active_or_backoff(
+        ev(EventResource::PodDisruptionBudget, ActionType::ADD),
+        None,
+    );
+
+    let fit = rejected_by(&[names::NODE_RESOURCES_FIT]);
+    assert_eq!(
+        q.add_unschedulable_if_not_present(raced, Some(&fit), raced_cycle),
+        Ok(QueueKind::Backoff)
+    );
+    let affinity = rejected_by(&[names::NODE_AFFINITY]);
+    assert_eq!(
+        q.add_unschedulable_if_not_present(quiet, Some(&affinity), quiet_cycle),
+        Ok(QueueKind::Unschedulable)
+    );
+    assert!(
+        q.in_flight_events.is_empty(),
+        "events dropped when nothing is in flight"
+    );
+
+    // The third pod, popped after the events, is not affected by them.
+    let other = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    assert_eq!(
+        q.add_unschedulable_if_not_present(other, Some(&fit), cycle),
+        Ok(QueueKind::Unschedulable)
+    );
+}
+
+#[test]
+fn update_replaces_the_entry_in_active_and_backoff_queues() {
+    let (mut q, _clock) = queue();
+    let old = pod("a", 0);
+    q.add(Arc::clone(&old));
+    q.add(pod("b", 0));
+    let new = Arc::new(PodInfo::test("ns", "a").label("x", "y").build());
+    assert_eq!(
+        q.update(Some(&old), Arc::clone(&new)),
+        Some(QueueKind::Active)
+    );
+    let got = q.get(&key("a")).unwrap();
+    assert_eq!(got.pod.labels.get("x").map(String::as_str), Some("y"));
+    // Position kept: "a" was first and still is.
+    let a = q.pop().unwrap();
+    assert_eq!(a.pod.name(), "a");
+    q.done(&a.pod);
+    q.add(Arc::clone(&new));
+    // Put "a" in backoffQ via an error, then update it there.
+    let first = q.pop().unwrap();
+    let first_name = first.pod.name().to_string();
+    let cycle = q.scheduling_cycle();
+    q.add_unschedulable_if_not_present(first, None, cycle)
+        .unwrap();
+    let k = key(&first_name);
+    assert_eq!(q.queue_of(&k), Some(QueueKind::Backoff));
+    let newer = Arc::new(PodInfo::test("ns", &first_name).label("x", "z").build());
+    assert_eq!(q.update(None, newer), Some(QueueKind::Backoff));
+    assert_eq!(q.get(&k).unwrap().attempts, 1);
+    assert_eq!(q.get(&k).unwrap().pod.labels["x"], "z");
+}
+
+#[test]
+fn update_of_an_unschedulable_pod_moves_it_only_if_it_may_help() {
+    let (mut q, clock) = queue();
+    let old = pod("t", 0);
+    q.add(Arc::clone(&old));
+    fail(&mut q, "t", &[names::TAINT_TOLERATION]);
+    clock.advance(Duration::from_secs(5));
+    let labelled = Arc::new(PodInfo::test("ns", "t").label("a", "b").build());
+    assert_eq!(
+        q.update(Some(&old), Arc::clone(&labelled)),
+        Some(QueueKind::Unschedulable)
+    );
+    assert_eq!(q.get(&key("t")).unwrap().pod.labels["a"], "b");
+    let tolerating = Arc::new(
+        PodInfo::test("ns", "t")
+            .label("a", "b")
+            .toleration("k", "Exists", "", "NoSchedule")
+            .build(),
+    );
+    assert_eq!(
+        q.update(Some(&labelled), tolerating),
+        Some(QueueKind::Active)
+    );
+}
+
+#[test]
+fn delete_removes_from_every_queue_and_drops_in_flight_pods() {
+    let (mut q, _clock) = queue();
+    for n in ["act", "back", "uns", "fly"] {
+        q.add(pod(n, 0));
+    }
+    q.add(gated("gate", &["x"]));
+    // An error sends "act" to backoffQ, a rejection sends "back" to the pool.
+    fail(&mut q, "act", &[]);
+    assert_eq!(q.queue_of(&key("act")), Some(QueueKind::Backoff));
+    fail(&mut q, "back", &[names::NODE_AFFINITY]);
+    assert_eq!(q.queue_of(&key("back")), Some(QueueKind::Unschedulable));
+    let uns = q.pop().unwrap();
+    assert_eq!(uns.pod.name(), "uns");
+    assert!(q.delete(&key("act")));
+    assert!(q.delete(&key("back")));
+    assert!(q.delete(&key("gate")));
+    assert!(!q.delete(&key("uns")), "in flight, not waiting");
+    let cycle = q.scheduling_cycle();
+    assert_eq!(
+        q.add_unschedulable_if_not_present(uns, None, cycle),
+        Err(QueueError::Deleted(key("uns")))
+    );
+    assert!(!q.is_in_flight(&key("uns")));
+    assert!(q.delete(&key("fly")));
+    assert_eq!(q.pending_pods(), PendingCounts::default());
+}
+
+#[test]
+fn update_while_in_flight_is_requeued_in_its_latest_version() {
+    let (mut q, _clock) = queue();
+    let old = pod("p", 0);
+    q.add(Arc::clone(&old));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    let tolerating = Arc::new(
+        PodInfo::test("ns", "p")
+            .toleration("k", "Exists", "", "NoSchedule")
+            .build(),
+    );
+    assert_eq!(q.update(Some(&old), Arc::clone(&tolerating)), None);
+    assert_eq!(
+        q.queue_of(&key("p")),
+        None,
+        "no second copy while in flight"
+    );
+    // The attempt (on the old version) failed on a taint; the update may fix that.
+    let d = rejected_by(&[names::TAINT_TOLERATION]);
+    assert_eq!(
+        q.add_unschedulable_if_not_present(info, Some(&d), cycle),
+        Ok(QueueKind::Backoff)
+    );
+    assert_eq!(q.get(&key("p")).unwrap().pod.tolerations.len(), 1);
+}
+
+#[test]
+fn pod_update_in_flight_does_not_requeue_other_pods() {
+    let (mut q, _clock) = queue();
+    let a = pod("a", 0);
+    q.add(Arc::clone(&a));
+    q.add(pod("b", 0));
+    let ia = q.pop().unwrap();
+    let ca = q.scheduling_cycle();
+    let ib = q.pop().unwrap();
+    let cb = q.scheduling_cycle();
+    let relabelled = Arc::new(PodInfo::test("ns", "a").label("l", "v").build());
+    q.update(Some(&a), relabelled);
+    let d = rejected_by(&[names::INTER_POD_AFFINITY]);
+    assert_eq!(
+        q.add_unschedulable_if_not_present(ib, Some(&d), cb),
+        Ok(QueueKind::Unschedulable)
+    );
+    assert_eq!(
+        q.add_unschedulable_if_not_present(ia, Some(&d), ca),
+        Ok(QueueKind::Backoff)
+    );
+}
+
+#[test]
+fn add_unschedulable_refuses_a_pod_already_waiting() {
+    let (mut q, _clock) = queue();
+    q.add(pod("p", 0));
+    let stray = QueuedPodInfo::new(pod("p", 0), 0);
+    assert_eq!(
+        q.add_unschedulable_if_not_present(stray, None, 0),
+        Err(QueueError::AlreadyPresent(key("p"), QueueKind::Active))
+    );
+    assert_eq!(q.pending_pods().active, 1);
+}
+
+#[test]
+fn add_of_a_pod_in_flight_does_not_duplicate_it() {
+    let (mut q, _clock) = queue();
+    q.add(pod("p", 0));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    assert_eq!(q.add(pod("p", 5)), None);
+    assert_eq!(q.queue_of(&key("p")), None);
+    // The error requeues the newest version.
+    q.add_unschedulable_if_not_present(info, None, cycle)
+        .unwrap();
+    assert_eq!(q.get(&key("p")).unwrap().pod.priority, 5);
+}
+
+#[test]
+fn nominator_follows_adds_updates_and_deletes() {
+    let (mut q, clock) = queue();
+    let p = Arc::new(PodInfo::test("ns", "p").nominated_node("n1").build());
+    q.add(Arc::clone(&p));
+    assert_eq!(q.nominated_pods().node_of(&key("p")), Some("n1"));
+    // Preemption nominates in memory; an update that carries no nomination keeps it.
+    let plain = pod("p", 0);
+    q.add_nominated(&plain, Some("n2"));
+    let relabelled = Arc::new(PodInfo::test("ns", "p").label("a", "b").build());
+    q.update(Some(&plain), Arc::clone(&relabelled));
+    assert_eq!(q.nominated_pods().node_of(&key("p")), Some("n2"));
+    assert_eq!(q.nominated_pods().for_node("n2")[0].labels["a"], "b");
+    // Clearing the pod's nominatedNodeName drops it.
+    q.update(Some(&p), relabelled);
+    assert_eq!(q.nominated_pods().node_of(&key("p")), None);
+    q.add_nominated(&p, None);
+    assert_eq!(q.nominated_pods().node_of(&key("p")), Some("n1"));
+    q.delete(&key("p"));
+    assert!(q.nominated_pods().is_empty());
+
+    // A nomination made by preemption survives the pod's moves between sub-queues.
+    q.add(pod("v", 0));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    let fit = rejected_by(&[names::NODE_RESOURCES_FIT]);
+    q.add_unschedulable_if_not_present(info, Some(&fit), cycle)
+        .unwrap();
+    q.add_nominated(&pod("v", 0), Some("n3"));
+    clock.advance(Duration::from_secs(10));
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    assert_eq!(q.queue_of(&key("v")), Some(QueueKind::Active));
+    assert_eq!(q.nominated_pods().node_of(&key("v")), Some("n3"));
+}
+
+#[test]
+fn queue_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<SchedulingQueue>();
+}
+
+#[test]
+fn default_profile_registers_upstream_events() {
+    let reg = registry();
+    let events = reg.plugin_events("").unwrap();
+    let node = |a| ev(EventResource::Node, a);
+    let pod_ev = |a| ev(EventResource::Pod, a);
+    let of = |p: &str| events.of_plugin(p);
+    assert_eq!(
+        of(names::NODE_RESOURCES_FIT),
+        [
+            pod_ev(ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN),
+            node(ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE)
+        ]
+    );
+    assert_eq!(
+        of(names::NODE_AFFINITY),
+        [node(ActionType::ADD | ActionType::UPDATE_NODE_LABEL)]
+    );
+    assert_eq!(
+        of(names::SCHEDULING_GATES),
+        [pod_ev(ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED)]
+    );
+    assert!(of(names::RUNTIME_CLASS).contains(&ev(
+        EventResource::RuntimeClass,
+        ActionType::ADD | ActionType::UPDATE
+    )));
+    // Score-only plugins never reject, so they register nothing.
+    assert!(of(names::IMAGE_LOCALITY).is_empty());
+    assert!(of(names::NODE_RESOURCES_BALANCED_ALLOCATION).is_empty());
+    assert!(!reg.event_of_interest(&ev(EventResource::PodDisruptionBudget, ActionType::ALL)));
+    assert!(reg.event_of_interest(&ClusterEvent::UNSCHEDULABLE_TIMEOUT));
+}
+
+/// A small deterministic PRNG (no new dependencies).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn check_invariants(q: &SchedulingQueue, live: &BTreeMap<String, Arc<PodInfo>>) {
+    let mut seen: BTreeMap<PodKey, &str> = BTreeMap::new();
+    let mut note = |k: &PodKey, where_: &'static str| {
+        if let Some(prev) = seen.insert(k.clone(), where_) {
+            panic!("{k} is in {prev} and {where_}");
+        }
+    };
+    for e in q.active.iter() {
+        note(e.info.pod.key(), "activeQ");
+    }
+    for e in q.backoff.iter() {
+        note(e.info.pod.key(), "backoffQ");
+    }
+    for k in q.unschedulable.keys() {
+        note(k, "unschedulable");
+    }
+    for ((k, uid), f) in &q.in_flight {
+        assert_eq!(
+            !f.deleted,
+            q.in_flight_by_key.get(k) == Some(uid),
+            "in-flight index of {k}"
+        );
+        if !f.deleted {
+            note(k, "in flight");
+        }
+    }
+    let expected: BTreeSet<PodKey> = live.keys().map(|n| key(n)).collect();
+    let actual: BTreeSet<PodKey> = seen.keys().cloned().collect();
+    assert_eq!(actual, expected, "pods lost or resurrected");
+    let c = q.pending_pods();
+    assert_eq!(
+        c.active + c.backoff + c.unschedulable + c.gated,
+        q.pending_pods_list().len()
+    );
+}
+
+#[test]
+fn randomized_operations_never_duplicate_or_lose_pods() {
+    for seed in [1u64, 7, 42, 0xdead_beef, 2026] {
+        let (mut q, clock) = queue();
+        let mut rng = Rng(seed);
+        let mut live: BTreeMap<String, Arc<PodInfo>> = BTreeMap::new();
+        let mut in_flight: Vec<(QueuedPodInfo, u64)> = Vec::new();
+        let plugins = [
+            names::NODE_RESOURCES_FIT,
+            names::NODE_AFFINITY,
+            names::TAINT_TOLERATION,
+            names::RUNTIME_CLASS,
+            names::INTER_POD_AFFINITY,
+        ];
+        let events = [
+            ev(EventResource::Node, ActionType::ADD),
+            ev(EventResource::Node, ActionType::UPDATE_NODE_TAINT),
+            ev(EventResource::AssignedPod, ActionType::DELETE),
+            ev(EventResource::RuntimeClass, ActionType::ADD),
+            ev(EventResource::PodDisruptionBudget, ActionType::ADD),
+        ];
+        let mut uid = 0u64;
+        for step in 0..3000 {
+            let name = format!("p{}", rng.below(40));
+            match rng.below(10) {
+                0 | 1 => {
+                    if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(name) {
+                        let name = slot.key().clone();
+                        let p = if rng.below(5) == 0 {
+                            gated(&name, &["g"])
+                        } else {
+                            pod(&name, i32::try_from(rng.below(3)).unwrap())
+                        };
+                        // Each incarnation of a name is another pod.
+                        uid += 1;
+                        let mut p = (*p).clone();
+                        p.uid = format!("uid-{uid}");
+                        let p = Arc::new(p);
+                        q.add(Arc::clone(&p));
+                        slot.insert(p);
+                    }
+                }
+                2 => {
+                    if let Some(old) = live.get(&name).cloned() {
+                        let mut new = PodInfo::test("ns", &name)
+                            .priority(old.priority)
+                            .label("step", &step.to_string())
+                            .build();
+                        new.uid = old.uid.clone();
+                        let new = Arc::new(new);
+                        q.update(Some(&old), Arc::clone(&new));
+                        live.insert(name, new);
+                    }
+                }
+                3 => {
+                    if live.remove(&name).is_some() {
+                        q.delete(&key(&name));
+                    }
+                }
+                4 | 5 => {
+                    if let Some(info) = q.pop() {
+                        let cycle = q.scheduling_cycle();
+                        in_flight.push((info, cycle));
+                    }
+                }
+                6 => {
+                    if !in_flight.is_empty() {
+                        let i = usize::try_from(rng.below(in_flight.len() as u64)).unwrap();
+                        let (info, cycle) = in_flight.swap_remove(i);
+                        let k = info.pod.key().clone();
+                        match rng.below(3) {
+                            0 => {
+                                // Bound: the pod leaves the pending set, unless this was
+                                // an attempt of an incarnation deleted meanwhile.
+                                q.done(&info.pod);
+                                if live.get(&k.name).is_some_and(|p| p.uid == info.pod.uid) {
+                                    q.delete(&k);
+                                    live.remove(k.name.as_str());
+                                }
+                            }
+                            1 => {
+                                let _ = q.add_unschedulable_if_not_present(info, None, cycle);
+                            }
+                            _ => {
+                                let p = plugins[usize::try_from(rng.below(5)).unwrap()];
+                                let d = rejected_by(&[p]);
+                                let _ = q.add_unschedulable_if_not_present(info, Some(&d), cycle);
+                            }
+                        }
+                    }
+                }
+                7 => {
+                    let e = events[usize::try_from(rng.below(5)).unwrap()];
+                    q.move_all_to_active_or_backoff(e, None);
+                }
+                8 => {
+                    clock.advance(Duration::from_millis(rng.below(20_000)));
+                    q.flush_backoff_completed();
+                }
+                _ => {
+                    clock.advance(Duration::from_secs(rng.below(120)));
+                    q.flush_unschedulable_left_over();
+                }
+            }
+            check_invariants(&q, &live);
+        }
+    }
+}
