@@ -4,13 +4,18 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
 use super::workloads::{WorkloadSelector, WorkloadSelectors};
-use crate::types::{NodeInfo, PdbInfo, PodInfo, PodKey, RuntimeClassInfo, WorkloadKind};
+use crate::types::{
+    CsiNodeInfo, NodeInfo, PdbInfo, PodInfo, PodKey, PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo,
+    StorageClassInfo, VolumeObjects, WorkloadKind,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
@@ -82,6 +87,8 @@ pub struct Cache {
     workloads: Arc<WorkloadSelectors>,
     /// Sorted by (namespace, name). Copy-on-write: snapshots share it until a PDB changes.
     pdbs: Arc<Vec<Arc<PdbInfo>>>,
+    /// PVCs, PVs, StorageClasses and CSINodes; each map copy-on-write, shared with snapshots.
+    volumes: VolumeObjects,
 }
 
 impl Cache {
@@ -430,6 +437,62 @@ impl Cache {
         &self.pdbs
     }
 
+    // ---- storage: claims, volumes, classes, CSINodes ----
+
+    /// Adds or replaces a claim. Unchanged objects (resyncs) copy nothing.
+    pub fn add_pvc(&mut self, pvc: &PersistentVolumeClaim) {
+        self.volumes.put_pvc(PvcInfo::from_pvc(pvc));
+    }
+    pub fn update_pvc(&mut self, pvc: &PersistentVolumeClaim) {
+        self.add_pvc(pvc);
+    }
+    /// Returns false when the claim was not known.
+    pub fn remove_pvc(&mut self, namespace: &str, name: &str) -> bool {
+        self.volumes.delete_pvc(namespace, name)
+    }
+
+    pub fn add_pv(&mut self, pv: &PersistentVolume) {
+        self.volumes.put_pv(PvInfo::from_pv(pv));
+    }
+    pub fn update_pv(&mut self, pv: &PersistentVolume) {
+        self.add_pv(pv);
+    }
+    pub fn remove_pv(&mut self, name: &str) -> bool {
+        self.volumes.delete_pv(name)
+    }
+
+    pub fn add_storage_class(&mut self, sc: &StorageClass) {
+        self.volumes
+            .put_storage_class(StorageClassInfo::from_storage_class(sc));
+    }
+    pub fn update_storage_class(&mut self, sc: &StorageClass) {
+        self.add_storage_class(sc);
+    }
+    pub fn remove_storage_class(&mut self, name: &str) -> bool {
+        self.volumes.delete_storage_class(name)
+    }
+
+    pub fn add_csi_node(&mut self, n: &CSINode) {
+        self.volumes.put_csi_node(CsiNodeInfo::from_csi_node(n));
+    }
+    pub fn update_csi_node(&mut self, n: &CSINode) {
+        self.add_csi_node(n);
+    }
+    pub fn remove_csi_node(&mut self, name: &str) -> bool {
+        self.volumes.delete_csi_node(name)
+    }
+
+    /// Marks VolumeBinding's decision for a pod assumed on `node` (see
+    /// [`VolumeObjects::assume_pod_volumes`]); the informer's later PV/PVC updates replace
+    /// the assumed objects.
+    pub fn assume_pod_volumes(&mut self, decided: &PodVolumes, node: &str) {
+        self.volumes.assume_pod_volumes(decided, node);
+    }
+
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -484,6 +547,7 @@ impl Cache {
         }
         snapshot.workloads = self.workloads.clone();
         snapshot.pdbs = self.pdbs.clone();
+        snapshot.volumes.sync_from(&self.volumes);
         out
     }
 
