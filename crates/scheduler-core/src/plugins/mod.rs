@@ -23,6 +23,7 @@ pub mod resource_allocation;
 pub mod runtime_class;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_restrictions;
 
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
 /// "not built yet": profiles may name them and the framework skips them with a warning.
@@ -71,6 +72,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             pod_topology_spread::PodTopologySpread::factory,
         ),
         (names::DEFAULT_PREEMPTION, default_preemption::factory),
+        (names::VOLUME_RESTRICTIONS, |_| {
+            Ok(Arc::new(volume_restrictions::VolumeRestrictions))
+        }),
     ]
 }
 
