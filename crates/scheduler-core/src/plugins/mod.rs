@@ -24,6 +24,7 @@ pub mod runtime_class;
 pub mod scheduling_gates;
 pub mod taint_toleration;
 pub mod volume_restrictions;
+pub mod volume_zone;
 
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
 /// "not built yet": profiles may name them and the framework skips them with a warning.
@@ -74,6 +75,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::DEFAULT_PREEMPTION, default_preemption::factory),
         (names::VOLUME_RESTRICTIONS, |_| {
             Ok(Arc::new(volume_restrictions::VolumeRestrictions))
+        }),
+        (names::VOLUME_ZONE, |_| {
+            Ok(Arc::new(volume_zone::VolumeZone))
         }),
     ]
 }
