@@ -24,6 +24,7 @@ pub mod resource_allocation;
 pub mod runtime_class;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
