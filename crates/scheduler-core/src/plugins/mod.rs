@@ -81,6 +81,13 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::VOLUME_ZONE, |_| {
             Ok(Arc::new(volume_zone::VolumeZone))
         }),
+        (names::NODE_VOLUME_LIMITS, |_| {
+            Ok(Arc::new(node_volume_limits::NodeVolumeLimits))
+        }),
+        (
+            names::VOLUME_BINDING,
+            volume_binding::VolumeBinding::factory,
+        ),
     ]
 }
 
