@@ -4,10 +4,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -19,6 +20,10 @@ pub struct ClusterObjects {
     pub runtime_classes: Vec<RuntimeClass>,
     pub priority_classes: Vec<PriorityClass>,
     pub pdbs: Vec<PodDisruptionBudget>,
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    pub pvs: Vec<PersistentVolume>,
+    pub storage_classes: Vec<StorageClass>,
+    pub csi_nodes: Vec<CSINode>,
     /// Kinds that were present but play no part in scheduling, with their counts.
     pub skipped_kinds: std::collections::BTreeMap<String, usize>,
 }
@@ -30,6 +35,10 @@ impl ClusterObjects {
         self.runtime_classes.extend(other.runtime_classes);
         self.priority_classes.extend(other.priority_classes);
         self.pdbs.extend(other.pdbs);
+        self.pvcs.extend(other.pvcs);
+        self.pvs.extend(other.pvs);
+        self.storage_classes.extend(other.storage_classes);
+        self.csi_nodes.extend(other.csi_nodes);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -186,7 +195,11 @@ impl DocCtx<'_> {
             | "PodList"
             | "RuntimeClassList"
             | "PriorityClassList"
-            | "PodDisruptionBudgetList" => {
+            | "PodDisruptionBudgetList"
+            | "PersistentVolumeClaimList"
+            | "PersistentVolumeList"
+            | "StorageClassList"
+            | "CSINodeList" => {
                 let items = match v.get("items") {
                     Some(Value::Array(items)) => items.clone(),
                     Some(Value::Null) | None => Vec::new(),
@@ -226,6 +239,22 @@ impl DocCtx<'_> {
             "PodDisruptionBudget" => {
                 self.typed(v, &kind, &api_version, &["policy/v1"], &mut out.pdbs)
             }
+            "PersistentVolumeClaim" => self.typed(v, &kind, &api_version, &["v1"], &mut out.pvcs),
+            "PersistentVolume" => self.typed(v, &kind, &api_version, &["v1"], &mut out.pvs),
+            "StorageClass" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.storage_classes,
+            ),
+            "CSINode" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.csi_nodes,
+            ),
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }
     }
