@@ -95,7 +95,6 @@ struct Reserved {
 #[derive(Default, Debug)]
 struct ByNode {
     volumes: HashMap<String, PodVolumes>,
-    has_static_bindings: bool,
 }
 
 #[derive(Debug, Default)]
@@ -121,7 +120,6 @@ impl Clone for StateData {
             class_pvs: self.class_pvs.clone(),
             by_node: Mutex::new(ByNode {
                 volumes: by_node.volumes.clone(),
-                has_static_bindings: by_node.has_static_bindings,
             }),
             reserved: self.reserved.clone(),
         }
@@ -439,13 +437,16 @@ impl FilterPlugin for VolumeBinding {
             );
         }
         let mut by_node = s.by_node.lock().unwrap_or_else(|e| e.into_inner());
-        by_node.has_static_bindings |= !volumes.static_bindings.is_empty();
         by_node.volumes.insert(node.name.clone(), volumes);
         Status::success()
     }
 }
 
 impl PreScorePlugin for VolumeBinding {
+    /// Skips unless a shape is configured. Upstream only accepts a shape with the
+    /// StorageCapacityScoring gate on, and with the gate on it never skips: nodes whose
+    /// decision has no static bindings score through CSIStorageCapacity, which ferrosched does
+    /// not read, so they score 0 as upstream does when no capacity object is found.
     fn pre_score(
         &self,
         state: &mut CycleState,
@@ -456,19 +457,10 @@ impl PreScorePlugin for VolumeBinding {
         if self.shape.is_none() {
             return Status::skip();
         }
-        let Some(s) = state.read::<StateData>() else {
+        if state.read::<StateData>().is_none() {
             return missing_state();
-        };
-        let has_static = s
-            .by_node
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .has_static_bindings;
-        if has_static {
-            Status::success()
-        } else {
-            Status::skip()
         }
+        Status::success()
     }
 }
 
@@ -859,5 +851,19 @@ mod tests {
             .map(|n| pl.score(&r.state, &pod, n).unwrap())
             .collect();
         assert_eq!(scores, vec![50, 100]);
+
+        // Only dynamic provisioning: scored, but without CSIStorageCapacity every node gets 0.
+        let vols = store(
+            vec![pvc("ns", "any").class("anywhere").request("1Gi").build()],
+            vec![],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("any").build();
+        let mut r = run_with(&pl, &pod, vols);
+        assert!(
+            pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+                .is_success()
+        );
+        assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
     }
 }
