@@ -353,6 +353,62 @@ metadata: {name: ignored}
     }
 
     #[test]
+    fn storage_objects_load_including_typed_lists() {
+        let text = r#"
+apiVersion: v1
+kind: PersistentVolumeClaimList
+items:
+- metadata: {name: data, namespace: default}
+  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /x}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard}
+provisioner: pd.csi.storage.gke.io
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec: {drivers: [{name: pd.csi.storage.gke.io, nodeID: n1, allocatable: {count: 15}}]}
+---
+apiVersion: storage.k8s.io/v1beta1
+kind: StorageClass
+metadata: {name: old}
+provisioner: x
+"#;
+        let err = load_str(text, "s.yaml").unwrap_err();
+        assert_eq!(err.len(), 1);
+        assert!(
+            err[0].message.starts_with("StorageClass old: apiVersion"),
+            "{}",
+            err[0].message
+        );
+        let o = load_str(
+            text.split("---\napiVersion: storage.k8s.io/v1beta1")
+                .next()
+                .unwrap(),
+            "s.yaml",
+        )
+        .unwrap();
+        assert_eq!(o.pvcs[0].metadata.name.as_deref(), Some("data"));
+        assert_eq!(o.pvs.len(), 1);
+        assert_eq!(o.storage_classes[0].provisioner, "pd.csi.storage.gke.io");
+        assert_eq!(
+            o.csi_nodes[0].spec.drivers[0]
+                .allocatable
+                .as_ref()
+                .unwrap()
+                .count,
+            Some(15)
+        );
+    }
+
+    #[test]
     fn kubectl_list_output_loads_items_without_kind() {
         let text = r#"
 apiVersion: v1
