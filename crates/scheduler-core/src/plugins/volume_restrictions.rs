@@ -24,18 +24,21 @@ pub struct VolumeRestrictions;
 
 #[derive(Clone, Debug, Default)]
 struct PreFilterState {
-    /// `namespace/name` of the pod's ReadWriteOncePod claims.
+    /// Names of the pod's ReadWriteOncePod claims (in the pod's namespace).
     rwop_claims: BTreeSet<String>,
-    /// How many of those claims other pods use (upstream counts a claim once however many
-    /// pods use it; added/removed pods then move it by their own uses).
+    /// How many of those claims scheduled pods use (a claim counts once however many pods
+    /// use it); nominated pods and preemption victims then move it by their own uses.
     conflicting_refs: i64,
 }
 
 impl PreFilterState {
-    fn refs_of(&self, pod: &PodInfo) -> i64 {
-        pod.pvc_names
+    /// Uses of the pod's RWOP claims by `other`. Like upstream, only the claim name is
+    /// compared here, not the namespace.
+    fn refs_of(&self, other: &PodInfo) -> i64 {
+        other
+            .pvc_names
             .iter()
-            .filter(|c| self.rwop_claims.contains(&claim_key(pod.namespace(), c)))
+            .filter(|c| self.rwop_claims.contains(*c))
             .count() as i64
     }
 }
@@ -61,27 +64,30 @@ impl PreFilterPlugin for VolumeRestrictions {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        if pod.pvc_names.is_empty() && pod.volumes.disks.is_empty() {
-            return (None, Status::skip());
-        }
         let mut rwop_claims = BTreeSet::new();
         for claim in &pod.pvc_names {
             let Some(pvc) = snapshot.volumes().pvc(pod.namespace(), claim) else {
                 return (None, Status::unresolvable(pvc_not_found(claim)));
             };
             if pvc.has_access_mode(READ_WRITE_ONCE_POD) {
-                rwop_claims.insert(claim_key(pod.namespace(), claim));
+                rwop_claims.insert(claim.clone());
             }
         }
         let conflicting_refs = rwop_claims
             .iter()
-            .filter(|k| {
+            .filter(|c| {
+                let key = claim_key(pod.namespace(), c);
                 snapshot
                     .node_infos()
                     .iter()
-                    .any(|n| n.pvc_ref_counts.contains_key(k.as_str()))
+                    .any(|n| n.pvc_ref_counts.contains_key(&key))
             })
             .count() as i64;
+        // Upstream skips when there are no disks to check and no claim is in use yet; then
+        // nominated pods are not counted either.
+        if pod.volumes.disks.is_empty() && conflicting_refs == 0 {
+            return (None, Status::skip());
+        }
         state.write(PreFilterState {
             rwop_claims,
             conflicting_refs,
@@ -205,13 +211,17 @@ mod tests {
             assert_eq!(s.code(), Code::Unschedulable);
             assert_eq!(s.message(), ERR_REASON_RWOP_CONFLICT);
         }
-        // A ReadWriteOnce claim is not restricted here.
+        // A ReadWriteOnce claim is not restricted here: the plugin skips.
         let pod = PodInfo::test("ns", "q").pvc("rwo").build();
-        assert!(
-            run(&pod, nodes(), vols.clone())
-                .iter()
-                .all(Status::is_success)
-        );
+        let snap = Snapshot::from_node_infos(nodes()).with_volumes(vols.clone());
+        let (_, s) = VolumeRestrictions.pre_filter(&mut CycleState::new(), &pod, &snap);
+        assert!(s.is_skip());
+        // So is an RWOP claim nobody uses yet.
+        let pod = PodInfo::test("ns", "p").pvc("rwop").build();
+        let snap =
+            Snapshot::from_node_infos(vec![node_with("b", vec![])]).with_volumes(vols.clone());
+        let (_, s) = VolumeRestrictions.pre_filter(&mut CycleState::new(), &pod, &snap);
+        assert!(s.is_skip());
         // Removing the user (a preemption victim) clears the conflict.
         let pod = PodInfo::test("ns", "p").pvc("rwop").build();
         let snap = Snapshot::from_node_infos(nodes()).with_volumes(vols);
