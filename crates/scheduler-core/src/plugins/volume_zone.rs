@@ -46,10 +46,11 @@ impl Plugin for VolumeZone {
     }
 }
 
-/// Upstream `LabelZonesToSet`: values joined with `__`, each trimmed, none empty.
+/// Upstream `LabelZonesToSet`: values joined with `__`, each trimmed, none empty (else the
+/// label is ignored).
 fn zones_to_set(value: &str) -> Option<BTreeSet<String>> {
     let mut out = BTreeSet::new();
-    for z in value.split("__").flat_map(|p| p.split(',')) {
+    for z in value.split("__") {
         let z = z.trim();
         if z.is_empty() {
             return None;
@@ -70,12 +71,13 @@ fn to_ga_label(key: &str) -> &str {
 fn pv_topologies(pod: &PodInfo, snapshot: &Snapshot) -> Result<Vec<PvTopology>, Status> {
     let vols = snapshot.volumes();
     let mut out = Vec::new();
-    for claim in &pod.volumes.claims {
-        if claim.name.is_empty() {
+    // Only `persistentVolumeClaim` volumes: upstream leaves generic ephemeral ones out.
+    for claim in &pod.pvc_names {
+        if claim.is_empty() {
             return Err(Status::unresolvable("PersistentVolumeClaim had no name"));
         }
-        let Some(pvc) = vols.pvc(pod.namespace(), &claim.name) else {
-            return Err(Status::unresolvable(pvc_not_found(&claim.name)));
+        let Some(pvc) = vols.pvc(pod.namespace(), claim) else {
+            return Err(Status::unresolvable(pvc_not_found(claim)));
         };
         let Some(pv_name) = &pvc.volume_name else {
             if pvc.storage_class.is_empty() {
@@ -232,6 +234,20 @@ mod tests {
         let s = &run(&pod, nodes(), vols.clone())[0];
         assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
         assert_eq!(s.message(), "PersistentVolume had no name");
+        // Generic ephemeral volumes are not looked at (their claim does not even exist here).
+        let pod = PodInfo::test("ns", "p")
+            .edit(|p| {
+                p.spec.get_or_insert_with(Default::default).volumes =
+                    Some(vec![k8s_openapi::api::core::v1::Volume {
+                        name: "scratch".into(),
+                        ephemeral: Some(Default::default()),
+                        ..Default::default()
+                    }])
+            })
+            .build();
+        let snap = Snapshot::from_node_infos(nodes()).with_volumes(vols.clone());
+        let (_, s) = VolumeZone.pre_filter(&mut CycleState::new(), &pod, &snap);
+        assert!(s.is_skip());
         let pod = PodInfo::test("ns", "p").pvc("none").build();
         let s = &run(&pod, nodes(), vols)[0];
         assert_eq!(
