@@ -2,7 +2,8 @@
 //! reports an attach limit for a driver takes no more of that driver's volumes than the limit,
 //! counting each volume once however many pods on the node use it.
 //!
-//! Not covered: in-tree volumes migrated to CSI (counted upstream only when the node's CSINode
+//! Limits come from the CSINode, else from the node's `attachable-volumes-csi-<driver>`
+//! allocatable. Not covered: in-tree volumes migrated to CSI (counted upstream only when the node's CSINode
 //! lists the plugin as migrated) and VolumeAttachments of volumes no pod on the node uses.
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +23,10 @@ pub const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volum
 /// Prefix of the handle given to a not-yet-provisioned claim, so it never equals a real
 /// volume handle (upstream uses a random prefix per plugin instance).
 const UNBOUND_HANDLE_PREFIX: &str = "ferrosched-unbound";
+
+/// Node allocatable names carrying a CSI driver's attach limit. (Upstream hashes driver names
+/// too long for a resource name; such keys are not recognised here.)
+const CSI_ATTACH_LIMIT_PREFIX: &str = "attachable-volumes-csi-";
 
 pub struct NodeVolumeLimits;
 
@@ -132,10 +137,20 @@ impl FilterPlugin for NodeVolumeLimits {
             Ok(v) => v,
             Err(status) => return status.clone(),
         };
-        let Some(csi_node) = s.volumes.csi_node(&node.name) else {
-            return Status::success();
-        };
-        let limits: BTreeMap<&str, i64> = csi_node.limits().collect();
+        // Limits the Node object still advertises as `attachable-volumes-csi-<driver>`
+        // allocatable, overridden by the CSINode's.
+        let mut limits: BTreeMap<&str, i64> = node
+            .allocatable
+            .scalar
+            .iter()
+            .filter_map(|(name, v)| {
+                name.strip_prefix(CSI_ATTACH_LIMIT_PREFIX)
+                    .map(|driver| (driver, *v))
+            })
+            .collect();
+        if let Some(csi_node) = s.volumes.csi_node(&node.name) {
+            limits.extend(csi_node.limits());
+        }
         if limits.is_empty() {
             return Status::success();
         }
@@ -234,6 +249,16 @@ mod tests {
         assert_eq!(got[0].message(), ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
         assert!(got[1].is_success());
         assert!(got[2].is_success());
+        // Without a CSINode, an allocatable limit on the Node object applies.
+        let legacy = {
+            let mut n = NodeInfo::test("legacy")
+                .allocatable("attachable-volumes-csi-ebs.csi.aws.com", "2")
+                .build();
+            n.add_pod(Arc::new(existing.with_node_name("legacy")));
+            n
+        };
+        let got = run(&pod, vec![legacy]);
+        assert_eq!(got[0].message(), ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
         // A volume already attached on the node is not counted again.
         let pod = PodInfo::test("ns", "q").pvc("c1").build();
         assert!(run(&pod, nodes()).iter().all(Status::is_success));
