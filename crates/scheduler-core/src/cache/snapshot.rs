@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::workloads::WorkloadSelectors;
-use crate::types::{NodeInfo, PdbInfo, RuntimeClassInfo, VolumeObjects};
+use crate::types::{
+    CsiNodeInfo, NodeInfo, PdbInfo, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo,
+    VolumeObjects,
+};
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
 /// (all `Arc`s) but cycles normally reuse one snapshot updated by `Cache::update_snapshot`.
@@ -161,6 +164,22 @@ impl Snapshot {
     /// Claims, volumes, storage classes and CSINodes.
     pub fn volumes(&self) -> &VolumeObjects {
         &self.volumes
+    }
+
+    pub fn pvc(&self, namespace: &str, name: &str) -> Option<&Arc<PvcInfo>> {
+        self.volumes.pvc(namespace, name)
+    }
+
+    pub fn pv(&self, name: &str) -> Option<&Arc<PvInfo>> {
+        self.volumes.pv(name)
+    }
+
+    pub fn storage_class(&self, name: &str) -> Option<&Arc<StorageClassInfo>> {
+        self.volumes.storage_class(name)
+    }
+
+    pub fn csi_node(&self, name: &str) -> Option<&Arc<CsiNodeInfo>> {
+        self.volumes.csi_node(name)
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {
