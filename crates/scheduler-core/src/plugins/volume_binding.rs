@@ -101,7 +101,7 @@ struct ByNode {
 struct StateData {
     objects: VolumeObjects,
     bound_claims: Vec<Arc<PvcInfo>>,
-    /// Unbound WaitForFirstConsumer claims, smallest request first.
+    /// Unbound WaitForFirstConsumer claims, in pod order.
     claims_to_bind: Vec<Arc<PvcInfo>>,
     /// Class -> its volumes, for the claims to bind.
     class_pvs: HashMap<String, Vec<Arc<PvInfo>>>,
@@ -145,7 +145,6 @@ fn missing_state() -> Status {
 /// claim must belong to the pod.
 fn check_claims(pod: &PodInfo, objects: &VolumeObjects) -> Result<Vec<Arc<PvcInfo>>, Status> {
     let mut out = Vec::new();
-    let mut seen = BTreeSet::new();
     for claim in &pod.volumes.claims {
         let Some(pvc) = objects.pvc(pod.namespace(), &claim.name) else {
             return Err(Status::unresolvable(if claim.ephemeral {
@@ -176,10 +175,8 @@ fn check_claims(pod: &PodInfo, objects: &VolumeObjects) -> Result<Vec<Arc<PvcInf
                 &claim.name,
             )));
         }
-        // A claim mounted twice is bound once.
-        if seen.insert(claim.name.as_str()) {
-            out.push(pvc.clone());
-        }
+        // Like upstream, a claim mounted twice is looked at twice.
+        out.push(pvc.clone());
     }
     Ok(out)
 }
@@ -238,7 +235,6 @@ impl PreFilterPlugin for VolumeBinding {
             });
         }
 
-        claims_to_bind.sort_by_key(|c| c.requested_storage);
         let mut class_pvs: HashMap<String, Vec<Arc<PvInfo>>> = HashMap::new();
         for pvc in &claims_to_bind {
             class_pvs
@@ -365,6 +361,8 @@ fn find_pod_volumes(
                 None => to_match.push(pvc),
             }
         }
+        // Smallest request first, so each claim gets the smallest volume that fits.
+        to_match.sort_by_key(|c| c.requested_storage);
         let mut chosen: BTreeSet<&str> = BTreeSet::new();
         for pvc in to_match {
             let pvs = s
