@@ -595,6 +595,47 @@ fn storage_objects_are_copy_on_write_and_shared_with_snapshots() {
         Some("n1")
     );
 
+    // A failed binding rolls both back to what the informer said.
+    let decided = PodVolumes {
+        static_bindings: vec![StaticBinding {
+            pv: "v".into(),
+            pvc_namespace: "ns".into(),
+            pvc_name: "c".into(),
+            storage_class: "local".into(),
+            requested: 1 << 30,
+            capacity: 7 << 30,
+        }],
+        dynamic_provisions: vec![("ns".into(), "c".into())],
+    };
+    cache.forget_pod_volumes(&decided);
+    assert!(cache.volumes().pv("v").unwrap().claim_ref.is_none());
+    assert!(
+        cache
+            .volumes()
+            .pvc("ns", "c")
+            .unwrap()
+            .selected_node
+            .is_none()
+    );
+    // Once the informer reports the objects, a later rollback has nothing to restore.
+    cache.assume_pod_volumes(&decided, "n1");
+    cache.update_pv(
+        &pv("v", "local", "7Gi")
+            .local_on("n1")
+            .claim("ns", "c")
+            .api(),
+    );
+    cache.forget_pod_volumes(&decided);
+    assert!(cache.volumes().pv("v").unwrap().claim_ref.is_some());
+    assert!(
+        cache
+            .volumes()
+            .pvc("ns", "c")
+            .unwrap()
+            .selected_node
+            .is_none()
+    );
+
     assert!(cache.remove_pv("v"));
     assert!(!cache.remove_pv("v"));
     assert!(cache.remove_pvc("ns", "c"));

@@ -89,6 +89,11 @@ pub struct Cache {
     pdbs: Arc<Vec<Arc<PdbInfo>>>,
     /// PVCs, PVs, StorageClasses and CSINodes; each map copy-on-write, shared with snapshots.
     volumes: VolumeObjects,
+    /// What the informer last said about volumes and claims VolumeBinding's decisions were
+    /// assumed on, so a failed binding can be rolled back (upstream's assume cache). An
+    /// informer event for the object supersedes the assumption and drops its entry.
+    assumed_pvs: HashMap<String, Arc<PvInfo>>,
+    assumed_pvcs: HashMap<String, Arc<PvcInfo>>,
 }
 
 impl Cache {
@@ -441,23 +446,30 @@ impl Cache {
 
     /// Adds or replaces a claim. Unchanged objects (resyncs) copy nothing.
     pub fn add_pvc(&mut self, pvc: &PersistentVolumeClaim) {
-        self.volumes.put_pvc(PvcInfo::from_pvc(pvc));
+        let info = PvcInfo::from_pvc(pvc);
+        self.assumed_pvcs.remove(&info.key());
+        self.volumes.put_pvc(info);
     }
     pub fn update_pvc(&mut self, pvc: &PersistentVolumeClaim) {
         self.add_pvc(pvc);
     }
     /// Returns false when the claim was not known.
     pub fn remove_pvc(&mut self, namespace: &str, name: &str) -> bool {
+        self.assumed_pvcs
+            .remove(&crate::types::volume::claim_key(namespace, name));
         self.volumes.delete_pvc(namespace, name)
     }
 
     pub fn add_pv(&mut self, pv: &PersistentVolume) {
-        self.volumes.put_pv(PvInfo::from_pv(pv));
+        let info = PvInfo::from_pv(pv);
+        self.assumed_pvs.remove(&info.name);
+        self.volumes.put_pv(info);
     }
     pub fn update_pv(&mut self, pv: &PersistentVolume) {
         self.add_pv(pv);
     }
     pub fn remove_pv(&mut self, name: &str) -> bool {
+        self.assumed_pvs.remove(name);
         self.volumes.delete_pv(name)
     }
 
@@ -483,10 +495,40 @@ impl Cache {
     }
 
     /// Marks VolumeBinding's decision for a pod assumed on `node` (see
-    /// [`VolumeObjects::assume_pod_volumes`]); the informer's later PV/PVC updates replace
-    /// the assumed objects.
+    /// [`VolumeObjects::assume_pod_volumes`]) until the informer reports the objects again or
+    /// [`Self::forget_pod_volumes`] rolls it back.
     pub fn assume_pod_volumes(&mut self, decided: &PodVolumes, node: &str) {
+        for b in &decided.static_bindings {
+            if let Some(pv) = self.volumes.pv(&b.pv) {
+                self.assumed_pvs
+                    .entry(b.pv.clone())
+                    .or_insert_with(|| pv.clone());
+            }
+        }
+        for (ns, name) in &decided.dynamic_provisions {
+            if let Some(pvc) = self.volumes.pvc(ns, name) {
+                self.assumed_pvcs
+                    .entry(crate::types::volume::claim_key(ns, name))
+                    .or_insert_with(|| pvc.clone());
+            }
+        }
         self.volumes.assume_pod_volumes(decided, node);
+    }
+
+    /// Undoes [`Self::assume_pod_volumes`] after a failed binding: each volume and claim goes
+    /// back to what the informer last reported (upstream `RevertAssumedPodVolumes`).
+    pub fn forget_pod_volumes(&mut self, decided: &PodVolumes) {
+        for b in &decided.static_bindings {
+            if let Some(orig) = self.assumed_pvs.remove(&b.pv) {
+                self.volumes.put_pv((*orig).clone());
+            }
+        }
+        for (ns, name) in &decided.dynamic_provisions {
+            let key = crate::types::volume::claim_key(ns, name);
+            if let Some(orig) = self.assumed_pvcs.remove(&key) {
+                self.volumes.put_pvc((*orig).clone());
+            }
+        }
     }
 
     pub fn volumes(&self) -> &VolumeObjects {
