@@ -527,3 +527,119 @@ fn pdbs_are_kept_sorted_and_shared_with_snapshots_until_they_change() {
     assert_eq!(keys(&s), [("b".into(), "web".into(), 0)]);
     assert_eq!(c.pdbs().len(), 1);
 }
+
+#[test]
+fn storage_objects_are_copy_on_write_and_shared_with_snapshots() {
+    use scheduler_core::types::testing::volumes::{pv, pvc, storage_class_api};
+
+    let mut cache = Cache::new();
+    cache.add_pvc(&pvc("ns", "c").class("local").request("1Gi").api());
+    cache.add_pv(&pv("v", "local", "5Gi").local_on("n1").api());
+    cache.add_storage_class(&storage_class_api(
+        "local",
+        "kubernetes.io/no-provisioner",
+        true,
+        &[],
+    ));
+    let mut snap = Snapshot::new();
+    cache.update_snapshot(&mut snap);
+    let before = snap.clone();
+    assert_eq!(
+        snap.volumes().pvc("ns", "c").unwrap().requested_storage,
+        1 << 30
+    );
+    assert!(
+        snap.volumes()
+            .storage_class("local")
+            .unwrap()
+            .wait_for_first_consumer()
+    );
+
+    // A resync with identical objects copies nothing.
+    cache.update_pvc(&pvc("ns", "c").class("local").request("1Gi").api());
+    cache.update_snapshot(&mut snap);
+    assert!(snap.volumes().shares_all(before.volumes()));
+
+    // A change is seen by the next snapshot only; the old one keeps its view.
+    cache.update_pv(&pv("v", "local", "7Gi").local_on("n1").api());
+    cache.update_snapshot(&mut snap);
+    assert!(!snap.volumes().shares_all(before.volumes()));
+    assert_eq!(snap.volumes().pv("v").unwrap().capacity, 7 << 30);
+    assert_eq!(before.volumes().pv("v").unwrap().capacity, 5 << 30);
+
+    // Assumed decisions: the volume is claimed and the claim gets its node.
+    cache.assume_pod_volumes(
+        &PodVolumes {
+            static_bindings: vec![StaticBinding {
+                pv: "v".into(),
+                pvc_namespace: "ns".into(),
+                pvc_name: "c".into(),
+                storage_class: "local".into(),
+                requested: 1 << 30,
+                capacity: 7 << 30,
+            }],
+            dynamic_provisions: vec![("ns".into(), "c".into())],
+        },
+        "n1",
+    );
+    let claim = cache.volumes().pv("v").unwrap().claim_ref.clone().unwrap();
+    assert_eq!((claim.namespace.as_str(), claim.name.as_str()), ("ns", "c"));
+    assert_eq!(claim.uid, "uid-ns-c");
+    assert_eq!(
+        cache
+            .volumes()
+            .pvc("ns", "c")
+            .unwrap()
+            .selected_node
+            .as_deref(),
+        Some("n1")
+    );
+
+    // A failed binding rolls both back to what the informer said.
+    let decided = PodVolumes {
+        static_bindings: vec![StaticBinding {
+            pv: "v".into(),
+            pvc_namespace: "ns".into(),
+            pvc_name: "c".into(),
+            storage_class: "local".into(),
+            requested: 1 << 30,
+            capacity: 7 << 30,
+        }],
+        dynamic_provisions: vec![("ns".into(), "c".into())],
+    };
+    cache.forget_pod_volumes(&decided);
+    assert!(cache.volumes().pv("v").unwrap().claim_ref.is_none());
+    assert!(
+        cache
+            .volumes()
+            .pvc("ns", "c")
+            .unwrap()
+            .selected_node
+            .is_none()
+    );
+    // Once the informer reports the objects, a later rollback has nothing to restore.
+    cache.assume_pod_volumes(&decided, "n1");
+    cache.update_pv(
+        &pv("v", "local", "7Gi")
+            .local_on("n1")
+            .claim("ns", "c")
+            .api(),
+    );
+    cache.forget_pod_volumes(&decided);
+    assert!(cache.volumes().pv("v").unwrap().claim_ref.is_some());
+    assert!(
+        cache
+            .volumes()
+            .pvc("ns", "c")
+            .unwrap()
+            .selected_node
+            .is_none()
+    );
+
+    assert!(cache.remove_pv("v"));
+    assert!(!cache.remove_pv("v"));
+    assert!(cache.remove_pvc("ns", "c"));
+    assert!(cache.remove_storage_class("local"));
+    cache.update_snapshot(&mut snap);
+    assert!(snap.volumes().pv("v").is_none());
+}

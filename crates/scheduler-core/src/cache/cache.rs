@@ -4,13 +4,18 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
 use super::workloads::{WorkloadSelector, WorkloadSelectors};
-use crate::types::{NodeInfo, PdbInfo, PodInfo, PodKey, RuntimeClassInfo, WorkloadKind};
+use crate::types::{
+    CsiNodeInfo, NodeInfo, PdbInfo, PodInfo, PodKey, PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo,
+    StorageClassInfo, VolumeObjects, WorkloadKind,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
@@ -82,6 +87,13 @@ pub struct Cache {
     workloads: Arc<WorkloadSelectors>,
     /// Sorted by (namespace, name). Copy-on-write: snapshots share it until a PDB changes.
     pdbs: Arc<Vec<Arc<PdbInfo>>>,
+    /// PVCs, PVs, StorageClasses and CSINodes; each map copy-on-write, shared with snapshots.
+    volumes: VolumeObjects,
+    /// What the informer last said about volumes and claims VolumeBinding's decisions were
+    /// assumed on, so a failed binding can be rolled back (upstream's assume cache). An
+    /// informer event for the object supersedes the assumption and drops its entry.
+    assumed_pvs: HashMap<String, Arc<PvInfo>>,
+    assumed_pvcs: HashMap<String, Arc<PvcInfo>>,
 }
 
 impl Cache {
@@ -430,6 +442,99 @@ impl Cache {
         &self.pdbs
     }
 
+    // ---- storage: claims, volumes, classes, CSINodes ----
+
+    /// Adds or replaces a claim. Unchanged objects (resyncs) copy nothing.
+    pub fn add_pvc(&mut self, pvc: &PersistentVolumeClaim) {
+        let info = PvcInfo::from_pvc(pvc);
+        self.assumed_pvcs.remove(&info.key());
+        self.volumes.put_pvc(info);
+    }
+    pub fn update_pvc(&mut self, pvc: &PersistentVolumeClaim) {
+        self.add_pvc(pvc);
+    }
+    /// Returns false when the claim was not known.
+    pub fn remove_pvc(&mut self, namespace: &str, name: &str) -> bool {
+        self.assumed_pvcs
+            .remove(&crate::types::volume::claim_key(namespace, name));
+        self.volumes.delete_pvc(namespace, name)
+    }
+
+    pub fn add_pv(&mut self, pv: &PersistentVolume) {
+        let info = PvInfo::from_pv(pv);
+        self.assumed_pvs.remove(&info.name);
+        self.volumes.put_pv(info);
+    }
+    pub fn update_pv(&mut self, pv: &PersistentVolume) {
+        self.add_pv(pv);
+    }
+    pub fn remove_pv(&mut self, name: &str) -> bool {
+        self.assumed_pvs.remove(name);
+        self.volumes.delete_pv(name)
+    }
+
+    pub fn add_storage_class(&mut self, sc: &StorageClass) {
+        self.volumes
+            .put_storage_class(StorageClassInfo::from_storage_class(sc));
+    }
+    pub fn update_storage_class(&mut self, sc: &StorageClass) {
+        self.add_storage_class(sc);
+    }
+    pub fn remove_storage_class(&mut self, name: &str) -> bool {
+        self.volumes.delete_storage_class(name)
+    }
+
+    pub fn add_csi_node(&mut self, n: &CSINode) {
+        self.volumes.put_csi_node(CsiNodeInfo::from_csi_node(n));
+    }
+    pub fn update_csi_node(&mut self, n: &CSINode) {
+        self.add_csi_node(n);
+    }
+    pub fn remove_csi_node(&mut self, name: &str) -> bool {
+        self.volumes.delete_csi_node(name)
+    }
+
+    /// Marks VolumeBinding's decision for a pod assumed on `node` (see
+    /// [`VolumeObjects::assume_pod_volumes`]) until the informer reports the objects again or
+    /// [`Self::forget_pod_volumes`] rolls it back.
+    pub fn assume_pod_volumes(&mut self, decided: &PodVolumes, node: &str) {
+        for b in &decided.static_bindings {
+            if let Some(pv) = self.volumes.pv(&b.pv) {
+                self.assumed_pvs
+                    .entry(b.pv.clone())
+                    .or_insert_with(|| pv.clone());
+            }
+        }
+        for (ns, name) in &decided.dynamic_provisions {
+            if let Some(pvc) = self.volumes.pvc(ns, name) {
+                self.assumed_pvcs
+                    .entry(crate::types::volume::claim_key(ns, name))
+                    .or_insert_with(|| pvc.clone());
+            }
+        }
+        self.volumes.assume_pod_volumes(decided, node);
+    }
+
+    /// Undoes [`Self::assume_pod_volumes`] after a failed binding: each volume and claim goes
+    /// back to what the informer last reported (upstream `RevertAssumedPodVolumes`).
+    pub fn forget_pod_volumes(&mut self, decided: &PodVolumes) {
+        for b in &decided.static_bindings {
+            if let Some(orig) = self.assumed_pvs.remove(&b.pv) {
+                self.volumes.put_pv((*orig).clone());
+            }
+        }
+        for (ns, name) in &decided.dynamic_provisions {
+            let key = crate::types::volume::claim_key(ns, name);
+            if let Some(orig) = self.assumed_pvcs.remove(&key) {
+                self.volumes.put_pvc((*orig).clone());
+            }
+        }
+    }
+
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
     // ---- snapshot ----
 
     /// Brings `snapshot` up to date, replacing only nodes that changed since its generation.
@@ -484,6 +589,7 @@ impl Cache {
         }
         snapshot.workloads = self.workloads.clone();
         snapshot.pdbs = self.pdbs.clone();
+        snapshot.volumes.sync_from(&self.volumes);
         out
     }
 

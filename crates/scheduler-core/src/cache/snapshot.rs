@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::workloads::WorkloadSelectors;
-use crate::types::{NodeInfo, PdbInfo, RuntimeClassInfo};
+use crate::types::{
+    CsiNodeInfo, NodeInfo, PdbInfo, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo,
+    VolumeObjects,
+};
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
 /// (all `Arc`s) but cycles normally reuse one snapshot updated by `Cache::update_snapshot`.
@@ -23,6 +26,8 @@ pub struct Snapshot {
     pub(crate) workloads: Arc<WorkloadSelectors>,
     /// Shared with the cache; only replaced when a PDB changed.
     pub(crate) pdbs: Arc<Vec<Arc<PdbInfo>>>,
+    /// PVCs, PVs, StorageClasses, CSINodes: each map shared with the cache until it changes.
+    pub(crate) volumes: VolumeObjects,
     pub(crate) generation: u64,
 }
 
@@ -148,6 +153,33 @@ impl Snapshot {
     /// Every PodDisruptionBudget, sorted by namespace and name.
     pub fn pdbs(&self) -> &[Arc<PdbInfo>] {
         &self.pdbs
+    }
+
+    /// Adds storage objects to a snapshot built with [`Self::from_node_infos`].
+    pub fn with_volumes(mut self, volumes: VolumeObjects) -> Self {
+        self.volumes = volumes;
+        self
+    }
+
+    /// Claims, volumes, storage classes and CSINodes.
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
+    pub fn pvc(&self, namespace: &str, name: &str) -> Option<&Arc<PvcInfo>> {
+        self.volumes.pvc(namespace, name)
+    }
+
+    pub fn pv(&self, name: &str) -> Option<&Arc<PvInfo>> {
+        self.volumes.pv(name)
+    }
+
+    pub fn storage_class(&self, name: &str) -> Option<&Arc<StorageClassInfo>> {
+        self.volumes.storage_class(name)
+    }
+
+    pub fn csi_node(&self, name: &str) -> Option<&Arc<CsiNodeInfo>> {
+        self.volumes.csi_node(name)
     }
 
     pub fn node_infos(&self) -> &[Arc<NodeInfo>] {

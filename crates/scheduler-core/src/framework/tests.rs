@@ -248,11 +248,11 @@ fn wiring_rejects_unknown_and_misplaced_plugins() {
 #[test]
 fn catalog_plugins_not_built_yet_are_listed_not_fatal() {
     let fw = Framework::new(
-        &spec(&[(Filter, &[names::VOLUME_ZONE, "NeedsGpu"])], &[]),
+        &spec(&[(Filter, &[names::SCHEDULING_POLICY, "NeedsGpu"])], &[]),
         &registry(),
     )
     .unwrap();
-    assert_eq!(fw.not_built(), &[names::VOLUME_ZONE.to_string()]);
+    assert_eq!(fw.not_built(), &[names::SCHEDULING_POLICY.to_string()]);
     assert_eq!(fw.list_plugins()[&Filter], vec![("NeedsGpu", None)]);
 }
 

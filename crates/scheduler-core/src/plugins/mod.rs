@@ -17,12 +17,16 @@ pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod queue_sort;
 pub mod resource_allocation;
 pub mod runtime_class;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;
 
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
 /// "not built yet": profiles may name them and the framework skips them with a warning.
@@ -71,6 +75,19 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             pod_topology_spread::PodTopologySpread::factory,
         ),
         (names::DEFAULT_PREEMPTION, default_preemption::factory),
+        (names::VOLUME_RESTRICTIONS, |_| {
+            Ok(Arc::new(volume_restrictions::VolumeRestrictions))
+        }),
+        (names::VOLUME_ZONE, |_| {
+            Ok(Arc::new(volume_zone::VolumeZone))
+        }),
+        (names::NODE_VOLUME_LIMITS, |_| {
+            Ok(Arc::new(node_volume_limits::NodeVolumeLimits))
+        }),
+        (
+            names::VOLUME_BINDING,
+            volume_binding::VolumeBinding::factory,
+        ),
     ]
 }
 
@@ -156,6 +173,109 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn run_with_volumes(
+        pod: &PodInfo,
+        nodes: Vec<NodeInfo>,
+        volumes: crate::types::VolumeObjects,
+    ) -> Decision {
+        let mut alg = SchedulingAlgorithm::new(0, 7);
+        let snap = Snapshot::from_node_infos(nodes).with_volumes(volumes);
+        schedule_one(
+            &default_framework(),
+            &mut alg,
+            &std::sync::Arc::new(pod.clone()),
+            &snap,
+            &NominatedPods::new(),
+        )
+    }
+
+    #[test]
+    fn default_profile_binds_volumes_and_explains_volume_rejections() {
+        use crate::types::testing::volumes::{csi_node, pv, pvc, sc, store};
+        let nodes = || {
+            vec![
+                NodeInfo::test("a")
+                    .pods(110)
+                    .label("kubernetes.io/hostname", "a")
+                    .label("topology.kubernetes.io/zone", "za")
+                    .build(),
+                NodeInfo::test("b")
+                    .pods(110)
+                    .label("kubernetes.io/hostname", "b")
+                    .label("topology.kubernetes.io/zone", "zb")
+                    .build(),
+                NodeInfo::test("c")
+                    .pods(110)
+                    .label("kubernetes.io/hostname", "c")
+                    .label("topology.kubernetes.io/zone", "zb")
+                    .build(),
+            ]
+        };
+        let mut vols = store(
+            vec![
+                pvc("ns", "local").class("local").build(),
+                pvc("ns", "now").class("fast").build(),
+                pvc("ns", "zonal").bound("zonal-pv").build(),
+                pvc("ns", "csi").class("csi").build(),
+            ],
+            vec![
+                pv("on-b", "local", "1Gi").local_on("b").build(),
+                pv("zonal-pv", "", "1Gi")
+                    .label("topology.kubernetes.io/zone", "za")
+                    .claim("ns", "zonal")
+                    .build(),
+            ],
+            vec![
+                sc("local", "kubernetes.io/no-provisioner", true, &[]),
+                sc("fast", "csi.example.com", false, &[]),
+                sc("csi", "csi.example.com", true, &[]),
+            ],
+        );
+        vols.put_csi_node(csi_node("a", &[("csi.example.com", Some(0))]));
+
+        // WaitForFirstConsumer: the only node with a matching volume wins, and the decision
+        // is left in the cycle state for the controller.
+        let pod = PodInfo::test("ns", "p").pvc("local").build();
+        match run_with_volumes(&pod, nodes(), vols.clone()) {
+            Decision::Bind { node, state, .. } => {
+                assert_eq!(node, "b");
+                let d = volume_binding::decided_bindings(&state).unwrap();
+                assert_eq!(d.static_bindings[0].pv, "on-b");
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let unschedulable = |pod: &PodInfo| match run_with_volumes(pod, nodes(), vols.clone()) {
+            Decision::Unschedulable {
+                message,
+                resolvable,
+                ..
+            } => (message, resolvable),
+            other => panic!("{other:?}"),
+        };
+        let pod = PodInfo::test("ns", "p").pvc("now").build();
+        assert_eq!(
+            unschedulable(&pod),
+            (
+                "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. \
+                 preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+                    .to_string(),
+                false
+            )
+        );
+        // Zonal volume in za, but a (the only za node) cannot attach another CSI volume.
+        let pod = PodInfo::test("ns", "p").pvc("zonal").pvc("csi").build();
+        let (message, resolvable) = unschedulable(&pod);
+        assert_eq!(
+            message,
+            "0/3 nodes are available: 1 node(s) exceed max volume count, \
+             2 node(s) had no available volume zone. \
+             preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, \
+             2 Preemption is not helpful for scheduling.."
+        );
+        assert!(resolvable);
     }
 
     #[test]

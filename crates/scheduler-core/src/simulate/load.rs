@@ -4,10 +4,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -19,6 +20,10 @@ pub struct ClusterObjects {
     pub runtime_classes: Vec<RuntimeClass>,
     pub priority_classes: Vec<PriorityClass>,
     pub pdbs: Vec<PodDisruptionBudget>,
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    pub pvs: Vec<PersistentVolume>,
+    pub storage_classes: Vec<StorageClass>,
+    pub csi_nodes: Vec<CSINode>,
     /// Kinds that were present but play no part in scheduling, with their counts.
     pub skipped_kinds: std::collections::BTreeMap<String, usize>,
 }
@@ -30,6 +35,10 @@ impl ClusterObjects {
         self.runtime_classes.extend(other.runtime_classes);
         self.priority_classes.extend(other.priority_classes);
         self.pdbs.extend(other.pdbs);
+        self.pvcs.extend(other.pvcs);
+        self.pvs.extend(other.pvs);
+        self.storage_classes.extend(other.storage_classes);
+        self.csi_nodes.extend(other.csi_nodes);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -186,7 +195,11 @@ impl DocCtx<'_> {
             | "PodList"
             | "RuntimeClassList"
             | "PriorityClassList"
-            | "PodDisruptionBudgetList" => {
+            | "PodDisruptionBudgetList"
+            | "PersistentVolumeClaimList"
+            | "PersistentVolumeList"
+            | "StorageClassList"
+            | "CSINodeList" => {
                 let items = match v.get("items") {
                     Some(Value::Array(items)) => items.clone(),
                     Some(Value::Null) | None => Vec::new(),
@@ -226,6 +239,22 @@ impl DocCtx<'_> {
             "PodDisruptionBudget" => {
                 self.typed(v, &kind, &api_version, &["policy/v1"], &mut out.pdbs)
             }
+            "PersistentVolumeClaim" => self.typed(v, &kind, &api_version, &["v1"], &mut out.pvcs),
+            "PersistentVolume" => self.typed(v, &kind, &api_version, &["v1"], &mut out.pvs),
+            "StorageClass" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.storage_classes,
+            ),
+            "CSINode" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.csi_nodes,
+            ),
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }
     }
@@ -321,6 +350,62 @@ metadata: {name: ignored}
         assert_eq!(o.priority_classes[0].value, 1000);
         assert_eq!(o.pdbs.len(), 1);
         assert_eq!(o.skipped_kinds.get("Deployment"), Some(&1));
+    }
+
+    #[test]
+    fn storage_objects_load_including_typed_lists() {
+        let text = r#"
+apiVersion: v1
+kind: PersistentVolumeClaimList
+items:
+- metadata: {name: data, namespace: default}
+  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /x}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard}
+provisioner: pd.csi.storage.gke.io
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec: {drivers: [{name: pd.csi.storage.gke.io, nodeID: n1, allocatable: {count: 15}}]}
+---
+apiVersion: storage.k8s.io/v1beta1
+kind: StorageClass
+metadata: {name: old}
+provisioner: x
+"#;
+        let err = load_str(text, "s.yaml").unwrap_err();
+        assert_eq!(err.len(), 1);
+        assert!(
+            err[0].message.starts_with("StorageClass old: apiVersion"),
+            "{}",
+            err[0].message
+        );
+        let o = load_str(
+            text.split("---\napiVersion: storage.k8s.io/v1beta1")
+                .next()
+                .unwrap(),
+            "s.yaml",
+        )
+        .unwrap();
+        assert_eq!(o.pvcs[0].metadata.name.as_deref(), Some("data"));
+        assert_eq!(o.pvs.len(), 1);
+        assert_eq!(o.storage_classes[0].provisioner, "pd.csi.storage.gke.io");
+        assert_eq!(
+            o.csi_nodes[0].spec.drivers[0]
+                .allocatable
+                .as_ref()
+                .unwrap()
+                .count,
+            Some(15)
+        );
     }
 
     #[test]

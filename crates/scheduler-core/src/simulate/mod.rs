@@ -137,6 +137,13 @@ pub fn run_with_registry(
     for pdb in &objects.pdbs {
         cache.add_pdb(pdb);
     }
+    objects.pvcs.iter().for_each(|o| cache.add_pvc(o));
+    objects.pvs.iter().for_each(|o| cache.add_pv(o));
+    objects
+        .storage_classes
+        .iter()
+        .for_each(|o| cache.add_storage_class(o));
+    objects.csi_nodes.iter().for_each(|o| cache.add_csi_node(o));
 
     let mut outcomes = Vec::new();
     let mut pending: Vec<QueuedPodInfo> = Vec::new();
@@ -232,6 +239,11 @@ pub fn run_with_registry(
                         },
                     ));
                     continue;
+                }
+                // The volume bindings PreBind left to the controller count as done, so later
+                // pods neither reuse the volumes nor move the claims.
+                if let Some(v) = crate::plugins::volume_binding::decided_bindings(&state) {
+                    cache.assume_pod_volumes(v, &node);
                 }
                 cache.finish_binding(pod.key());
                 fw.run_post_bind(&state, &pod, &node);
@@ -653,6 +665,129 @@ spec:
             r.outcome_of("d/p"),
             Some(&PodResult::Rejected {
                 reason: "no PriorityClass with name nope was found".into()
+            })
+        );
+    }
+
+    /// Two StatefulSet replicas, each with a WaitForFirstConsumer claim; the only volumes
+    /// are local ones on n2 and n3 (n1 has the most room but no volume, n2 more than n3). Each
+    /// replica lands where a volume lives, and the second does not take the volume the first
+    /// was given (it would prefer roomier n2 if that volume still looked available).
+    const STATEFUL_CLUSTER: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}
+status: {allocatable: {cpu: "6", memory: 12Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n3, labels: {kubernetes.io/hostname: n3}}
+status: {allocatable: {cpu: "2", memory: 4Gi, pods: "110"}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local-storage}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-n2}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local-storage
+  local: {path: /mnt/disks/a}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n2]}]
+status: {phase: Available}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-n3}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local-storage
+  local: {path: /mnt/disks/a}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n3]}]
+status: {phase: Available}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-db-0, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: local-storage
+  resources: {requests: {storage: 5Gi}}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-db-1, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: local-storage
+  resources: {requests: {storage: 5Gi}}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: default, labels: {app: db}}
+spec:
+  containers: [{name: db, image: postgres, resources: {requests: {cpu: 500m}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: default, labels: {app: db}}
+spec:
+  containers: [{name: db, image: postgres, resources: {requests: {cpu: 500m}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-1}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-2, namespace: default, labels: {app: db}}
+spec:
+  containers: [{name: db, image: postgres, resources: {requests: {cpu: 500m}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-2}}]
+"#;
+
+    #[test]
+    fn stateful_pods_follow_their_local_volumes() {
+        let objects = load_str(STATEFUL_CLUSTER, "sts.yaml").unwrap();
+        assert_eq!(
+            (
+                objects.pvs.len(),
+                objects.pvcs.len(),
+                objects.storage_classes.len()
+            ),
+            (2, 2, 1)
+        );
+        let loaded = crate::config::load_str(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+            "c.yaml",
+        )
+        .unwrap();
+        let r = run(&objects, &loaded, 1).unwrap();
+        assert_eq!(r.node_of("default/db-0"), Some("n2"));
+        assert_eq!(r.node_of("default/db-1"), Some("n3"));
+        assert_eq!(
+            r.outcome_of("default/db-2"),
+            Some(&PodResult::Unschedulable {
+                message: "0/3 nodes are available: persistentvolumeclaim \"data-db-2\" not found. \
+                          preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+                    .into()
             })
         );
     }

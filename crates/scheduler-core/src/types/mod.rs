@@ -17,6 +17,7 @@ pub mod taint;
 pub mod testing;
 pub mod topology_spread;
 mod validation;
+pub mod volume;
 
 pub use label_selector::LabelSelector;
 pub use node::{HostPortInfo, NodeInfo, next_generation};
@@ -46,4 +47,8 @@ pub use testing::{NodeBuilder, PodBuilder};
 pub use topology_spread::{
     NodeInclusionPolicy, PodSpreadInfo, SpreadConstraint, SpreadController, WhenUnsatisfiable,
     WorkloadKind,
+};
+pub use volume::{
+    ClaimRef, CsiNodeInfo, DiskVolume, PodClaim, PodVolumeSources, PodVolumes, PvInfo, PvcInfo,
+    StaticBinding, StorageClassInfo, VolumeBindingMode, VolumeObjects,
 };

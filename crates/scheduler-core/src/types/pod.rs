@@ -134,6 +134,8 @@ pub struct PodInfo {
     pub affinity: Option<k8s::Affinity>,
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
     pub pvc_names: Vec<String>,
+    /// Claims (incl. generic ephemeral) and in-tree disks, for the volume plugins.
+    pub volumes: super::volume::PodVolumeSources,
     pub is_terminating: bool,
     /// Terminating because scheduler preemption evicted it: deletion started and the
     /// `DisruptionTarget` condition is True with reason `PreemptionByScheduler`.
@@ -309,6 +311,7 @@ impl PodInfo {
                         .map(|c| c.claim_name.clone())
                 })
                 .collect(),
+            volumes: super::volume::PodVolumeSources::from_pod(pod),
             is_terminating: meta.deletion_timestamp.is_some(),
             terminating_by_preemption: meta.deletion_timestamp.is_some()
                 && evicted_by_scheduler_preemption(status),

@@ -386,3 +386,267 @@ impl NodeBuilder {
         NodeInfo::from_node(&self.node)
     }
 }
+
+/// Builders for PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes.
+pub mod volumes {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1 as k8s;
+    use k8s_openapi::api::storage::v1 as storage;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::q;
+    use crate::types::volume::{
+        ANN_BIND_COMPLETED, ANN_SELECTED_NODE, CsiNodeInfo, PvInfo, PvcInfo, StorageClassInfo,
+        VolumeObjects,
+    };
+
+    pub struct PvcBuilder(pub k8s::PersistentVolumeClaim);
+
+    /// A Pending claim with no class, no modes and no request.
+    pub fn pvc(namespace: &str, name: &str) -> PvcBuilder {
+        PvcBuilder(k8s::PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                uid: Some(format!("uid-{namespace}-{name}")),
+                ..Default::default()
+            },
+            spec: Some(Default::default()),
+            status: Some(k8s::PersistentVolumeClaimStatus {
+                phase: Some("Pending".into()),
+                ..Default::default()
+            }),
+        })
+    }
+
+    impl PvcBuilder {
+        fn spec(&mut self) -> &mut k8s::PersistentVolumeClaimSpec {
+            self.0.spec.get_or_insert_with(Default::default)
+        }
+        fn annotate(&mut self, k: &str, v: &str) {
+            self.0
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
+        pub fn mode(mut self, mode: &str) -> Self {
+            self.spec()
+                .access_modes
+                .get_or_insert_with(Vec::new)
+                .push(mode.into());
+            self
+        }
+        pub fn class(mut self, class: &str) -> Self {
+            self.spec().storage_class_name = Some(class.into());
+            self
+        }
+        pub fn request(mut self, qty: &str) -> Self {
+            self.spec().resources = Some(k8s::VolumeResourceRequirements {
+                requests: Some([("storage".to_string(), q(qty))].into_iter().collect()),
+                ..Default::default()
+            });
+            self
+        }
+        /// Fully bound to `pv` (volumeName, bind-completed, phase Bound).
+        pub fn bound(mut self, pv: &str) -> Self {
+            self.spec().volume_name = Some(pv.into());
+            self.annotate(ANN_BIND_COMPLETED, "yes");
+            self.0.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
+            self
+        }
+        /// `spec.volumeName` set by the user, not yet bound by the controller.
+        pub fn prebound(mut self, pv: &str) -> Self {
+            self.spec().volume_name = Some(pv.into());
+            self
+        }
+        pub fn selected_node(mut self, node: &str) -> Self {
+            self.annotate(ANN_SELECTED_NODE, node);
+            self
+        }
+        pub fn api(self) -> k8s::PersistentVolumeClaim {
+            self.0
+        }
+        pub fn build(self) -> PvcInfo {
+            PvcInfo::from_pvc(&self.0)
+        }
+    }
+
+    pub struct PvBuilder(pub k8s::PersistentVolume);
+
+    /// An Available volume of `capacity` in `class`.
+    pub fn pv(name: &str, class: &str, capacity: &str) -> PvBuilder {
+        PvBuilder(k8s::PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: Some(k8s::PersistentVolumeSpec {
+                storage_class_name: Some(class.into()).filter(|c: &String| !c.is_empty()),
+                capacity: Some([("storage".to_string(), q(capacity))].into_iter().collect()),
+                ..Default::default()
+            }),
+            status: Some(k8s::PersistentVolumeStatus {
+                phase: Some("Available".into()),
+                ..Default::default()
+            }),
+        })
+    }
+
+    impl PvBuilder {
+        fn spec(&mut self) -> &mut k8s::PersistentVolumeSpec {
+            self.0.spec.get_or_insert_with(Default::default)
+        }
+        pub fn mode(mut self, mode: &str) -> Self {
+            self.spec()
+                .access_modes
+                .get_or_insert_with(Vec::new)
+                .push(mode.into());
+            self
+        }
+        pub fn label(mut self, k: &str, v: &str) -> Self {
+            self.0
+                .metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert(k.into(), v.into());
+            self
+        }
+        /// Required node affinity `key In values` (one term).
+        pub fn node_affinity(mut self, key: &str, values: &[&str]) -> Self {
+            self.spec().node_affinity = Some(k8s::VolumeNodeAffinity {
+                required: Some(k8s::NodeSelector {
+                    node_selector_terms: vec![k8s::NodeSelectorTerm {
+                        match_expressions: Some(vec![k8s::NodeSelectorRequirement {
+                            key: key.into(),
+                            operator: "In".into(),
+                            values: Some(values.iter().map(|v| v.to_string()).collect()),
+                        }]),
+                        ..Default::default()
+                    }],
+                }),
+            });
+            self
+        }
+        /// Local volume on one node (hostname affinity).
+        pub fn local_on(self, node: &str) -> Self {
+            self.node_affinity("kubernetes.io/hostname", &[node])
+        }
+        pub fn claim(mut self, namespace: &str, name: &str) -> Self {
+            self.spec().claim_ref = Some(k8s::ObjectReference {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                ..Default::default()
+            });
+            self.0.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
+            self
+        }
+        pub fn csi(mut self, driver: &str, handle: &str) -> Self {
+            self.spec().csi = Some(k8s::CSIPersistentVolumeSource {
+                driver: driver.into(),
+                volume_handle: handle.into(),
+                ..Default::default()
+            });
+            self
+        }
+        pub fn api(self) -> k8s::PersistentVolume {
+            self.0
+        }
+        pub fn build(self) -> PvInfo {
+            PvInfo::from_pv(&self.0)
+        }
+    }
+
+    pub fn storage_class_api(
+        name: &str,
+        provisioner: &str,
+        wait_for_first_consumer: bool,
+        allowed: &[(&str, &[&str])],
+    ) -> storage::StorageClass {
+        storage::StorageClass {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            provisioner: provisioner.into(),
+            volume_binding_mode: Some(
+                if wait_for_first_consumer {
+                    "WaitForFirstConsumer"
+                } else {
+                    "Immediate"
+                }
+                .into(),
+            ),
+            allowed_topologies: (!allowed.is_empty()).then(|| {
+                vec![k8s::TopologySelectorTerm {
+                    match_label_expressions: Some(
+                        allowed
+                            .iter()
+                            .map(|(k, vals)| k8s::TopologySelectorLabelRequirement {
+                                key: k.to_string(),
+                                values: vals.iter().map(|v| v.to_string()).collect(),
+                            })
+                            .collect(),
+                    ),
+                }]
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A StorageClass; `allowed` is one allowedTopologies term.
+    pub fn sc(
+        name: &str,
+        provisioner: &str,
+        wait_for_first_consumer: bool,
+        allowed: &[(&str, &[&str])],
+    ) -> StorageClassInfo {
+        StorageClassInfo::from_storage_class(&storage_class_api(
+            name,
+            provisioner,
+            wait_for_first_consumer,
+            allowed,
+        ))
+    }
+
+    /// A CSINode with `(driver, attach limit)` pairs.
+    pub fn csi_node(name: &str, drivers: &[(&str, Option<i32>)]) -> CsiNodeInfo {
+        CsiNodeInfo::from_csi_node(&storage::CSINode {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: storage::CSINodeSpec {
+                drivers: drivers
+                    .iter()
+                    .map(|(d, n)| storage::CSINodeDriver {
+                        name: d.to_string(),
+                        node_id: name.into(),
+                        allocatable: n
+                            .map(|count| storage::VolumeNodeResources { count: Some(count) }),
+                        ..Default::default()
+                    })
+                    .collect(),
+            },
+        })
+    }
+
+    pub fn store(
+        pvcs: Vec<PvcInfo>,
+        pvs: Vec<PvInfo>,
+        classes: Vec<StorageClassInfo>,
+    ) -> VolumeObjects {
+        let mut v = VolumeObjects::new();
+        pvcs.into_iter().for_each(|c| {
+            v.put_pvc(c);
+        });
+        pvs.into_iter().for_each(|p| {
+            v.put_pv(p);
+        });
+        classes.into_iter().for_each(|c| {
+            v.put_storage_class(c);
+        });
+        v
+    }
+}

@@ -1,0 +1,867 @@
+//! VolumeBinding (upstream `volumebinding`): claims the pod uses must be bound to volumes the
+//! node can reach, or be bindable there (WaitForFirstConsumer): matched to an available
+//! volume whose node affinity admits the node, or provisionable on it (StorageClass
+//! `allowedTopologies`).
+//!
+//! Reserve records the decision for the chosen node in the cycle state. PreBind makes no API
+//! calls in ferrosched: it succeeds, and the controller reads the decision with
+//! [`decided_bindings`] and carries it out (bind each volume to its claim; annotate each claim
+//! to provision with `volume.kubernetes.io/selected-node`; wait for the claims to be bound
+//! within `bindTimeoutSeconds`), before POSTing the pod's Binding.
+//!
+//! Not covered: CSIStorageCapacity checks (every provisionable claim is assumed to fit, so
+//! "node(s) did not have enough free storage" never appears), in-tree volumes migrated to
+//! CSI, and capacity scoring of dynamically provisioned claims.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use crate::cache::Snapshot;
+use crate::config::PluginArgs;
+use crate::framework::{
+    CycleState, FilterPlugin, MAX_NODE_SCORE, Plugin, PluginPoints, PreBindPlugin, PreFilterPlugin,
+    PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status,
+};
+use crate::plugin_points;
+use crate::types::volume::{NOT_SUPPORTED_PROVISIONER, claim_key};
+use crate::types::{NodeInfo, PodInfo, PodVolumes, PvInfo, PvcInfo, StaticBinding, VolumeObjects};
+
+use super::names::VOLUME_BINDING;
+use super::node_volume_limits::ephemeral_owner_error;
+use super::resource_allocation::{ShapePoint, broken_linear};
+use super::volume_restrictions::pvc_not_found;
+
+pub const ERR_REASON_BIND_CONFLICT: &str =
+    "node(s) didn't find available persistent volumes to bind";
+pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
+pub const ERR_REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
+pub const ERR_REASON_PV_NOT_EXIST: &str =
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+pub const ERR_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
+
+/// Upstream's utilisation range for the capacity shape.
+const MAX_UTILIZATION: i64 = 100;
+/// Shape scores are given on 0..=10 and scaled to 0..=MAX_NODE_SCORE.
+const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+
+pub struct VolumeBinding {
+    /// Capacity-scoring shape; `None` (no shape configured) disables PreScore/Score.
+    shape: Option<Vec<ShapePoint>>,
+}
+
+impl VolumeBinding {
+    pub fn new(args: Option<&PluginArgs>) -> Result<Self, String> {
+        let shape = match args {
+            Some(PluginArgs::VolumeBinding(a)) if !a.shape.is_empty() => Some(
+                a.shape
+                    .iter()
+                    .map(|p| ShapePoint {
+                        utilization: i64::from(p.utilization),
+                        score: i64::from(p.score) * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
+                    })
+                    .collect(),
+            ),
+            Some(PluginArgs::VolumeBinding(_)) | None => None,
+            Some(other) => {
+                return Err(format!(
+                    "want args to be of type VolumeBindingArgs, got {}",
+                    other.kind()
+                ));
+            }
+        };
+        Ok(VolumeBinding { shape })
+    }
+
+    pub fn factory(args: Option<&PluginArgs>) -> Result<Arc<dyn crate::framework::Plugin>, String> {
+        Ok(Arc::new(Self::new(args)?))
+    }
+}
+
+impl Plugin for VolumeBinding {
+    fn name(&self) -> &'static str {
+        VOLUME_BINDING
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => pre_filter, filter, reserve, pre_bind, pre_score, score)
+    }
+}
+
+/// The decision Reserve recorded for the chosen node.
+#[derive(Clone, Debug)]
+struct Reserved {
+    volumes: PodVolumes,
+}
+
+#[derive(Default, Debug)]
+struct ByNode {
+    volumes: HashMap<String, PodVolumes>,
+}
+
+#[derive(Debug, Default)]
+struct StateData {
+    objects: VolumeObjects,
+    bound_claims: Vec<Arc<PvcInfo>>,
+    /// Unbound WaitForFirstConsumer claims, in pod order.
+    claims_to_bind: Vec<Arc<PvcInfo>>,
+    /// Class -> its volumes, for the claims to bind.
+    class_pvs: HashMap<String, Vec<Arc<PvInfo>>>,
+    /// Filter runs in parallel over nodes, so its per-node results go behind a lock.
+    by_node: Mutex<ByNode>,
+    reserved: Option<Reserved>,
+}
+
+impl Clone for StateData {
+    fn clone(&self) -> Self {
+        let by_node = self.by_node.lock().unwrap_or_else(|e| e.into_inner());
+        StateData {
+            objects: self.objects.clone(),
+            bound_claims: self.bound_claims.clone(),
+            claims_to_bind: self.claims_to_bind.clone(),
+            class_pvs: self.class_pvs.clone(),
+            by_node: Mutex::new(ByNode {
+                volumes: by_node.volumes.clone(),
+            }),
+            reserved: self.reserved.clone(),
+        }
+    }
+}
+
+/// The bindings and provisionings Reserve decided for the pod's node, for the controller to
+/// carry out before binding the pod. `None` when there is nothing to do: the pod uses no
+/// claims, or all of them were already bound.
+pub fn decided_bindings(state: &CycleState) -> Option<&PodVolumes> {
+    state
+        .read::<StateData>()
+        .and_then(|s| s.reserved.as_ref())
+        .map(|r| &r.volumes)
+        .filter(|v| !v.is_empty())
+}
+
+fn missing_state() -> Status {
+    Status::error("reading VolumeBinding state: not found")
+}
+
+/// Upstream `podHasPVCs`: every claim must exist, not be lost or deleting, and an ephemeral
+/// claim must belong to the pod.
+fn check_claims(pod: &PodInfo, objects: &VolumeObjects) -> Result<Vec<Arc<PvcInfo>>, Status> {
+    let mut out = Vec::new();
+    for claim in &pod.volumes.claims {
+        let Some(pvc) = objects.pvc(pod.namespace(), &claim.name) else {
+            return Err(Status::unresolvable(if claim.ephemeral {
+                format!(
+                    "waiting for ephemeral volume controller to create the persistentvolumeclaim {:?}",
+                    claim.name
+                )
+            } else {
+                pvc_not_found(&claim.name)
+            }));
+        };
+        if pvc.phase == "Lost" {
+            return Err(Status::unresolvable(format!(
+                "persistentvolumeclaim {:?} bound to non-existent persistentvolume {:?}",
+                pvc.name,
+                pvc.volume_name.as_deref().unwrap_or_default()
+            )));
+        }
+        if pvc.deleting {
+            return Err(Status::unresolvable(format!(
+                "persistentvolumeclaim {:?} is being deleted",
+                pvc.name
+            )));
+        }
+        if claim.ephemeral && pvc.controller_uid.as_deref() != Some(pod.uid.as_str()) {
+            return Err(Status::unresolvable(ephemeral_owner_error(
+                pod,
+                &claim.name,
+            )));
+        }
+        // Like upstream, a claim mounted twice is looked at twice.
+        out.push(pvc.clone());
+    }
+    Ok(out)
+}
+
+impl PreFilterPlugin for VolumeBinding {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        if pod.volumes.claims.is_empty() {
+            state.write(StateData::default());
+            return (None, Status::skip());
+        }
+        let objects = snapshot.volumes().clone();
+        let claims = match check_claims(pod, &objects) {
+            Ok(c) => c,
+            Err(s) => return (None, s),
+        };
+        let mut bound_claims = Vec::new();
+        let mut claims_to_bind = Vec::new();
+        let mut immediate = 0;
+        for pvc in claims {
+            if pvc.volume_name.is_some() && pvc.bind_completed {
+                bound_claims.push(pvc);
+                continue;
+            }
+            // A class that is not found (or no class) means immediate binding.
+            let delayed = objects
+                .storage_class(&pvc.storage_class)
+                .is_some_and(|c| c.wait_for_first_consumer());
+            if delayed && pvc.volume_name.is_none() {
+                claims_to_bind.push(pvc);
+            } else {
+                immediate += 1;
+            }
+        }
+        if immediate > 0 {
+            return (None, Status::unresolvable(ERR_UNBOUND_IMMEDIATE));
+        }
+
+        let mut eligible: Option<BTreeSet<String>> = None;
+        for pvc in &bound_claims {
+            let Some(pv) = pvc.volume_name.as_deref().and_then(|n| objects.pv(n)) else {
+                continue;
+            };
+            let names = pv.local_node_names();
+            if names.is_empty() {
+                continue;
+            }
+            let names: BTreeSet<String> = names.into_iter().collect();
+            eligible = Some(match eligible {
+                None => names,
+                Some(prev) => prev.intersection(&names).cloned().collect(),
+            });
+        }
+
+        let mut class_pvs: HashMap<String, Vec<Arc<PvInfo>>> = HashMap::new();
+        for pvc in &claims_to_bind {
+            class_pvs
+                .entry(pvc.storage_class.clone())
+                .or_insert_with(|| {
+                    objects
+                        .pvs()
+                        .filter(|pv| pv.storage_class == pvc.storage_class)
+                        .cloned()
+                        .collect()
+                });
+        }
+        state.write(StateData {
+            objects,
+            bound_claims,
+            claims_to_bind,
+            class_pvs,
+            by_node: Mutex::default(),
+            reserved: None,
+        });
+        (eligible.map(PreFilterResult::nodes), Status::success())
+    }
+}
+
+/// Upstream `FindMatchingVolume` on the scheduler path: the volume pre-bound to the claim if
+/// there is one (and it fits the node), else the smallest available volume of the claim's
+/// class that satisfies size, mode, selector, attributes class, node affinity and access modes.
+fn find_matching_volume<'a>(
+    pvc: &PvcInfo,
+    pvs: &'a [Arc<PvInfo>],
+    node: &NodeInfo,
+    excluded: &BTreeSet<&str>,
+) -> Result<Option<&'a Arc<PvInfo>>, Status> {
+    let selector = match &pvc.selector {
+        Some(Err(e)) => {
+            return Err(Status::error(format!(
+                "error creating internal label selector for claim: {}: {e}",
+                pvc.key()
+            )));
+        }
+        Some(Ok(s)) => Some(s),
+        None => None,
+    };
+    let mut smallest: Option<&Arc<PvInfo>> = None;
+    for pv in pvs {
+        if excluded.contains(pv.name.as_str()) {
+            continue;
+        }
+        let bound_to_claim = pv.is_bound_to(pvc);
+        if pv.claim_ref.is_some() && !bound_to_claim {
+            continue;
+        }
+        if pv.capacity < pvc.requested_storage || pv.block_mode != pvc.block_mode || pv.deleting {
+            continue;
+        }
+        let affinity_ok = pv.node_affinity_matches(&node.labels);
+        if bound_to_claim {
+            return Ok(affinity_ok.then_some(pv));
+        }
+        if pv.phase != "Available"
+            || selector.is_some_and(|s| !s.matches(&pv.labels))
+            || pv.storage_class != pvc.storage_class
+            || pv.attributes_class != pvc.attributes_class
+            || !affinity_ok
+            || !pvc.access_modes.iter().all(|m| pv.access_modes.contains(m))
+        {
+            continue;
+        }
+        if smallest.is_none_or(|s| s.capacity > pv.capacity) {
+            smallest = Some(pv);
+        }
+    }
+    Ok(smallest)
+}
+
+/// Upstream `FindPodVolumes` for one node: the reasons it does not fit, or what to bind and
+/// provision there.
+fn find_pod_volumes(
+    s: &StateData,
+    node: &NodeInfo,
+) -> Result<(PodVolumes, Vec<&'static str>), Status> {
+    let mut out = PodVolumes::default();
+    let mut bound_satisfied = true;
+    let mut bound_pvs_found = true;
+    let mut unbound_satisfied = true;
+    let reasons = |bound_satisfied: bool, unbound_satisfied: bool, bound_pvs_found: bool| {
+        let mut r = Vec::new();
+        if !bound_satisfied {
+            r.push(ERR_REASON_NODE_CONFLICT);
+        }
+        if !unbound_satisfied {
+            r.push(ERR_REASON_BIND_CONFLICT);
+        }
+        if !bound_pvs_found {
+            r.push(ERR_REASON_PV_NOT_EXIST);
+        }
+        r
+    };
+
+    for pvc in &s.bound_claims {
+        let pv_name = pvc.volume_name.as_deref().unwrap_or_default();
+        match s.objects.pv(pv_name) {
+            None => {
+                bound_pvs_found = false;
+                break;
+            }
+            Some(pv) if !pv.node_affinity_matches(&node.labels) => {
+                bound_satisfied = false;
+                break;
+            }
+            Some(_) => {}
+        }
+    }
+
+    if !s.claims_to_bind.is_empty() {
+        let mut to_provision: Vec<&Arc<PvcInfo>> = Vec::new();
+        let mut to_match: Vec<&Arc<PvcInfo>> = Vec::new();
+        for pvc in &s.claims_to_bind {
+            match &pvc.selected_node {
+                Some(n) if *n != node.name => {
+                    return Ok((out, reasons(bound_satisfied, false, bound_pvs_found)));
+                }
+                Some(_) => to_provision.push(pvc),
+                None => to_match.push(pvc),
+            }
+        }
+        // Smallest request first, so each claim gets the smallest volume that fits.
+        to_match.sort_by_key(|c| c.requested_storage);
+        let mut chosen: BTreeSet<&str> = BTreeSet::new();
+        for pvc in to_match {
+            let pvs = s
+                .class_pvs
+                .get(&pvc.storage_class)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            match find_matching_volume(pvc, pvs, node, &chosen)? {
+                Some(pv) => {
+                    chosen.insert(pv.name.as_str());
+                    out.static_bindings.push(StaticBinding {
+                        pv: pv.name.clone(),
+                        pvc_namespace: pvc.namespace.clone(),
+                        pvc_name: pvc.name.clone(),
+                        storage_class: pv.storage_class.clone(),
+                        requested: pvc.requested_storage,
+                        capacity: pv.capacity,
+                    });
+                }
+                None => {
+                    unbound_satisfied = false;
+                    to_provision.push(pvc);
+                }
+            }
+        }
+        if !to_provision.is_empty() {
+            unbound_satisfied = true;
+            for pvc in to_provision {
+                if pvc.storage_class.is_empty() {
+                    return Err(Status::error(format!("no class for claim {:?}", pvc.key())));
+                }
+                let Some(class) = s.objects.storage_class(&pvc.storage_class) else {
+                    return Err(Status::error(format!(
+                        "failed to find storage class {:?}",
+                        pvc.storage_class
+                    )));
+                };
+                if class.provisioner.is_empty()
+                    || class.provisioner == NOT_SUPPORTED_PROVISIONER
+                    || !class.allows_node(&node.labels)
+                {
+                    unbound_satisfied = false;
+                    out.dynamic_provisions.clear();
+                    break;
+                }
+                out.dynamic_provisions
+                    .push((pvc.namespace.clone(), pvc.name.clone()));
+            }
+        }
+    }
+    Ok((
+        out,
+        reasons(bound_satisfied, unbound_satisfied, bound_pvs_found),
+    ))
+}
+
+impl FilterPlugin for VolumeBinding {
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<StateData>() else {
+            return missing_state();
+        };
+        let (volumes, reasons) = match find_pod_volumes(s, node) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
+        if !reasons.is_empty() {
+            return Status::with_reasons(
+                crate::framework::Code::UnschedulableAndUnresolvable,
+                reasons,
+            );
+        }
+        let mut by_node = s.by_node.lock().unwrap_or_else(|e| e.into_inner());
+        by_node.volumes.insert(node.name.clone(), volumes);
+        Status::success()
+    }
+}
+
+impl PreScorePlugin for VolumeBinding {
+    /// Skips unless a shape is configured. Upstream only accepts a shape with the
+    /// StorageCapacityScoring gate on, and with the gate on it never skips: nodes whose
+    /// decision has no static bindings score through CSIStorageCapacity, which ferrosched does
+    /// not read, so they score 0 as upstream does when no capacity object is found.
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _snapshot: &Snapshot,
+    ) -> Status {
+        if self.shape.is_none() {
+            return Status::skip();
+        }
+        if state.read::<StateData>().is_none() {
+            return missing_state();
+        }
+        Status::success()
+    }
+}
+
+impl ScorePlugin for VolumeBinding {
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let Some(shape) = &self.shape else {
+            return Ok(0);
+        };
+        let Some(s) = state.read::<StateData>() else {
+            return Err(missing_state());
+        };
+        let by_node = s.by_node.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(volumes) = by_node.volumes.get(&node.name) else {
+            return Ok(0);
+        };
+        // Class -> (requested, capacity) of the volumes bound there.
+        let mut classes: HashMap<&str, (i64, i64)> = HashMap::new();
+        for b in &volumes.static_bindings {
+            let e = classes.entry(b.storage_class.as_str()).or_default();
+            e.0 += b.requested;
+            e.1 += b.capacity;
+        }
+        if classes.is_empty() {
+            return Ok(0);
+        }
+        let total: i64 = classes
+            .values()
+            .map(|&(requested, capacity)| {
+                if capacity == 0 || requested > capacity {
+                    broken_linear(shape, MAX_UTILIZATION)
+                } else {
+                    broken_linear(shape, requested * MAX_UTILIZATION / capacity)
+                }
+            })
+            .sum();
+        Ok((total as f64 / classes.len() as f64).round() as i64)
+    }
+}
+
+impl ReservePlugin for VolumeBinding {
+    fn reserve(&self, state: &mut CycleState, _pod: &PodInfo, node: &str) -> Status {
+        let Some(s) = state.read_mut::<StateData>() else {
+            return missing_state();
+        };
+        let volumes = s
+            .by_node
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .volumes
+            .get(node)
+            .cloned()
+            .unwrap_or_default();
+        s.reserved = Some(Reserved { volumes });
+        Status::success()
+    }
+
+    fn unreserve(&self, state: &mut CycleState, _pod: &PodInfo, _node: &str) {
+        if let Some(s) = state.read_mut::<StateData>() {
+            s.reserved = None;
+        }
+    }
+}
+
+impl PreBindPlugin for VolumeBinding {
+    /// Succeeds: the API calls are the controller's (see [`decided_bindings`]).
+    fn pre_bind(&self, state: &CycleState, _pod: &PodInfo, _node: &str) -> Status {
+        if state.read::<StateData>().is_none() {
+            return missing_state();
+        }
+        Status::success()
+    }
+}
+
+/// `namespace/name` of every claim the decision touches (for logs and tests).
+pub fn decided_claims(v: &PodVolumes) -> Vec<String> {
+    v.static_bindings
+        .iter()
+        .map(|b| claim_key(&b.pvc_namespace, &b.pvc_name))
+        .chain(v.dynamic_provisions.iter().map(|(ns, n)| claim_key(ns, n)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{UtilizationShapePoint, VolumeBindingArgs};
+    use crate::framework::Code;
+    use crate::types::testing::volumes::{pv, pvc, sc, store};
+
+    const ZONE: &str = "topology.kubernetes.io/zone";
+
+    fn nodes() -> Vec<NodeInfo> {
+        vec![
+            NodeInfo::test("a")
+                .label(ZONE, "za")
+                .label("kubernetes.io/hostname", "a")
+                .build(),
+            NodeInfo::test("b")
+                .label(ZONE, "zb")
+                .label("kubernetes.io/hostname", "b")
+                .build(),
+        ]
+    }
+
+    struct Run {
+        pre: (Option<PreFilterResult>, Status),
+        state: CycleState,
+        statuses: Vec<Status>,
+    }
+
+    fn run_with(pl: &VolumeBinding, pod: &PodInfo, vols: VolumeObjects) -> Run {
+        let snap = Snapshot::from_node_infos(nodes()).with_volumes(vols);
+        let mut state = CycleState::new();
+        let pre = pl.pre_filter(&mut state, pod, &snap);
+        let statuses = if pre.1.is_success() {
+            snap.node_infos()
+                .iter()
+                .map(|n| pl.filter(&state, pod, n))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Run {
+            pre,
+            state,
+            statuses,
+        }
+    }
+
+    fn run(pod: &PodInfo, vols: VolumeObjects) -> Run {
+        run_with(&VolumeBinding::new(None).unwrap(), pod, vols)
+    }
+
+    fn reserved(r: &mut Run, node: &str) -> Option<PodVolumes> {
+        let pod = PodInfo::test("ns", "p").build();
+        let pl = VolumeBinding::new(None).unwrap();
+        assert!(pl.reserve(&mut r.state, &pod, node).is_success());
+        assert!(pl.pre_bind(&r.state, &pod, node).is_success());
+        decided_bindings(&r.state).cloned()
+    }
+
+    fn wffc_classes() -> Vec<crate::types::StorageClassInfo> {
+        vec![
+            sc("local", NOT_SUPPORTED_PROVISIONER, true, &[]),
+            sc("zonal", "csi.example.com", true, &[(ZONE, &["za"])]),
+            sc("anywhere", "csi.example.com", true, &[]),
+            sc("fast", "csi.example.com", false, &[]),
+        ]
+    }
+
+    #[test]
+    fn pods_without_claims_skip_and_reserve_nothing() {
+        let mut r = run(&PodInfo::test("ns", "p").build(), VolumeObjects::new());
+        assert!(r.pre.1.is_skip());
+        assert_eq!(reserved(&mut r, "a"), None);
+    }
+
+    #[test]
+    fn bound_volume_node_affinity_must_match() {
+        let vols = store(
+            vec![pvc("ns", "data").bound("zonal-pv").build()],
+            vec![
+                pv("zonal-pv", "", "1Gi")
+                    .node_affinity(ZONE, &["za"])
+                    .claim("ns", "data")
+                    .build(),
+            ],
+            vec![],
+        );
+        let pod = PodInfo::test("ns", "p").pvc("data").build();
+        let mut r = run(&pod, vols);
+        assert!(r.pre.1.is_success());
+        // No hostname terms: no node list from PreFilter.
+        assert_eq!(r.pre.0, None);
+        assert!(r.statuses[0].is_success());
+        assert_eq!(r.statuses[1].code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(r.statuses[1].message(), ERR_REASON_NODE_CONFLICT);
+        // Everything was bound already: nothing for the controller to do.
+        assert_eq!(reserved(&mut r, "a"), None);
+    }
+
+    #[test]
+    fn bound_local_volume_narrows_nodes_and_missing_volume_is_reported() {
+        let vols = store(
+            vec![
+                pvc("ns", "local").bound("local-pv").build(),
+                pvc("ns", "lost").bound("gone").build(),
+            ],
+            vec![pv("local-pv", "local", "1Gi").local_on("b").build()],
+            vec![],
+        );
+        let pod = PodInfo::test("ns", "p").pvc("local").build();
+        let r = run(&pod, vols.clone());
+        assert_eq!(r.pre.0, Some(PreFilterResult::nodes(["b".to_string()])));
+        let pod = PodInfo::test("ns", "p").pvc("lost").build();
+        let r = run(&pod, vols);
+        assert_eq!(r.statuses[0].message(), ERR_REASON_PV_NOT_EXIST);
+        assert_eq!(r.statuses[0].code(), Code::UnschedulableAndUnresolvable);
+    }
+
+    #[test]
+    fn unbound_immediate_claims_are_unresolvable() {
+        let vols = store(
+            vec![
+                pvc("ns", "now").class("fast").build(),
+                pvc("ns", "unknown-class").class("nope").build(),
+                pvc("ns", "prebound").class("local").prebound("x").build(),
+            ],
+            vec![],
+            wffc_classes(),
+        );
+        for claim in ["now", "unknown-class", "prebound"] {
+            let pod = PodInfo::test("ns", "p").pvc(claim).build();
+            let s = run(&pod, vols.clone()).pre.1;
+            assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{claim}");
+            assert_eq!(s.message(), ERR_UNBOUND_IMMEDIATE, "{claim}");
+        }
+    }
+
+    #[test]
+    fn missing_claims_are_unresolvable_with_upstream_messages() {
+        let pod = PodInfo::test("ns", "p").pvc("gone").build();
+        let s = run(&pod, VolumeObjects::new()).pre.1;
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(s.message(), "persistentvolumeclaim \"gone\" not found");
+        let pod = PodInfo::test("ns", "p")
+            .edit(|p| {
+                p.spec.get_or_insert_with(Default::default).volumes =
+                    Some(vec![k8s_openapi::api::core::v1::Volume {
+                        name: "scratch".into(),
+                        ephemeral: Some(Default::default()),
+                        ..Default::default()
+                    }])
+            })
+            .build();
+        let s = run(&pod, VolumeObjects::new()).pre.1;
+        assert_eq!(
+            s.message(),
+            "waiting for ephemeral volume controller to create the persistentvolumeclaim \"p-scratch\""
+        );
+    }
+
+    #[test]
+    fn wait_for_first_consumer_matches_a_local_volume_on_one_node_only() {
+        let vols = store(
+            vec![
+                pvc("ns", "data")
+                    .class("local")
+                    .mode("ReadWriteOnce")
+                    .request("5Gi")
+                    .build(),
+            ],
+            vec![
+                pv("on-a", "local", "10Gi")
+                    .mode("ReadWriteOnce")
+                    .local_on("a")
+                    .build(),
+                pv("too-small-on-b", "local", "1Gi")
+                    .mode("ReadWriteOnce")
+                    .local_on("b")
+                    .build(),
+            ],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("data").build();
+        let mut r = run(&pod, vols);
+        assert!(r.statuses[0].is_success());
+        // b has only a too-small volume and the class cannot provision.
+        assert_eq!(r.statuses[1].code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(r.statuses[1].message(), ERR_REASON_BIND_CONFLICT);
+        let decided = reserved(&mut r, "a").unwrap();
+        assert_eq!(decided.static_bindings.len(), 1);
+        assert_eq!(decided.static_bindings[0].pv, "on-a");
+        assert_eq!(decided_claims(&decided), vec!["ns/data"]);
+        assert!(decided.dynamic_provisions.is_empty());
+        // Unreserve forgets the decision.
+        let pod = PodInfo::test("ns", "p").build();
+        VolumeBinding::new(None)
+            .unwrap()
+            .unreserve(&mut r.state, &pod, "a");
+        assert_eq!(decided_bindings(&r.state), None);
+    }
+
+    #[test]
+    fn smallest_fitting_volume_wins_and_is_not_reused() {
+        let vols = store(
+            vec![
+                pvc("ns", "big").class("local").request("3Gi").build(),
+                pvc("ns", "small").class("local").request("1Gi").build(),
+            ],
+            vec![
+                pv("pv-5", "local", "5Gi").local_on("a").build(),
+                pv("pv-2", "local", "2Gi").local_on("a").build(),
+                pv("pv-1", "local", "1Gi").local_on("a").build(),
+                pv("taken", "local", "1Gi").claim("other", "c").build(),
+                pv("wrong-class", "", "1Gi").build(),
+            ],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("big").pvc("small").build();
+        let mut r = run(&pod, vols);
+        assert!(r.statuses[0].is_success());
+        let decided = reserved(&mut r, "a").unwrap();
+        let pairs: Vec<(&str, &str)> = decided
+            .static_bindings
+            .iter()
+            .map(|b| (b.pvc_name.as_str(), b.pv.as_str()))
+            .collect();
+        assert_eq!(pairs, vec![("small", "pv-1"), ("big", "pv-5")]);
+    }
+
+    #[test]
+    fn dynamic_provisioning_follows_allowed_topologies() {
+        let vols = store(
+            vec![
+                pvc("ns", "z").class("zonal").request("1Gi").build(),
+                pvc("ns", "any").class("anywhere").build(),
+            ],
+            vec![],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("z").build();
+        let mut r = run(&pod, vols.clone());
+        assert!(r.statuses[0].is_success());
+        assert_eq!(r.statuses[1].message(), ERR_REASON_BIND_CONFLICT);
+        let decided = reserved(&mut r, "a").unwrap();
+        assert_eq!(
+            decided.dynamic_provisions,
+            vec![("ns".to_string(), "z".to_string())]
+        );
+        let pod = PodInfo::test("ns", "p").pvc("any").build();
+        assert!(run(&pod, vols).statuses.iter().all(Status::is_success));
+    }
+
+    #[test]
+    fn claim_with_selected_node_only_fits_that_node() {
+        let vols = store(
+            vec![pvc("ns", "c").class("anywhere").selected_node("b").build()],
+            vec![],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("c").build();
+        let r = run(&pod, vols);
+        assert_eq!(r.statuses[0].message(), ERR_REASON_BIND_CONFLICT);
+        assert!(r.statuses[1].is_success());
+    }
+
+    #[test]
+    fn capacity_scoring_only_with_a_shape() {
+        let vols = store(
+            vec![pvc("ns", "c").class("local").request("5Gi").build()],
+            vec![
+                pv("half-full", "local", "10Gi").local_on("a").build(),
+                pv("exact", "local", "5Gi").local_on("b").build(),
+            ],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("c").build();
+        let no_shape = VolumeBinding::new(None).unwrap();
+        let mut r = run_with(&no_shape, &pod, vols.clone());
+        assert!(
+            no_shape
+                .pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+                .is_skip()
+        );
+
+        let args = PluginArgs::VolumeBinding(VolumeBindingArgs {
+            bind_timeout_seconds: 600,
+            shape: vec![
+                UtilizationShapePoint {
+                    utilization: 0,
+                    score: 0,
+                },
+                UtilizationShapePoint {
+                    utilization: 100,
+                    score: 10,
+                },
+            ],
+        });
+        let pl = VolumeBinding::new(Some(&args)).unwrap();
+        let mut r = run_with(&pl, &pod, vols);
+        assert!(
+            pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+                .is_success()
+        );
+        let scores: Vec<i64> = nodes()
+            .iter()
+            .map(|n| pl.score(&r.state, &pod, n).unwrap())
+            .collect();
+        assert_eq!(scores, vec![50, 100]);
+
+        // Only dynamic provisioning: scored, but without CSIStorageCapacity every node gets 0.
+        let vols = store(
+            vec![pvc("ns", "any").class("anywhere").request("1Gi").build()],
+            vec![],
+            wffc_classes(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("any").build();
+        let mut r = run_with(&pl, &pod, vols);
+        assert!(
+            pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+                .is_success()
+        );
+        assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
+    }
+}
