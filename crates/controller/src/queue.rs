@@ -1,0 +1,434 @@
+//! The pending-pod queue of this first slice.
+//!
+//! Deliberately small and self-contained so the full upstream queue (being built in
+//! scheduler-core) can replace it: the rest of the controller only calls the methods of
+//! [`PendingQueue`]. Semantics follow upstream's three sub-queues in simplified form:
+//!
+//! - *active*: ready to schedule, highest priority first, FIFO within a priority
+//!   (upstream's default PrioritySort);
+//! - *backoff*: failed with an error, or moved by a cluster event before its backoff expired;
+//!   becomes active after `initial * 2^(attempts-1)`, capped at `max`;
+//! - *unschedulable*: no node fitted; stays until a cluster event moves it (to backoff if
+//!   its backoff has not expired yet, else to active), or after 5 minutes at most;
+//! - *gated*: rejected by PreEnqueue (scheduling gates); re-checked on every pod update;
+//! - *in flight*: popped and being scheduled or bound; updates and deletes that arrive
+//!   meanwhile are remembered and applied when the attempt finishes.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::PodCondition;
+use scheduler_core::types::{PodInfo, PodKey};
+
+/// Upstream's podMaxInUnschedulablePodsDuration.
+pub const MAX_IN_UNSCHEDULABLE: Duration = Duration::from_secs(5 * 60);
+
+/// A pod handed to the scheduling loop.
+#[derive(Clone, Debug)]
+pub struct QueuedPod {
+    pub pod: Arc<PodInfo>,
+    /// The pod's current PodScheduled condition, so unchanged failures need no status patch.
+    pub scheduled_condition: Option<PodCondition>,
+    /// Attempts including the one this pop starts.
+    pub attempts: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Active,
+    Backoff,
+    Unschedulable(Instant),
+    Gated,
+    InFlight { gone: bool, moved: bool },
+}
+
+#[derive(Debug)]
+struct Entry {
+    pod: Arc<PodInfo>,
+    condition: Option<PodCondition>,
+    attempts: u32,
+    last_attempt: Option<Instant>,
+    seq: u64,
+    place: Place,
+}
+
+/// What became of an in-flight pod after [`PendingQueue::done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Bound: forgotten by the queue.
+    Bound,
+    /// No fit: wait for a cluster event.
+    Unschedulable,
+    /// Error: retry after backoff.
+    Error,
+}
+
+#[derive(Debug)]
+pub struct PendingQueue {
+    entries: HashMap<PodKey, Entry>,
+    /// (priority desc, arrival) -> pod
+    active: BTreeSet<(Reverse<i32>, u64, PodKey)>,
+    initial_backoff: Duration,
+    max_backoff: Duration,
+    next_seq: u64,
+}
+
+impl PendingQueue {
+    pub fn new(initial_backoff: Duration, max_backoff: Duration) -> Self {
+        PendingQueue {
+            entries: HashMap::new(),
+            active: BTreeSet::new(),
+            initial_backoff,
+            max_backoff: max_backoff.max(initial_backoff),
+            next_seq: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn contains(&self, key: &PodKey) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// `initial * 2^(attempts-1)`, capped at `max`.
+    pub fn backoff_duration(&self, attempts: u32) -> Duration {
+        let mut d = self.initial_backoff;
+        for _ in 1..attempts {
+            d = d.saturating_mul(2);
+            if d >= self.max_backoff {
+                return self.max_backoff;
+            }
+        }
+        d.min(self.max_backoff)
+    }
+
+    fn backoff_until(&self, e: &Entry) -> Option<Instant> {
+        e.last_attempt
+            .map(|t| t + self.backoff_duration(e.attempts.max(1)))
+    }
+
+    fn seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    fn activate(&mut self, key: &PodKey) {
+        let seq = self.seq();
+        if let Some(e) = self.entries.get_mut(key) {
+            e.seq = seq;
+            e.place = Place::Active;
+            self.active
+                .insert((Reverse(e.pod.priority), seq, key.clone()));
+        }
+    }
+
+    fn deactivate(&mut self, key: &PodKey) {
+        if let Some(e) = self.entries.get(key)
+            && e.place == Place::Active
+        {
+            self.active
+                .remove(&(Reverse(e.pod.priority), e.seq, key.clone()));
+        }
+    }
+
+    /// Backoff if the pod's backoff has not expired, else active.
+    fn to_active_or_backoff(&mut self, key: &PodKey, now: Instant) {
+        let until = self.entries.get(key).and_then(|e| self.backoff_until(e));
+        self.deactivate(key);
+        match until {
+            Some(t) if t > now => {
+                if let Some(e) = self.entries.get_mut(key) {
+                    e.place = Place::Backoff;
+                }
+            }
+            _ => self.activate(key),
+        }
+    }
+
+    /// An unassigned pod of ours was added or updated. `gated`: PreEnqueue rejected it.
+    pub fn add_or_update(
+        &mut self,
+        pod: Arc<PodInfo>,
+        condition: Option<PodCondition>,
+        gated: bool,
+        now: Instant,
+    ) {
+        let key = pod.key().clone();
+        let Some(e) = self.entries.get_mut(&key) else {
+            self.entries.insert(
+                key.clone(),
+                Entry {
+                    pod,
+                    condition,
+                    attempts: 0,
+                    last_attempt: None,
+                    seq: 0,
+                    place: Place::Gated,
+                },
+            );
+            if !gated {
+                self.activate(&key);
+            }
+            return;
+        };
+        let place = e.place;
+        let old_priority = e.pod.priority;
+        let old_seq = e.seq;
+        e.condition = condition;
+        match place {
+            Place::InFlight { gone, .. } => {
+                e.pod = pod;
+                e.place = Place::InFlight { gone, moved: true };
+            }
+            Place::Active => {
+                self.active
+                    .remove(&(Reverse(old_priority), old_seq, key.clone()));
+                let e = self.entries.get_mut(&key).expect("present");
+                e.pod = pod;
+                if gated {
+                    e.place = Place::Gated;
+                } else {
+                    self.active
+                        .insert((Reverse(e.pod.priority), old_seq, key.clone()));
+                }
+            }
+            Place::Backoff | Place::Unschedulable(_) | Place::Gated => {
+                e.pod = pod;
+                if gated {
+                    e.place = Place::Gated;
+                } else if place == Place::Gated {
+                    self.activate(&key);
+                } else {
+                    // An update may make the pod schedulable (upstream: any update of an
+                    // unschedulable pod moves it, respecting backoff).
+                    self.to_active_or_backoff(&key, now);
+                }
+            }
+        }
+    }
+
+    /// The pod was deleted, bound by someone else, or is no longer ours.
+    pub fn remove(&mut self, key: &PodKey) {
+        let Some(e) = self.entries.get_mut(key) else {
+            return;
+        };
+        if let Place::InFlight { moved, .. } = e.place {
+            e.place = Place::InFlight { gone: true, moved };
+            return;
+        }
+        self.deactivate(key);
+        self.entries.remove(key);
+    }
+
+    /// Promotes expired backoffs and long-waiting unschedulable pods, then pops the first
+    /// active pod and marks it in flight.
+    pub fn pop(&mut self, now: Instant) -> Option<QueuedPod> {
+        self.flush(now);
+        let (_, _, key) = self.active.pop_first()?;
+        let e = self.entries.get_mut(&key).expect("active entries exist");
+        e.attempts += 1;
+        e.last_attempt = Some(now);
+        e.place = Place::InFlight {
+            gone: false,
+            moved: false,
+        };
+        Some(QueuedPod {
+            pod: Arc::clone(&e.pod),
+            scheduled_condition: e.condition.clone(),
+            attempts: e.attempts,
+        })
+    }
+
+    fn flush(&mut self, now: Instant) {
+        let due: Vec<PodKey> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| match e.place {
+                Place::Backoff => self.backoff_until(e).is_none_or(|t| t <= now),
+                Place::Unschedulable(since) => now.duration_since(since) >= MAX_IN_UNSCHEDULABLE,
+                _ => false,
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            let backoff = matches!(self.entries[&key].place, Place::Backoff);
+            if backoff {
+                self.activate(&key);
+            } else {
+                self.to_active_or_backoff(&key, now);
+            }
+        }
+    }
+
+    /// When the earliest backoff expires (the scheduling loop sleeps until then).
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.entries
+            .values()
+            .filter_map(|e| match e.place {
+                Place::Backoff => self.backoff_until(e),
+                Place::Unschedulable(since) => Some(since + MAX_IN_UNSCHEDULABLE),
+                _ => None,
+            })
+            .min()
+    }
+
+    pub fn has_active(&self) -> bool {
+        !self.active.is_empty()
+    }
+
+    /// Ends an in-flight attempt. `pod` replaces the stored pod (e.g. with the nominated
+    /// node set) unless a newer version arrived meanwhile. Returns false when the pod is gone
+    /// (deleted or bound elsewhere meanwhile): the caller reports nothing.
+    pub fn done(
+        &mut self,
+        key: &PodKey,
+        outcome: Outcome,
+        pod: Option<Arc<PodInfo>>,
+        now: Instant,
+    ) -> bool {
+        let Some(e) = self.entries.get_mut(key) else {
+            return false;
+        };
+        let Place::InFlight { gone, moved } = e.place else {
+            return true;
+        };
+        if gone || outcome == Outcome::Bound {
+            self.entries.remove(key);
+            return !gone;
+        }
+        if let Some(p) = pod
+            && !moved
+        {
+            e.pod = p;
+        }
+        match outcome {
+            // An event arrived during the attempt: it may have changed the answer (upstream:
+            // the pod goes to backoff instead of unschedulable).
+            Outcome::Unschedulable if !moved => e.place = Place::Unschedulable(now),
+            _ => e.place = Place::Backoff,
+        }
+        true
+    }
+
+    /// A cluster event that may make pods schedulable: unschedulable pods move to backoff or
+    /// active; in-flight attempts remember it.
+    pub fn move_all(&mut self, now: Instant) {
+        let keys: Vec<PodKey> = self
+            .entries
+            .iter_mut()
+            .filter_map(|(k, e)| match e.place {
+                Place::Unschedulable(_) => Some(k.clone()),
+                Place::InFlight { gone, .. } => {
+                    e.place = Place::InFlight { gone, moved: true };
+                    None
+                }
+                _ => None,
+            })
+            .collect();
+        for k in keys {
+            self.to_active_or_backoff(&k, now);
+        }
+    }
+
+    /// The stored version of a queued pod (for tests and nomination bookkeeping).
+    pub fn get(&self, key: &PodKey) -> Option<&Arc<PodInfo>> {
+        self.entries.get(key).map(|e| &e.pod)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Pod, PodSpec};
+    use kube::api::ObjectMeta;
+
+    fn pod(name: &str, priority: i32) -> Arc<PodInfo> {
+        Arc::new(PodInfo::from_pod(&Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("d".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                priority: Some(priority),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    fn q() -> PendingQueue {
+        PendingQueue::new(Duration::from_secs(1), Duration::from_secs(10))
+    }
+
+    #[test]
+    fn priority_first_then_fifo() {
+        let now = Instant::now();
+        let mut q = q();
+        q.add_or_update(pod("a", 0), None, false, now);
+        q.add_or_update(pod("b", 10), None, false, now);
+        q.add_or_update(pod("c", 0), None, false, now);
+        q.add_or_update(pod("gated", 100), None, true, now);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop(now))
+            .map(|p| p.pod.name().to_string())
+            .collect();
+        assert_eq!(order, ["b", "a", "c"]);
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let q = q();
+        let secs: Vec<u64> = (1..=6).map(|a| q.backoff_duration(a).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 10, 10]);
+    }
+
+    #[test]
+    fn errors_wait_for_backoff_and_unschedulable_pods_wait_for_events() {
+        let t0 = Instant::now();
+        let mut q = q();
+        q.add_or_update(pod("err", 0), None, false, t0);
+        q.add_or_update(pod("unsched", 0), None, false, t0);
+        let a = q.pop(t0).unwrap();
+        let b = q.pop(t0).unwrap();
+        assert!(q.done(a.pod.key(), Outcome::Error, None, t0));
+        assert!(q.done(b.pod.key(), Outcome::Unschedulable, None, t0));
+        assert!(q.pop(t0).is_none());
+        let t1 = t0 + Duration::from_millis(1100);
+        assert_eq!(q.pop(t1).unwrap().pod.name(), "err");
+        assert!(q.pop(t1).is_none(), "unschedulable waits for an event");
+        q.move_all(t1);
+        let again = q.pop(t1).unwrap();
+        assert_eq!(again.pod.name(), "unsched");
+        assert_eq!(again.attempts, 2);
+    }
+
+    #[test]
+    fn a_pod_deleted_while_in_flight_is_dropped() {
+        let now = Instant::now();
+        let mut q = q();
+        q.add_or_update(pod("a", 0), None, false, now);
+        let a = q.pop(now).unwrap();
+        q.remove(a.pod.key());
+        assert!(!q.done(a.pod.key(), Outcome::Unschedulable, None, now));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn an_event_during_the_attempt_sends_the_pod_to_backoff() {
+        let now = Instant::now();
+        let mut q = q();
+        q.add_or_update(pod("a", 0), None, false, now);
+        let a = q.pop(now).unwrap();
+        q.move_all(now);
+        assert!(q.done(a.pod.key(), Outcome::Unschedulable, None, now));
+        assert!(q.pop(now + Duration::from_millis(1001)).is_some());
+    }
+}
