@@ -1,0 +1,271 @@
+//! End to end: the controller against the in-process fake API server, through a kubeconfig,
+//! exactly as `ferrosched run` starts it.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::fake_apiserver::FakeApiServer;
+
+const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+";
+
+fn node(name: &str, cpu: &str, labels: Value) -> Value {
+    json!({
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    })
+}
+
+fn pod(name: &str, cpu: &str, extra_spec: Value) -> Value {
+    let mut spec = json!({
+        "containers": [{"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}],
+    });
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra_spec) {
+        s.extend(e);
+    }
+    json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+/// Polls `f` every 20 ms for at most 10 s.
+async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+struct Running {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<controller::Result<()>>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("controller stops promptly")
+            .expect("controller task")
+            .expect("controller exits cleanly");
+    }
+}
+
+async fn start_controller(server: &FakeApiServer) -> Running {
+    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        client,
+        loaded,
+        instance_id: "test-host".into(),
+        shutdown: Box::pin(async move {
+            let _ = rx.await;
+        }),
+        seed: 1,
+    }));
+    Running {
+        stop: Some(tx),
+        task,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_binds_and_reports_like_kube_scheduler() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("controller=debug")
+        .with_test_writer()
+        .try_init();
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("nodes", &node("n2", "2", json!({})));
+    server.apply(
+        "nodes",
+        &node("sandbox-1", "2", json!({"sandbox": "gvisor"})),
+    );
+    server.apply(
+        "runtimeclasses",
+        &json!({
+            "metadata": {"name": "gvisor"},
+            "handler": "runsc",
+            "overhead": {"podFixed": {"cpu": "250m"}},
+            "scheduling": {"nodeSelector": {"sandbox": "gvisor"}},
+        }),
+    );
+    // Already running: counts against n1.
+    server.apply("pods", &pod("running", "1", json!({"nodeName": "n1"})));
+    for i in 0..4 {
+        server.apply("pods", &pod(&format!("web-{i}"), "500m", json!({})));
+    }
+    server.apply(
+        "pods",
+        &pod("sandboxed", "500m", json!({"runtimeClassName": "gvisor"})),
+    );
+    server.apply(
+        "pods",
+        &pod(
+            "foreign",
+            "100m",
+            json!({"schedulerName": "other-scheduler"}),
+        ),
+    );
+    server.apply("pods", &pod("huge", "3", json!({})));
+
+    let running = start_controller(&server).await;
+
+    let schedulable = ["web-0", "web-1", "web-2", "web-3", "sandboxed"];
+    wait_for("every schedulable pod bound", || {
+        schedulable
+            .iter()
+            .all(|p| server.node_of("default", p).is_some())
+    })
+    .await;
+    assert_eq!(
+        server.node_of("default", "sandboxed").as_deref(),
+        Some("sandbox-1")
+    );
+
+    // The unschedulable pod: FailedScheduling event and PodScheduled=False.
+    wait_for("FailedScheduling for huge", || {
+        server
+            .events_for("default", "huge")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    let ev = server
+        .events_for("default", "huge")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .unwrap();
+    assert_eq!(ev["type"], "Warning");
+    assert_eq!(ev["action"], "Scheduling");
+    assert_eq!(ev["reportingController"], "default-scheduler");
+    assert_eq!(ev["reportingInstance"], "default-scheduler-test-host");
+    let note = ev["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("0/3 nodes are available: 3 Insufficient cpu."),
+        "{note}"
+    );
+    wait_for("PodScheduled=False on huge", || {
+        server.get("pods", "default", "huge").is_some_and(|p| {
+            p["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "PodScheduled"
+                        && c["status"] == "False"
+                        && c["reason"] == "Unschedulable"
+                        && c["message"]
+                            .as_str()
+                            .is_some_and(|m| m.starts_with("0/3 nodes are available"))
+                })
+            })
+        })
+    })
+    .await;
+
+    // Scheduled events for bound pods.
+    let scheduled = server
+        .events_for("default", "web-0")
+        .into_iter()
+        .find(|e| e["reason"] == "Scheduled");
+    let scheduled = match scheduled {
+        Some(e) => e,
+        None => {
+            wait_for("Scheduled event", || {
+                server
+                    .events_for("default", "web-0")
+                    .iter()
+                    .any(|e| e["reason"] == "Scheduled")
+            })
+            .await;
+            server
+                .events_for("default", "web-0")
+                .into_iter()
+                .find(|e| e["reason"] == "Scheduled")
+                .unwrap()
+        }
+    };
+    let web0_node = server.node_of("default", "web-0").unwrap();
+    assert_eq!(
+        scheduled["note"],
+        format!("Successfully assigned default/web-0 to {web0_node}")
+    );
+    assert_eq!(scheduled["type"], "Normal");
+    assert_eq!(scheduled["action"], "Binding");
+
+    // A pod created after startup is scheduled.
+    server.apply("pods", &pod("late", "100m", json!({})));
+    wait_for("late pod bound", || {
+        server.node_of("default", "late").is_some()
+    })
+    .await;
+
+    // A node added later makes the pending pod schedulable.
+    server.apply("nodes", &node("big", "8", json!({})));
+    wait_for("huge bound to the new node", || {
+        server.node_of("default", "huge").as_deref() == Some("big")
+    })
+    .await;
+
+    running.stop().await;
+
+    // Exactly once each, never the foreign pod, and only to nodes with room.
+    let bindings = server.bindings();
+    let mut pods: Vec<&str> = bindings.iter().map(|(p, _)| p.as_str()).collect();
+    pods.sort_unstable();
+    let mut expected = vec![
+        "default/huge",
+        "default/late",
+        "default/sandboxed",
+        "default/web-0",
+        "default/web-1",
+        "default/web-2",
+        "default/web-3",
+    ];
+    expected.sort_unstable();
+    assert_eq!(pods, expected, "{bindings:?}");
+    assert!(server.node_of("default", "foreign").is_none());
+    assert!(server.events_for("default", "foreign").is_empty());
+    let n1_web = bindings
+        .iter()
+        .filter(|(p, n)| p.starts_with("default/web-") && n == "n1")
+        .count();
+    assert!(n1_web <= 2, "n1 has 1 CPU left for 500m pods: {bindings:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_deleted_before_binding_is_dropped_and_shutdown_is_clean() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("pods", &pod("waiting", "100m", json!({})));
+    let running = start_controller(&server).await;
+    // No nodes: the pod is reported unschedulable, then deleted.
+    wait_for("FailedScheduling", || {
+        server
+            .events_for("default", "waiting")
+            .iter()
+            .any(|e| e["note"] == "no nodes available to schedule pods")
+    })
+    .await;
+    server.delete("pods", "default", "waiting");
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("pods", &pod("after", "100m", json!({})));
+    wait_for("after bound", || {
+        server.node_of("default", "after").is_some()
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(
+        server.bindings(),
+        vec![("default/after".into(), "n1".into())]
+    );
+}

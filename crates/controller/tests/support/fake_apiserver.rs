@@ -1,0 +1,478 @@
+//! A small in-process Kubernetes API server for the controller's tests: objects live in
+//! memory as JSON, every write bumps one global resourceVersion and is appended to a watch
+//! log. It serves exactly what the controller uses:
+//!
+//! - LIST (`GET /api/v1/pods` ...) with `metadata.resourceVersion`;
+//! - WATCH (`?watch=true&resourceVersion=N`): newline-delimited watch events after N, then
+//!   live ones;
+//! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
+//!   bound or the UID differs, 404 if missing);
+//! - `PATCH pods/{name}/status` (strategic merge: conditions merge by type, null deletes);
+//! - `DELETE pods/{name}` (with an optional UID precondition);
+//! - `POST events` (events.k8s.io/v1).
+//!
+//! Tests add objects and read bindings and events with the helpers on [`FakeApiServer`], and
+//! point the controller at it with [`FakeApiServer::kubeconfig`] (plain http).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+/// (collection, namespace, name); cluster-scoped objects have an empty namespace.
+type Key = (String, String, String);
+
+#[derive(Clone, Debug)]
+struct WatchEvent {
+    rv: u64,
+    collection: String,
+    type_: &'static str,
+    object: Value,
+}
+
+#[derive(Default)]
+struct Store {
+    objects: BTreeMap<Key, Value>,
+    rv: u64,
+    log: Vec<WatchEvent>,
+    bindings: Vec<(String, String)>,
+    events: Vec<Value>,
+    next_uid: u64,
+}
+
+struct Inner {
+    store: Mutex<Store>,
+    tx: broadcast::Sender<WatchEvent>,
+}
+
+type Shared = Arc<Inner>;
+
+pub struct FakeApiServer {
+    pub addr: SocketAddr,
+    inner: Shared,
+    task: tokio::task::JoinHandle<()>,
+    dir: PathBuf,
+}
+
+impl Drop for FakeApiServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn status(code: StatusCode, reason: &str, message: String) -> Response {
+    let body = json!({
+        "apiVersion": "v1", "kind": "Status", "status": "Failure",
+        "message": message, "reason": reason, "code": code.as_u16(),
+    });
+    (code, axum::Json(body)).into_response()
+}
+
+fn collection_kind(collection: &str) -> (&'static str, &'static str) {
+    match collection {
+        "pods" => ("v1", "Pod"),
+        "nodes" => ("v1", "Node"),
+        "namespaces" => ("v1", "Namespace"),
+        "runtimeclasses" => ("node.k8s.io/v1", "RuntimeClass"),
+        "poddisruptionbudgets" => ("policy/v1", "PodDisruptionBudget"),
+        _ => ("v1", "Unknown"),
+    }
+}
+
+impl Inner {
+    /// Stores `object`, stamping resourceVersion (and uid/creationTimestamp on create),
+    /// and emits the watch event.
+    fn put(&self, collection: &str, mut object: Value) -> Value {
+        let mut st = self.store.lock().unwrap();
+        let ns = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let name = object["metadata"]["name"]
+            .as_str()
+            .expect("objects have names")
+            .to_string();
+        let key = (collection.to_string(), ns, name);
+        let (api_version, kind) = collection_kind(collection);
+        object["apiVersion"] = json!(api_version);
+        object["kind"] = json!(kind);
+        let existed = st.objects.contains_key(&key);
+        if !existed {
+            if object["metadata"]["uid"].is_null() {
+                st.next_uid += 1;
+                object["metadata"]["uid"] = json!(format!("uid-{}", st.next_uid));
+            }
+            if object["metadata"]["creationTimestamp"].is_null() {
+                object["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+        }
+        st.rv += 1;
+        let rv = st.rv;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        st.objects.insert(key, object.clone());
+        let ev = WatchEvent {
+            rv,
+            collection: collection.to_string(),
+            type_: if existed { "MODIFIED" } else { "ADDED" },
+            object: object.clone(),
+        };
+        st.log.push(ev.clone());
+        let _ = self.tx.send(ev);
+        object
+    }
+
+    fn remove(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
+        let mut st = self.store.lock().unwrap();
+        let key = (collection.to_string(), ns.to_string(), name.to_string());
+        let mut object = st.objects.remove(&key)?;
+        st.rv += 1;
+        let rv = st.rv;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let ev = WatchEvent {
+            rv,
+            collection: collection.to_string(),
+            type_: "DELETED",
+            object: object.clone(),
+        };
+        st.log.push(ev.clone());
+        let _ = self.tx.send(ev);
+        Some(object)
+    }
+
+    fn get(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
+        let st = self.store.lock().unwrap();
+        st.objects
+            .get(&(collection.to_string(), ns.to_string(), name.to_string()))
+            .cloned()
+    }
+}
+
+/// Strategic-merge-patch subset: maps merge recursively, `null` deletes, `conditions`
+/// lists merge by `type`, other lists are replaced.
+fn strategic_merge(target: &mut Value, patch: &Value) {
+    let (Value::Object(t), Value::Object(p)) = (&mut *target, patch) else {
+        *target = patch.clone();
+        return;
+    };
+    for (k, v) in p {
+        if k.starts_with('$') {
+            continue;
+        }
+        if v.is_null() {
+            t.remove(k);
+        } else if k == "conditions" && v.is_array() {
+            let list = t.entry(k.clone()).or_insert_with(|| json!([]));
+            if !list.is_array() {
+                *list = json!([]);
+            }
+            let list = list.as_array_mut().unwrap();
+            for c in v.as_array().unwrap() {
+                match list.iter_mut().find(|e| e["type"] == c["type"]) {
+                    Some(existing) => strategic_merge(existing, c),
+                    None => list.push(c.clone()),
+                }
+            }
+        } else if v.is_object() && t.get(k).is_some_and(Value::is_object) {
+            strategic_merge(t.get_mut(k).unwrap(), v);
+        } else {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+async fn list_or_watch(
+    inner: Shared,
+    collection: &'static str,
+    params: BTreeMap<String, String>,
+) -> Response {
+    let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    if !watch {
+        let st = inner.store.lock().unwrap();
+        let items: Vec<Value> = st
+            .objects
+            .iter()
+            .filter(|((c, _, _), _)| c == collection)
+            .map(|(_, v)| v.clone())
+            .collect();
+        let (api_version, kind) = collection_kind(collection);
+        let body = json!({
+            "apiVersion": api_version,
+            "kind": format!("{kind}List"),
+            "metadata": {"resourceVersion": st.rv.to_string()},
+            "items": items,
+        });
+        return axum::Json(body).into_response();
+    }
+    let since: u64 = params
+        .get("resourceVersion")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    // Subscribe before reading the log so nothing falls between the two.
+    let rx = inner.tx.subscribe();
+    let backlog: Vec<WatchEvent> = {
+        let st = inner.store.lock().unwrap();
+        st.log
+            .iter()
+            .filter(|e| e.rv > since && e.collection == collection)
+            .cloned()
+            .collect()
+    };
+    let last = backlog.last().map_or(since, |e| e.rv);
+    let line = |e: &WatchEvent| -> Result<Bytes, Infallible> {
+        let mut s = json!({"type": e.type_, "object": e.object}).to_string();
+        s.push('\n');
+        Ok(Bytes::from(s))
+    };
+    let backlog = futures::stream::iter(backlog.iter().map(line).collect::<Vec<_>>());
+    let live = futures::stream::unfold(rx, move |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(e) if e.collection == collection && e.rv > last => return Some((e, rx)),
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+    .map(move |e| line(&e));
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from_stream(backlog.chain(live)))
+        .unwrap()
+}
+
+async fn bind(
+    State(inner): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+    axum::Json(binding): axum::Json<Value>,
+) -> Response {
+    let Some(mut pod) = inner.get("pods", &ns, &name) else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("pods \"{name}\" not found"),
+        );
+    };
+    if let Some(uid) = binding["metadata"]["uid"].as_str()
+        && pod["metadata"]["uid"].as_str() != Some(uid)
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!("Operation cannot be fulfilled on pods/binding \"{name}\": UID mismatch"),
+        );
+    }
+    if pod["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty())
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{}\"",
+                pod["spec"]["nodeName"].as_str().unwrap()
+            ),
+        );
+    }
+    let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
+    pod["spec"]["nodeName"] = json!(node);
+    strategic_merge(
+        &mut pod,
+        &json!({"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}),
+    );
+    inner.put("pods", pod);
+    inner
+        .store
+        .lock()
+        .unwrap()
+        .bindings
+        .push((format!("{ns}/{name}"), node));
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"apiVersion": "v1", "kind": "Status", "status": "Success", "code": 201})),
+    )
+        .into_response()
+}
+
+async fn patch_status(
+    State(inner): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
+    };
+    let Some(mut pod) = inner.get("pods", &ns, &name) else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("pods \"{name}\" not found"),
+        );
+    };
+    // Only status may change through the status subresource.
+    if let Some(s) = patch.get("status") {
+        if pod.get("status").is_none() {
+            pod["status"] = json!({});
+        }
+        strategic_merge(&mut pod["status"], s);
+    }
+    axum::Json(inner.put("pods", pod)).into_response()
+}
+
+async fn delete_pod(
+    State(inner): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let opts: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let Some(pod) = inner.get("pods", &ns, &name) else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("pods \"{name}\" not found"),
+        );
+    };
+    if let Some(uid) = opts["preconditions"]["uid"].as_str()
+        && pod["metadata"]["uid"].as_str() != Some(uid)
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            "precondition failed: UID".into(),
+        );
+    }
+    let removed = inner.remove("pods", &ns, &name).unwrap_or(pod);
+    axum::Json(removed).into_response()
+}
+
+async fn create_event(
+    State(inner): State<Shared>,
+    Path(ns): Path<String>,
+    axum::Json(mut event): axum::Json<Value>,
+) -> Response {
+    event["metadata"]["namespace"] = json!(ns);
+    inner.store.lock().unwrap().events.push(event.clone());
+    (StatusCode::CREATED, axum::Json(event)).into_response()
+}
+
+fn collection_route(collection: &'static str) -> axum::routing::MethodRouter<Shared> {
+    get(
+        move |State(inner): State<Shared>, Query(params): Query<BTreeMap<String, String>>| {
+            list_or_watch(inner, collection, params)
+        },
+    )
+}
+
+impl FakeApiServer {
+    pub async fn start() -> FakeApiServer {
+        let (tx, _) = broadcast::channel(4096);
+        let inner = Arc::new(Inner {
+            store: Mutex::new(Store::default()),
+            tx,
+        });
+        let app = Router::new()
+            .route("/api/v1/pods", collection_route("pods"))
+            .route("/api/v1/nodes", collection_route("nodes"))
+            .route("/api/v1/namespaces", collection_route("namespaces"))
+            .route(
+                "/apis/node.k8s.io/v1/runtimeclasses",
+                collection_route("runtimeclasses"),
+            )
+            .route(
+                "/apis/policy/v1/poddisruptionbudgets",
+                collection_route("poddisruptionbudgets"),
+            )
+            .route("/api/v1/namespaces/{ns}/pods/{name}/binding", post(bind))
+            .route(
+                "/api/v1/namespaces/{ns}/pods/{name}/status",
+                axum::routing::patch(patch_status),
+            )
+            .route("/api/v1/namespaces/{ns}/pods/{name}", delete(delete_pod))
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                post(create_event),
+            )
+            .with_state(Arc::clone(&inner));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let dir = std::env::temp_dir().join(format!(
+            "ferrosched-fake-apiserver-{}-{}",
+            std::process::id(),
+            addr.port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        FakeApiServer {
+            addr,
+            inner,
+            task,
+            dir,
+        }
+    }
+
+    /// A kubeconfig file (plain http, no auth) pointing at this server.
+    pub fn kubeconfig(&self) -> PathBuf {
+        let path = self.dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user: {{}}\n",
+            self.addr
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Creates or replaces an object of `collection` ("pods", "nodes", "namespaces",
+    /// "runtimeclasses", "poddisruptionbudgets") from any serializable Kubernetes object.
+    pub fn apply<T: serde::Serialize>(&self, collection: &str, object: &T) -> Value {
+        self.inner
+            .put(collection, serde_json::to_value(object).unwrap())
+    }
+
+    pub fn delete(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
+        self.inner.remove(collection, ns, name)
+    }
+
+    pub fn get(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
+        self.inner.get(collection, ns, name)
+    }
+
+    /// The node a pod is bound to.
+    pub fn node_of(&self, ns: &str, name: &str) -> Option<String> {
+        self.get("pods", ns, name)
+            .and_then(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
+    }
+
+    /// Every successful binding so far: (ns/name, node).
+    pub fn bindings(&self) -> Vec<(String, String)> {
+        self.inner.store.lock().unwrap().bindings.clone()
+    }
+
+    /// Every event written so far.
+    pub fn events(&self) -> Vec<Value> {
+        self.inner.store.lock().unwrap().events.clone()
+    }
+
+    /// Events about one pod.
+    pub fn events_for(&self, ns: &str, name: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["regarding"]["namespace"] == ns && e["regarding"]["name"] == name)
+            .collect()
+    }
+}
