@@ -140,7 +140,7 @@ impl PendingQueue {
     }
 
     /// Backoff if the pod's backoff has not expired, else active.
-    fn to_active_or_backoff(&mut self, key: &PodKey, now: Instant) {
+    fn move_to_active_or_backoff(&mut self, key: &PodKey, now: Instant) {
         let until = self.entries.get(key).and_then(|e| self.backoff_until(e));
         self.deactivate(key);
         match until {
@@ -209,7 +209,7 @@ impl PendingQueue {
                 } else {
                     // An update may make the pod schedulable (upstream: any update of an
                     // unschedulable pod moves it, respecting backoff).
-                    self.to_active_or_backoff(&key, now);
+                    self.move_to_active_or_backoff(&key, now);
                 }
             }
         }
@@ -263,7 +263,7 @@ impl PendingQueue {
             if backoff {
                 self.activate(&key);
             } else {
-                self.to_active_or_backoff(&key, now);
+                self.move_to_active_or_backoff(&key, now);
             }
         }
     }
@@ -334,7 +334,7 @@ impl PendingQueue {
             })
             .collect();
         for k in keys {
-            self.to_active_or_backoff(&k, now);
+            self.move_to_active_or_backoff(&k, now);
         }
     }
 
