@@ -114,8 +114,13 @@ impl State {
                     self.queue.move_all(now);
                 }
             } else {
-                self.upsert_assigned(info);
-                self.queue.move_all(now);
+                // A new pod elsewhere or changed labels can satisfy (anti-)affinity and
+                // spreading; kubelet status updates of running pods cannot, and retrying on
+                // each would flood the API with FailedScheduling events.
+                let labels_changed = old.is_some_and(|o| o.metadata.labels != pod.metadata.labels);
+                if self.upsert_assigned(info) || labels_changed {
+                    self.queue.move_all(now);
+                }
             }
             return;
         }
@@ -141,8 +146,11 @@ impl State {
             .add_or_update(info, scheduled_condition(pod), gated, now);
     }
 
-    fn upsert_assigned(&mut self, info: Arc<PodInfo>) {
+    /// Adds or updates a bound pod; true when it is new to the cache (not just confirming
+    /// our own assumption or refreshing a known pod).
+    fn upsert_assigned(&mut self, info: Arc<PodInfo>) -> bool {
         let key = info.key().clone();
+        let mut new = false;
         let result = match self.cache.get_pod(&key) {
             Some(_) if self.cache.is_assumed(&key) => self.cache.add_pod(info),
             Some(_) => match self.cache.update_pod(&key, Arc::clone(&info)) {
@@ -152,11 +160,15 @@ impl State {
                     self.cache.add_pod(info)
                 }
             },
-            None => self.cache.add_pod(info),
+            None => {
+                new = true;
+                self.cache.add_pod(info)
+            }
         };
         if let Err(e) = result {
             tracing::warn!(pod = %key, error = %e, "cache rejected an assigned pod");
         }
+        new
     }
 
     pub fn on_pod_delete(&mut self, pod: &Pod) {

@@ -269,3 +269,110 @@ async fn a_pod_deleted_before_binding_is_dropped_and_shutdown_is_clean() {
         vec![("default/after".into(), "n1".into())]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_missed_while_the_watch_was_down_is_applied_on_relist() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("small", "1", json!({})));
+    server.apply("nodes", &node("doomed", "16", json!({})));
+    server.apply("pods", &pod("probe", "100m", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("probe bound", || {
+        server.node_of("default", "probe").is_some()
+    })
+    .await;
+
+    // The node disappears while the watch is down and its DELETED event is compacted away.
+    server.delete_silently("nodes", "", "doomed");
+    server.expire_watches();
+    // The node informer relists (after the watcher's backoff) and must notice that "doomed"
+    // is gone from the list. A real API server accepts a Binding to a missing node, so the
+    // test waits for the relist before creating the pod that only "doomed" could hold.
+    wait_for("node relist", || server.list_count("nodes") >= 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.apply("pods", &pod("big", "8", json!({})));
+    wait_for("FailedScheduling counting only the surviving node", || {
+        server.events_for("default", "big").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("0/1 nodes are available: 1 Insufficient cpu."))
+        })
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(server.node_of("default", "big"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_bound_by_someone_else_meanwhile_is_dropped_cleanly() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply("nodes", &node("n2", "4", json!({})));
+    server.steal_next_binding("default", "raced", "n2");
+    server.apply("pods", &pod("raced", "100m", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("raced assigned by the other scheduler", || {
+        server.node_of("default", "raced").is_some()
+    })
+    .await;
+    // The controller keeps working afterwards.
+    server.apply("pods", &pod("next", "100m", json!({})));
+    wait_for("next bound", || server.node_of("default", "next").is_some()).await;
+    running.stop().await;
+    assert_eq!(server.node_of("default", "raced").as_deref(), Some("n2"));
+    let ours: Vec<_> = server
+        .bindings()
+        .into_iter()
+        .filter(|(p, _)| p == "default/raced")
+        .collect();
+    assert!(ours.is_empty(), "{ours:?}");
+    assert!(
+        !server
+            .events_for("default", "raced")
+            .iter()
+            .any(|e| e["reason"] == "Scheduled" || e["reason"] == "FailedScheduling"),
+        "{:?}",
+        server.events_for("default", "raced")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_pod_preempts_a_low_priority_one() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    let running = start_controller(&server).await;
+    wait_for("urgent bound to n1", || {
+        server.node_of("default", "urgent").as_deref() == Some("n1")
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        server.get("pods", "default", "victim").is_none(),
+        "victim deleted"
+    );
+    let preempted = server
+        .events_for("default", "victim")
+        .into_iter()
+        .find(|e| e["reason"] == "Preempted")
+        .expect("Preempted event on the victim");
+    assert_eq!(preempted["action"], "Preempting");
+    assert_eq!(preempted["related"]["name"], "urgent");
+    let failed = server
+        .events_for("default", "urgent")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .expect("FailedScheduling before preemption");
+    assert!(
+        failed["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("0/1 nodes are available: 1 Insufficient cpu."),
+        "{failed}"
+    );
+}

@@ -50,11 +50,20 @@ struct Store {
     bindings: Vec<(String, String)>,
     events: Vec<Value>,
     next_uid: u64,
+    /// Watches starting before this resourceVersion get `410 Expired`.
+    compacted: u64,
+    /// Pods whose next binding loses a race: another scheduler binds them to the given
+    /// node first, and ours gets 409.
+    steal: BTreeMap<String, String>,
+    /// LIST requests served per collection.
+    lists: BTreeMap<String, usize>,
 }
 
 struct Inner {
     store: Mutex<Store>,
     tx: broadcast::Sender<WatchEvent>,
+    /// Bumped to end every open watch stream.
+    generation: tokio::sync::watch::Sender<u64>,
 }
 
 type Shared = Arc<Inner>;
@@ -200,7 +209,8 @@ async fn list_or_watch(
 ) -> Response {
     let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     if !watch {
-        let st = inner.store.lock().unwrap();
+        let mut st = inner.store.lock().unwrap();
+        *st.lists.entry(collection.to_string()).or_default() += 1;
         let items: Vec<Value> = st
             .objects
             .iter()
@@ -222,8 +232,24 @@ async fn list_or_watch(
         .unwrap_or(0);
     // Subscribe before reading the log so nothing falls between the two.
     let rx = inner.tx.subscribe();
+    let mut gen_rx = inner.generation.subscribe();
+    gen_rx.mark_unchanged();
     let backlog: Vec<WatchEvent> = {
         let st = inner.store.lock().unwrap();
+        if since < st.compacted {
+            // What a real API server sends: HTTP 200, then an ERROR event with 410.
+            let body = json!({"type": "ERROR", "object": {
+                "apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410,
+                "reason": "Expired",
+                "message": format!("too old resource version: {since} ({})", st.compacted),
+            }})
+            .to_string()
+                + "\n";
+            return Response::builder()
+                .header("content-type", "application/json")
+                .body(Body::from(body))
+                .unwrap();
+        }
         st.log
             .iter()
             .filter(|e| e.rv > since && e.collection == collection)
@@ -237,13 +263,19 @@ async fn list_or_watch(
         Ok(Bytes::from(s))
     };
     let backlog = futures::stream::iter(backlog.iter().map(line).collect::<Vec<_>>());
-    let live = futures::stream::unfold(rx, move |mut rx| async move {
+    let live = futures::stream::unfold((rx, gen_rx), move |(mut rx, mut gen_rx)| async move {
         loop {
-            match rx.recv().await {
-                Ok(e) if e.collection == collection && e.rv > last => return Some((e, rx)),
-                Ok(_) => continue,
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return None,
+            tokio::select! {
+                // expire_watches(): end the stream, as a dropped connection would.
+                _ = gen_rx.changed() => return None,
+                r = rx.recv() => match r {
+                    Ok(e) if e.collection == collection && e.rv > last => {
+                        return Some((e, (rx, gen_rx)));
+                    }
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
             }
         }
     })
@@ -285,6 +317,23 @@ async fn bind(
             format!(
                 "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{}\"",
                 pod["spec"]["nodeName"].as_str().unwrap()
+            ),
+        );
+    }
+    let stolen = inner
+        .store
+        .lock()
+        .unwrap()
+        .steal
+        .remove(&format!("{ns}/{name}"));
+    if let Some(other) = stolen {
+        pod["spec"]["nodeName"] = json!(other);
+        inner.put("pods", pod);
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{other}\""
             ),
         );
     }
@@ -383,6 +432,7 @@ impl FakeApiServer {
         let inner = Arc::new(Inner {
             store: Mutex::new(Store::default()),
             tx,
+            generation: tokio::sync::watch::channel(0).0,
         });
         let app = Router::new()
             .route("/api/v1/pods", collection_route("pods"))
@@ -450,6 +500,41 @@ impl FakeApiServer {
 
     pub fn get(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
         self.inner.get(collection, ns, name)
+    }
+
+    /// Removes an object without a watch event (as if the event was compacted away while
+    /// the watch was down). Follow with [`Self::expire_watches`].
+    pub fn delete_silently(&self, collection: &str, ns: &str, name: &str) {
+        let key = (collection.to_string(), ns.to_string(), name.to_string());
+        self.inner.store.lock().unwrap().objects.remove(&key);
+    }
+
+    /// Ends every open watch and makes resuming from any resourceVersion seen so far fail
+    /// with 410 Expired, so clients must relist.
+    pub fn expire_watches(&self) {
+        {
+            let mut st = self.inner.store.lock().unwrap();
+            st.rv += 1;
+            st.compacted = st.rv;
+        }
+        self.inner.generation.send_modify(|g| *g += 1);
+    }
+
+    /// The next binding of `ns/name` loses a race: the pod is bound to `other_node` by
+    /// "someone else" and the controller's Binding gets 409 Conflict.
+    pub fn steal_next_binding(&self, ns: &str, name: &str, other_node: &str) {
+        self.inner
+            .store
+            .lock()
+            .unwrap()
+            .steal
+            .insert(format!("{ns}/{name}"), other_node.to_string());
+    }
+
+    /// How many LIST requests `collection` has served (2 or more: a relist happened).
+    pub fn list_count(&self, collection: &str) -> usize {
+        let st = self.inner.store.lock().unwrap();
+        st.lists.get(collection).copied().unwrap_or(0)
     }
 
     /// The node a pod is bound to.
