@@ -16,7 +16,8 @@ use crate::podref::PodRef;
 use crate::queue::Outcome;
 use crate::state::Shared;
 use crate::status::{self, Nomination};
-use scheduler_core::types::PodKey;
+use scheduler_core::framework::CycleState;
+use scheduler_core::types::{PodInfo, PodKey};
 
 #[derive(Debug)]
 pub enum Action {
@@ -25,6 +26,9 @@ pub enum Action {
         pod: PodRef,
         node: String,
         scheduler_name: String,
+        /// The pod the plugins saw and the cycle state, for PostBind or Unreserve.
+        info: Arc<PodInfo>,
+        state: CycleState,
     },
     /// A failed attempt: FailedScheduling event plus PodScheduled=False (and nomination).
     Failure {
@@ -73,7 +77,18 @@ impl Executor {
                 pod,
                 node,
                 scheduler_name,
-            } => self.bind(pod, node, scheduler_name).await,
+                info,
+                mut state,
+            } => {
+                let bound = self.bind(pod, &node, scheduler_name.clone()).await;
+                if let Some(fw) = self.shared.profiles.for_scheduler_name(&scheduler_name) {
+                    if bound {
+                        fw.run_post_bind(&state, &info, &node);
+                    } else {
+                        fw.run_unreserve(&mut state, &info, &node);
+                    }
+                }
+            }
             Action::Failure {
                 pod,
                 scheduler_name,
@@ -145,9 +160,10 @@ impl Executor {
         status::report_failure(&self.client, pod, reason, message, condition, nomination).await;
     }
 
-    async fn bind(&self, pod: PodRef, node: String, scheduler_name: String) {
+    /// Returns whether the pod was bound.
+    async fn bind(&self, pod: PodRef, node: &str, scheduler_name: String) -> bool {
         let key = PodKey::new(&pod.namespace, &pod.name);
-        match bind(&self.client, &pod, &node).await {
+        match bind(&self.client, &pod, node).await {
             Ok(()) => {
                 {
                     let mut st = self.shared.lock();
@@ -170,6 +186,7 @@ impl Executor {
                         note: &note,
                     })
                     .await;
+                true
             }
             Err(BindError::Gone(e)) => {
                 tracing::info!(%pod, %node, error = %e, "pod gone or bound elsewhere; dropping");
@@ -180,6 +197,7 @@ impl Executor {
                 st.queue.move_all(Instant::now());
                 drop(st);
                 self.shared.notify();
+                false
             }
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
@@ -204,6 +222,7 @@ impl Executor {
                     )
                     .await;
                 }
+                false
             }
         }
     }

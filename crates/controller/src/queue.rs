@@ -154,11 +154,14 @@ impl PendingQueue {
     }
 
     /// An unassigned pod of ours was added or updated. `gated`: PreEnqueue rejected it.
+    /// `changed`: the update touched more than status and bookkeeping metadata (upstream's
+    /// isPodUpdated); only such updates move a waiting pod. Our own status patches do not.
     pub fn add_or_update(
         &mut self,
         pod: Arc<PodInfo>,
         condition: Option<PodCondition>,
         gated: bool,
+        changed: bool,
         now: Instant,
     ) {
         let key = pod.key().clone();
@@ -184,9 +187,12 @@ impl PendingQueue {
         let old_seq = e.seq;
         e.condition = condition;
         match place {
-            Place::InFlight { gone, .. } => {
+            Place::InFlight { gone, moved } => {
                 e.pod = pod;
-                e.place = Place::InFlight { gone, moved: true };
+                e.place = Place::InFlight {
+                    gone,
+                    moved: moved || changed,
+                };
             }
             Place::Active => {
                 self.active
@@ -206,7 +212,7 @@ impl PendingQueue {
                     e.place = Place::Gated;
                 } else if place == Place::Gated {
                     self.activate(&key);
-                } else {
+                } else if changed {
                     // An update may make the pod schedulable (upstream: any update of an
                     // unschedulable pod moves it, respecting backoff).
                     self.move_to_active_or_backoff(&key, now);
@@ -373,10 +379,10 @@ mod tests {
     fn priority_first_then_fifo() {
         let now = Instant::now();
         let mut q = q();
-        q.add_or_update(pod("a", 0), None, false, now);
-        q.add_or_update(pod("b", 10), None, false, now);
-        q.add_or_update(pod("c", 0), None, false, now);
-        q.add_or_update(pod("gated", 100), None, true, now);
+        q.add_or_update(pod("a", 0), None, false, true, now);
+        q.add_or_update(pod("b", 10), None, false, true, now);
+        q.add_or_update(pod("c", 0), None, false, true, now);
+        q.add_or_update(pod("gated", 100), None, true, true, now);
         let order: Vec<_> = std::iter::from_fn(|| q.pop(now))
             .map(|p| p.pod.name().to_string())
             .collect();
@@ -394,8 +400,8 @@ mod tests {
     fn errors_wait_for_backoff_and_unschedulable_pods_wait_for_events() {
         let t0 = Instant::now();
         let mut q = q();
-        q.add_or_update(pod("err", 0), None, false, t0);
-        q.add_or_update(pod("unsched", 0), None, false, t0);
+        q.add_or_update(pod("err", 0), None, false, true, t0);
+        q.add_or_update(pod("unsched", 0), None, false, true, t0);
         let a = q.pop(t0).unwrap();
         let b = q.pop(t0).unwrap();
         assert!(q.done(a.pod.key(), Outcome::Error, None, t0));
@@ -404,6 +410,9 @@ mod tests {
         let t1 = t0 + Duration::from_millis(1100);
         assert_eq!(q.pop(t1).unwrap().pod.name(), "err");
         assert!(q.pop(t1).is_none(), "unschedulable waits for an event");
+        // A status-only update (our own PodScheduled patch coming back) does not move it.
+        q.add_or_update(pod("unsched", 0), None, false, false, t1);
+        assert!(q.pop(t1).is_none());
         q.move_all(t1);
         let again = q.pop(t1).unwrap();
         assert_eq!(again.pod.name(), "unsched");
@@ -414,7 +423,7 @@ mod tests {
     fn a_pod_deleted_while_in_flight_is_dropped() {
         let now = Instant::now();
         let mut q = q();
-        q.add_or_update(pod("a", 0), None, false, now);
+        q.add_or_update(pod("a", 0), None, false, true, now);
         let a = q.pop(now).unwrap();
         q.remove(a.pod.key());
         assert!(!q.done(a.pod.key(), Outcome::Unschedulable, None, now));
@@ -425,7 +434,7 @@ mod tests {
     fn an_event_during_the_attempt_sends_the_pod_to_backoff() {
         let now = Instant::now();
         let mut q = q();
-        q.add_or_update(pod("a", 0), None, false, now);
+        q.add_or_update(pod("a", 0), None, false, true, now);
         let a = q.pop(now).unwrap();
         q.move_all(now);
         assert!(q.done(a.pod.key(), Outcome::Unschedulable, None, now));

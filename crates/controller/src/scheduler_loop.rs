@@ -87,14 +87,20 @@ impl SchedulingLoop {
         let pod_ref = PodRef::of(&q.pod);
         match decision {
             Decision::Bind {
-                node, pod, action, ..
+                node,
+                pod,
+                action,
+                mut state,
+                ..
             } => {
                 let BindAction::Binding { .. } = action;
                 let mut st = shared.lock();
                 st.nominated.remove(&key);
-                if let Err(e) = st.cache.assume_pod(pod, &node) {
+                if let Err(e) = st.cache.assume_pod(Arc::clone(&pod), &node) {
                     tracing::warn!(pod = %key, error = %e, "assume failed");
                     st.queue.done(&key, Outcome::Error, None, Instant::now());
+                    drop(st);
+                    fw.run_unreserve(&mut state, &pod, &node);
                     return;
                 }
                 drop(st);
@@ -103,6 +109,8 @@ impl SchedulingLoop {
                     pod: pod_ref,
                     node,
                     scheduler_name,
+                    info: pod,
+                    state,
                 });
             }
             Decision::Unschedulable {

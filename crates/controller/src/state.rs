@@ -84,6 +84,23 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
+/// Upstream's isPodUpdated: ignores status, resourceVersion, generation, managedFields and
+/// finalizers.
+pub fn spec_or_metadata_changed(old: &Pod, new: &Pod) -> bool {
+    if old.spec != new.spec {
+        return true;
+    }
+    let strip = |p: &Pod| {
+        let mut m = p.metadata.clone();
+        m.resource_version = None;
+        m.generation = None;
+        m.managed_fields = None;
+        m.finalizers = None;
+        m
+    };
+    strip(old) != strip(new)
+}
+
 pub fn scheduled_condition(pod: &Pod) -> Option<PodCondition> {
     pod.status
         .as_ref()?
@@ -142,8 +159,9 @@ impl State {
             None => self.nominated.remove(&key),
         }
         let gated = !fw.run_pre_enqueue(&info).is_success();
+        let changed = old.is_none_or(|o| spec_or_metadata_changed(o, pod));
         self.queue
-            .add_or_update(info, scheduled_condition(pod), gated, now);
+            .add_or_update(info, scheduled_condition(pod), gated, changed, now);
     }
 
     /// Adds or updates a bound pod; true when it is new to the cache (not just confirming
