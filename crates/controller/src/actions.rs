@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::retry::ApiClient;
 use k8s_openapi::api::core::v1::PodCondition;
-use kube::Client;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -50,7 +50,7 @@ pub enum Action {
 }
 
 pub struct Executor {
-    pub client: Client,
+    pub client: ApiClient,
     pub recorder: Recorder,
     pub shared: Arc<Shared>,
 }

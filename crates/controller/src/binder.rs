@@ -3,11 +3,11 @@
 //! refuse a re-created pod of the same name.
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kube::{Api, Client};
 
 use crate::podref::PodRef;
-use crate::retry::{status_code, with_retry};
+use crate::retry::{ApiClient, status_code};
 
 #[derive(Debug)]
 pub enum BindError {
@@ -17,8 +17,8 @@ pub enum BindError {
     Failed(kube::Error),
 }
 
-pub async fn bind(client: &Client, pod: &PodRef, node: &str) -> Result<(), BindError> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+pub async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result<(), BindError> {
+    let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
     let binding = Binding {
         metadata: ObjectMeta {
             name: Some(pod.name.clone()),
@@ -34,10 +34,11 @@ pub async fn bind(client: &Client, pod: &PodRef, node: &str) -> Result<(), BindE
         },
     };
     let pp = PostParams::default();
-    let result = with_retry("bind", || {
-        api.create_subresource::<_, serde_json::Value>("binding", &pod.name, &pp, &binding)
-    })
-    .await;
+    let result = client
+        .call("bind", || {
+            api.create_subresource::<_, serde_json::Value>("binding", &pod.name, &pp, &binding)
+        })
+        .await;
     match result {
         Ok(_) => Ok(()),
         Err(e) if matches!(status_code(&e), Some(404 | 409)) => Err(BindError::Gone(e)),

@@ -106,10 +106,15 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
 
     let informers = informers::spawn_all(&client, &shared);
+    let api = retry::ApiClient::new(
+        client,
+        cfg.client_connection.qps,
+        cfg.client_connection.burst,
+    );
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let executor = Arc::new(actions::Executor {
-        client: client.clone(),
-        recorder: events::Recorder::new(client.clone(), instance_id),
+        client: api.clone(),
+        recorder: events::Recorder::new(api, instance_id),
         shared: Arc::clone(&shared),
     });
     let executor = tokio::spawn(executor.run(rx));

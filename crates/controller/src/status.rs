@@ -5,12 +5,12 @@
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
 use serde_json::{Map, Value, json};
 
 use crate::podref::PodRef;
-use crate::retry::{status_code, with_retry};
+use crate::retry::{ApiClient, status_code};
 
 pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
 pub const REASON_SCHEDULER_ERROR: &str = "SchedulerError";
@@ -69,14 +69,15 @@ pub fn failure_patch(
     Some(json!({ "status": status }))
 }
 
-async fn patch_status(client: &Client, pod: &PodRef, patch: &Value) -> Result<(), kube::Error> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+async fn patch_status(client: &ApiClient, pod: &PodRef, patch: &Value) -> Result<(), kube::Error> {
+    let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
     let pp = PatchParams::default();
     let patch = Patch::Strategic(patch);
-    let result = with_retry("patch pod status", || {
-        api.patch_status(&pod.name, &pp, &patch)
-    })
-    .await;
+    let result = client
+        .call("patch pod status", || {
+            api.patch_status(&pod.name, &pp, &patch)
+        })
+        .await;
     match result {
         Ok(_) => Ok(()),
         // The pod is gone: nothing to report on.
@@ -86,7 +87,7 @@ async fn patch_status(client: &Client, pod: &PodRef, patch: &Value) -> Result<()
 }
 
 pub async fn report_failure(
-    client: &Client,
+    client: &ApiClient,
     pod: &PodRef,
     reason: &str,
     message: &str,
@@ -100,7 +101,7 @@ pub async fn report_failure(
     }
 }
 
-pub async fn clear_nomination(client: &Client, pod: &PodRef) {
+pub async fn clear_nomination(client: &ApiClient, pod: &PodRef) {
     let patch = json!({"status": {"nominatedNodeName": null}});
     if let Err(e) = patch_status(client, pod, &patch).await {
         tracing::warn!(%pod, error = %e, "could not clear nominatedNodeName");
@@ -108,7 +109,7 @@ pub async fn clear_nomination(client: &Client, pod: &PodRef) {
 }
 
 /// Marks a victim with DisruptionTarget (reason PreemptionByScheduler), then deletes it.
-pub async fn preempt_victim(client: &Client, victim: &PodRef, scheduler_name: &str) -> bool {
+pub async fn preempt_victim(client: &ApiClient, victim: &PodRef, scheduler_name: &str) -> bool {
     let patch = json!({"status": {"conditions": [{
         "type": "DisruptionTarget",
         "status": "True",
@@ -119,7 +120,7 @@ pub async fn preempt_victim(client: &Client, victim: &PodRef, scheduler_name: &s
     if let Err(e) = patch_status(client, victim, &patch).await {
         tracing::warn!(pod = %victim, error = %e, "could not add DisruptionTarget condition");
     }
-    let api: Api<Pod> = Api::namespaced(client.clone(), &victim.namespace);
+    let api: Api<Pod> = Api::namespaced(client.client.clone(), &victim.namespace);
     let dp = kube::api::DeleteParams {
         preconditions: (!victim.uid.is_empty()).then(|| kube::api::Preconditions {
             uid: Some(victim.uid.clone()),
@@ -127,7 +128,10 @@ pub async fn preempt_victim(client: &Client, victim: &PodRef, scheduler_name: &s
         }),
         ..Default::default()
     };
-    match with_retry("delete victim", || api.delete(&victim.name, &dp)).await {
+    match client
+        .call("delete victim", || api.delete(&victim.name, &dp))
+        .await
+    {
         Ok(_) => true,
         Err(e) if matches!(status_code(&e), Some(404 | 409)) => true,
         Err(e) => {

@@ -234,6 +234,13 @@ async fn schedules_binds_and_reports_like_kube_scheduler() {
     expected.sort_unstable();
     assert_eq!(pods, expected, "{bindings:?}");
     assert!(server.node_of("default", "foreign").is_none());
+    // Repeated failures extend one event's series instead of creating new events.
+    let failed: Vec<_> = server
+        .events_for("default", "huge")
+        .into_iter()
+        .filter(|e| e["reason"] == "FailedScheduling")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
     assert!(server.events_for("default", "foreign").is_empty());
     let n1_web = bindings
         .iter()

@@ -9,7 +9,7 @@
 //!   bound or the UID differs, 404 if missing);
 //! - `PATCH pods/{name}/status` (strategic merge: conditions merge by type, null deletes);
 //! - `DELETE pods/{name}` (with an optional UID precondition);
-//! - `POST events` (events.k8s.io/v1).
+//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1, series updates).
 //!
 //! Tests add objects and read bindings and events with the helpers on [`FakeApiServer`], and
 //! point the controller at it with [`FakeApiServer::kubeconfig`] (plain http).
@@ -418,6 +418,33 @@ async fn create_event(
     (StatusCode::CREATED, axum::Json(event)).into_response()
 }
 
+async fn patch_event(
+    State(inner): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
+    };
+    let mut st = inner.store.lock().unwrap();
+    let found = st
+        .events
+        .iter_mut()
+        .find(|e| e["metadata"]["namespace"] == ns && e["metadata"]["name"] == name);
+    match found {
+        Some(e) => {
+            // JSON merge patch: maps merge, null deletes, everything else replaces.
+            strategic_merge(e, &patch);
+            axum::Json(e.clone()).into_response()
+        }
+        None => status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("events.events.k8s.io \"{name}\" not found"),
+        ),
+    }
+}
+
 fn collection_route(collection: &'static str) -> axum::routing::MethodRouter<Shared> {
     get(
         move |State(inner): State<Shared>, Query(params): Query<BTreeMap<String, String>>| {
@@ -455,6 +482,10 @@ impl FakeApiServer {
             .route(
                 "/apis/events.k8s.io/v1/namespaces/{ns}/events",
                 post(create_event),
+            )
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}",
+                axum::routing::patch(patch_event),
             )
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
