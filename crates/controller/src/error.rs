@@ -13,6 +13,9 @@ pub enum Error {
     /// The client could not be created or the API server refused a request we cannot retry.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// The health endpoint could not listen.
+    #[error("health endpoint: {0}")]
+    Listen(String),
     /// The scheduling thread panicked or could not be started.
     #[error("scheduling thread: {0}")]
     Thread(String),

@@ -10,6 +10,7 @@ pub mod actions;
 pub mod binder;
 pub mod error;
 pub mod events;
+pub mod health;
 pub mod informers;
 pub mod podref;
 pub mod queue;
@@ -43,6 +44,8 @@ pub struct RunOptions {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Seed for breaking score ties.
     pub seed: u64,
+    /// Where to serve /healthz, /livez and /readyz (plain HTTP); `None` serves nothing.
+    pub health: Option<tokio::net::TcpListener>,
 }
 
 /// Builds a client from a kubeconfig file, or (without one) the way kubectl does:
@@ -87,6 +90,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         instance_id,
         shutdown,
         seed,
+        health,
     } = opts;
     let profiles = Arc::new(ProfileRegistry::new(
         &loaded.profiles,
@@ -105,7 +109,10 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     let shared = Arc::new(state::Shared::new(queue, profiles));
     let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
 
-    let informers = informers::spawn_all(&client, &shared);
+    let mut background = informers::spawn_all(&client, &shared);
+    if let Some(listener) = health {
+        background.push(tokio::spawn(health::serve(listener, Arc::clone(&shared))));
+    }
     let api = retry::ApiClient::new(
         client,
         cfg.client_connection.qps,
@@ -143,8 +150,8 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     }
     // The loop dropped its sender: the executor drains and ends.
     let _ = executor.await;
-    for i in informers {
-        i.abort();
+    for task in background {
+        task.abort();
     }
     Ok(())
 }

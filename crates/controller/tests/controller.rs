@@ -32,6 +32,20 @@ fn pod(name: &str, cpu: &str, extra_spec: Value) -> Value {
     json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
 }
 
+/// GET over plain HTTP/1.0; returns the status line and body.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let status = out.lines().next().unwrap_or_default().to_string();
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    (status, body)
+}
+
 /// Polls `f` every 20 ms for at most 10 s.
 async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -42,6 +56,7 @@ async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 struct Running {
+    health: std::net::SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<controller::Result<()>>,
 }
@@ -63,6 +78,8 @@ async fn start_controller(server: &FakeApiServer) -> Running {
         .await
         .unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = listener.local_addr().unwrap();
     let task = tokio::spawn(controller::run(controller::RunOptions {
         client,
         loaded,
@@ -71,8 +88,10 @@ async fn start_controller(server: &FakeApiServer) -> Running {
             let _ = rx.await;
         }),
         seed: 1,
+        health: Some(listener),
     }));
     Running {
+        health,
         stop: Some(tx),
         task,
     }
@@ -263,6 +282,10 @@ async fn a_pod_deleted_before_binding_is_dropped_and_shutdown_is_clean() {
             .any(|e| e["note"] == "no nodes available to schedule pods")
     })
     .await;
+    let (status, body) = http_get(running.health, "/readyz").await;
+    assert!(status.contains(" 200 "), "{status} {body}");
+    let (status, _) = http_get(running.health, "/healthz").await;
+    assert!(status.contains(" 200 "), "{status}");
     server.delete("pods", "default", "waiting");
     server.apply("nodes", &node("n1", "2", json!({})));
     server.apply("pods", &pod("after", "100m", json!({})));

@@ -25,6 +25,13 @@ pub struct RunArgs {
     /// Seed for breaking score ties.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Address for /healthz, /livez and /readyz.
+    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
+    bind_address: std::net::IpAddr,
+    /// Port for /healthz, /livez and /readyz; 0 disables them. Same port as
+    /// kube-scheduler, but plain HTTP (probes need `scheme: HTTP`).
+    #[arg(long, value_name = "PORT", default_value_t = 10259)]
+    secure_port: u16,
 }
 
 pub fn run(args: &RunArgs) -> ExitCode {
@@ -60,6 +67,19 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     };
     let result = rt.block_on(async {
+        let health = if args.secure_port == 0 {
+            None
+        } else {
+            let addr = std::net::SocketAddr::new(args.bind_address, args.secure_port);
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    return Err(controller::Error::Listen(format!(
+                        "cannot listen on {addr} for health checks: {e}"
+                    )));
+                }
+            }
+        };
         let client = controller::client(args.kubeconfig.as_deref()).await?;
         controller::run(controller::RunOptions {
             client,
@@ -67,6 +87,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             instance_id: controller::default_instance_id(),
             shutdown: Box::pin(shutdown_signal()),
             seed: args.seed,
+            health,
         })
         .await
     });
