@@ -15,7 +15,7 @@
 //!   meanwhile are remembered and applied when the attempt finishes.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,10 +38,15 @@ pub struct QueuedPod {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
     Active,
-    Backoff,
+    /// Becomes active at this instant.
+    Backoff(Instant),
+    /// Since this instant.
     Unschedulable(Instant),
     Gated,
-    InFlight { gone: bool, moved: bool },
+    InFlight {
+        gone: bool,
+        moved: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -65,11 +70,18 @@ pub enum Outcome {
     Error,
 }
 
+/// Every operation is O(log n) except [`PendingQueue::move_all`], which is linear in the
+/// pods it moves.
 #[derive(Debug)]
 pub struct PendingQueue {
     entries: HashMap<PodKey, Entry>,
     /// (priority desc, arrival) -> pod
     active: BTreeSet<(Reverse<i32>, u64, PodKey)>,
+    /// (expiry, seq) -> pod
+    backoff: BTreeSet<(Instant, u64, PodKey)>,
+    /// (since, seq) -> pod
+    unschedulable: BTreeSet<(Instant, u64, PodKey)>,
+    in_flight: HashSet<PodKey>,
     initial_backoff: Duration,
     max_backoff: Duration,
     next_seq: u64,
@@ -80,6 +92,9 @@ impl PendingQueue {
         PendingQueue {
             entries: HashMap::new(),
             active: BTreeSet::new(),
+            backoff: BTreeSet::new(),
+            unschedulable: BTreeSet::new(),
+            in_flight: HashSet::new(),
             initial_backoff,
             max_backoff: max_backoff.max(initial_backoff),
             next_seq: 0,
@@ -115,41 +130,74 @@ impl PendingQueue {
             .map(|t| t + self.backoff_duration(e.attempts.max(1)))
     }
 
-    fn seq(&mut self) -> u64 {
-        self.next_seq += 1;
-        self.next_seq
+    /// Takes the entry out of whichever index its place keeps it in.
+    fn detach(&mut self, key: &PodKey) {
+        let Some(e) = self.entries.get(key) else {
+            return;
+        };
+        match e.place {
+            Place::Active => {
+                self.active
+                    .remove(&(Reverse(e.pod.priority), e.seq, key.clone()));
+            }
+            Place::Backoff(t) => {
+                self.backoff.remove(&(t, e.seq, key.clone()));
+            }
+            Place::Unschedulable(t) => {
+                self.unschedulable.remove(&(t, e.seq, key.clone()));
+            }
+            Place::InFlight { .. } => {
+                self.in_flight.remove(key);
+            }
+            Place::Gated => {}
+        }
     }
 
-    fn activate(&mut self, key: &PodKey) {
-        let seq = self.seq();
-        if let Some(e) = self.entries.get_mut(key) {
+    /// Puts a detached entry at `place`. Entering the active queue takes a new arrival
+    /// number unless `keep_seq`.
+    fn attach(&mut self, key: &PodKey, place: Place, keep_seq: bool) {
+        let seq = if keep_seq {
+            None
+        } else {
+            self.next_seq += 1;
+            Some(self.next_seq)
+        };
+        let Some(e) = self.entries.get_mut(key) else {
+            return;
+        };
+        if let Some(seq) = seq {
             e.seq = seq;
-            e.place = Place::Active;
-            self.active
-                .insert((Reverse(e.pod.priority), seq, key.clone()));
+        }
+        e.place = place;
+        match place {
+            Place::Active => {
+                self.active
+                    .insert((Reverse(e.pod.priority), e.seq, key.clone()));
+            }
+            Place::Backoff(t) => {
+                self.backoff.insert((t, e.seq, key.clone()));
+            }
+            Place::Unschedulable(t) => {
+                self.unschedulable.insert((t, e.seq, key.clone()));
+            }
+            Place::InFlight { .. } => {
+                self.in_flight.insert(key.clone());
+            }
+            Place::Gated => {}
         }
     }
 
-    fn deactivate(&mut self, key: &PodKey) {
-        if let Some(e) = self.entries.get(key)
-            && e.place == Place::Active
-        {
-            self.active
-                .remove(&(Reverse(e.pod.priority), e.seq, key.clone()));
-        }
+    fn relocate(&mut self, key: &PodKey, place: Place) {
+        self.detach(key);
+        self.attach(key, place, false);
     }
 
     /// Backoff if the pod's backoff has not expired, else active.
     fn move_to_active_or_backoff(&mut self, key: &PodKey, now: Instant) {
         let until = self.entries.get(key).and_then(|e| self.backoff_until(e));
-        self.deactivate(key);
         match until {
-            Some(t) if t > now => {
-                if let Some(e) = self.entries.get_mut(key) {
-                    e.place = Place::Backoff;
-                }
-            }
-            _ => self.activate(key),
+            Some(t) if t > now => self.relocate(key, Place::Backoff(t)),
+            _ => self.relocate(key, Place::Active),
         }
     }
 
@@ -165,7 +213,7 @@ impl PendingQueue {
         now: Instant,
     ) {
         let key = pod.key().clone();
-        let Some(e) = self.entries.get_mut(&key) else {
+        let Some(place) = self.entries.get(&key).map(|e| e.place) else {
             self.entries.insert(
                 key.clone(),
                 Entry {
@@ -178,46 +226,29 @@ impl PendingQueue {
                 },
             );
             if !gated {
-                self.activate(&key);
+                self.attach(&key, Place::Active, false);
             }
             return;
         };
-        let place = e.place;
-        let old_priority = e.pod.priority;
-        let old_seq = e.seq;
+        // Detach before replacing the pod: the active index is keyed by its priority.
+        self.detach(&key);
+        let e = self.entries.get_mut(&key).expect("present");
         e.condition = condition;
+        e.pod = pod;
         match place {
             Place::InFlight { gone, moved } => {
-                e.pod = pod;
-                e.place = Place::InFlight {
-                    gone,
-                    moved: moved || changed,
-                };
+                let moved = moved || changed;
+                self.attach(&key, Place::InFlight { gone, moved }, true);
             }
-            Place::Active => {
-                self.active
-                    .remove(&(Reverse(old_priority), old_seq, key.clone()));
-                let e = self.entries.get_mut(&key).expect("present");
-                e.pod = pod;
-                if gated {
-                    e.place = Place::Gated;
-                } else {
-                    self.active
-                        .insert((Reverse(e.pod.priority), old_seq, key.clone()));
-                }
+            _ if gated => self.attach(&key, Place::Gated, true),
+            Place::Active => self.attach(&key, Place::Active, true),
+            Place::Gated => self.attach(&key, Place::Active, false),
+            // An update may make the pod schedulable (upstream: a real update of a waiting
+            // pod moves it, respecting backoff).
+            Place::Backoff(_) | Place::Unschedulable(_) if changed => {
+                self.move_to_active_or_backoff(&key, now)
             }
-            Place::Backoff | Place::Unschedulable(_) | Place::Gated => {
-                e.pod = pod;
-                if gated {
-                    e.place = Place::Gated;
-                } else if place == Place::Gated {
-                    self.activate(&key);
-                } else if changed {
-                    // An update may make the pod schedulable (upstream: any update of an
-                    // unschedulable pod moves it, respecting backoff).
-                    self.move_to_active_or_backoff(&key, now);
-                }
-            }
+            other => self.attach(&key, other, true),
         }
     }
 
@@ -230,7 +261,7 @@ impl PendingQueue {
             e.place = Place::InFlight { gone: true, moved };
             return;
         }
-        self.deactivate(key);
+        self.detach(key);
         self.entries.remove(key);
     }
 
@@ -238,52 +269,50 @@ impl PendingQueue {
     /// active pod and marks it in flight.
     pub fn pop(&mut self, now: Instant) -> Option<QueuedPod> {
         self.flush(now);
-        let (_, _, key) = self.active.pop_first()?;
+        let (_, _, key) = self.active.first().cloned()?;
+        self.detach(&key);
         let e = self.entries.get_mut(&key).expect("active entries exist");
         e.attempts += 1;
         e.last_attempt = Some(now);
-        e.place = Place::InFlight {
-            gone: false,
-            moved: false,
-        };
-        Some(QueuedPod {
+        let q = QueuedPod {
             pod: Arc::clone(&e.pod),
             scheduled_condition: e.condition.clone(),
             attempts: e.attempts,
-        })
+        };
+        self.attach(
+            &key,
+            Place::InFlight {
+                gone: false,
+                moved: false,
+            },
+            true,
+        );
+        Some(q)
     }
 
     fn flush(&mut self, now: Instant) {
-        let due: Vec<PodKey> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| match e.place {
-                Place::Backoff => self.backoff_until(e).is_none_or(|t| t <= now),
-                Place::Unschedulable(since) => now.duration_since(since) >= MAX_IN_UNSCHEDULABLE,
-                _ => false,
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in due {
-            let backoff = matches!(self.entries[&key].place, Place::Backoff);
-            if backoff {
-                self.activate(&key);
-            } else {
-                self.move_to_active_or_backoff(&key, now);
+        while let Some((t, _, key)) = self.backoff.first().cloned() {
+            if t > now {
+                break;
             }
+            self.relocate(&key, Place::Active);
+        }
+        while let Some((since, _, key)) = self.unschedulable.first().cloned() {
+            if now.duration_since(since) < MAX_IN_UNSCHEDULABLE {
+                break;
+            }
+            self.move_to_active_or_backoff(&key, now);
         }
     }
 
-    /// When the earliest backoff expires (the scheduling loop sleeps until then).
+    /// When the next waiting pod becomes due (the scheduling loop sleeps until then).
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.entries
-            .values()
-            .filter_map(|e| match e.place {
-                Place::Backoff => self.backoff_until(e),
-                Place::Unschedulable(since) => Some(since + MAX_IN_UNSCHEDULABLE),
-                _ => None,
-            })
-            .min()
+        let backoff = self.backoff.first().map(|(t, _, _)| *t);
+        let unsched = self
+            .unschedulable
+            .first()
+            .map(|(t, _, _)| *t + MAX_IN_UNSCHEDULABLE);
+        backoff.into_iter().chain(unsched).min()
     }
 
     pub fn has_active(&self) -> bool {
@@ -307,6 +336,7 @@ impl PendingQueue {
             return true;
         };
         if gone || outcome == Outcome::Bound {
+            self.detach(key);
             self.entries.remove(key);
             return !gone;
         }
@@ -315,38 +345,57 @@ impl PendingQueue {
         {
             e.pod = p;
         }
-        match outcome {
+        let until = self
+            .entries
+            .get(key)
+            .and_then(|e| self.backoff_until(e))
+            .unwrap_or(now);
+        let place = match outcome {
             // An event arrived during the attempt: it may have changed the answer (upstream:
             // the pod goes to backoff instead of unschedulable).
-            Outcome::Unschedulable if !moved => e.place = Place::Unschedulable(now),
-            _ => e.place = Place::Backoff,
-        }
+            Outcome::Unschedulable if !moved => Place::Unschedulable(now),
+            _ => Place::Backoff(until),
+        };
+        self.relocate(key, place);
         true
     }
 
     /// A cluster event that may make pods schedulable: unschedulable pods move to backoff or
     /// active; in-flight attempts remember it.
     pub fn move_all(&mut self, now: Instant) {
-        let keys: Vec<PodKey> = self
-            .entries
-            .iter_mut()
-            .filter_map(|(k, e)| match e.place {
-                Place::Unschedulable(_) => Some(k.clone()),
-                Place::InFlight { gone, .. } => {
-                    e.place = Place::InFlight { gone, moved: true };
-                    None
-                }
-                _ => None,
-            })
+        let waiting: Vec<PodKey> = std::mem::take(&mut self.unschedulable)
+            .into_iter()
+            .map(|(_, _, k)| k)
             .collect();
-        for k in keys {
-            self.move_to_active_or_backoff(&k, now);
+        for key in waiting {
+            // Already out of the index; mark it detached before placing it again.
+            if let Some(e) = self.entries.get_mut(&key) {
+                e.place = Place::Gated;
+            }
+            self.move_to_active_or_backoff(&key, now);
+        }
+        for key in &self.in_flight {
+            if let Some(e) = self.entries.get_mut(key)
+                && let Place::InFlight { gone, .. } = e.place
+            {
+                e.place = Place::InFlight { gone, moved: true };
+            }
         }
     }
 
     /// The stored version of a queued pod (for tests and nomination bookkeeping).
     pub fn get(&self, key: &PodKey) -> Option<&Arc<PodInfo>> {
         self.entries.get(key).map(|e| &e.pod)
+    }
+
+    /// Pods per sub-queue (active, backoff, unschedulable, in flight), for logs and tests.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        (
+            self.active.len(),
+            self.backoff.len(),
+            self.unschedulable.len(),
+            self.in_flight.len(),
+        )
     }
 }
 
@@ -428,6 +477,35 @@ mod tests {
         q.remove(a.pod.key());
         assert!(!q.done(a.pod.key(), Outcome::Unschedulable, None, now));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn indexes_stay_consistent_through_updates_and_moves() {
+        let now = Instant::now();
+        let mut q = q();
+        for i in 0..50 {
+            q.add_or_update(pod(&format!("p{i}"), i % 3), None, false, true, now);
+        }
+        // Priority changes while active keep the index consistent.
+        q.add_or_update(pod("p7", 100), None, false, true, now);
+        assert_eq!(q.pop(now).unwrap().pod.name(), "p7");
+        let mut n = 1;
+        while let Some(p) = q.pop(now) {
+            q.done(p.pod.key(), Outcome::Unschedulable, None, now);
+            n += 1;
+        }
+        assert_eq!(n, 50);
+        assert_eq!(q.counts(), (0, 0, 49, 1));
+        q.move_all(now + Duration::from_secs(5));
+        assert_eq!(q.counts(), (49, 0, 0, 1));
+        // After MAX_IN_UNSCHEDULABLE even without events.
+        let t = now + Duration::from_secs(10);
+        while let Some(p) = q.pop(t) {
+            q.done(p.pod.key(), Outcome::Unschedulable, None, t);
+        }
+        assert!(q.pop(t + Duration::from_secs(1)).is_none());
+        assert_eq!(q.next_wakeup(), Some(t + MAX_IN_UNSCHEDULABLE));
+        assert_eq!(q.pop(t + MAX_IN_UNSCHEDULABLE).map(|p| p.attempts), Some(3));
     }
 
     #[test]
