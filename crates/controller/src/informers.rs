@@ -50,9 +50,17 @@ fn key_of<K: Resource>(o: &K) -> String {
     }
 }
 
+/// Like upstream's pod informer: terminal pods are not watched at all (a pod that turns
+/// terminal arrives as a delete).
+pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
 /// Runs one informer until the task is aborted.
-pub async fn run_informer<K, H>(api: Api<K>, shared: Arc<Shared>, handler: H)
-where
+pub async fn run_informer<K, H>(
+    api: Api<K>,
+    config: watcher::Config,
+    shared: Arc<Shared>,
+    handler: H,
+) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     H: Handler<K>,
     K::DynamicType: Default,
@@ -61,7 +69,7 @@ where
     let mut store: HashMap<String, K> = HashMap::new();
     let mut buffer: Option<HashMap<String, K>> = None;
     let mut synced = false;
-    let stream = watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+    let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
     while let Some(item) = stream.next().await {
         let event = match item {
@@ -118,6 +126,9 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
     vec![
         tokio::spawn(run_informer(
             Api::<Pod>::all(client.clone()),
+            watcher::Config::default()
+                .any_semantic()
+                .fields(POD_FIELD_SELECTOR),
             Arc::clone(shared),
             Fns::<Pod> {
                 apply: |sh, st, old, new| st.on_pod(&sh.profiles, old, new),
@@ -126,6 +137,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
         )),
         tokio::spawn(run_informer(
             Api::<Node>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<Node> {
                 apply: |_, st, old, new| st.on_node(old, new),
@@ -134,6 +146,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
         )),
         tokio::spawn(run_informer(
             Api::<RuntimeClass>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<RuntimeClass> {
                 apply: |_, st, _, new| st.on_runtime_class(new),
@@ -142,6 +155,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
         )),
         tokio::spawn(run_informer(
             Api::<PodDisruptionBudget>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<PodDisruptionBudget> {
                 apply: |_, st, _, new| st.on_pdb(new),
@@ -150,6 +164,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
         )),
         tokio::spawn(run_informer(
             Api::<Namespace>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<Namespace> {
                 apply: |_, st, _, new| st.on_namespace(new),

@@ -406,3 +406,28 @@ async fn a_high_priority_pod_preempts_a_low_priority_one() {
         "{failed}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_finishes_frees_its_node() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "1", json!({})));
+    server.apply("pods", &pod("job", "1", json!({"nodeName": "n1"})));
+    server.apply("pods", &pod("next", "1", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("next reported unschedulable", || {
+        server
+            .events_for("default", "next")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    // The job completes: the field-selected watch sees it leave (DELETED).
+    let mut job = server.get("pods", "default", "job").unwrap();
+    job["status"] = json!({"phase": "Succeeded"});
+    server.apply("pods", &job);
+    wait_for("next bound to n1", || {
+        server.node_of("default", "next").as_deref() == Some("n1")
+    })
+    .await;
+    running.stop().await;
+}

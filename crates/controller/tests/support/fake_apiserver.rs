@@ -4,7 +4,8 @@
 //!
 //! - LIST (`GET /api/v1/pods` ...) with `metadata.resourceVersion`;
 //! - WATCH (`?watch=true&resourceVersion=N`): newline-delimited watch events after N, then
-//!   live ones;
+//!   live ones; `fieldSelector` (`a.b=v`, `a.b!=v`) on both, with objects that stop
+//!   matching sent as DELETED;
 //! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
 //!   bound or the UID differs, 404 if missing);
 //! - `PATCH pods/{name}/status` (strategic merge: conditions merge by type, null deletes);
@@ -40,6 +41,63 @@ struct WatchEvent {
     collection: String,
     type_: &'static str,
     object: Value,
+    /// The object before a MODIFIED, for field-selector transitions.
+    old: Option<Value>,
+}
+
+/// A field selector of `path=value` / `path!=value` terms joined by commas (dotted paths
+/// such as `status.phase`; a missing field reads as "").
+#[derive(Clone, Debug, Default)]
+struct FieldSelector(Vec<(Vec<String>, bool, String)>);
+
+impl FieldSelector {
+    fn parse(s: Option<&String>) -> Self {
+        let terms = s
+            .map(|s| s.split(',').filter(|t| !t.is_empty()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                let (path, eq, value) = match t.split_once("!=") {
+                    Some((p, v)) => (p, false, v),
+                    None => {
+                        let (p, v) = t.split_once('=').expect("field selector term");
+                        (p.trim_end_matches('='), true, v)
+                    }
+                };
+                let path = path.split('.').map(str::to_string).collect();
+                (path, eq, value.to_string())
+            })
+            .collect();
+        FieldSelector(terms)
+    }
+
+    fn matches(&self, obj: &Value) -> bool {
+        self.0.iter().all(|(path, eq, value)| {
+            let field = path
+                .iter()
+                .try_fold(obj, |v, k| v.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            (field == value) == *eq
+        })
+    }
+
+    /// How a watcher with this selector sees the event, if at all.
+    fn view(&self, e: &WatchEvent) -> Option<&'static str> {
+        let now = self.matches(&e.object);
+        match e.type_ {
+            "MODIFIED" => {
+                let before = e.old.as_ref().is_some_and(|o| self.matches(o));
+                match (before, now) {
+                    (true, true) => Some("MODIFIED"),
+                    (true, false) => Some("DELETED"),
+                    (false, true) => Some("ADDED"),
+                    (false, false) => None,
+                }
+            }
+            t => now.then_some(t),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -131,12 +189,13 @@ impl Inner {
         st.rv += 1;
         let rv = st.rv;
         object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        st.objects.insert(key, object.clone());
+        let old = st.objects.insert(key, object.clone());
         let ev = WatchEvent {
             rv,
             collection: collection.to_string(),
             type_: if existed { "MODIFIED" } else { "ADDED" },
             object: object.clone(),
+            old,
         };
         st.log.push(ev.clone());
         let _ = self.tx.send(ev);
@@ -155,6 +214,7 @@ impl Inner {
             collection: collection.to_string(),
             type_: "DELETED",
             object: object.clone(),
+            old: None,
         };
         st.log.push(ev.clone());
         let _ = self.tx.send(ev);
@@ -208,13 +268,14 @@ async fn list_or_watch(
     params: BTreeMap<String, String>,
 ) -> Response {
     let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    let selector = FieldSelector::parse(params.get("fieldSelector"));
     if !watch {
         let mut st = inner.store.lock().unwrap();
         *st.lists.entry(collection.to_string()).or_default() += 1;
         let items: Vec<Value> = st
             .objects
             .iter()
-            .filter(|((c, _, _), _)| c == collection)
+            .filter(|((c, _, _), v)| c == collection && selector.matches(v))
             .map(|(_, v)| v.clone())
             .collect();
         let (api_version, kind) = collection_kind(collection);
@@ -257,12 +318,13 @@ async fn list_or_watch(
             .collect()
     };
     let last = backlog.last().map_or(since, |e| e.rv);
-    let line = |e: &WatchEvent| -> Result<Bytes, Infallible> {
-        let mut s = json!({"type": e.type_, "object": e.object}).to_string();
+    let line = move |e: &WatchEvent| -> Option<Result<Bytes, Infallible>> {
+        let type_ = selector.view(e)?;
+        let mut s = json!({"type": type_, "object": e.object}).to_string();
         s.push('\n');
-        Ok(Bytes::from(s))
+        Some(Ok(Bytes::from(s)))
     };
-    let backlog = futures::stream::iter(backlog.iter().map(line).collect::<Vec<_>>());
+    let backlog = futures::stream::iter(backlog.iter().filter_map(&line).collect::<Vec<_>>());
     let live = futures::stream::unfold((rx, gen_rx), move |(mut rx, mut gen_rx)| async move {
         loop {
             tokio::select! {
@@ -279,7 +341,7 @@ async fn list_or_watch(
             }
         }
     })
-    .map(move |e| line(&e));
+    .filter_map(move |e| futures::future::ready(line(&e)));
     Response::builder()
         .header("content-type", "application/json")
         .body(Body::from_stream(backlog.chain(live)))

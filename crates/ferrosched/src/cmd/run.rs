@@ -22,6 +22,10 @@ pub struct RunArgs {
     /// Name of the single default profile (legacy flag; only without --config).
     #[arg(long, value_name = "NAME", conflicts_with = "config")]
     scheduler_name: Option<String>,
+    /// Legacy: InterPodAffinity's hardPodAffinityWeight for the default profile (0-100; only
+    /// without --config).
+    #[arg(long, value_name = "WEIGHT", conflicts_with = "config")]
+    hard_pod_affinity_symmetric_weight: Option<i32>,
     /// Seed for breaking score ties.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -37,7 +41,10 @@ pub struct RunArgs {
 pub fn run(args: &RunArgs) -> ExitCode {
     let loaded = match &args.config {
         Some(f) => config::load_file(f),
-        None => config::from_flags(args.scheduler_name.as_deref(), None),
+        None => config::from_flags(
+            args.scheduler_name.as_deref(),
+            args.hard_pod_affinity_symmetric_weight,
+        ),
     };
     let loaded = match loaded {
         Ok(l) => l,
