@@ -340,6 +340,8 @@ async fn a_pod_bound_by_someone_else_meanwhile_is_dropped_cleanly() {
     server.apply("nodes", &node("n1", "4", json!({})));
     server.apply("nodes", &node("n2", "4", json!({})));
     server.steal_next_binding("default", "raced", "n2");
+    // Transient API errors are retried, not reported.
+    server.fail_next_bindings(2);
     server.apply("pods", &pod("raced", "100m", json!({})));
     let running = start_controller(&server).await;
     wait_for("raced assigned by the other scheduler", || {

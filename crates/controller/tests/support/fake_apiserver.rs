@@ -113,6 +113,8 @@ struct Store {
     /// Pods whose next binding loses a race: another scheduler binds them to the given
     /// node first, and ours gets 409.
     steal: BTreeMap<String, String>,
+    /// How many of the next Binding requests fail with 503.
+    failing_bindings: usize,
     /// LIST requests served per collection.
     lists: BTreeMap<String, usize>,
 }
@@ -353,6 +355,17 @@ async fn bind(
     Path((ns, name)): Path<(String, String)>,
     axum::Json(binding): axum::Json<Value>,
 ) -> Response {
+    {
+        let mut st = inner.store.lock().unwrap();
+        if st.failing_bindings > 0 {
+            st.failing_bindings -= 1;
+            return status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request".into(),
+            );
+        }
+    }
     let Some(mut pod) = inner.get("pods", &ns, &name) else {
         return status(
             StatusCode::NOT_FOUND,
@@ -622,6 +635,11 @@ impl FakeApiServer {
             .unwrap()
             .steal
             .insert(format!("{ns}/{name}"), other_node.to_string());
+    }
+
+    /// The next `n` Binding requests fail with 503 Service Unavailable.
+    pub fn fail_next_bindings(&self, n: usize) {
+        self.inner.store.lock().unwrap().failing_bindings = n;
     }
 
     /// How many LIST requests `collection` has served (2 or more: a relist happened).
