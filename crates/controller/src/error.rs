@@ -16,6 +16,9 @@ pub enum Error {
     /// The health endpoint could not listen.
     #[error("health endpoint: {0}")]
     Listen(String),
+    /// Another instance took the leader lease, or it could not be renewed in time.
+    #[error("leader election lost")]
+    LeaderLost,
     /// The scheduling thread panicked or could not be started.
     #[error("scheduling thread: {0}")]
     Thread(String),

@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod health;
 pub mod informers;
+pub mod leader;
 pub mod podref;
 pub mod queue;
 pub mod retry;
@@ -88,7 +89,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         client,
         loaded,
         instance_id,
-        shutdown,
+        mut shutdown,
         seed,
         health,
     } = opts;
@@ -97,11 +98,6 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         &Registry::in_tree(),
     )?);
     let cfg = &loaded.config;
-    if cfg.leader_election.leader_elect {
-        tracing::warn!(
-            "leaderElection.leaderElect is set, but this build has no leader election yet: run a single replica"
-        );
-    }
     let queue = queue::PendingQueue::new(
         Duration::from_secs(cfg.pod_initial_backoff_seconds.max(0) as u64),
         Duration::from_secs(cfg.pod_max_backoff_seconds.max(0) as u64),
@@ -112,6 +108,22 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     let mut background = informers::spawn_all(&client, &shared);
     if let Some(listener) = health {
         background.push(tokio::spawn(health::serve(listener, Arc::clone(&shared))));
+    }
+    // Informers fill the cache while waiting for the lease, so a new leader starts warm.
+    let mut elector = cfg
+        .leader_election
+        .leader_elect
+        .then(|| leader::Elector::new(client.clone(), &cfg.leader_election, &instance_id));
+    if let Some(e) = &mut elector {
+        tokio::select! {
+            _ = e.acquire() => {}
+            _ = &mut shutdown => {
+                for task in background {
+                    task.abort();
+                }
+                return Ok(());
+            }
+        }
     }
     let api = retry::ApiClient::new(
         client,
@@ -139,7 +151,16 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         "ferrosched controller started"
     );
 
-    shutdown.await;
+    let lost = async {
+        match &mut elector {
+            Some(e) => e.hold().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        _ = &mut shutdown => Ok(()),
+        _ = lost => Err(Error::LeaderLost),
+    };
     tracing::info!("shutting down: no new pods; finishing in-flight bindings");
     shared.shutdown();
     let joined = tokio::task::spawn_blocking(move || thread.join())
@@ -150,8 +171,13 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     }
     // The loop dropped its sender: the executor drains and ends.
     let _ = executor.await;
+    if outcome.is_ok()
+        && let Some(e) = &mut elector
+    {
+        e.release().await;
+    }
     for task in background {
         task.abort();
     }
-    Ok(())
+    outcome
 }

@@ -73,7 +73,11 @@ impl Running {
 }
 
 async fn start_controller(server: &FakeApiServer) -> Running {
-    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    start_with(server, CONFIG, "test-host").await
+}
+
+async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Running {
+    let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
     let client = controller::client(Some(&server.kubeconfig()))
         .await
         .unwrap();
@@ -83,7 +87,7 @@ async fn start_controller(server: &FakeApiServer) -> Running {
     let task = tokio::spawn(controller::run(controller::RunOptions {
         client,
         loaded,
-        instance_id: "test-host".into(),
+        instance_id: instance.into(),
         shutdown: Box::pin(async move {
             let _ = rx.await;
         }),
@@ -432,4 +436,92 @@ async fn a_pod_that_finishes_frees_its_node() {
     })
     .await;
     running.stop().await;
+}
+
+const HA_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  leaseDuration: 2s
+  renewDeadline: 1s
+  retryPeriod: 100ms
+  resourceNamespace: kube-system
+  resourceName: ferrosched
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_schedules_and_a_standby_takes_over() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    let a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    server.apply("pods", &pod("first", "100m", json!({})));
+    wait_for("first bound", || {
+        server.node_of("default", "first").is_some()
+    })
+    .await;
+    // The standby renews nothing and schedules nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let holder = server.lease_holder("kube-system", "ferrosched").unwrap();
+    assert!(holder.starts_with("a_"), "{holder}");
+    let scheduled = server
+        .events_for("default", "first")
+        .into_iter()
+        .find(|e| e["reason"] == "Scheduled")
+        .unwrap();
+    assert_eq!(scheduled["reportingInstance"], "default-scheduler-a");
+
+    // The leader stops cleanly and releases the lease: the standby takes over at once.
+    a.stop().await;
+    server.apply("pods", &pod("second", "100m", json!({})));
+    wait_for("second bound by b", || {
+        server.node_of("default", "second").is_some()
+    })
+    .await;
+    assert!(
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("b_"))
+    );
+    b.stop().await;
+    let mut bound: Vec<String> = server.bindings().into_iter().map(|(p, _)| p).collect();
+    bound.sort();
+    assert_eq!(bound, ["default/first", "default/second"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_its_lease_stops() {
+    let server = FakeApiServer::start().await;
+    let mut a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    // Someone else takes the lease (as after a long network partition).
+    let mut lease = server.get("leases", "kube-system", "ferrosched").unwrap();
+    lease["spec"]["holderIdentity"] = json!("intruder");
+    server.apply("leases", &lease);
+    let result = tokio::time::timeout(Duration::from_secs(10), &mut a.task)
+        .await
+        .expect("stops within renewDeadline plus a renewal")
+        .expect("task");
+    assert!(
+        matches!(result, Err(controller::Error::LeaderLost)),
+        "{result:?}"
+    );
+    assert_eq!(
+        server.lease_holder("kube-system", "ferrosched").as_deref(),
+        Some("intruder"),
+        "a lost leader does not release someone else's lease"
+    );
 }

@@ -10,7 +10,9 @@
 //!   bound or the UID differs, 404 if missing);
 //! - `PATCH pods/{name}/status` (strategic merge: conditions merge by type, null deletes);
 //! - `DELETE pods/{name}` (with an optional UID precondition);
-//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1, series updates).
+//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1, series updates);
+//! - Leases (coordination.k8s.io/v1): GET, POST (409 if present), PUT (409 unless the
+//!   resourceVersion matches), for leader election.
 //!
 //! Tests add objects and read bindings and events with the helpers on [`FakeApiServer`], and
 //! point the controller at it with [`FakeApiServer::kubeconfig`] (plain http).
@@ -124,6 +126,8 @@ struct Inner {
     tx: broadcast::Sender<WatchEvent>,
     /// Bumped to end every open watch stream.
     generation: tokio::sync::watch::Sender<u64>,
+    /// Serialises lease create/replace (check-then-write).
+    lease_lock: Mutex<()>,
 }
 
 type Shared = Arc<Inner>;
@@ -157,6 +161,7 @@ fn collection_kind(collection: &str) -> (&'static str, &'static str) {
         "namespaces" => ("v1", "Namespace"),
         "runtimeclasses" => ("node.k8s.io/v1", "RuntimeClass"),
         "poddisruptionbudgets" => ("policy/v1", "PodDisruptionBudget"),
+        "leases" => ("coordination.k8s.io/v1", "Lease"),
         _ => ("v1", "Unknown"),
     }
 }
@@ -520,6 +525,68 @@ async fn patch_event(
     }
 }
 
+async fn get_lease(
+    State(inner): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+) -> Response {
+    match inner.get("leases", &ns, &name) {
+        Some(l) => axum::Json(l).into_response(),
+        None => status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("leases.coordination.k8s.io \"{name}\" not found"),
+        ),
+    }
+}
+
+async fn create_lease(
+    State(inner): State<Shared>,
+    Path(ns): Path<String>,
+    axum::Json(mut lease): axum::Json<Value>,
+) -> Response {
+    lease["metadata"]["namespace"] = json!(ns);
+    let name = lease["metadata"]["name"].as_str().unwrap_or("").to_string();
+    // Check and insert under one lock, so two candidates cannot both create it.
+    let _guard = inner.lease_lock.lock().unwrap();
+    if inner.get("leases", &ns, &name).is_some() {
+        return status(
+            StatusCode::CONFLICT,
+            "AlreadyExists",
+            format!("leases.coordination.k8s.io \"{name}\" already exists"),
+        );
+    }
+    (StatusCode::CREATED, axum::Json(inner.put("leases", lease))).into_response()
+}
+
+/// PUT with optimistic concurrency: the body's resourceVersion must be the stored one.
+async fn replace_lease(
+    State(inner): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+    axum::Json(mut lease): axum::Json<Value>,
+) -> Response {
+    let _guard = inner.lease_lock.lock().unwrap();
+    let Some(current) = inner.get("leases", &ns, &name) else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("leases.coordination.k8s.io \"{name}\" not found"),
+        );
+    };
+    if lease["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"] {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        );
+    }
+    lease["metadata"]["namespace"] = json!(ns);
+    lease["metadata"]["uid"] = current["metadata"]["uid"].clone();
+    lease["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+    axum::Json(inner.put("leases", lease)).into_response()
+}
+
 fn collection_route(collection: &'static str) -> axum::routing::MethodRouter<Shared> {
     get(
         move |State(inner): State<Shared>, Query(params): Query<BTreeMap<String, String>>| {
@@ -535,6 +602,7 @@ impl FakeApiServer {
             store: Mutex::new(Store::default()),
             tx,
             generation: tokio::sync::watch::channel(0).0,
+            lease_lock: Mutex::new(()),
         });
         let app = Router::new()
             .route("/api/v1/pods", collection_route("pods"))
@@ -561,6 +629,14 @@ impl FakeApiServer {
             .route(
                 "/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}",
                 axum::routing::patch(patch_event),
+            )
+            .route(
+                "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+                post(create_lease),
+            )
+            .route(
+                "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
+                get(get_lease).put(replace_lease),
             )
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -646,6 +722,12 @@ impl FakeApiServer {
     pub fn list_count(&self, collection: &str) -> usize {
         let st = self.inner.store.lock().unwrap();
         st.lists.get(collection).copied().unwrap_or(0)
+    }
+
+    /// The current holder of a Lease.
+    pub fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
+        self.get("leases", ns, name)
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
     }
 
     /// The node a pod is bound to.
