@@ -16,7 +16,8 @@ pub struct RunArgs {
     /// kube-scheduler's default profile.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Kubeconfig file. Without it: $KUBECONFIG, ~/.kube/config, then in-cluster.
+    /// Kubeconfig file. Without it: the config's clientConnection.kubeconfig, then
+    /// $KUBECONFIG, ~/.kube/config, then in-cluster.
     #[arg(long, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
     /// Name of the single default profile (legacy flag; only without --config).
@@ -87,7 +88,12 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 }
             }
         };
-        let client = controller::client(args.kubeconfig.as_deref()).await?;
+        let from_config = &loaded.config.client_connection.kubeconfig;
+        let kubeconfig = args
+            .kubeconfig
+            .clone()
+            .or_else(|| (!from_config.is_empty()).then(|| PathBuf::from(from_config)));
+        let client = controller::client(kubeconfig.as_deref()).await?;
         controller::run(controller::RunOptions {
             client,
             loaded,
