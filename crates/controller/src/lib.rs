@@ -1,4 +1,183 @@
-//! The only crate that talks to the API server. It feeds scheduler-core's cache and queue
-//! from informers, runs the scheduling loop and carries out its decisions (bindings, status
-//! patches, events, preemption). Issue 6 builds it; it is empty until then.
+//! The only crate that talks to the API server. It feeds scheduler-core's cache and a
+//! pending-pod queue from informers, runs the scheduling loop on its own thread and carries
+//! out its decisions (bindings, status patches, events, preemption) asynchronously.
+//!
+//! Data flows one way: informers -> [`state::State`] (cache + queue) -> scheduling loop
+//! (`schedule_one`) -> [`actions::Action`] -> API server -> informers.
 #![forbid(unsafe_code)]
+
+pub mod actions;
+pub mod binder;
+pub mod error;
+pub mod events;
+pub mod health;
+pub mod informers;
+pub mod leader;
+pub mod podref;
+pub mod queue;
+pub mod retry;
+pub mod scheduler_loop;
+pub mod state;
+pub mod status;
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use scheduler_core::config::Loaded;
+use scheduler_core::framework::{ProfileRegistry, Registry};
+use scheduler_core::schedule_one::SchedulingAlgorithm;
+
+pub use error::{Error, Result};
+
+/// Everything [`run`] needs. The config must already be loaded and validated.
+pub struct RunOptions {
+    pub client: Client,
+    pub loaded: Loaded,
+    /// Identifies this process in events (`reportingInstance = {schedulerName}-{id}`);
+    /// upstream uses the hostname.
+    pub instance_id: String,
+    /// Resolves when the controller should stop (SIGTERM/SIGINT in production).
+    pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Seed for breaking score ties.
+    pub seed: u64,
+    /// Where to serve /healthz, /livez and /readyz (plain HTTP); `None` serves nothing.
+    pub health: Option<tokio::net::TcpListener>,
+}
+
+/// Builds a client from a kubeconfig file, or (without one) the way kubectl does:
+/// `$KUBECONFIG`, `~/.kube/config`, then the in-cluster service account.
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| Error::Kubeconfig(e.to_string()))?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+/// The instance id upstream would use: the hostname.
+pub fn default_instance_id() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "ferrosched".to_string())
+}
+
+/// Watches the cluster and schedules pending pods of the config's profiles until
+/// `opts.shutdown` resolves; then stops taking pods, finishes in-flight API calls and
+/// returns.
+pub async fn run(opts: RunOptions) -> Result<()> {
+    let RunOptions {
+        client,
+        loaded,
+        instance_id,
+        mut shutdown,
+        seed,
+        health,
+    } = opts;
+    let profiles = Arc::new(ProfileRegistry::new(
+        &loaded.profiles,
+        &Registry::in_tree(),
+    )?);
+    let cfg = &loaded.config;
+    let queue = queue::PendingQueue::new(
+        Duration::from_secs(cfg.pod_initial_backoff_seconds.max(0) as u64),
+        Duration::from_secs(cfg.pod_max_backoff_seconds.max(0) as u64),
+    );
+    let shared = Arc::new(state::Shared::new(queue, profiles));
+    let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
+
+    let mut background = informers::spawn_all(&client, &shared);
+    if let Some(listener) = health {
+        background.push(tokio::spawn(health::serve(listener, Arc::clone(&shared))));
+    }
+    // Informers fill the cache while waiting for the lease, so a new leader starts warm.
+    let mut elector = cfg
+        .leader_election
+        .leader_elect
+        .then(|| leader::Elector::new(client.clone(), &cfg.leader_election, &instance_id));
+    if let Some(e) = &mut elector {
+        tokio::select! {
+            _ = e.acquire() => {}
+            _ = &mut shutdown => {
+                for task in background {
+                    task.abort();
+                }
+                return Ok(());
+            }
+        }
+    }
+    let api = retry::ApiClient::new(
+        client,
+        cfg.client_connection.qps,
+        cfg.client_connection.burst,
+    );
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let executor = Arc::new(actions::Executor {
+        client: api.clone(),
+        recorder: events::Recorder::new(api, instance_id),
+        shared: Arc::clone(&shared),
+    });
+    let executor = tokio::spawn(executor.run(rx));
+    let sched = scheduler_loop::SchedulingLoop {
+        shared: Arc::clone(&shared),
+        alg,
+        actions: tx,
+    };
+    let thread = std::thread::Builder::new()
+        .name("scheduling-loop".into())
+        .spawn(move || sched.run())
+        .map_err(|e| Error::Thread(e.to_string()))?;
+    tracing::info!(
+        profiles = shared.profiles.len(),
+        "ferrosched controller started"
+    );
+
+    let lost = async {
+        match &mut elector {
+            Some(e) => e.hold().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        _ = &mut shutdown => Ok(()),
+        _ = lost => Err(Error::LeaderLost),
+    };
+    tracing::info!("shutting down: no new pods; finishing in-flight bindings");
+    shared.shutdown();
+    let joined = tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .map_err(|e| Error::Thread(e.to_string()))?;
+    if joined.is_err() {
+        return Err(Error::Thread("the scheduling loop panicked".into()));
+    }
+    // The loop dropped its sender: the executor drains and ends.
+    let _ = executor.await;
+    if outcome.is_ok()
+        && let Some(e) = &mut elector
+    {
+        e.release().await;
+    }
+    for task in background {
+        task.abort();
+    }
+    outcome
+}

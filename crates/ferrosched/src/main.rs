@@ -35,6 +35,9 @@ enum Command {
     /// Run scheduler_perf-like workloads in memory and report pods/s, attempt latency and
     /// peak RSS per workload.
     Bench(cmd::bench::BenchArgs),
+    /// Watch a Kubernetes cluster and schedule its pending pods (bindings, events and
+    /// PodScheduled conditions as kube-scheduler writes them).
+    Run(cmd::run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,5 +46,6 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(c),
         Command::Simulate(a) => cmd::simulate::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Run(a) => cmd::run::run(&a),
     }
 }

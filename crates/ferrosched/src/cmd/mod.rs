@@ -2,4 +2,5 @@
 
 pub mod bench;
 pub mod config;
+pub mod run;
 pub mod simulate;

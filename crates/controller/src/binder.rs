@@ -1,0 +1,47 @@
+//! The binding cycle's API call: POST a core/v1 Binding to `pods/{name}/binding` (what
+//! upstream's DefaultBinder does). The UID in the Binding's metadata makes the API server
+//! refuse a re-created pod of the same name.
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+
+use crate::podref::PodRef;
+use crate::retry::{ApiClient, status_code};
+
+#[derive(Debug)]
+pub enum BindError {
+    /// 404 or 409: the pod is gone, was re-created, or someone else bound it. Dropped quietly.
+    Gone(kube::Error),
+    /// Anything else, after retries: reported as a scheduling failure and retried.
+    Failed(kube::Error),
+}
+
+pub async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result<(), BindError> {
+    let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(pod.name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            uid: (!pod.uid.is_empty()).then(|| pod.uid.clone()),
+            ..Default::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_string()),
+            ..Default::default()
+        },
+    };
+    let pp = PostParams::default();
+    let result = client
+        .call("bind", || {
+            api.create_subresource::<_, serde_json::Value>("binding", &pod.name, &pp, &binding)
+        })
+        .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(status_code(&e), Some(404 | 409)) => Err(BindError::Gone(e)),
+        Err(e) => Err(BindError::Failed(e)),
+    }
+}

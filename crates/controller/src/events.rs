@@ -1,0 +1,283 @@
+//! events.k8s.io/v1 Events, as kube-scheduler's recorder writes them: one recorder per
+//! profile (reportingController = the profile's schedulerName, reportingInstance =
+//! `{schedulerName}-{instance id}`; upstream uses the hostname as instance id).
+
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::Api;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+
+use crate::podref::PodRef;
+use crate::retry::ApiClient;
+
+/// The API server's limit on `note` (upstream truncates to it).
+pub const NOTE_LENGTH_LIMIT: usize = 1024;
+
+pub const REASON_SCHEDULED: &str = "Scheduled";
+pub const REASON_FAILED_SCHEDULING: &str = "FailedScheduling";
+pub const REASON_PREEMPTED: &str = "Preempted";
+pub const ACTION_BINDING: &str = "Binding";
+pub const ACTION_SCHEDULING: &str = "Scheduling";
+pub const ACTION_PREEMPTING: &str = "Preempting";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// Cuts `note` to the API limit the way upstream does (`... ` suffix), on a char boundary.
+pub fn truncate_note(note: &str) -> String {
+    if note.len() <= NOTE_LENGTH_LIMIT {
+        return note.to_string();
+    }
+    const SUFFIX: &str = " ...";
+    let mut end = NOTE_LENGTH_LIMIT - SUFFIX.len();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{SUFFIX}", &note[..end])
+}
+
+/// Isomorphic events (same controller, reason, action, regarding and related object; the
+/// note is not part of the key, as upstream) within this window extend a series instead of
+/// creating a new Event.
+pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+/// How often a growing series is written back (upstream refreshes every 30 minutes).
+pub const SERIES_REFRESH: Duration = Duration::from_secs(30 * 60);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SeriesKey {
+    controller: String,
+    reason: String,
+    action: String,
+    regarding: (String, String, String),
+    related: Option<(String, String, String)>,
+}
+
+#[derive(Debug)]
+struct Series {
+    /// The Event object's name, once created.
+    name: Option<String>,
+    namespace: String,
+    count: i32,
+    last_observed: Instant,
+    last_written: Instant,
+}
+
+/// What [`Recorder::record`] does for one occurrence.
+#[derive(Debug, PartialEq, Eq)]
+enum Write {
+    Create,
+    /// PATCH the existing event's series to this count.
+    Series {
+        name: String,
+        count: i32,
+    },
+    Nothing,
+}
+
+#[derive(Clone)]
+pub struct Recorder {
+    client: ApiClient,
+    instance_id: String,
+    cache: Arc<Mutex<HashMap<SeriesKey, Series>>>,
+}
+
+/// One event to write.
+pub struct EventSpec<'a> {
+    pub controller: &'a str,
+    pub regarding: &'a PodRef,
+    pub related: Option<&'a PodRef>,
+    pub type_: EventType,
+    pub reason: &'a str,
+    pub action: &'a str,
+    pub note: &'a str,
+}
+
+fn triple(p: &PodRef) -> (String, String, String) {
+    (p.namespace.clone(), p.name.clone(), p.uid.clone())
+}
+
+impl Recorder {
+    pub fn new(client: ApiClient, instance_id: String) -> Self {
+        Recorder {
+            client,
+            instance_id,
+            cache: Arc::default(),
+        }
+    }
+
+    pub fn build(&self, e: &EventSpec<'_>) -> Event {
+        let now = Timestamp::now();
+        Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", e.regarding.name, now.as_nanosecond())),
+                namespace: Some(e.regarding.namespace.clone()),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(now)),
+            action: Some(e.action.to_string()),
+            reason: Some(e.reason.to_string()),
+            note: Some(truncate_note(e.note)),
+            type_: Some(e.type_.as_str().to_string()),
+            regarding: Some(e.regarding.object_reference()),
+            related: e.related.map(PodRef::object_reference),
+            reporting_controller: Some(e.controller.to_string()),
+            reporting_instance: Some(format!("{}-{}", e.controller, self.instance_id)),
+            ..Default::default()
+        }
+    }
+
+    fn plan(&self, e: &EventSpec<'_>, now: Instant) -> (SeriesKey, Write) {
+        let key = SeriesKey {
+            controller: e.controller.to_string(),
+            reason: e.reason.to_string(),
+            action: e.action.to_string(),
+            regarding: triple(e.regarding),
+            related: e.related.map(triple),
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.retain(|_, s| now.duration_since(s.last_observed) < SERIES_WINDOW);
+        let write = match cache.get_mut(&key) {
+            None => {
+                cache.insert(
+                    key.clone(),
+                    Series {
+                        name: None,
+                        namespace: e.regarding.namespace.clone(),
+                        count: 1,
+                        last_observed: now,
+                        last_written: now,
+                    },
+                );
+                Write::Create
+            }
+            Some(s) => {
+                s.count += 1;
+                s.last_observed = now;
+                match &s.name {
+                    Some(name)
+                        if s.count == 2 || now.duration_since(s.last_written) >= SERIES_REFRESH =>
+                    {
+                        s.last_written = now;
+                        Write::Series {
+                            name: name.clone(),
+                            count: s.count,
+                        }
+                    }
+                    _ => Write::Nothing,
+                }
+            }
+        };
+        (key, write)
+    }
+
+    /// Writes the event, or extends its series; failures are logged, never fatal (events
+    /// are best effort upstream).
+    pub async fn record(&self, e: EventSpec<'_>) {
+        let (key, write) = self.plan(&e, Instant::now());
+        let ns = &e.regarding.namespace;
+        let api: Api<Event> = Api::namespaced(self.client.client.clone(), ns);
+        let result = match write {
+            Write::Nothing => return,
+            Write::Create => {
+                let event = self.build(&e);
+                let pp = PostParams::default();
+                let created = self.client.call("event", || api.create(&pp, &event)).await;
+                if let Ok(ev) = &created {
+                    let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(s) = cache.get_mut(&key) {
+                        s.name = ev.metadata.name.clone().or(event.metadata.name.clone());
+                        s.namespace.clone_from(ns);
+                    }
+                }
+                created.map(drop)
+            }
+            Write::Series { name, count } => {
+                let patch = serde_json::json!({"series": {
+                    "count": count,
+                    "lastObservedTime": MicroTime(Timestamp::now()),
+                }});
+                let pp = PatchParams::default();
+                let patch = Patch::Merge(&patch);
+                self.client
+                    .call("event series", || api.patch(&name, &pp, &patch))
+                    .await
+                    .map(drop)
+            }
+        };
+        if let Err(err) = result {
+            tracing::warn!(pod = %e.regarding, reason = e.reason, error = %err, "could not write event");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn repeats_extend_a_series_and_new_windows_start_a_new_event() {
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let r = Recorder::new(ApiClient::new(client, 50.0, 100), "h".into());
+        let pod = PodRef {
+            namespace: "d".into(),
+            name: "p".into(),
+            uid: "u".into(),
+        };
+        let spec = |note| EventSpec {
+            controller: "default-scheduler",
+            regarding: &pod,
+            related: None,
+            type_: EventType::Warning,
+            reason: REASON_FAILED_SCHEDULING,
+            action: ACTION_SCHEDULING,
+            note,
+        };
+        let t0 = Instant::now();
+        let (key, w) = r.plan(&spec("a"), t0);
+        assert_eq!(w, Write::Create);
+        r.cache.lock().unwrap().get_mut(&key).unwrap().name = Some("p.1".into());
+        let (_, w) = r.plan(&spec("b"), t0 + Duration::from_secs(1));
+        assert_eq!(
+            w,
+            Write::Series {
+                name: "p.1".into(),
+                count: 2
+            }
+        );
+        let (_, w) = r.plan(&spec("c"), t0 + Duration::from_secs(2));
+        assert_eq!(w, Write::Nothing);
+        let (_, w) = r.plan(&spec("d"), t0 + Duration::from_secs(2) + SERIES_WINDOW);
+        assert_eq!(w, Write::Create);
+    }
+
+    #[test]
+    fn long_notes_are_cut_like_upstream() {
+        let s = "é".repeat(600);
+        let t = truncate_note(&s);
+        assert!(
+            t.len() <= NOTE_LENGTH_LIMIT && t.ends_with(" ..."),
+            "{}",
+            t.len()
+        );
+        assert_eq!(truncate_note("short"), "short");
+    }
+}

@@ -1,0 +1,175 @@
+//! Informers: one `kube::runtime::watcher` per kind, each keeping its own store of the last
+//! object seen per key, feeding [`crate::state::State`].
+//!
+//! A (re)list arrives as `Init`, `InitApply`..., `InitDone`. The listed objects are buffered
+//! and applied at `InitDone` together with a delete for every stored object the list no
+//! longer has, so deletions missed while the watch was down (expired resourceVersion) are not
+//! lost. The watcher itself relists on `410 Gone` and retries with backoff on errors.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use crate::state::{Shared, State};
+
+/// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
+pub const INFORMER_COUNT: usize = 5;
+
+/// How one kind's add/update/delete events change the state.
+pub trait Handler<K>: Send + Sync + 'static {
+    fn apply(&self, shared: &Shared, st: &mut State, old: Option<&K>, new: &K);
+    fn delete(&self, shared: &Shared, st: &mut State, old: &K);
+}
+
+struct Fns<K> {
+    apply: fn(&Shared, &mut State, Option<&K>, &K),
+    delete: fn(&Shared, &mut State, &K),
+}
+
+impl<K: Send + Sync + 'static> Handler<K> for Fns<K> {
+    fn apply(&self, shared: &Shared, st: &mut State, old: Option<&K>, new: &K) {
+        (self.apply)(shared, st, old, new)
+    }
+    fn delete(&self, shared: &Shared, st: &mut State, old: &K) {
+        (self.delete)(shared, st, old)
+    }
+}
+
+fn key_of<K: Resource>(o: &K) -> String {
+    match o.meta().namespace.as_deref() {
+        Some(ns) => format!("{ns}/{}", o.name_any()),
+        None => o.name_any(),
+    }
+}
+
+/// Like upstream's pod informer: terminal pods are not watched at all (a pod that turns
+/// terminal arrives as a delete).
+pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// Runs one informer until the task is aborted.
+pub async fn run_informer<K, H>(
+    api: Api<K>,
+    config: watcher::Config,
+    shared: Arc<Shared>,
+    handler: H,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+{
+    let kind = K::kind(&Default::default()).to_string();
+    let mut store: HashMap<String, K> = HashMap::new();
+    let mut buffer: Option<HashMap<String, K>> = None;
+    let mut synced = false;
+    let stream = watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    while let Some(item) = stream.next().await {
+        let event = match item {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(%kind, error = %e, "watch failed; retrying");
+                continue;
+            }
+        };
+        match event {
+            watcher::Event::Init => buffer = Some(HashMap::new()),
+            watcher::Event::InitApply(o) => {
+                buffer.get_or_insert_default().insert(key_of(&o), o);
+            }
+            watcher::Event::InitDone => {
+                let listed = buffer.take().unwrap_or_default();
+                {
+                    let mut st = shared.lock();
+                    for (k, old) in &store {
+                        if !listed.contains_key(k) {
+                            handler.delete(&shared, &mut st, old);
+                        }
+                    }
+                    for (k, new) in &listed {
+                        handler.apply(&shared, &mut st, store.get(k), new);
+                    }
+                    if !synced {
+                        synced = true;
+                        st.synced += 1;
+                    }
+                }
+                store = listed;
+                tracing::debug!(%kind, objects = store.len(), "informer synced");
+                shared.notify();
+            }
+            watcher::Event::Apply(o) => {
+                let k = key_of(&o);
+                handler.apply(&shared, &mut shared.lock(), store.get(&k), &o);
+                store.insert(k, o);
+                shared.notify();
+            }
+            watcher::Event::Delete(o) => {
+                let k = key_of(&o);
+                let old = store.remove(&k).unwrap_or(o);
+                handler.delete(&shared, &mut shared.lock(), &old);
+                shared.notify();
+            }
+        }
+    }
+}
+
+/// Starts the five informers the scheduler needs.
+pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(run_informer(
+            Api::<Pod>::all(client.clone()),
+            watcher::Config::default()
+                .any_semantic()
+                .fields(POD_FIELD_SELECTOR),
+            Arc::clone(shared),
+            Fns::<Pod> {
+                apply: |sh, st, old, new| st.on_pod(&sh.profiles, old, new),
+                delete: |_, st, old| st.on_pod_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<Node>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<Node> {
+                apply: |_, st, old, new| st.on_node(old, new),
+                delete: |_, st, old| st.on_node_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<RuntimeClass>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<RuntimeClass> {
+                apply: |_, st, _, new| st.on_runtime_class(new),
+                delete: |_, st, old| st.on_runtime_class_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<PodDisruptionBudget>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<PodDisruptionBudget> {
+                apply: |_, st, _, new| st.on_pdb(new),
+                delete: |_, st, old| st.on_pdb_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<Namespace> {
+                apply: |_, st, _, new| st.on_namespace(new),
+                delete: |_, st, old| st.on_namespace_delete(old),
+            },
+        )),
+    ]
+}

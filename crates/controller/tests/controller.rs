@@ -1,0 +1,527 @@
+//! End to end: the controller against the in-process fake API server, through a kubeconfig,
+//! exactly as `ferrosched run` starts it.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::fake_apiserver::FakeApiServer;
+
+const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+";
+
+fn node(name: &str, cpu: &str, labels: Value) -> Value {
+    json!({
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    })
+}
+
+fn pod(name: &str, cpu: &str, extra_spec: Value) -> Value {
+    let mut spec = json!({
+        "containers": [{"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}],
+    });
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra_spec) {
+        s.extend(e);
+    }
+    json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+/// GET over plain HTTP/1.0; returns the status line and body.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let status = out.lines().next().unwrap_or_default().to_string();
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    (status, body)
+}
+
+/// Polls `f` every 20 ms for at most 10 s.
+async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+struct Running {
+    health: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<controller::Result<()>>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("controller stops promptly")
+            .expect("controller task")
+            .expect("controller exits cleanly");
+    }
+}
+
+async fn start_controller(server: &FakeApiServer) -> Running {
+    start_with(server, CONFIG, "test-host").await
+}
+
+async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Running {
+    let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = listener.local_addr().unwrap();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        client,
+        loaded,
+        instance_id: instance.into(),
+        shutdown: Box::pin(async move {
+            let _ = rx.await;
+        }),
+        seed: 1,
+        health: Some(listener),
+    }));
+    Running {
+        health,
+        stop: Some(tx),
+        task,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_binds_and_reports_like_kube_scheduler() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("controller=debug")
+        .with_test_writer()
+        .try_init();
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("nodes", &node("n2", "2", json!({})));
+    server.apply(
+        "nodes",
+        &node("sandbox-1", "2", json!({"sandbox": "gvisor"})),
+    );
+    server.apply(
+        "runtimeclasses",
+        &json!({
+            "metadata": {"name": "gvisor"},
+            "handler": "runsc",
+            "overhead": {"podFixed": {"cpu": "250m"}},
+            "scheduling": {"nodeSelector": {"sandbox": "gvisor"}},
+        }),
+    );
+    // Already running: counts against n1.
+    server.apply("pods", &pod("running", "1", json!({"nodeName": "n1"})));
+    for i in 0..4 {
+        server.apply("pods", &pod(&format!("web-{i}"), "500m", json!({})));
+    }
+    server.apply(
+        "pods",
+        &pod("sandboxed", "500m", json!({"runtimeClassName": "gvisor"})),
+    );
+    server.apply(
+        "pods",
+        &pod(
+            "foreign",
+            "100m",
+            json!({"schedulerName": "other-scheduler"}),
+        ),
+    );
+    server.apply("pods", &pod("huge", "3", json!({})));
+
+    let running = start_controller(&server).await;
+
+    let schedulable = ["web-0", "web-1", "web-2", "web-3", "sandboxed"];
+    wait_for("every schedulable pod bound", || {
+        schedulable
+            .iter()
+            .all(|p| server.node_of("default", p).is_some())
+    })
+    .await;
+    assert_eq!(
+        server.node_of("default", "sandboxed").as_deref(),
+        Some("sandbox-1")
+    );
+
+    // The unschedulable pod: FailedScheduling event and PodScheduled=False.
+    wait_for("FailedScheduling for huge", || {
+        server
+            .events_for("default", "huge")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    let ev = server
+        .events_for("default", "huge")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .unwrap();
+    assert_eq!(ev["type"], "Warning");
+    assert_eq!(ev["action"], "Scheduling");
+    assert_eq!(ev["reportingController"], "default-scheduler");
+    assert_eq!(ev["reportingInstance"], "default-scheduler-test-host");
+    let note = ev["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("0/3 nodes are available: 3 Insufficient cpu."),
+        "{note}"
+    );
+    wait_for("PodScheduled=False on huge", || {
+        server.get("pods", "default", "huge").is_some_and(|p| {
+            p["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "PodScheduled"
+                        && c["status"] == "False"
+                        && c["reason"] == "Unschedulable"
+                        && c["message"]
+                            .as_str()
+                            .is_some_and(|m| m.starts_with("0/3 nodes are available"))
+                })
+            })
+        })
+    })
+    .await;
+
+    // Scheduled events for bound pods.
+    let scheduled = server
+        .events_for("default", "web-0")
+        .into_iter()
+        .find(|e| e["reason"] == "Scheduled");
+    let scheduled = match scheduled {
+        Some(e) => e,
+        None => {
+            wait_for("Scheduled event", || {
+                server
+                    .events_for("default", "web-0")
+                    .iter()
+                    .any(|e| e["reason"] == "Scheduled")
+            })
+            .await;
+            server
+                .events_for("default", "web-0")
+                .into_iter()
+                .find(|e| e["reason"] == "Scheduled")
+                .unwrap()
+        }
+    };
+    let web0_node = server.node_of("default", "web-0").unwrap();
+    assert_eq!(
+        scheduled["note"],
+        format!("Successfully assigned default/web-0 to {web0_node}")
+    );
+    assert_eq!(scheduled["type"], "Normal");
+    assert_eq!(scheduled["action"], "Binding");
+
+    // A pod created after startup is scheduled.
+    server.apply("pods", &pod("late", "100m", json!({})));
+    wait_for("late pod bound", || {
+        server.node_of("default", "late").is_some()
+    })
+    .await;
+
+    // A node added later makes the pending pod schedulable.
+    server.apply("nodes", &node("big", "8", json!({})));
+    wait_for("huge bound to the new node", || {
+        server.node_of("default", "huge").as_deref() == Some("big")
+    })
+    .await;
+
+    running.stop().await;
+
+    // Exactly once each, never the foreign pod, and only to nodes with room.
+    let bindings = server.bindings();
+    let mut pods: Vec<&str> = bindings.iter().map(|(p, _)| p.as_str()).collect();
+    pods.sort_unstable();
+    let mut expected = vec![
+        "default/huge",
+        "default/late",
+        "default/sandboxed",
+        "default/web-0",
+        "default/web-1",
+        "default/web-2",
+        "default/web-3",
+    ];
+    expected.sort_unstable();
+    assert_eq!(pods, expected, "{bindings:?}");
+    assert!(server.node_of("default", "foreign").is_none());
+    // Repeated failures extend one event's series instead of creating new events.
+    let failed: Vec<_> = server
+        .events_for("default", "huge")
+        .into_iter()
+        .filter(|e| e["reason"] == "FailedScheduling")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(server.events_for("default", "foreign").is_empty());
+    let n1_web = bindings
+        .iter()
+        .filter(|(p, n)| p.starts_with("default/web-") && n == "n1")
+        .count();
+    assert!(n1_web <= 2, "n1 has 1 CPU left for 500m pods: {bindings:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_deleted_before_binding_is_dropped_and_shutdown_is_clean() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("pods", &pod("waiting", "100m", json!({})));
+    let running = start_controller(&server).await;
+    // No nodes: the pod is reported unschedulable, then deleted.
+    wait_for("FailedScheduling", || {
+        server
+            .events_for("default", "waiting")
+            .iter()
+            .any(|e| e["note"] == "no nodes available to schedule pods")
+    })
+    .await;
+    let (status, body) = http_get(running.health, "/readyz").await;
+    assert!(status.contains(" 200 "), "{status} {body}");
+    let (status, _) = http_get(running.health, "/healthz").await;
+    assert!(status.contains(" 200 "), "{status}");
+    server.delete("pods", "default", "waiting");
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("pods", &pod("after", "100m", json!({})));
+    wait_for("after bound", || {
+        server.node_of("default", "after").is_some()
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(
+        server.bindings(),
+        vec![("default/after".into(), "n1".into())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_missed_while_the_watch_was_down_is_applied_on_relist() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("small", "1", json!({})));
+    server.apply("nodes", &node("doomed", "16", json!({})));
+    server.apply("pods", &pod("probe", "100m", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("probe bound", || {
+        server.node_of("default", "probe").is_some()
+    })
+    .await;
+
+    // The node disappears while the watch is down and its DELETED event is compacted away.
+    server.delete_silently("nodes", "", "doomed");
+    server.expire_watches();
+    // The node informer relists (after the watcher's backoff) and must notice that "doomed"
+    // is gone from the list. A real API server accepts a Binding to a missing node, so the
+    // test waits for the relist before creating the pod that only "doomed" could hold.
+    wait_for("node relist", || server.list_count("nodes") >= 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.apply("pods", &pod("big", "8", json!({})));
+    wait_for("FailedScheduling counting only the surviving node", || {
+        server.events_for("default", "big").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("0/1 nodes are available: 1 Insufficient cpu."))
+        })
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(server.node_of("default", "big"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_bound_by_someone_else_meanwhile_is_dropped_cleanly() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply("nodes", &node("n2", "4", json!({})));
+    server.steal_next_binding("default", "raced", "n2");
+    // Transient API errors are retried, not reported.
+    server.fail_next_bindings(2);
+    server.apply("pods", &pod("raced", "100m", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("raced assigned by the other scheduler", || {
+        server.node_of("default", "raced").is_some()
+    })
+    .await;
+    // The controller keeps working afterwards.
+    server.apply("pods", &pod("next", "100m", json!({})));
+    wait_for("next bound", || server.node_of("default", "next").is_some()).await;
+    running.stop().await;
+    assert_eq!(server.node_of("default", "raced").as_deref(), Some("n2"));
+    let ours: Vec<_> = server
+        .bindings()
+        .into_iter()
+        .filter(|(p, _)| p == "default/raced")
+        .collect();
+    assert!(ours.is_empty(), "{ours:?}");
+    assert!(
+        !server
+            .events_for("default", "raced")
+            .iter()
+            .any(|e| e["reason"] == "Scheduled" || e["reason"] == "FailedScheduling"),
+        "{:?}",
+        server.events_for("default", "raced")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_pod_preempts_a_low_priority_one() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    let running = start_controller(&server).await;
+    wait_for("urgent bound to n1", || {
+        server.node_of("default", "urgent").as_deref() == Some("n1")
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        server.get("pods", "default", "victim").is_none(),
+        "victim deleted"
+    );
+    let preempted = server
+        .events_for("default", "victim")
+        .into_iter()
+        .find(|e| e["reason"] == "Preempted")
+        .expect("Preempted event on the victim");
+    assert_eq!(preempted["action"], "Preempting");
+    assert_eq!(preempted["related"]["name"], "urgent");
+    let failed = server
+        .events_for("default", "urgent")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .expect("FailedScheduling before preemption");
+    assert!(
+        failed["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("0/1 nodes are available: 1 Insufficient cpu."),
+        "{failed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_finishes_frees_its_node() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "1", json!({})));
+    server.apply("pods", &pod("job", "1", json!({"nodeName": "n1"})));
+    server.apply("pods", &pod("next", "1", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("next reported unschedulable", || {
+        server
+            .events_for("default", "next")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    // The job completes: the field-selected watch sees it leave (DELETED).
+    let mut job = server.get("pods", "default", "job").unwrap();
+    job["status"] = json!({"phase": "Succeeded"});
+    server.apply("pods", &job);
+    wait_for("next bound to n1", || {
+        server.node_of("default", "next").as_deref() == Some("n1")
+    })
+    .await;
+    running.stop().await;
+}
+
+const HA_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  leaseDuration: 2s
+  renewDeadline: 1s
+  retryPeriod: 100ms
+  resourceNamespace: kube-system
+  resourceName: ferrosched
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_schedules_and_a_standby_takes_over() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    let a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    server.apply("pods", &pod("first", "100m", json!({})));
+    wait_for("first bound", || {
+        server.node_of("default", "first").is_some()
+    })
+    .await;
+    // The standby renews nothing and schedules nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let holder = server.lease_holder("kube-system", "ferrosched").unwrap();
+    assert!(holder.starts_with("a_"), "{holder}");
+    let scheduled = server
+        .events_for("default", "first")
+        .into_iter()
+        .find(|e| e["reason"] == "Scheduled")
+        .unwrap();
+    assert_eq!(scheduled["reportingInstance"], "default-scheduler-a");
+
+    // The leader stops cleanly and releases the lease: the standby takes over at once.
+    a.stop().await;
+    server.apply("pods", &pod("second", "100m", json!({})));
+    wait_for("second bound by b", || {
+        server.node_of("default", "second").is_some()
+    })
+    .await;
+    assert!(
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("b_"))
+    );
+    b.stop().await;
+    let mut bound: Vec<String> = server.bindings().into_iter().map(|(p, _)| p).collect();
+    bound.sort();
+    assert_eq!(bound, ["default/first", "default/second"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_its_lease_stops() {
+    let server = FakeApiServer::start().await;
+    let mut a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    // Someone else takes the lease (as after a long network partition).
+    let mut lease = server.get("leases", "kube-system", "ferrosched").unwrap();
+    lease["spec"]["holderIdentity"] = json!("intruder");
+    server.apply("leases", &lease);
+    let result = tokio::time::timeout(Duration::from_secs(10), &mut a.task)
+        .await
+        .expect("stops within renewDeadline plus a renewal")
+        .expect("task");
+    assert!(
+        matches!(result, Err(controller::Error::LeaderLost)),
+        "{result:?}"
+    );
+    assert_eq!(
+        server.lease_holder("kube-system", "ferrosched").as_deref(),
+        Some("intruder"),
+        "a lost leader does not release someone else's lease"
+    );
+}

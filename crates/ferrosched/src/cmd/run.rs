@@ -1,0 +1,137 @@
+//! `ferrosched run`: schedule a real cluster's pending pods.
+//!
+//! The config is loaded and validated before any network call: a bad config exits 1 with
+//! its errors. Runs until SIGTERM or SIGINT, then stops taking pods, finishes in-flight
+//! bindings and exits 0.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use scheduler_core::config;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1). Without it,
+    /// kube-scheduler's default profile.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Kubeconfig file. Without it: the config's clientConnection.kubeconfig, then
+    /// $KUBECONFIG, ~/.kube/config, then in-cluster.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// Name of the single default profile (legacy flag; only without --config).
+    #[arg(long, value_name = "NAME", conflicts_with = "config")]
+    scheduler_name: Option<String>,
+    /// Legacy: InterPodAffinity's hardPodAffinityWeight for the default profile (0-100; only
+    /// without --config).
+    #[arg(long, value_name = "WEIGHT", conflicts_with = "config")]
+    hard_pod_affinity_symmetric_weight: Option<i32>,
+    /// Seed for breaking score ties.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Address for /healthz, /livez and /readyz.
+    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
+    bind_address: std::net::IpAddr,
+    /// Port for /healthz, /livez and /readyz; 0 disables them. Same port as
+    /// kube-scheduler, but plain HTTP (probes need `scheme: HTTP`).
+    #[arg(long, value_name = "PORT", default_value_t = 10259)]
+    secure_port: u16,
+}
+
+pub fn run(args: &RunArgs) -> ExitCode {
+    let loaded = match &args.config {
+        Some(f) => config::load_file(f),
+        None => config::from_flags(
+            args.scheduler_name.as_deref(),
+            args.hard_pod_affinity_symmetric_weight,
+        ),
+    };
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        let health = if args.secure_port == 0 {
+            None
+        } else {
+            let addr = std::net::SocketAddr::new(args.bind_address, args.secure_port);
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    return Err(controller::Error::Listen(format!(
+                        "cannot listen on {addr} for health checks: {e}"
+                    )));
+                }
+            }
+        };
+        let from_config = &loaded.config.client_connection.kubeconfig;
+        let kubeconfig = args
+            .kubeconfig
+            .clone()
+            .or_else(|| (!from_config.is_empty()).then(|| PathBuf::from(from_config)));
+        let client = controller::client(kubeconfig.as_deref()).await?;
+        controller::run(controller::RunOptions {
+            client,
+            loaded,
+            instance_id: controller::default_instance_id(),
+            shutdown: Box::pin(shutdown_signal()),
+            seed: args.seed,
+            health,
+        })
+        .await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGTERM (how Kubernetes stops a pod) or SIGINT.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
