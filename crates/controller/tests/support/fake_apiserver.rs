@@ -15,7 +15,9 @@
 //!   resourceVersion matches), for leader election.
 //!
 //! Tests add objects and read bindings and events with the helpers on [`FakeApiServer`], and
-//! point the controller at it with [`FakeApiServer::kubeconfig`] (plain http).
+//! point the controller at it with [`FakeApiServer::kubeconfig`] (plain http). Every request
+//! served (also ones no route matches) is logged as the API server's authorizer sees it
+//! ([`RequestRecord`]: verb, group, resource, subresource, namespace, name), for RBAC tests.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -119,6 +121,101 @@ struct Store {
     failing_bindings: usize,
     /// LIST requests served per collection.
     lists: BTreeMap<String, usize>,
+    /// Every request received, in order.
+    requests: Vec<RequestRecord>,
+}
+
+/// One request in RBAC terms (the apiserver's RequestInfo): what a Role rule must allow.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RequestRecord {
+    /// get, list, watch, create, update, patch, delete, deletecollection.
+    pub verb: String,
+    /// "" for the core group.
+    pub group: String,
+    pub resource: String,
+    /// "" or e.g. "binding", "status".
+    pub subresource: String,
+    /// "" for cluster-scoped or all-namespace requests.
+    pub namespace: String,
+    /// "" for collection requests (list, watch, create).
+    pub name: String,
+}
+
+impl RequestRecord {
+    /// Resource paths: `/api/v1/...` or `/apis/{group}/{version}/...`, then
+    /// `[namespaces/{ns}/]{resource}[/{name}[/{subresource}]]`.
+    fn parse(method: &str, path: &str, query: &str) -> RequestRecord {
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let (group, rest) = match segs.as_slice() {
+            ["api", _version, rest @ ..] => ("", rest),
+            ["apis", group, _version, rest @ ..] => (*group, rest),
+            _ => ("", &segs[..0]),
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", ns, rest @ ..] if !rest.is_empty() => (*ns, rest),
+            _ => ("", rest),
+        };
+        let at = |i: usize| rest.get(i).copied().unwrap_or("").to_string();
+        let name = at(1);
+        let watch = query
+            .split('&')
+            .any(|kv| kv == "watch=true" || kv == "watch=1");
+        let verb = match method {
+            "GET" if watch => "watch",
+            "GET" if name.is_empty() => "list",
+            "GET" => "get",
+            "POST" => "create",
+            "PUT" => "update",
+            "PATCH" => "patch",
+            "DELETE" if name.is_empty() => "deletecollection",
+            "DELETE" => "delete",
+            other => other,
+        };
+        RequestRecord {
+            verb: verb.to_string(),
+            group: group.to_string(),
+            resource: at(0),
+            subresource: at(2),
+            namespace: namespace.to_string(),
+            name,
+        }
+    }
+}
+
+impl std::fmt::Display for RequestRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(f, "{} {group} {}", self.verb, self.resource)?;
+        if !self.subresource.is_empty() {
+            write!(f, "/{}", self.subresource)?;
+        }
+        if !self.namespace.is_empty() {
+            write!(f, " namespace={}", self.namespace)?;
+        }
+        if !self.name.is_empty() {
+            write!(f, " name={}", self.name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Middleware: logs every request before routing it.
+async fn record_request(
+    State(inner): State<Shared>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let record = RequestRecord::parse(
+        req.method().as_str(),
+        req.uri().path(),
+        req.uri().query().unwrap_or(""),
+    );
+    inner.store.lock().unwrap().requests.push(record);
+    next.run(req).await
 }
 
 struct Inner {
@@ -638,6 +735,17 @@ impl FakeApiServer {
                 "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
                 get(get_lease).put(replace_lease),
             )
+            .fallback(|req: axum::extract::Request| async move {
+                status(
+                    StatusCode::NOT_FOUND,
+                    "NotFound",
+                    format!("the server could not find {}", req.uri()),
+                )
+            })
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&inner),
+                record_request,
+            ))
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -739,6 +847,11 @@ impl FakeApiServer {
     /// Every successful binding so far: (ns/name, node).
     pub fn bindings(&self) -> Vec<(String, String)> {
         self.inner.store.lock().unwrap().bindings.clone()
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.inner.store.lock().unwrap().requests.clone()
     }
 
     /// Every event written so far.

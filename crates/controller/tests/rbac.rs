@@ -1,0 +1,428 @@
+//! RBAC derived from the code: the controller runs a representative scenario (binding, an
+//! unschedulable pod with events, event series and status patches, preemption deleting a
+//! victim, leader election) against the fake API server, which logs every request in RBAC
+//! terms. Every logged request must be allowed by the rules `kubectl apply -k manifests/`
+//! gives the `kube-system/ferrosched` service account, and every verb those rules grant
+//! must have been used (the role is exactly what the controller needs).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject,
+};
+use serde_json::{Value, json};
+use support::fake_apiserver::{FakeApiServer, RequestRecord};
+
+const SA_NAMESPACE: &str = "kube-system";
+const SA_NAME: &str = "ferrosched";
+
+fn manifests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
+}
+
+/// Every document of every file the kustomization installs.
+fn installed_objects() -> Vec<Value> {
+    let dir = manifests_dir();
+    let kustomization: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap())
+            .unwrap();
+    let mut out = Vec::new();
+    for file in kustomization["resources"].as_array().unwrap() {
+        let path = dir.join(file.as_str().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_str_multiple(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        out.extend(docs.into_iter().filter(|d| !d.is_null()));
+    }
+    out
+}
+
+/// A rule, and the namespace it is limited to (None: cluster-wide).
+struct Grant {
+    from: String,
+    namespace: Option<String>,
+    rule: PolicyRule,
+}
+
+fn binds_our_account(subjects: Option<&Vec<Subject>>) -> bool {
+    subjects.into_iter().flatten().any(|s| {
+        s.kind == "ServiceAccount"
+            && s.name == SA_NAME
+            && s.namespace.as_deref() == Some(SA_NAMESPACE)
+    })
+}
+
+/// The rules bound to the service account: ClusterRoles through ClusterRoleBindings
+/// (cluster-wide), Roles and ClusterRoles through RoleBindings (in the binding's namespace).
+fn grants(objects: &[Value]) -> Vec<Grant> {
+    let of_kind = |k: &'static str| objects.iter().filter(move |o| o["kind"] == k).cloned();
+    let cluster_roles: Vec<ClusterRole> = of_kind("ClusterRole")
+        .map(|o| serde_json::from_value(o).unwrap())
+        .collect();
+    let roles: Vec<Role> = of_kind("Role")
+        .map(|o| serde_json::from_value(o).unwrap())
+        .collect();
+    let cluster_role = |name: &str| {
+        cluster_roles
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("ClusterRole {name} is bound but not defined"))
+    };
+    let mut out = Vec::new();
+    for b in of_kind("ClusterRoleBinding") {
+        let b: ClusterRoleBinding = serde_json::from_value(b).unwrap();
+        if !binds_our_account(b.subjects.as_ref()) {
+            continue;
+        }
+        assert_eq!(b.role_ref.kind, "ClusterRole");
+        for rule in cluster_role(&b.role_ref.name)
+            .rules
+            .clone()
+            .unwrap_or_default()
+        {
+            out.push(Grant {
+                from: format!("ClusterRole/{}", b.role_ref.name),
+                namespace: None,
+                rule,
+            });
+        }
+    }
+    for b in of_kind("RoleBinding") {
+        let b: RoleBinding = serde_json::from_value(b).unwrap();
+        if !binds_our_account(b.subjects.as_ref()) {
+            continue;
+        }
+        let ns = b.metadata.namespace.clone().expect("RoleBinding namespace");
+        let rules = match b.role_ref.kind.as_str() {
+            "Role" => roles
+                .iter()
+                .find(|r| {
+                    r.metadata.name.as_deref() == Some(b.role_ref.name.as_str())
+                        && r.metadata.namespace.as_deref() == Some(ns.as_str())
+                })
+                .unwrap_or_else(|| panic!("Role {ns}/{} not defined", b.role_ref.name))
+                .rules
+                .clone(),
+            _ => cluster_role(&b.role_ref.name).rules.clone(),
+        };
+        for rule in rules.unwrap_or_default() {
+            out.push(Grant {
+                from: format!("{}/{} (in {ns})", b.role_ref.kind, b.role_ref.name),
+                namespace: Some(ns.clone()),
+                rule,
+            });
+        }
+    }
+    out
+}
+
+fn listed(list: Option<&Vec<String>>, value: &str) -> bool {
+    list.into_iter().flatten().any(|x| x == "*" || x == value)
+}
+
+fn full_resource(r: &RequestRecord) -> String {
+    if r.subresource.is_empty() {
+        r.resource.clone()
+    } else {
+        format!("{}/{}", r.resource, r.subresource)
+    }
+}
+
+/// The RBAC authorizer's rule match (rbac/v1 `RuleAllows`), for resource requests.
+fn allows(g: &Grant, r: &RequestRecord) -> bool {
+    let rule = &g.rule;
+    let names = rule.resource_names.as_deref().unwrap_or_default();
+    g.namespace.as_ref().is_none_or(|ns| *ns == r.namespace)
+        && listed(rule.api_groups.as_ref(), &r.group)
+        && listed(rule.resources.as_ref(), &full_resource(r))
+        && listed(Some(&rule.verbs), &r.verb)
+        // A rule with resourceNames only matches requests that name one of them (so never
+        // list, watch or create).
+        && (names.is_empty() || names.iter().any(|n| *n == r.name))
+}
+
+fn denied<'a>(grants: &[Grant], requests: &'a [RequestRecord]) -> Vec<&'a RequestRecord> {
+    requests
+        .iter()
+        .filter(|r| !grants.iter().any(|g| allows(g, r)))
+        .collect()
+}
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    })
+}
+
+fn pod(name: &str, cpu: &str, extra_spec: Value) -> Value {
+    let mut spec = json!({
+        "schedulerName": "ferrosched",
+        "containers": [{"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}],
+    });
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra_spec) {
+        s.extend(e);
+    }
+    json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The scheduler config the Deployment runs with: the ConfigMap's `config.yaml`.
+fn deployed_config(objects: &[Value]) -> String {
+    let cm = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "ferrosched-config")
+        .expect("ConfigMap ferrosched-config");
+    cm["data"]["config.yaml"].as_str().unwrap().to_string()
+}
+
+/// Runs the scenario and returns every request the controller made.
+async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "2"));
+    server.apply(
+        "runtimeclasses",
+        &json!({"metadata": {"name": "gvisor"}, "handler": "runsc"}),
+    );
+    server.apply(
+        "poddisruptionbudgets",
+        &json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+    );
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.apply("pods", &pod("web", "100m", json!({})));
+    server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    server.apply(
+        "pods",
+        &pod(
+            "huge",
+            "8",
+            json!({"schedulerName": "ferrosched-bin-packing"}),
+        ),
+    );
+
+    let loaded = scheduler_core::config::load_str(config, "configmap.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        client,
+        loaded,
+        instance_id: "rbac-test".into(),
+        shutdown: Box::pin(async move {
+            let _ = rx.await;
+        }),
+        seed: 1,
+        health: None,
+    }));
+
+    // Binding, preemption (status patch of the preemptor, victim deleted, events).
+    wait_for("web and urgent bound", || {
+        server.node_of("default", "web").is_some() && server.node_of("default", "urgent").is_some()
+    })
+    .await;
+    assert!(server.get("pods", "default", "victim").is_none());
+    // Unschedulable: FailedScheduling event and PodScheduled=False.
+    wait_for("huge reported unschedulable", || {
+        server
+            .events_for("default", "huge")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    // A cluster event retries huge; the repeated FailedScheduling patches the event series.
+    server.apply("nodes", &node("n2", "1"));
+    wait_for("an event series patch", || {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.verb == "patch" && r.resource == "events")
+    })
+    .await;
+    // Clean shutdown releases the lease (update).
+    let _ = tx.send(());
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("controller stops")
+        .expect("task")
+        .expect("clean exit");
+    server.requests()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used() {
+    let objects = installed_objects();
+    let grants = grants(&objects);
+    assert!(
+        !grants.is_empty(),
+        "nothing is bound to {SA_NAMESPACE}/{SA_NAME}"
+    );
+    let requests = requests_of_a_representative_run(&deployed_config(&objects)).await;
+
+    let mut distinct = requests.clone();
+    distinct.sort();
+    distinct.dedup();
+    let listing = distinct
+        .iter()
+        .map(|r| format!("  {r}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    println!("requests made by the controller:\n{listing}");
+
+    // The scenario really is representative: each kind of call the controller has.
+    for (verb, group, resource) in [
+        ("list", "", "pods"),
+        ("watch", "", "pods"),
+        ("watch", "", "nodes"),
+        ("watch", "", "namespaces"),
+        ("watch", "node.k8s.io", "runtimeclasses"),
+        ("watch", "policy", "poddisruptionbudgets"),
+        ("create", "", "pods/binding"),
+        ("patch", "", "pods/status"),
+        ("delete", "", "pods"),
+        ("create", "events.k8s.io", "events"),
+        ("patch", "events.k8s.io", "events"),
+        ("get", "coordination.k8s.io", "leases"),
+        ("create", "coordination.k8s.io", "leases"),
+        ("update", "coordination.k8s.io", "leases"),
+    ] {
+        assert!(
+            distinct
+                .iter()
+                .any(|r| r.verb == verb && r.group == group && full_resource(r) == resource),
+            "the scenario never made a `{verb} {group} {resource}` request:\n{listing}"
+        );
+    }
+
+    let uncovered = denied(&grants, &distinct);
+    assert!(
+        uncovered.is_empty(),
+        "requests not allowed by manifests/ for {SA_NAMESPACE}/{SA_NAME}:\n{}",
+        uncovered
+            .iter()
+            .map(|r| format!("  {r}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // Exactly what is used: every (group, resource, verb, name) a rule grants was needed.
+    let mut unused = Vec::new();
+    for g in &grants {
+        let rule = &g.rule;
+        let names = rule.resource_names.clone().unwrap_or_default();
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    let used = distinct.iter().any(|r| {
+                        r.group == *group
+                            && full_resource(r) == *resource
+                            && r.verb == *verb
+                            && allows(g, r)
+                    });
+                    if !used {
+                        unused.push(format!(
+                            "  {} grants {verb} {group:?} {resource} {names:?}",
+                            g.from
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "granted but never used (remove, or extend the scenario):\n{}",
+        unused.join("\n")
+    );
+}
+
+/// The matcher itself: what the manifests must NOT allow.
+#[test]
+fn the_rule_matcher_denies_what_the_manifests_do_not_grant() {
+    let grants = grants(&installed_objects());
+    let req =
+        |verb: &str, group: &str, resource: &str, sub: &str, ns: &str, name: &str| RequestRecord {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            namespace: ns.into(),
+            name: name.into(),
+        };
+    let allowed = [
+        req("create", "", "pods", "binding", "default", "p"),
+        req(
+            "get",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+            "ferrosched",
+        ),
+        req(
+            "create",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+            "",
+        ),
+    ];
+    for r in &allowed {
+        assert!(denied(&grants, std::slice::from_ref(r)).is_empty(), "{r}");
+    }
+    let forbidden = [
+        // kube-scheduler's lease: running beside it, ferrosched must not take it.
+        req(
+            "get",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+            "kube-scheduler",
+        ),
+        req(
+            "update",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+            "kube-scheduler",
+        ),
+        // Our lease name, but in another namespace.
+        req(
+            "update",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "default",
+            "ferrosched",
+        ),
+        req("create", "coordination.k8s.io", "leases", "", "default", ""),
+        // Subresources are not the resource.
+        req("create", "", "pods", "eviction", "default", "p"),
+        req("update", "", "pods", "status", "default", "p"),
+        req("create", "", "pods", "", "default", ""),
+        req("get", "", "secrets", "", "default", "s"),
+        req("create", "", "events", "", "default", ""),
+        req("delete", "", "nodes", "", "", "n1"),
+    ];
+    for r in &forbidden {
+        assert_eq!(denied(&grants, std::slice::from_ref(r)).len(), 1, "{r}");
+    }
+}
