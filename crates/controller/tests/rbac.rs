@@ -141,7 +141,7 @@ fn allows(g: &Grant, r: &RequestRecord) -> bool {
         && listed(Some(&rule.verbs), &r.verb)
         // A rule with resourceNames only matches requests that name one of them (so never
         // list, watch or create).
-        && (names.is_empty() || names.iter().any(|n| *n == r.name))
+        && (names.is_empty() || names.contains(&r.name))
 }
 
 fn denied<'a>(grants: &[Grant], requests: &'a [RequestRecord]) -> Vec<&'a RequestRecord> {
