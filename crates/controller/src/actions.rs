@@ -3,6 +3,7 @@
 //! when the loop closes the channel, the executor waits for the in-flight ones to finish.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::retry::ApiClient;
 use k8s_openapi::api::core::v1::PodCondition;
@@ -11,6 +12,7 @@ use tokio::task::JoinSet;
 
 use crate::binder::{BindError, bind};
 use crate::events::{self, EventSpec, EventType, Recorder};
+use crate::metrics;
 use crate::podref::PodRef;
 use crate::state::Shared;
 use crate::status::{self, Nomination};
@@ -36,6 +38,8 @@ pub enum Action {
         /// [`SchedulingQueue::done`]: scheduler_core::queue::SchedulingQueue::done
         queued: QueuedPodInfo,
         cycle: u64,
+        /// When the attempt started (the pop).
+        started: Instant,
     },
     /// A failed attempt: FailedScheduling event plus PodScheduled=False (and nomination).
     Failure {
@@ -88,15 +92,39 @@ impl Executor {
                 mut state,
                 queued,
                 cycle,
+                started,
             } => {
+                let attempts = queued.attempts;
+                let first = queued.initial_attempt_timestamp;
+                let t = Instant::now();
                 let bound = self
                     .bind(pod, &node, scheduler_name.clone(), queued, cycle)
                     .await;
+                let m = &self.shared.metrics;
+                let status = if bound { "Success" } else { "Error" };
+                m.extension_point("Bind", status, &scheduler_name, t.elapsed());
+                if bound {
+                    m.attempt(
+                        metrics::RESULT_SCHEDULED,
+                        &scheduler_name,
+                        started.elapsed(),
+                    );
+                    if let Some(first) = first {
+                        let now = self.shared.clock.now();
+                        let took = now.saturating_sub(Duration::from_nanos(first));
+                        m.scheduled_e2e(attempts, took);
+                    }
+                } else {
+                    m.attempt(metrics::RESULT_ERROR, &scheduler_name, started.elapsed());
+                }
                 if let Some(fw) = self.shared.profiles.for_scheduler_name(&scheduler_name) {
+                    let t = Instant::now();
                     if bound {
                         fw.run_post_bind(&state, &info, &node);
+                        m.extension_point("PostBind", "Success", &scheduler_name, t.elapsed());
                     } else {
                         fw.run_unreserve(&mut state, &info, &node);
+                        m.extension_point("Unreserve", "Success", &scheduler_name, t.elapsed());
                     }
                 }
             }

@@ -13,6 +13,7 @@ pub mod events;
 pub mod health;
 pub mod informers;
 pub mod leader;
+pub mod metrics;
 pub mod podref;
 pub mod retry;
 pub mod scheduler_loop;
@@ -29,7 +30,7 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use scheduler_core::config::Loaded;
 use scheduler_core::framework::{ProfileRegistry, Registry};
-use scheduler_core::queue::{QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
+use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
 use scheduler_core::schedule_one::SchedulingAlgorithm;
 
 pub use error::{Error, Result};
@@ -45,7 +46,7 @@ pub struct RunOptions {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Seed for breaking score ties.
     pub seed: u64,
-    /// Where to serve /healthz, /livez and /readyz (plain HTTP); `None` serves nothing.
+    /// Where to serve /healthz, /livez, /readyz and /metrics (plain HTTP); `None` serves nothing.
     pub health: Option<tokio::net::TcpListener>,
 }
 
@@ -132,12 +133,13 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         &Registry::in_tree(),
     )?);
     let cfg = &loaded.config;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let queue = SchedulingQueue::new(
         queue_config(cfg),
-        Arc::new(SystemClock::new()),
+        Arc::clone(&clock),
         Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
     );
-    let shared = Arc::new(state::Shared::new(queue, profiles));
+    let shared = Arc::new(state::Shared::new(queue, clock, profiles));
     let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
 
     let mut background = informers::spawn_all(&client, &shared);

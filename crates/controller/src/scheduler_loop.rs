@@ -3,7 +3,7 @@
 //! and turn the [`Decision`] into cache/queue updates plus [`Action`]s for the executor.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use scheduler_core::cache::Snapshot;
 use scheduler_core::framework::{BindAction, PostFilterResult, QueuedPodInfo};
@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::actions::Action;
 use crate::informers::INFORMER_COUNT;
+use crate::metrics;
 use crate::podref::PodRef;
 use crate::state::Shared;
 use crate::status::{self, Nomination};
@@ -25,6 +26,8 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 pub struct Popped {
     pub info: QueuedPodInfo,
     pub cycle: u64,
+    /// When the attempt started, for `scheduler_scheduling_attempt_duration_seconds`.
+    pub started: Instant,
 }
 
 pub struct SchedulingLoop {
@@ -56,14 +59,22 @@ impl SchedulingLoop {
                 && let Some(info) = st.queue.pop()
             {
                 let cycle = st.queue.scheduling_cycle();
-                return Some(Popped { info, cycle });
+                return Some(Popped {
+                    info,
+                    cycle,
+                    started: Instant::now(),
+                });
             }
             st = self.shared.wait_timeout(st, IDLE_WAIT);
         }
     }
 
     fn schedule(&mut self, q: Popped, snapshot: &mut Snapshot) {
-        let Popped { info: q, cycle } = q;
+        let Popped {
+            info: q,
+            cycle,
+            started,
+        } = q;
         let shared = Arc::clone(&self.shared);
         let profiles = Arc::clone(&shared.profiles);
         let key = q.pod.key().clone();
@@ -100,6 +111,11 @@ impl SchedulingLoop {
                     tracing::warn!(pod = %key, error = %e, "assume failed");
                     let _ = st.queue.add_unschedulable_if_not_present(q, None, cycle);
                     drop(st);
+                    shared.metrics.attempt(
+                        metrics::RESULT_ERROR,
+                        &scheduler_name,
+                        started.elapsed(),
+                    );
                     self.shared.notify();
                     fw.run_unreserve(&mut state, &pod, &node);
                     return;
@@ -114,6 +130,7 @@ impl SchedulingLoop {
                     state,
                     queued: q,
                     cycle,
+                    started,
                 });
             }
             Decision::Unschedulable {
@@ -128,6 +145,9 @@ impl SchedulingLoop {
                 // Upstream's failure handler: requeue, then record the nominating info.
                 let mut requeue = q.clone();
                 let mut nominate: Option<Option<String>> = None;
+                if nomination.is_some() {
+                    shared.metrics.preemption_attempt();
+                }
                 match nomination {
                     None => {}
                     Some(PostFilterResult {
@@ -154,6 +174,7 @@ impl SchedulingLoop {
                             change = Nomination::Set(node.clone());
                         }
                         nominate = Some(Some(node.clone()));
+                        shared.metrics.preemption_victims(victims.len());
                         let victims = victims
                             .iter()
                             .filter_map(|v| st.cache.get_pod(v).map(|p| PodRef::of(p)))
@@ -196,6 +217,11 @@ impl SchedulingLoop {
                 let condition = st.conditions.get(&key).cloned();
                 drop(st);
                 self.shared.notify();
+                shared.metrics.attempt(
+                    metrics::RESULT_UNSCHEDULABLE,
+                    &scheduler_name,
+                    started.elapsed(),
+                );
                 if deleted {
                     return;
                 }
@@ -222,6 +248,9 @@ impl SchedulingLoop {
                     )
                 };
                 self.shared.notify();
+                shared
+                    .metrics
+                    .attempt(metrics::RESULT_ERROR, &scheduler_name, started.elapsed());
                 tracing::warn!(pod = %key, %message, "scheduling error");
                 if !deleted {
                     self.send(Action::Failure {

@@ -18,8 +18,10 @@ use scheduler_core::cache::Cache;
 use scheduler_core::framework::{
     ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
 };
-use scheduler_core::queue::SchedulingQueue;
+use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey};
+
+use crate::metrics::Metrics;
 
 pub struct State {
     pub cache: Cache,
@@ -37,10 +39,17 @@ pub struct Shared {
     state: Mutex<State>,
     wake: Condvar,
     pub profiles: Arc<ProfileRegistry>,
+    /// The queue's clock, for latencies measured from queue timestamps.
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Metrics,
 }
 
 impl Shared {
-    pub fn new(queue: SchedulingQueue, profiles: Arc<ProfileRegistry>) -> Self {
+    pub fn new(
+        queue: SchedulingQueue,
+        clock: Arc<dyn Clock>,
+        profiles: Arc<ProfileRegistry>,
+    ) -> Self {
         Shared {
             state: Mutex::new(State {
                 cache: Cache::new(),
@@ -51,6 +60,8 @@ impl Shared {
             }),
             wake: Condvar::new(),
             profiles,
+            clock,
+            metrics: Metrics::new(),
         }
     }
 
@@ -314,7 +325,7 @@ mod tests {
             Arc::new(clock.clone()),
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
-        let shared = Shared::new(queue, Arc::clone(&profiles));
+        let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
         let mut st = shared.lock();
         st.on_node(None, &node("small", "1"));
         let pod: Pod = serde_json::from_value(json!({
