@@ -3,7 +3,7 @@
 //! when the loop closes the channel, the executor waits for the in-flight ones to finish.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::retry::ApiClient;
 use k8s_openapi::api::core::v1::PodCondition;
@@ -12,11 +12,14 @@ use tokio::task::JoinSet;
 
 use crate::binder::{BindError, bind};
 use crate::events::{self, EventSpec, EventType, Recorder};
+use crate::metrics;
 use crate::podref::PodRef;
-use crate::queue::Outcome;
 use crate::state::Shared;
 use crate::status::{self, Nomination};
-use scheduler_core::framework::CycleState;
+use scheduler_core::framework::{
+    ActionType, ClusterEvent, CycleState, EventResource, QueuedPodInfo,
+};
+use scheduler_core::queue::QueueError;
 use scheduler_core::types::{PodInfo, PodKey};
 
 #[derive(Debug)]
@@ -29,6 +32,14 @@ pub enum Action {
         /// The pod the plugins saw and the cycle state, for PostBind or Unreserve.
         info: Arc<PodInfo>,
         state: CycleState,
+        /// The popped queue entry and its scheduling cycle: the attempt ends when the
+        /// binding does ([`SchedulingQueue::done`] or a requeue on failure).
+        ///
+        /// [`SchedulingQueue::done`]: scheduler_core::queue::SchedulingQueue::done
+        queued: QueuedPodInfo,
+        cycle: u64,
+        /// When the attempt started (the pop).
+        started: Instant,
     },
     /// A failed attempt: FailedScheduling event plus PodScheduled=False (and nomination).
     Failure {
@@ -79,13 +90,41 @@ impl Executor {
                 scheduler_name,
                 info,
                 mut state,
+                queued,
+                cycle,
+                started,
             } => {
-                let bound = self.bind(pod, &node, scheduler_name.clone()).await;
+                let attempts = queued.attempts;
+                let first = queued.initial_attempt_timestamp;
+                let t = Instant::now();
+                let bound = self
+                    .bind(pod, &node, scheduler_name.clone(), queued, cycle)
+                    .await;
+                let m = &self.shared.metrics;
+                let status = if bound { "Success" } else { "Error" };
+                m.extension_point("Bind", status, &scheduler_name, t.elapsed());
+                if bound {
+                    m.attempt(
+                        metrics::RESULT_SCHEDULED,
+                        &scheduler_name,
+                        started.elapsed(),
+                    );
+                    if let Some(first) = first {
+                        let now = self.shared.clock.now();
+                        let took = now.saturating_sub(Duration::from_nanos(first));
+                        m.scheduled_e2e(attempts, took);
+                    }
+                } else {
+                    m.attempt(metrics::RESULT_ERROR, &scheduler_name, started.elapsed());
+                }
                 if let Some(fw) = self.shared.profiles.for_scheduler_name(&scheduler_name) {
+                    let t = Instant::now();
                     if bound {
                         fw.run_post_bind(&state, &info, &node);
+                        m.extension_point("PostBind", "Success", &scheduler_name, t.elapsed());
                     } else {
                         fw.run_unreserve(&mut state, &info, &node);
+                        m.extension_point("Unreserve", "Success", &scheduler_name, t.elapsed());
                     }
                 }
             }
@@ -160,15 +199,44 @@ impl Executor {
         status::report_failure(&self.client, pod, reason, message, condition, nomination).await;
     }
 
+    /// Ends the attempt of a pod whose binding failed: forget the assumption, requeue it
+    /// through backoff, and (as upstream does) fire AssignedPod Delete for every other pod,
+    /// since the assumed pod's resources are free again. Returns false when the pod is gone.
+    fn requeue_after_bind_failure(&self, queued: QueuedPodInfo, cycle: u64) -> bool {
+        let key = queued.pod.key().clone();
+        let uid = queued.pod.uid.clone();
+        let mut st = self.shared.lock();
+        let _ = st.cache.forget_pod(&key);
+        st.queue.delete_nominated_if_exists(&key);
+        let result = st
+            .queue
+            .add_unschedulable_if_not_present(queued, None, cycle);
+        let others = move |p: &PodInfo| p.uid != uid;
+        st.queue.move_all_to_active_or_backoff(
+            ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+            Some(&others),
+        );
+        drop(st);
+        self.shared.notify();
+        !matches!(result, Err(QueueError::Deleted(_)))
+    }
+
     /// Returns whether the pod was bound.
-    async fn bind(&self, pod: PodRef, node: &str, scheduler_name: String) -> bool {
+    async fn bind(
+        &self,
+        pod: PodRef,
+        node: &str,
+        scheduler_name: String,
+        queued: QueuedPodInfo,
+        cycle: u64,
+    ) -> bool {
         let key = PodKey::new(&pod.namespace, &pod.name);
         match bind(&self.client, &pod, node).await {
             Ok(()) => {
                 {
                     let mut st = self.shared.lock();
                     st.cache.finish_binding(&key);
-                    st.queue.done(&key, Outcome::Bound, None, Instant::now());
+                    st.queue.done(&queued.pod);
                 }
                 self.shared.notify();
                 let note = format!(
@@ -189,27 +257,15 @@ impl Executor {
                 true
             }
             Err(BindError::Gone(e)) => {
+                // Deleted or bound elsewhere: the informer's update/delete drops it from the
+                // queue; if it was re-created unassigned, it is retried after backoff.
                 tracing::info!(%pod, %node, error = %e, "pod gone or bound elsewhere; dropping");
-                let mut st = self.shared.lock();
-                let _ = st.cache.forget_pod(&key);
-                // If the informer still has it unassigned (e.g. re-created), it retries later.
-                st.queue.done(&key, Outcome::Error, None, Instant::now());
-                st.queue.move_all(Instant::now());
-                drop(st);
-                self.shared.notify();
+                self.requeue_after_bind_failure(queued, cycle);
                 false
             }
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
-                let (exists, condition) = {
-                    let mut st = self.shared.lock();
-                    let _ = st.cache.forget_pod(&key);
-                    st.nominated.remove(&key);
-                    let exists = st.queue.done(&key, Outcome::Error, None, Instant::now());
-                    st.queue.move_all(Instant::now());
-                    (exists, None)
-                };
-                self.shared.notify();
+                let exists = self.requeue_after_bind_failure(queued, cycle);
                 if exists {
                     let message = format!("binding rejected: {e}");
                     self.report_failure(
@@ -217,7 +273,7 @@ impl Executor {
                         &scheduler_name,
                         status::REASON_SCHEDULER_ERROR,
                         &message,
-                        condition,
+                        None,
                         &Nomination::Clear,
                     )
                     .await;

@@ -149,7 +149,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
             watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<RuntimeClass> {
-                apply: |_, st, _, new| st.on_runtime_class(new),
+                apply: |_, st, old, new| st.on_runtime_class(old, new),
                 delete: |_, st, old| st.on_runtime_class_delete(old),
             },
         )),
@@ -158,7 +158,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
             watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<PodDisruptionBudget> {
-                apply: |_, st, _, new| st.on_pdb(new),
+                apply: |_, st, old, new| st.on_pdb(old, new),
                 delete: |_, st, old| st.on_pdb_delete(old),
             },
         )),
@@ -167,7 +167,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
             watcher::Config::default().any_semantic(),
             Arc::clone(shared),
             Fns::<Namespace> {
-                apply: |_, st, _, new| st.on_namespace(new),
+                apply: |_, st, old, new| st.on_namespace(old, new),
                 delete: |_, st, old| st.on_namespace_delete(old),
             },
         )),

@@ -1,5 +1,5 @@
-//! The only crate that talks to the API server. It feeds scheduler-core's cache and a
-//! pending-pod queue from informers, runs the scheduling loop on its own thread and carries
+//! The only crate that talks to the API server. It feeds scheduler-core's cache and
+//! scheduling queue from informers, runs the scheduling loop on its own thread and carries
 //! out its decisions (bindings, status patches, events, preemption) asynchronously.
 //!
 //! Data flows one way: informers -> [`state::State`] (cache + queue) -> scheduling loop
@@ -13,8 +13,8 @@ pub mod events;
 pub mod health;
 pub mod informers;
 pub mod leader;
+pub mod metrics;
 pub mod podref;
-pub mod queue;
 pub mod retry;
 pub mod scheduler_loop;
 pub mod state;
@@ -30,6 +30,7 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use scheduler_core::config::Loaded;
 use scheduler_core::framework::{ProfileRegistry, Registry};
+use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
 use scheduler_core::schedule_one::SchedulingAlgorithm;
 
 pub use error::{Error, Result};
@@ -45,7 +46,7 @@ pub struct RunOptions {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Seed for breaking score ties.
     pub seed: u64,
-    /// Where to serve /healthz, /livez and /readyz (plain HTTP); `None` serves nothing.
+    /// Where to serve /healthz, /livez, /readyz and /metrics (plain HTTP); `None` serves nothing.
     pub health: Option<tokio::net::TcpListener>,
 }
 
@@ -81,6 +82,40 @@ pub fn default_instance_id() -> String {
         .unwrap_or_else(|| "ferrosched".to_string())
 }
 
+/// How often backoffQ pods whose backoff expired move to activeQ (upstream: 1 s).
+pub const BACKOFF_FLUSH_PERIOD: Duration = Duration::from_secs(1);
+/// How often pods that waited too long in the unschedulable pool are retried (upstream: 30 s).
+pub const UNSCHEDULABLE_FLUSH_PERIOD: Duration = Duration::from_secs(30);
+
+/// The queue settings from the config. `pop_from_backoff` is off: scheduler-core's queue
+/// keeps one backoffQ for pods that were rejected and pods that hit an error, and popping
+/// the latter early (upstream never does; it keeps them in a separate error backoffQ) would
+/// retry a failing binding in a tight loop. Backoff is therefore always waited out.
+pub fn queue_config(cfg: &scheduler_core::config::KubeSchedulerConfiguration) -> QueueConfig {
+    QueueConfig {
+        pop_from_backoff: false,
+        ..QueueConfig::from_config(cfg)
+    }
+}
+
+/// Runs `flush` on the queue every `period` and wakes the scheduling thread when it moved
+/// pods. Runs until the task is aborted.
+async fn flush_periodically(
+    shared: Arc<state::Shared>,
+    period: Duration,
+    flush: fn(&mut SchedulingQueue) -> usize,
+) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let moved = flush(&mut shared.lock().queue);
+        if moved > 0 {
+            shared.notify();
+        }
+    }
+}
+
 /// Watches the cluster and schedules pending pods of the config's profiles until
 /// `opts.shutdown` resolves; then stops taking pods, finishes in-flight API calls and
 /// returns.
@@ -98,14 +133,26 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         &Registry::in_tree(),
     )?);
     let cfg = &loaded.config;
-    let queue = queue::PendingQueue::new(
-        Duration::from_secs(cfg.pod_initial_backoff_seconds.max(0) as u64),
-        Duration::from_secs(cfg.pod_max_backoff_seconds.max(0) as u64),
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let queue = SchedulingQueue::new(
+        queue_config(cfg),
+        Arc::clone(&clock),
+        Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
     );
-    let shared = Arc::new(state::Shared::new(queue, profiles));
+    let shared = Arc::new(state::Shared::new(queue, clock, profiles));
     let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
 
     let mut background = informers::spawn_all(&client, &shared);
+    background.push(tokio::spawn(flush_periodically(
+        Arc::clone(&shared),
+        BACKOFF_FLUSH_PERIOD,
+        SchedulingQueue::flush_backoff_completed,
+    )));
+    background.push(tokio::spawn(flush_periodically(
+        Arc::clone(&shared),
+        UNSCHEDULABLE_FLUSH_PERIOD,
+        SchedulingQueue::flush_unschedulable_left_over,
+    )));
     if let Some(listener) = health {
         background.push(tokio::spawn(health::serve(listener, Arc::clone(&shared))));
     }

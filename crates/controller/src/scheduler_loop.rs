@@ -6,20 +6,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scheduler_core::cache::Snapshot;
-use scheduler_core::framework::{BindAction, PostFilterResult};
+use scheduler_core::framework::{BindAction, PostFilterResult, QueuedPodInfo};
+use scheduler_core::queue::QueueError;
 use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
 use scheduler_core::types::PodInfo;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::actions::Action;
 use crate::informers::INFORMER_COUNT;
+use crate::metrics;
 use crate::podref::PodRef;
-use crate::queue::{Outcome, QueuedPod};
 use crate::state::Shared;
 use crate::status::{self, Nomination};
 
-/// Longest sleep when nothing is due, so shutdown and the unschedulable flush are timely.
+/// Longest sleep without a wake-up, so shutdown is noticed even if a notify is missed.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
+
+/// A popped pod and the scheduling cycle its pop started.
+pub struct Popped {
+    pub info: QueuedPodInfo,
+    pub cycle: u64,
+    /// When the attempt started, for `scheduler_scheduling_attempt_duration_seconds`.
+    pub started: Instant,
+}
 
 pub struct SchedulingLoop {
     pub shared: Arc<Shared>,
@@ -38,36 +47,39 @@ impl SchedulingLoop {
         tracing::info!("scheduling loop stopped");
     }
 
-    /// Blocks until a pod is ready (and every informer has synced) or shutdown.
-    fn next_pod(&self) -> Option<QueuedPod> {
+    /// Blocks until the queue yields a pod (and every informer has synced) or shutdown:
+    /// upstream's blocking `Pop`. Informer events, flushes and finished bindings notify.
+    fn next_pod(&self) -> Option<Popped> {
         let mut st = self.shared.lock();
         loop {
             if st.shutting_down {
                 return None;
             }
-            let now = Instant::now();
             if st.synced >= INFORMER_COUNT
-                && let Some(q) = st.queue.pop(now)
+                && let Some(info) = st.queue.pop()
             {
-                return Some(q);
+                let cycle = st.queue.scheduling_cycle();
+                return Some(Popped {
+                    info,
+                    cycle,
+                    started: Instant::now(),
+                });
             }
-            let wait = st
-                .queue
-                .next_wakeup()
-                .map_or(IDLE_WAIT, |t| t.saturating_duration_since(now))
-                .clamp(Duration::from_millis(1), IDLE_WAIT);
-            st = self.shared.wait_timeout(st, wait);
+            st = self.shared.wait_timeout(st, IDLE_WAIT);
         }
     }
 
-    fn schedule(&mut self, q: QueuedPod, snapshot: &mut Snapshot) {
+    fn schedule(&mut self, q: Popped, snapshot: &mut Snapshot) {
+        let Popped {
+            info: q,
+            cycle,
+            started,
+        } = q;
         let shared = Arc::clone(&self.shared);
         let profiles = Arc::clone(&shared.profiles);
         let key = q.pod.key().clone();
         let Some(fw) = profiles.for_scheduler_name(&q.pod.scheduler_name) else {
-            let mut st = shared.lock();
-            st.queue.remove(&key);
-            st.queue.done(&key, Outcome::Error, None, Instant::now());
+            shared.lock().queue.done(&q.pod);
             return;
         };
         let scheduler_name = fw.profile_name().to_string();
@@ -76,12 +88,11 @@ impl SchedulingLoop {
             // Being deleted, or already assumed (its binding is in flight): skip it, as
             // upstream's skipPodSchedule does.
             if q.pod.is_terminating || st.cache.is_assumed(&key) {
-                st.queue.remove(&key);
-                st.queue.done(&key, Outcome::Error, None, Instant::now());
+                st.queue.done(&q.pod);
                 return;
             }
             st.cache.update_snapshot(snapshot);
-            st.nominated.clone()
+            st.queue.nominated_pods().clone()
         };
         let decision = schedule_one(fw, &mut self.alg, &q.pod, snapshot, &nominated);
         let pod_ref = PodRef::of(&q.pod);
@@ -95,11 +106,17 @@ impl SchedulingLoop {
             } => {
                 let BindAction::Binding { .. } = action;
                 let mut st = shared.lock();
-                st.nominated.remove(&key);
+                st.queue.delete_nominated_if_exists(&key);
                 if let Err(e) = st.cache.assume_pod(Arc::clone(&pod), &node) {
                     tracing::warn!(pod = %key, error = %e, "assume failed");
-                    st.queue.done(&key, Outcome::Error, None, Instant::now());
+                    let _ = st.queue.add_unschedulable_if_not_present(q, None, cycle);
                     drop(st);
+                    shared.metrics.attempt(
+                        metrics::RESULT_ERROR,
+                        &scheduler_name,
+                        started.elapsed(),
+                    );
+                    self.shared.notify();
                     fw.run_unreserve(&mut state, &pod, &node);
                     return;
                 }
@@ -111,30 +128,38 @@ impl SchedulingLoop {
                     scheduler_name,
                     info: pod,
                     state,
+                    queued: q,
+                    cycle,
+                    started,
                 });
             }
             Decision::Unschedulable {
                 message,
+                diagnosis,
                 nomination,
                 ..
             } => {
-                let now = Instant::now();
                 let mut st = shared.lock();
-                let mut requeued = None;
                 let mut change = Nomination::Keep;
                 let mut preempt = None;
+                // Upstream's failure handler: requeue, then record the nominating info.
+                let mut requeue = q.clone();
+                let mut nominate: Option<Option<String>> = None;
+                if nomination.is_some() {
+                    shared.metrics.preemption_attempt();
+                }
                 match nomination {
                     None => {}
                     Some(PostFilterResult {
                         nominated_node_name: None,
                         ..
                     }) => {
-                        st.nominated.remove(&key);
+                        nominate = Some(None);
                         if q.pod.nominated_node_name.is_some() {
                             change = Nomination::Clear;
                             let mut p = PodInfo::clone(&q.pod);
                             p.nominated_node_name = None;
-                            requeued = Some(Arc::new(p));
+                            requeue.pod = Arc::new(p);
                         }
                     }
                     Some(PostFilterResult {
@@ -144,12 +169,12 @@ impl SchedulingLoop {
                     }) => {
                         let mut p = PodInfo::clone(&q.pod);
                         p.nominated_node_name = Some(node.clone());
-                        let p = Arc::new(p);
-                        st.nominated.add(Arc::clone(&p), &node);
+                        requeue.pod = Arc::new(p);
                         if q.pod.nominated_node_name.as_deref() != Some(node.as_str()) {
                             change = Nomination::Set(node.clone());
                         }
-                        requeued = Some(p);
+                        nominate = Some(Some(node.clone()));
+                        shared.metrics.preemption_victims(victims.len());
                         let victims = victims
                             .iter()
                             .filter_map(|v| st.cache.get_pod(v).map(|p| PodRef::of(p)))
@@ -157,10 +182,10 @@ impl SchedulingLoop {
                         let clear = nominations_to_clear
                             .iter()
                             .map(|k| {
-                                st.nominated.remove(k);
+                                st.queue.delete_nominated_if_exists(k);
                                 st.queue
                                     .get(k)
-                                    .map(|p| PodRef::of(p))
+                                    .map(|p| PodRef::of(&p.pod))
                                     .unwrap_or_else(|| PodRef {
                                         namespace: k.namespace.clone(),
                                         name: k.name.clone(),
@@ -177,9 +202,27 @@ impl SchedulingLoop {
                         });
                     }
                 }
-                let exists = st.queue.done(&key, Outcome::Unschedulable, requeued, now);
+                let nominated_pod = Arc::clone(&requeue.pod);
+                let result =
+                    st.queue
+                        .add_unschedulable_if_not_present(requeue, diagnosis.as_ref(), cycle);
+                let deleted = matches!(result, Err(QueueError::Deleted(_)));
+                if !deleted {
+                    match &nominate {
+                        Some(Some(node)) => st.queue.add_nominated(&nominated_pod, Some(node)),
+                        Some(None) => st.queue.delete_nominated_if_exists(&key),
+                        None => {}
+                    }
+                }
+                let condition = st.conditions.get(&key).cloned();
                 drop(st);
-                if !exists {
+                self.shared.notify();
+                shared.metrics.attempt(
+                    metrics::RESULT_UNSCHEDULABLE,
+                    &scheduler_name,
+                    started.elapsed(),
+                );
+                if deleted {
                     return;
                 }
                 tracing::debug!(pod = %key, %message, "unschedulable");
@@ -191,23 +234,31 @@ impl SchedulingLoop {
                     scheduler_name,
                     reason: status::REASON_UNSCHEDULABLE,
                     message,
-                    condition: q.scheduled_condition,
+                    condition,
                     nomination: change,
                 });
             }
             Decision::Error { message } => {
-                let exists = shared
-                    .lock()
-                    .queue
-                    .done(&key, Outcome::Error, None, Instant::now());
+                let (deleted, condition) = {
+                    let mut st = shared.lock();
+                    let result = st.queue.add_unschedulable_if_not_present(q, None, cycle);
+                    (
+                        matches!(result, Err(QueueError::Deleted(_))),
+                        st.conditions.get(&key).cloned(),
+                    )
+                };
+                self.shared.notify();
+                shared
+                    .metrics
+                    .attempt(metrics::RESULT_ERROR, &scheduler_name, started.elapsed());
                 tracing::warn!(pod = %key, %message, "scheduling error");
-                if exists {
+                if !deleted {
                     self.send(Action::Failure {
                         pod: pod_ref,
                         scheduler_name,
                         reason: status::REASON_SCHEDULER_ERROR,
                         message,
-                        condition: q.scheduled_condition,
+                        condition,
                         nomination: Nomination::Keep,
                     });
                 }

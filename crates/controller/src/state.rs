@@ -1,27 +1,34 @@
-//! The one piece of shared state: scheduler-core's cache, the pending queue and the
-//! nominated pods, behind a `std::sync::Mutex`. Informers write to it (briefly, per event),
+//! The one piece of shared state: scheduler-core's cache and its [`SchedulingQueue`] (which
+//! also holds the nominated pods), behind a `std::sync::Mutex`. Informers write to it (briefly, per event),
 //! the scheduling thread reads a snapshot from it, binding tasks confirm or undo assumptions.
 //!
 //! Which pod goes where follows upstream's event handlers: an unassigned, non-terminal pod
 //! whose schedulerName is one of our profiles goes to the queue; an assigned, non-terminal
-//! pod goes to the cache; everything else is dropped from both.
+//! pod goes to the cache; everything else is dropped from both. Each change is also turned
+//! into the [`ClusterEvent`]s upstream's handlers fire, and the queue moves exactly the
+//! unschedulable pods whose rejecting plugins registered for them.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use scheduler_core::cache::Cache;
-use scheduler_core::framework::{NominatedPods, ProfileRegistry};
+use scheduler_core::framework::{
+    ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
+};
+use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey};
 
-use crate::queue::PendingQueue;
+use crate::metrics::Metrics;
 
 pub struct State {
     pub cache: Cache,
-    pub queue: PendingQueue,
-    pub nominated: NominatedPods,
+    pub queue: SchedulingQueue,
+    /// The PodScheduled condition of each pending pod of ours as last seen, so a failure
+    /// that changes nothing needs no status patch.
+    pub conditions: HashMap<PodKey, PodCondition>,
     /// Informers that finished their first list.
     pub synced: usize,
     pub shutting_down: bool,
@@ -32,20 +39,29 @@ pub struct Shared {
     state: Mutex<State>,
     wake: Condvar,
     pub profiles: Arc<ProfileRegistry>,
+    /// The queue's clock, for latencies measured from queue timestamps.
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Metrics,
 }
 
 impl Shared {
-    pub fn new(queue: PendingQueue, profiles: Arc<ProfileRegistry>) -> Self {
+    pub fn new(
+        queue: SchedulingQueue,
+        clock: Arc<dyn Clock>,
+        profiles: Arc<ProfileRegistry>,
+    ) -> Self {
         Shared {
             state: Mutex::new(State {
                 cache: Cache::new(),
                 queue,
-                nominated: NominatedPods::new(),
+                conditions: HashMap::new(),
                 synced: 0,
                 shutting_down: false,
             }),
             wake: Condvar::new(),
             profiles,
+            clock,
+            metrics: Metrics::new(),
         }
     }
 
@@ -84,23 +100,6 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
-/// Upstream's isPodUpdated: ignores status, resourceVersion, generation, managedFields and
-/// finalizers.
-pub fn spec_or_metadata_changed(old: &Pod, new: &Pod) -> bool {
-    if old.spec != new.spec {
-        return true;
-    }
-    let strip = |p: &Pod| {
-        let mut m = p.metadata.clone();
-        m.resource_version = None;
-        m.generation = None;
-        m.managed_fields = None;
-        m.finalizers = None;
-        m
-    };
-    strip(old) != strip(new)
-}
-
 pub fn scheduled_condition(pod: &Pod) -> Option<PodCondition> {
     pod.status
         .as_ref()?
@@ -112,63 +111,77 @@ pub fn scheduled_condition(pod: &Pod) -> Option<PodCondition> {
 }
 
 impl State {
+    /// Upstream `MoveAllToActiveOrBackoffQueue` for one event.
+    pub fn fire(&mut self, resource: EventResource, action: ActionType) {
+        self.queue
+            .move_all_to_active_or_backoff(ClusterEvent::new(resource, action), None);
+    }
+
     pub fn on_pod(&mut self, profiles: &ProfileRegistry, old: Option<&Pod>, pod: &Pod) {
-        let now = Instant::now();
         let info = Arc::new(PodInfo::from_pod(pod));
         let key = info.key().clone();
-        if let Some(old) = old {
+        let mut old = old;
+        if let Some(o) = old {
             // Same name, new object (deleted and re-created between two lists).
-            if old.metadata.uid != pod.metadata.uid {
-                self.on_pod_delete(old);
+            if o.metadata.uid != pod.metadata.uid {
+                self.on_pod_delete(o);
+                old = None;
             }
         }
+        let old_info = old.map(PodInfo::from_pod);
         if info.node_name.is_some() {
-            self.queue.remove(&key);
-            self.nominated.remove(&key);
+            // Upstream: leaving the unscheduled-pod handler is a delete from the queue.
+            self.queue.delete(&key);
+            self.conditions.remove(&key);
             if is_terminal(pod) {
                 if self.cache.get_pod(&key).is_some() {
                     let _ = self.cache.remove_pod(&key);
-                    self.queue.move_all(now);
+                    self.fire(EventResource::AssignedPod, ActionType::DELETE);
                 }
-            } else {
-                // A new pod elsewhere or changed labels can satisfy (anti-)affinity and
-                // spreading; kubelet status updates of running pods cannot, and retrying on
-                // each would flood the API with FailedScheduling events.
-                let labels_changed = old.is_some_and(|o| o.metadata.labels != pod.metadata.labels);
-                if self.upsert_assigned(info) || labels_changed {
-                    self.queue.move_all(now);
+                return;
+            }
+            let was_assigned = old_info.as_ref().is_some_and(|o| o.node_name.is_some());
+            self.upsert_assigned(Arc::clone(&info));
+            match old_info {
+                // Upstream updatePodInCache: the classified update events.
+                Some(o) if was_assigned => {
+                    for event in pod_update_events(&o, &info) {
+                        self.queue.move_all_to_active_or_backoff(event, None);
+                    }
                 }
+                // Upstream addPodToCache (including our own binding coming back).
+                _ => self.fire(EventResource::AssignedPod, ActionType::ADD),
             }
             return;
         }
-        // Unassigned. If the cache still holds it (assumed, then the binding failed or it
-        // was re-created), the queue and binder sort that out; nothing to add here.
-        let fw = profiles.for_scheduler_name(&info.scheduler_name);
+        // Unassigned. Our binding for it succeeded or is in flight: a stale unassigned
+        // update must not queue it again.
         if self.cache.is_assumed(&key) {
-            // Our binding for it succeeded or is in flight; a stale unassigned update must
-            // not queue it again.
             return;
         }
-        let Some(fw) = fw.filter(|_| !is_terminal(pod)) else {
-            self.queue.remove(&key);
-            self.nominated.remove(&key);
+        let ours = profiles.for_scheduler_name(&info.scheduler_name).is_some();
+        if !ours || is_terminal(pod) {
+            self.queue.delete(&key);
+            self.conditions.remove(&key);
             return;
+        }
+        match scheduled_condition(pod) {
+            Some(c) => self.conditions.insert(key.clone(), c),
+            None => self.conditions.remove(&key),
         };
-        match info.nominated_node_name.as_deref() {
-            Some(node) => self.nominated.add(Arc::clone(&info), node),
-            None => self.nominated.remove(&key),
+        match old_info {
+            Some(o) if o.node_name.is_none() => {
+                self.queue.update(Some(&o), info);
+            }
+            _ => {
+                self.queue.add(info);
+            }
         }
-        let gated = !fw.run_pre_enqueue(&info).is_success();
-        let changed = old.is_none_or(|o| spec_or_metadata_changed(o, pod));
-        self.queue
-            .add_or_update(info, scheduled_condition(pod), gated, changed, now);
     }
 
-    /// Adds or updates a bound pod; true when it is new to the cache (not just confirming
-    /// our own assumption or refreshing a known pod).
-    fn upsert_assigned(&mut self, info: Arc<PodInfo>) -> bool {
+    /// Adds or updates a bound pod in the cache.
+    fn upsert_assigned(&mut self, info: Arc<PodInfo>) {
         let key = info.key().clone();
-        let mut new = false;
         let result = match self.cache.get_pod(&key) {
             Some(_) if self.cache.is_assumed(&key) => self.cache.add_pod(info),
             Some(_) => match self.cache.update_pod(&key, Arc::clone(&info)) {
@@ -178,43 +191,33 @@ impl State {
                     self.cache.add_pod(info)
                 }
             },
-            None => {
-                new = true;
-                self.cache.add_pod(info)
-            }
+            None => self.cache.add_pod(info),
         };
         if let Err(e) = result {
             tracing::warn!(pod = %key, error = %e, "cache rejected an assigned pod");
         }
-        new
     }
 
     pub fn on_pod_delete(&mut self, pod: &Pod) {
         let key = PodKey::of(pod);
-        self.queue.remove(&key);
-        self.nominated.remove(&key);
+        self.queue.delete(&key);
+        self.conditions.remove(&key);
         if self.cache.get_pod(&key).is_some() {
             let _ = self.cache.remove_pod(&key);
-            self.queue.move_all(Instant::now());
+            self.fire(EventResource::AssignedPod, ActionType::DELETE);
         }
     }
 
     pub fn on_node(&mut self, old: Option<&Node>, node: &Node) {
         self.cache.update_node(node);
-        let relevant = match old {
-            None => true,
-            // Heartbeats change only status.conditions timestamps and the like.
+        match old {
+            None => self.fire(EventResource::Node, ActionType::ADD),
+            // Heartbeats (condition timestamps) classify as nothing and fire nothing.
             Some(o) => {
-                o.spec != node.spec
-                    || o.metadata.labels != node.metadata.labels
-                    || o.status.as_ref().map(|s| &s.allocatable)
-                        != node.status.as_ref().map(|s| &s.allocatable)
-                    || o.status.as_ref().map(|s| &s.images)
-                        != node.status.as_ref().map(|s| &s.images)
+                for event in node_update_events(o, node) {
+                    self.queue.move_all_to_active_or_backoff(event, None);
+                }
             }
-        };
-        if relevant {
-            self.queue.move_all(Instant::now());
         }
     }
 
@@ -223,20 +226,38 @@ impl State {
         if let Err(e) = self.cache.remove_node(name) {
             tracing::debug!(node = name, error = %e, "node delete");
         }
+        self.fire(EventResource::Node, ActionType::DELETE);
     }
 
-    pub fn on_runtime_class(&mut self, rc: &RuntimeClass) {
+    pub fn on_runtime_class(&mut self, old: Option<&RuntimeClass>, rc: &RuntimeClass) {
         self.cache.update_runtime_class(rc);
-        self.queue.move_all(Instant::now());
+        match old {
+            None => self.fire(EventResource::RuntimeClass, ActionType::ADD),
+            Some(o)
+                if o.handler != rc.handler
+                    || o.overhead != rc.overhead
+                    || o.scheduling != rc.scheduling =>
+            {
+                self.fire(EventResource::RuntimeClass, ActionType::UPDATE)
+            }
+            Some(_) => {}
+        }
     }
 
     pub fn on_runtime_class_delete(&mut self, rc: &RuntimeClass) {
         self.cache
             .remove_runtime_class(rc.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::RuntimeClass, ActionType::DELETE);
     }
 
-    pub fn on_pdb(&mut self, pdb: &PodDisruptionBudget) {
+    pub fn on_pdb(&mut self, old: Option<&PodDisruptionBudget>, pdb: &PodDisruptionBudget) {
         self.cache.update_pdb(pdb);
+        let action = if old.is_some() {
+            ActionType::UPDATE
+        } else {
+            ActionType::ADD
+        };
+        self.fire(EventResource::PodDisruptionBudget, action);
     }
 
     pub fn on_pdb_delete(&mut self, pdb: &PodDisruptionBudget) {
@@ -244,15 +265,118 @@ impl State {
             pdb.metadata.namespace.as_deref().unwrap_or_default(),
             pdb.metadata.name.as_deref().unwrap_or_default(),
         );
+        self.fire(EventResource::PodDisruptionBudget, ActionType::DELETE);
     }
 
-    pub fn on_namespace(&mut self, ns: &Namespace) {
+    pub fn on_namespace(&mut self, old: Option<&Namespace>, ns: &Namespace) {
         self.cache.update_namespace(ns);
-        self.queue.move_all(Instant::now());
+        match old {
+            None => self.fire(EventResource::Namespace, ActionType::ADD),
+            // Only labels matter to scheduling (namespaceSelector in pod affinity).
+            Some(o) if o.metadata.labels != ns.metadata.labels => {
+                self.fire(EventResource::Namespace, ActionType::UPDATE)
+            }
+            Some(_) => {}
+        }
     }
 
     pub fn on_namespace_delete(&mut self, ns: &Namespace) {
         self.cache
             .remove_namespace(ns.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::Namespace, ActionType::DELETE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scheduler_core::cache::Snapshot;
+    use scheduler_core::framework::Registry;
+    use scheduler_core::queue::{FakeClock, QueueConfig, QueueKind, QueueProfiles};
+    use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+    use serde_json::json;
+
+    fn node(name: &str, cpu: &str) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+        }))
+        .unwrap()
+    }
+
+    /// The queue moves an unschedulable pod only on events its rejecting plugin registered:
+    /// NodeResourcesFit cares about nodes added (and pods deleted), not RuntimeClasses,
+    /// PDBs or node heartbeats.
+    #[test]
+    fn a_pod_rejected_by_node_resources_fit_moves_only_on_events_that_can_help() {
+        let loaded = scheduler_core::config::load_str(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let profiles =
+            Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
+        let clock = FakeClock::new();
+        let queue = SchedulingQueue::new(
+            QueueConfig {
+                pop_from_backoff: false,
+                ..QueueConfig::default()
+            },
+            Arc::new(clock.clone()),
+            Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
+        );
+        let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
+        let mut st = shared.lock();
+        st.on_node(None, &node("small", "1"));
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "huge", "namespace": "default", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": "3"}}}]},
+        }))
+        .unwrap();
+        st.on_pod(&profiles, None, &pod);
+        let key = PodKey::of(&pod);
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Active));
+
+        let q = st.queue.pop().unwrap();
+        let cycle = st.queue.scheduling_cycle();
+        let mut snapshot = Snapshot::new();
+        st.cache.update_snapshot(&mut snapshot);
+        let fw = profiles.for_scheduler_name("default-scheduler").unwrap();
+        let mut alg = SchedulingAlgorithm::new(0, 1);
+        let nominated = st.queue.nominated_pods().clone();
+        let Decision::Unschedulable { diagnosis, .. } =
+            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
+        else {
+            panic!("a 3-CPU pod does not fit a 1-CPU node");
+        };
+        let diagnosis = diagnosis.expect("plugins rejected it");
+        assert!(diagnosis.unschedulable_plugins.contains("NodeResourcesFit"));
+        st.queue
+            .add_unschedulable_if_not_present(q, Some(&diagnosis), cycle)
+            .unwrap();
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
+
+        // Unrelated events leave it where it is.
+        let rc: RuntimeClass =
+            serde_json::from_value(json!({"metadata": {"name": "gvisor"}, "handler": "runsc"}))
+                .unwrap();
+        st.on_runtime_class(None, &rc);
+        let pdb: PodDisruptionBudget = serde_json::from_value(
+            json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {}}),
+        )
+        .unwrap();
+        st.on_pdb(None, &pdb);
+        let mut heartbeat = node("small", "1");
+        heartbeat.metadata.resource_version = Some("2".into());
+        st.on_node(Some(&node("small", "1")), &heartbeat);
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
+
+        // A node added may fit it: retried (after its backoff).
+        st.on_node(None, &node("big", "8"));
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Backoff));
+        clock.advance(std::time::Duration::from_secs(2));
+        assert_eq!(st.queue.flush_backoff_completed(), 1);
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Active));
     }
 }

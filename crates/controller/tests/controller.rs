@@ -55,6 +55,35 @@ async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// The value of one sample of `/metrics` (`name{labels}` exactly as exposed), if present.
+async fn metric(addr: std::net::SocketAddr, sample: &str) -> Option<f64> {
+    let (status, body) = http_get(addr, "/metrics").await;
+    assert!(status.contains("200"), "{status}");
+    body.lines()
+        .find_map(|l| l.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Polls `/metrics` every 20 ms for at most 10 s until `sample` has value `want`.
+async fn wait_for_metric(addr: std::net::SocketAddr, sample: &str, want: f64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = metric(addr, sample).await;
+        if got == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {sample} = {want}, last {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+const UNSCHEDULABLE_ATTEMPTS: &str =
+    "scheduler_schedule_attempts_total{result=\"unschedulable\",profile=\"default-scheduler\"}";
+const SCHEDULED_ATTEMPTS: &str =
+    "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"}";
+
 struct Running {
     health: std::net::SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -387,6 +416,10 @@ async fn a_high_priority_pod_preempts_a_low_priority_one() {
         server.node_of("default", "urgent").as_deref() == Some("n1")
     })
     .await;
+    let preemptions = metric(running.health, "scheduler_preemption_attempts_total").await;
+    assert!(preemptions.is_some_and(|n| n >= 1.0), "{preemptions:?}");
+    let victims = metric(running.health, "scheduler_preemption_victims_sum").await;
+    assert!(victims.is_some_and(|n| n >= 1.0), "{victims:?}");
     running.stop().await;
     assert!(
         server.get("pods", "default", "victim").is_none(),
@@ -524,4 +557,74 @@ async fn a_leader_that_loses_its_lease_stops() {
         Some("intruder"),
         "a lost leader does not release someone else's lease"
     );
+}
+
+/// Upstream's queueing: a pod rejected by NodeResourcesFit waits in the unschedulable pool
+/// through events that cannot help it (a RuntimeClass added, well past its 1 s backoff) and
+/// is retried when a node is added. Observed through `/metrics`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_it() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "1", json!({})));
+    server.apply("pods", &pod("small", "100m", json!({})));
+    server.apply("pods", &pod("huge", "3", json!({})));
+    let running = start_controller(&server).await;
+    let m = running.health;
+    wait_for_metric(m, UNSCHEDULABLE_ATTEMPTS, 1.0).await;
+    wait_for_metric(m, SCHEDULED_ATTEMPTS, 1.0).await;
+    wait_for_metric(m, "scheduler_pending_pods{queue=\"unschedulable\"}", 1.0).await;
+
+    server.apply(
+        "runtimeclasses",
+        &json!({"metadata": {"name": "gvisor"}, "handler": "runsc"}),
+    );
+    // Backoff (1 s) plus a backoff flush (1 s) have passed: a requeue would have retried it.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(metric(m, UNSCHEDULABLE_ATTEMPTS).await, Some(1.0));
+    assert_eq!(
+        metric(m, "scheduler_pending_pods{queue=\"unschedulable\"}").await,
+        Some(1.0)
+    );
+
+    server.apply("nodes", &node("big", "8", json!({})));
+    wait_for("huge bound to the new node", || {
+        server.node_of("default", "huge").as_deref() == Some("big")
+    })
+    .await;
+    wait_for_metric(m, SCHEDULED_ATTEMPTS, 2.0).await;
+    assert_eq!(metric(m, UNSCHEDULABLE_ATTEMPTS).await, Some(1.0));
+    for (sample, want) in [
+        ("scheduler_pending_pods{queue=\"active\"}", 0.0),
+        ("scheduler_pending_pods{queue=\"backoff\"}", 0.0),
+        ("scheduler_pending_pods{queue=\"unschedulable\"}", 0.0),
+        ("scheduler_pending_pods{queue=\"gated\"}", 0.0),
+        // small: bound at its first attempt; huge: at its second.
+        (
+            "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"}",
+            1.0,
+        ),
+        (
+            "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"2\"}",
+            1.0,
+        ),
+        (
+            "scheduler_scheduling_attempt_duration_seconds_count{result=\"scheduled\",profile=\"default-scheduler\"}",
+            2.0,
+        ),
+        (
+            "scheduler_scheduling_attempt_duration_seconds_count{result=\"unschedulable\",profile=\"default-scheduler\"}",
+            1.0,
+        ),
+        (
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",status=\"Success\",profile=\"default-scheduler\"}",
+            2.0,
+        ),
+        // DefaultPreemption ran (and found nothing) for huge's failed attempt.
+        ("scheduler_preemption_attempts_total", 1.0),
+        ("scheduler_preemption_victims_count", 0.0),
+    ] {
+        assert_eq!(metric(m, sample).await, Some(want), "{sample}");
+    }
+    running.stop().await;
 }

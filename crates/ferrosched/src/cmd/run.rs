@@ -30,10 +30,10 @@ pub struct RunArgs {
     /// Seed for breaking score ties.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Address for /healthz, /livez and /readyz.
+    /// Address for /healthz, /livez, /readyz and /metrics.
     #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
     bind_address: std::net::IpAddr,
-    /// Port for /healthz, /livez and /readyz; 0 disables them. Same port as
+    /// Port for /healthz, /livez, /readyz and /metrics; 0 disables them. Same port as
     /// kube-scheduler, but plain HTTP (probes need `scheme: HTTP`).
     #[arg(long, value_name = "PORT", default_value_t = 10259)]
     secure_port: u16,

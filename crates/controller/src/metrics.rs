@@ -1,0 +1,242 @@
+//! Prometheus metrics under kube-scheduler's names (`pkg/scheduler/metrics/metrics.go`),
+//! served at `/metrics` by the health server in the OpenMetrics text format (which
+//! Prometheus scrapes natively; counters carry the `_total` suffix there too).
+//!
+//! What is measured where:
+//! - `scheduler_schedule_attempts_total{result,profile}` and
+//!   `scheduler_scheduling_attempt_duration_seconds{result,profile}`: `unschedulable` and
+//!   `error` when the scheduling cycle fails, `scheduled` when the binding succeeds and
+//!   `error` when it fails; the duration runs from the pop to that point, as upstream.
+//! - `scheduler_pod_scheduling_sli_duration_seconds{attempts}`: from the pod's first pop
+//!   (the queue's `initial_attempt_timestamp`) to a successful binding.
+//! - `scheduler_pending_pods{queue}`: read from the queue at scrape time.
+//! - `scheduler_preemption_attempts_total` (PostFilter ran) and `scheduler_preemption_victims`
+//!   (victims of the chosen candidate).
+//! - `scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}`:
+//!   only the points the controller runs itself: `Bind` (the Binding API call), `PostBind`
+//!   and `Unreserve`. The points inside scheduler-core's `schedule_one` (PreFilter ... Permit)
+//!   are not timed yet: that needs a hook in the framework runtime.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use scheduler_core::queue::PendingCounts;
+
+type Labels<const N: usize> = [(&'static str, String); N];
+type HistogramFamily<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
+
+pub const RESULT_SCHEDULED: &str = "scheduled";
+pub const RESULT_UNSCHEDULABLE: &str = "unschedulable";
+pub const RESULT_ERROR: &str = "error";
+
+fn attempt_buckets() -> Histogram {
+    // Upstream: ExponentialBuckets(0.001, 2, 15).
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn sli_buckets() -> Histogram {
+    // Upstream: ExponentialBuckets(0.01, 2, 20).
+    Histogram::new(exponential_buckets(0.01, 2.0, 20))
+}
+
+fn extension_point_buckets() -> Histogram {
+    // Upstream: ExponentialBuckets(0.0001, 2, 12).
+    Histogram::new(exponential_buckets(0.0001, 2.0, 12))
+}
+
+pub struct Metrics {
+    registry: Registry,
+    schedule_attempts: Family<Labels<2>, Counter>,
+    attempt_duration: HistogramFamily<2>,
+    sli_duration: HistogramFamily<1>,
+    pending_pods: Family<Labels<1>, Gauge>,
+    preemption_attempts: Counter,
+    preemption_victims: Histogram,
+    extension_point_duration: HistogramFamily<3>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let schedule_attempts = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
+            schedule_attempts.clone(),
+        );
+        let attempt_duration: HistogramFamily<2> =
+            Family::new_with_constructor(attempt_buckets as fn() -> Histogram);
+        registry.register(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            attempt_duration.clone(),
+        );
+        let sli_duration: HistogramFamily<1> =
+            Family::new_with_constructor(sli_buckets as fn() -> Histogram);
+        registry.register(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts.",
+            sli_duration.clone(),
+        );
+        let pending_pods = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.",
+            pending_pods.clone(),
+        );
+        let preemption_attempts = Counter::default();
+        registry.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            preemption_attempts.clone(),
+        );
+        // Upstream: ExponentialBuckets(1, 2, 7).
+        let preemption_victims = Histogram::new(exponential_buckets(1.0, 2.0, 7));
+        registry.register(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            preemption_victims.clone(),
+        );
+        let extension_point_duration: HistogramFamily<3> =
+            Family::new_with_constructor(extension_point_buckets as fn() -> Histogram);
+        registry.register(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            extension_point_duration.clone(),
+        );
+        Metrics {
+            registry,
+            schedule_attempts,
+            attempt_duration,
+            sli_duration,
+            pending_pods,
+            preemption_attempts,
+            preemption_victims,
+            extension_point_duration,
+        }
+    }
+
+    /// One finished attempt: `result` is one of the `RESULT_*` constants.
+    pub fn attempt(&self, result: &'static str, profile: &str, took: Duration) {
+        let labels = [
+            ("result", result.to_string()),
+            ("profile", profile.to_string()),
+        ];
+        self.schedule_attempts.get_or_create(&labels).inc();
+        self.attempt_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// A pod bound after `attempts` attempts, `took` after its first one started.
+    pub fn scheduled_e2e(&self, attempts: u32, took: Duration) {
+        let label = if attempts >= 15 {
+            "15+".to_string()
+        } else {
+            attempts.to_string()
+        };
+        self.sli_duration
+            .get_or_create(&[("attempts", label)])
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn preemption_attempt(&self) {
+        self.preemption_attempts.inc();
+    }
+
+    pub fn preemption_victims(&self, n: usize) {
+        self.preemption_victims.observe(n as f64);
+    }
+
+    /// `status` is upstream's status code string (`Success`, `Error`, ...).
+    pub fn extension_point(
+        &self,
+        point: &'static str,
+        status: &str,
+        profile: &str,
+        took: Duration,
+    ) {
+        self.extension_point_duration
+            .get_or_create(&[
+                ("extension_point", point.to_string()),
+                ("status", status.to_string()),
+                ("profile", profile.to_string()),
+            ])
+            .observe(took.as_secs_f64());
+    }
+
+    /// The exposition, with `scheduler_pending_pods` set from `pending`.
+    pub fn render(&self, pending: PendingCounts) -> String {
+        for (queue, n) in [
+            ("active", pending.active),
+            ("backoff", pending.backoff),
+            ("unschedulable", pending.unschedulable),
+            ("gated", pending.gated),
+        ] {
+            self.pending_pods
+                .get_or_create(&[("queue", queue.to_string())])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let mut out = String::new();
+        if let Err(e) = encode(&mut out, &self.registry) {
+            tracing::warn!(error = %e, "could not encode metrics");
+        }
+        out
+    }
+}
+
+/// The content type of [`Metrics::render`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_upstream_names() {
+        let m = Metrics::new();
+        m.attempt(
+            RESULT_SCHEDULED,
+            "default-scheduler",
+            Duration::from_millis(3),
+        );
+        m.preemption_attempt();
+        m.preemption_victims(2);
+        m.scheduled_e2e(1, Duration::from_millis(20));
+        m.extension_point(
+            "Bind",
+            "Success",
+            "default-scheduler",
+            Duration::from_millis(1),
+        );
+        let text = m.render(PendingCounts {
+            active: 1,
+            backoff: 2,
+            unschedulable: 3,
+            gated: 4,
+        });
+        for line in [
+            "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"} 1",
+            "scheduler_scheduling_attempt_duration_seconds_count{result=\"scheduled\",profile=\"default-scheduler\"} 1",
+            "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"} 1",
+            "scheduler_pending_pods{queue=\"unschedulable\"} 3",
+            "scheduler_pending_pods{queue=\"gated\"} 4",
+            "scheduler_preemption_attempts_total 1",
+            "scheduler_preemption_victims_sum 2.0",
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",status=\"Success\",profile=\"default-scheduler\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
+}
