@@ -53,7 +53,27 @@ pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [N
 
 #[cfg(test)]
 pub(crate) mod testing {
-    use crate::framework::NodeScore;
+    use crate::cache::Snapshot;
+    use crate::framework::{CycleState, FilterPlugin, NodeScore, PreFilterPlugin, Status};
+    use crate::types::PodInfo;
+
+    /// Runs `plugin`'s PreFilter, then its Filter on every snapshot node. A PreFilter that
+    /// does not succeed (rejection or Skip) is returned alone.
+    pub fn pre_filter_then_filter<P: PreFilterPlugin + FilterPlugin>(
+        plugin: &P,
+        pod: &PodInfo,
+        snap: &Snapshot,
+    ) -> Vec<Status> {
+        let mut state = CycleState::new();
+        let (_, s) = plugin.pre_filter(&mut state, pod, snap);
+        if !s.is_success() {
+            return vec![s];
+        }
+        snap.node_infos()
+            .iter()
+            .map(|n| plugin.filter(&state, pod, n))
+            .collect()
+    }
 
     pub fn scores<'a>(raw: &[(&'a str, i64)]) -> Vec<NodeScore<'a>> {
         raw.iter()

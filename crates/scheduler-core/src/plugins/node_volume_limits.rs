@@ -223,13 +223,7 @@ mod tests {
 
     fn run(pod: &PodInfo, nodes: Vec<NodeInfo>) -> Vec<Status> {
         let snap = Snapshot::from_node_infos(nodes).with_volumes(vols());
-        let mut state = CycleState::new();
-        let (_, s) = NodeVolumeLimits.pre_filter(&mut state, pod, &snap);
-        assert!(s.is_success(), "{s}");
-        snap.node_infos()
-            .iter()
-            .map(|n| NodeVolumeLimits.filter(&state, pod, n))
-            .collect()
+        crate::plugins::helper::testing::pre_filter_then_filter(&NodeVolumeLimits, pod, &snap)
     }
 
     #[test]

@@ -166,15 +166,7 @@ mod tests {
 
     fn run(pod: &PodInfo, nodes: Vec<NodeInfo>, vols: VolumeObjects) -> Vec<Status> {
         let snap = Snapshot::from_node_infos(nodes).with_volumes(vols);
-        let mut state = CycleState::new();
-        let (_, s) = VolumeRestrictions.pre_filter(&mut state, pod, &snap);
-        if !s.is_success() {
-            return vec![s];
-        }
-        snap.node_infos()
-            .iter()
-            .map(|n| VolumeRestrictions.filter(&state, pod, n))
-            .collect()
+        crate::plugins::helper::testing::pre_filter_then_filter(&VolumeRestrictions, pod, &snap)
     }
 
     fn node_with(name: &str, pods: Vec<PodInfo>) -> NodeInfo {

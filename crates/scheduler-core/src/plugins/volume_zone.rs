@@ -159,15 +159,7 @@ mod tests {
 
     fn run(pod: &PodInfo, nodes: Vec<NodeInfo>, vols: VolumeObjects) -> Vec<Status> {
         let snap = Snapshot::from_node_infos(nodes).with_volumes(vols);
-        let mut state = CycleState::new();
-        let (_, s) = VolumeZone.pre_filter(&mut state, pod, &snap);
-        if !s.is_success() {
-            return vec![s];
-        }
-        snap.node_infos()
-            .iter()
-            .map(|n| VolumeZone.filter(&state, pod, n))
-            .collect()
+        crate::plugins::helper::testing::pre_filter_then_filter(&VolumeZone, pod, &snap)
     }
 
     fn nodes() -> Vec<NodeInfo> {
