@@ -11,9 +11,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition,
+};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use scheduler_core::cache::Cache;
 use scheduler_core::framework::{
     ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
@@ -284,6 +287,70 @@ impl State {
         self.cache
             .remove_namespace(ns.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::Namespace, ActionType::DELETE);
+    }
+
+    /// Fires Add for a new object, Update for a changed one; an unchanged relist fires
+    /// nothing (the same object listed again cannot help a waiting pod).
+    fn fire_add_or_update<K: PartialEq>(
+        &mut self,
+        resource: EventResource,
+        old: Option<&K>,
+        new: &K,
+    ) {
+        match old {
+            None => self.fire(resource, ActionType::ADD),
+            Some(o) if o != new => self.fire(resource, ActionType::UPDATE),
+            Some(_) => {}
+        }
+    }
+
+    /// Claims: VolumeBinding (unbound Immediate claims, WaitForFirstConsumer claims to
+    /// match or provision), VolumeRestrictions (ReadWriteOncePod), VolumeZone and
+    /// NodeVolumeLimits read them. An update also ends a claim's assumed state.
+    pub fn on_pvc(&mut self, old: Option<&PersistentVolumeClaim>, pvc: &PersistentVolumeClaim) {
+        self.cache.update_pvc(pvc);
+        self.fire_add_or_update(EventResource::PersistentVolumeClaim, old, pvc);
+    }
+
+    pub fn on_pvc_delete(&mut self, pvc: &PersistentVolumeClaim) {
+        self.cache.remove_pvc(
+            pvc.metadata.namespace.as_deref().unwrap_or_default(),
+            pvc.metadata.name.as_deref().unwrap_or_default(),
+        );
+        self.fire(EventResource::PersistentVolumeClaim, ActionType::DELETE);
+    }
+
+    pub fn on_pv(&mut self, old: Option<&PersistentVolume>, pv: &PersistentVolume) {
+        self.cache.update_pv(pv);
+        self.fire_add_or_update(EventResource::PersistentVolume, old, pv);
+    }
+
+    pub fn on_pv_delete(&mut self, pv: &PersistentVolume) {
+        self.cache
+            .remove_pv(pv.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::PersistentVolume, ActionType::DELETE);
+    }
+
+    pub fn on_storage_class(&mut self, old: Option<&StorageClass>, sc: &StorageClass) {
+        self.cache.update_storage_class(sc);
+        self.fire_add_or_update(EventResource::StorageClass, old, sc);
+    }
+
+    pub fn on_storage_class_delete(&mut self, sc: &StorageClass) {
+        self.cache
+            .remove_storage_class(sc.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::StorageClass, ActionType::DELETE);
+    }
+
+    pub fn on_csi_node(&mut self, old: Option<&CSINode>, n: &CSINode) {
+        self.cache.update_csi_node(n);
+        self.fire_add_or_update(EventResource::CSINode, old, n);
+    }
+
+    pub fn on_csi_node_delete(&mut self, n: &CSINode) {
+        self.cache
+            .remove_csi_node(n.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::CSINode, ActionType::DELETE);
     }
 }
 
