@@ -34,6 +34,10 @@ pub struct State {
     pub conditions: HashMap<PodKey, PodCondition>,
     /// Informers that finished their first list.
     pub synced: usize,
+    /// resourceVersion of each claim and volume as the informer last reported it (keys from
+    /// [`crate::volumes::pvc_version_key`] / [`crate::volumes::pv_version_key`]), so the
+    /// binding cycle can tell its own writes from older copies.
+    pub volume_versions: HashMap<String, u64>,
     pub shutting_down: bool,
 }
 
@@ -59,6 +63,7 @@ impl Shared {
                 queue,
                 conditions: HashMap::new(),
                 synced: 0,
+                volume_versions: HashMap::new(),
                 shutting_down: false,
             }),
             wake: Condvar::new(),
@@ -94,6 +99,14 @@ impl Shared {
         self.lock().shutting_down = true;
         self.notify();
     }
+}
+
+/// A resourceVersion as a number (0 when absent or not numeric).
+fn resource_version(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> u64 {
+    m.resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 pub fn is_terminal(pod: &Pod) -> bool {
@@ -309,10 +322,23 @@ impl State {
     /// NodeVolumeLimits read them. An update also ends a claim's assumed state.
     pub fn on_pvc(&mut self, old: Option<&PersistentVolumeClaim>, pvc: &PersistentVolumeClaim) {
         self.cache.update_pvc(pvc);
+        let m = &pvc.metadata;
+        self.volume_versions.insert(
+            crate::volumes::pvc_version_key(
+                m.namespace.as_deref().unwrap_or_default(),
+                m.name.as_deref().unwrap_or_default(),
+            ),
+            resource_version(m),
+        );
         self.fire_add_or_update(EventResource::PersistentVolumeClaim, old, pvc);
     }
 
     pub fn on_pvc_delete(&mut self, pvc: &PersistentVolumeClaim) {
+        self.volume_versions
+            .remove(&crate::volumes::pvc_version_key(
+                pvc.metadata.namespace.as_deref().unwrap_or_default(),
+                pvc.metadata.name.as_deref().unwrap_or_default(),
+            ));
         self.cache.remove_pvc(
             pvc.metadata.namespace.as_deref().unwrap_or_default(),
             pvc.metadata.name.as_deref().unwrap_or_default(),
@@ -322,10 +348,17 @@ impl State {
 
     pub fn on_pv(&mut self, old: Option<&PersistentVolume>, pv: &PersistentVolume) {
         self.cache.update_pv(pv);
+        self.volume_versions.insert(
+            crate::volumes::pv_version_key(pv.metadata.name.as_deref().unwrap_or_default()),
+            resource_version(&pv.metadata),
+        );
         self.fire_add_or_update(EventResource::PersistentVolume, old, pv);
     }
 
     pub fn on_pv_delete(&mut self, pv: &PersistentVolume) {
+        self.volume_versions.remove(&crate::volumes::pv_version_key(
+            pv.metadata.name.as_deref().unwrap_or_default(),
+        ));
         self.cache
             .remove_pv(pv.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::PersistentVolume, ActionType::DELETE);
