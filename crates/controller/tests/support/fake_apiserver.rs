@@ -908,6 +908,16 @@ impl FakeApiServer {
         st.lists.get(collection).copied().unwrap_or(0)
     }
 
+    /// Every stored object of `collection`.
+    pub fn list(&self, collection: &str) -> Vec<Value> {
+        let st = self.inner.store.lock().unwrap();
+        st.objects
+            .iter()
+            .filter(|((c, _, _), _)| c == collection)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// The current holder of a Lease.
     pub fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
         self.get("leases", ns, name)
