@@ -731,12 +731,13 @@ async fn binds_and_provisions_wait_for_first_consumer_claims_before_binding_the_
     let binding = at("create", "pods", "binding");
     assert!(at("patch", "persistentvolumes", "") < binding);
     assert!(at("patch", "persistentvolumeclaims", "") < binding);
-    assert!(
+    wait_for("the Scheduled event", || {
         server
             .events_for("default", "web-0")
             .iter()
             .any(|e| e["reason"] == "Scheduled")
-    );
+    })
+    .await;
     running.stop().await;
 }
 
@@ -791,5 +792,63 @@ async fn a_pod_waiting_for_an_immediate_claim_is_scheduled_once_the_claim_is_bou
             .iter()
             .any(|r| r.verb == "patch" && r.resource.starts_with("persistentvolume"))
     );
+    running.stop().await;
+}
+
+/// Nobody provisions within `bindTimeoutSeconds`: the attempt fails with upstream's
+/// message, the assumed volumes and pod are forgotten and the pod is retried with backoff;
+/// once a PV controller is there, the retry binds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_binding_timeout_fails_the_attempt_and_the_pod_is_retried() {
+    let config = format!(
+        "{CONFIG}profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: VolumeBinding
+    args: {{bindTimeoutSeconds: 1}}
+"
+    );
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply(
+        "nodes",
+        &node("n1", "4", json!({"kubernetes.io/hostname": "n1"})),
+    );
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "csi-wffc"}, "provisioner": "csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply("persistentvolumeclaims", &claim("data", "csi-wffc", "1Gi"));
+    server.apply("pods", &pod("slow", "100m", uses_claims(&["data"])));
+    let running = start_with(&server, &config, "test-host").await;
+
+    wait_for("FailedScheduling after the bind timeout", || {
+        server.events_for("default", "slow").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    == "running PreBind plugin \"VolumeBinding\": binding volumes: context deadline exceeded"
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "slow"), None);
+    // The status patch follows the event.
+    wait_for("PodScheduled=False, reason SchedulerError", || {
+        let pod = server.get("pods", "default", "slow").unwrap();
+        pod["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c["type"] == "PodScheduled"
+                    && c["status"] == "False"
+                    && c["reason"] == "SchedulerError"
+            })
+        })
+    })
+    .await;
+
+    wait_for("slow bound once claims get provisioned", || {
+        support::pv_controller::reconcile(&server);
+        server.node_of("default", "slow").is_some()
+    })
+    .await;
     running.stop().await;
 }
