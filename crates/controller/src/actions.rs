@@ -20,7 +20,10 @@ use scheduler_core::framework::{
     ActionType, ClusterEvent, CycleState, EventResource, QueuedPodInfo,
 };
 use scheduler_core::queue::QueueError;
-use scheduler_core::types::{PodInfo, PodKey};
+use scheduler_core::types::{PodInfo, PodKey, PodVolumes};
+use std::collections::HashMap;
+
+use crate::volumes::{DEFAULT_BIND_TIMEOUT, bind_pod_volumes};
 
 #[derive(Debug)]
 pub enum Action {
@@ -32,6 +35,9 @@ pub enum Action {
         /// The pod the plugins saw and the cycle state, for PostBind or Unreserve.
         info: Arc<PodInfo>,
         state: CycleState,
+        /// VolumeBinding's decision (already assumed in the cache), carried out before the
+        /// Binding is POSTed; `None` when the pod's claims need nothing.
+        volumes: Option<PodVolumes>,
         /// The popped queue entry and its scheduling cycle: the attempt ends when the
         /// binding does ([`SchedulingQueue::done`] or a requeue on failure).
         ///
@@ -64,6 +70,8 @@ pub struct Executor {
     pub client: ApiClient,
     pub recorder: Recorder,
     pub shared: Arc<Shared>,
+    /// VolumeBinding's `bindTimeoutSeconds` per profile.
+    pub bind_timeouts: HashMap<String, Duration>,
 }
 
 impl Executor {
@@ -90,6 +98,7 @@ impl Executor {
                 scheduler_name,
                 info,
                 mut state,
+                volumes,
                 queued,
                 cycle,
                 started,
@@ -98,7 +107,14 @@ impl Executor {
                 let first = queued.initial_attempt_timestamp;
                 let t = Instant::now();
                 let bound = self
-                    .bind(pod, &node, scheduler_name.clone(), queued, cycle)
+                    .bind(
+                        pod,
+                        &node,
+                        scheduler_name.clone(),
+                        queued,
+                        cycle,
+                        volumes.as_ref(),
+                    )
                     .await;
                 let m = &self.shared.metrics;
                 let status = if bound { "Success" } else { "Error" };
@@ -199,13 +215,22 @@ impl Executor {
         status::report_failure(&self.client, pod, reason, message, condition, nomination).await;
     }
 
-    /// Ends the attempt of a pod whose binding failed: forget the assumption, requeue it
+    /// Ends the attempt of a pod whose binding failed: forget the assumption (and its
+    /// volumes' assumed claimRefs/selected nodes), requeue it
     /// through backoff, and (as upstream does) fire AssignedPod Delete for every other pod,
     /// since the assumed pod's resources are free again. Returns false when the pod is gone.
-    fn requeue_after_bind_failure(&self, queued: QueuedPodInfo, cycle: u64) -> bool {
+    fn requeue_after_bind_failure(
+        &self,
+        queued: QueuedPodInfo,
+        cycle: u64,
+        volumes: Option<&PodVolumes>,
+    ) -> bool {
         let key = queued.pod.key().clone();
         let uid = queued.pod.uid.clone();
         let mut st = self.shared.lock();
+        if let Some(v) = volumes {
+            st.cache.forget_pod_volumes(v);
+        }
         let _ = st.cache.forget_pod(&key);
         st.queue.delete_nominated_if_exists(&key);
         let result = st
@@ -229,8 +254,35 @@ impl Executor {
         scheduler_name: String,
         queued: QueuedPodInfo,
         cycle: u64,
+        volumes: Option<&PodVolumes>,
     ) -> bool {
         let key = PodKey::new(&pod.namespace, &pod.name);
+        // VolumeBinding's PreBind (upstream BindPodVolumes): bind/annotate, then wait for
+        // the PV controller to bind every claim.
+        if let Some(v) = volumes {
+            let timeout = self
+                .bind_timeouts
+                .get(&scheduler_name)
+                .copied()
+                .unwrap_or(DEFAULT_BIND_TIMEOUT);
+            if let Err(message) =
+                bind_pod_volumes(&self.client, &self.shared, &key, node, v, timeout).await
+            {
+                tracing::warn!(%pod, %node, %message, "binding volumes failed");
+                if self.requeue_after_bind_failure(queued, cycle, volumes) {
+                    self.report_failure(
+                        &pod,
+                        &scheduler_name,
+                        status::REASON_SCHEDULER_ERROR,
+                        &message,
+                        None,
+                        &Nomination::Clear,
+                    )
+                    .await;
+                }
+                return false;
+            }
+        }
         match bind(&self.client, &pod, node).await {
             Ok(()) => {
                 {
@@ -260,12 +312,12 @@ impl Executor {
                 // Deleted or bound elsewhere: the informer's update/delete drops it from the
                 // queue; if it was re-created unassigned, it is retried after backoff.
                 tracing::info!(%pod, %node, error = %e, "pod gone or bound elsewhere; dropping");
-                self.requeue_after_bind_failure(queued, cycle);
+                self.requeue_after_bind_failure(queued, cycle, volumes);
                 false
             }
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
-                let exists = self.requeue_after_bind_failure(queued, cycle);
+                let exists = self.requeue_after_bind_failure(queued, cycle, volumes);
                 if exists {
                     let message = format!("binding rejected: {e}");
                     self.report_failure(

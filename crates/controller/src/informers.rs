@@ -11,9 +11,10 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -21,7 +22,7 @@ use serde::de::DeserializeOwned;
 use crate::state::{Shared, State};
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub const INFORMER_COUNT: usize = 5;
+pub const INFORMER_COUNT: usize = 9;
 
 /// How one kind's add/update/delete events change the state.
 pub trait Handler<K>: Send + Sync + 'static {
@@ -121,7 +122,8 @@ pub async fn run_informer<K, H>(
     }
 }
 
-/// Starts the five informers the scheduler needs.
+/// Starts the nine informers the scheduler needs (the storage ones feed the volume plugins
+/// and the binding cycle's wait for claims to be bound).
 pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(run_informer(
@@ -169,6 +171,42 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
             Fns::<Namespace> {
                 apply: |_, st, old, new| st.on_namespace(old, new),
                 delete: |_, st, old| st.on_namespace_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<PersistentVolumeClaim> {
+                apply: |_, st, old, new| st.on_pvc(old, new),
+                delete: |_, st, old| st.on_pvc_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<PersistentVolume>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<PersistentVolume> {
+                apply: |_, st, old, new| st.on_pv(old, new),
+                delete: |_, st, old| st.on_pv_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<StorageClass>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<StorageClass> {
+                apply: |_, st, old, new| st.on_storage_class(old, new),
+                delete: |_, st, old| st.on_storage_class_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer(
+            Api::<CSINode>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<CSINode> {
+                apply: |_, st, old, new| st.on_csi_node(old, new),
+                delete: |_, st, old| st.on_csi_node_delete(old),
             },
         )),
     ]

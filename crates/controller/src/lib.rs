@@ -19,6 +19,7 @@ pub mod retry;
 pub mod scheduler_loop;
 pub mod state;
 pub mod status;
+pub mod volumes;
 
 use std::future::Future;
 use std::path::Path;
@@ -182,6 +183,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         client: api.clone(),
         recorder: events::Recorder::new(api, instance_id),
         shared: Arc::clone(&shared),
+        bind_timeouts: volumes::bind_timeouts(cfg),
     });
     let executor = tokio::spawn(executor.run(rx));
     let sched = scheduler_loop::SchedulingLoop {

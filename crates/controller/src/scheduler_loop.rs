@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use scheduler_core::cache::Snapshot;
 use scheduler_core::framework::{BindAction, PostFilterResult, QueuedPodInfo};
+use scheduler_core::plugins::volume_binding;
 use scheduler_core::queue::QueueError;
 use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
 use scheduler_core::types::PodInfo;
@@ -120,6 +121,12 @@ impl SchedulingLoop {
                     fw.run_unreserve(&mut state, &pod, &node);
                     return;
                 }
+                // VolumeBinding's decision: later cycles must see the volumes taken and the
+                // claims placed while the binding cycle carries it out.
+                let volumes = volume_binding::decided_bindings(&state).cloned();
+                if let Some(v) = &volumes {
+                    st.cache.assume_pod_volumes(v, &node);
+                }
                 drop(st);
                 tracing::debug!(pod = %key, %node, "scheduled; binding");
                 self.send(Action::Bind {
@@ -128,6 +135,7 @@ impl SchedulingLoop {
                     scheduler_name,
                     info: pod,
                     state,
+                    volumes,
                     queued: q,
                     cycle,
                     started,

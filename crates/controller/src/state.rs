@@ -11,9 +11,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition,
+};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use scheduler_core::cache::Cache;
 use scheduler_core::framework::{
     ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
@@ -31,6 +34,10 @@ pub struct State {
     pub conditions: HashMap<PodKey, PodCondition>,
     /// Informers that finished their first list.
     pub synced: usize,
+    /// resourceVersion of each claim and volume as the informer last reported it (keys from
+    /// [`crate::volumes::pvc_version_key`] / [`crate::volumes::pv_version_key`]), so the
+    /// binding cycle can tell its own writes from older copies.
+    pub volume_versions: HashMap<String, u64>,
     pub shutting_down: bool,
 }
 
@@ -56,6 +63,7 @@ impl Shared {
                 queue,
                 conditions: HashMap::new(),
                 synced: 0,
+                volume_versions: HashMap::new(),
                 shutting_down: false,
             }),
             wake: Condvar::new(),
@@ -91,6 +99,14 @@ impl Shared {
         self.lock().shutting_down = true;
         self.notify();
     }
+}
+
+/// A resourceVersion as a number (0 when absent or not numeric).
+fn resource_version(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> u64 {
+    m.resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 pub fn is_terminal(pod: &Pod) -> bool {
@@ -284,6 +300,90 @@ impl State {
         self.cache
             .remove_namespace(ns.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::Namespace, ActionType::DELETE);
+    }
+
+    /// Fires Add for a new object, Update for a changed one; an unchanged relist fires
+    /// nothing (the same object listed again cannot help a waiting pod).
+    fn fire_add_or_update<K: PartialEq>(
+        &mut self,
+        resource: EventResource,
+        old: Option<&K>,
+        new: &K,
+    ) {
+        match old {
+            None => self.fire(resource, ActionType::ADD),
+            Some(o) if o != new => self.fire(resource, ActionType::UPDATE),
+            Some(_) => {}
+        }
+    }
+
+    /// Claims: VolumeBinding (unbound Immediate claims, WaitForFirstConsumer claims to
+    /// match or provision), VolumeRestrictions (ReadWriteOncePod), VolumeZone and
+    /// NodeVolumeLimits read them. An update also ends a claim's assumed state.
+    pub fn on_pvc(&mut self, old: Option<&PersistentVolumeClaim>, pvc: &PersistentVolumeClaim) {
+        self.cache.update_pvc(pvc);
+        let m = &pvc.metadata;
+        self.volume_versions.insert(
+            crate::volumes::pvc_version_key(
+                m.namespace.as_deref().unwrap_or_default(),
+                m.name.as_deref().unwrap_or_default(),
+            ),
+            resource_version(m),
+        );
+        self.fire_add_or_update(EventResource::PersistentVolumeClaim, old, pvc);
+    }
+
+    pub fn on_pvc_delete(&mut self, pvc: &PersistentVolumeClaim) {
+        self.volume_versions
+            .remove(&crate::volumes::pvc_version_key(
+                pvc.metadata.namespace.as_deref().unwrap_or_default(),
+                pvc.metadata.name.as_deref().unwrap_or_default(),
+            ));
+        self.cache.remove_pvc(
+            pvc.metadata.namespace.as_deref().unwrap_or_default(),
+            pvc.metadata.name.as_deref().unwrap_or_default(),
+        );
+        self.fire(EventResource::PersistentVolumeClaim, ActionType::DELETE);
+    }
+
+    pub fn on_pv(&mut self, old: Option<&PersistentVolume>, pv: &PersistentVolume) {
+        self.cache.update_pv(pv);
+        self.volume_versions.insert(
+            crate::volumes::pv_version_key(pv.metadata.name.as_deref().unwrap_or_default()),
+            resource_version(&pv.metadata),
+        );
+        self.fire_add_or_update(EventResource::PersistentVolume, old, pv);
+    }
+
+    pub fn on_pv_delete(&mut self, pv: &PersistentVolume) {
+        self.volume_versions.remove(&crate::volumes::pv_version_key(
+            pv.metadata.name.as_deref().unwrap_or_default(),
+        ));
+        self.cache
+            .remove_pv(pv.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::PersistentVolume, ActionType::DELETE);
+    }
+
+    pub fn on_storage_class(&mut self, old: Option<&StorageClass>, sc: &StorageClass) {
+        self.cache.update_storage_class(sc);
+        self.fire_add_or_update(EventResource::StorageClass, old, sc);
+    }
+
+    pub fn on_storage_class_delete(&mut self, sc: &StorageClass) {
+        self.cache
+            .remove_storage_class(sc.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::StorageClass, ActionType::DELETE);
+    }
+
+    pub fn on_csi_node(&mut self, old: Option<&CSINode>, n: &CSINode) {
+        self.cache.update_csi_node(n);
+        self.fire_add_or_update(EventResource::CSINode, old, n);
+    }
+
+    pub fn on_csi_node_delete(&mut self, n: &CSINode) {
+        self.cache
+            .remove_csi_node(n.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::CSINode, ActionType::DELETE);
     }
 }
 

@@ -628,3 +628,227 @@ async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_
     }
     running.stop().await;
 }
+
+fn claim(name: &str, class: &str, size: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                 "resources": {"requests": {"storage": size}}},
+        "status": {"phase": "Pending"},
+    })
+}
+
+fn uses_claims(claims: &[&str]) -> Value {
+    let volumes: Vec<Value> = claims
+        .iter()
+        .map(|c| json!({"name": c, "persistentVolumeClaim": {"claimName": c}}))
+        .collect();
+    json!({"volumes": volumes})
+}
+
+/// A StatefulSet-like pod with two WaitForFirstConsumer claims: one matches a local volume
+/// on n2 (static binding: the controller sets the PV's claimRef), one is provisioned (the
+/// controller annotates the claim with the chosen node). The test's PV controller binds
+/// both; only then is the pod bound, to n2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binds_and_provisions_wait_for_first_consumer_claims_before_binding_the_pod() {
+    use support::pv_controller::{self, ANN_SELECTED_NODE};
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("controller=debug")
+        .with_test_writer()
+        .try_init();
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    for n in ["n1", "n2"] {
+        server.apply("nodes", &node(n, "4", json!({"kubernetes.io/hostname": n})));
+    }
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "csi-wffc"}, "provisioner": "csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply(
+        "persistentvolumes",
+        &json!({
+            "metadata": {"name": "local-n2"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "storageClassName": "local", "persistentVolumeReclaimPolicy": "Retain",
+                     "local": {"path": "/mnt/disks/ssd1"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}]}]}}},
+            "status": {"phase": "Available"},
+        }),
+    );
+    server.apply(
+        "persistentvolumeclaims",
+        &claim("cache-web-0", "local", "5Gi"),
+    );
+    server.apply(
+        "persistentvolumeclaims",
+        &claim("data-web-0", "csi-wffc", "1Gi"),
+    );
+    server.apply(
+        "pods",
+        &pod("web-0", "100m", uses_claims(&["cache-web-0", "data-web-0"])),
+    );
+    let running = start_controller(&server).await;
+
+    // The PV controller runs beside the scheduler (a reconcile pass every poll).
+    wait_for("web-0 bound", || {
+        pv_controller::reconcile(&server);
+        server.node_of("default", "web-0").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default", "web-0").as_deref(), Some("n2"));
+    let data = server
+        .get("persistentvolumeclaims", "default", "data-web-0")
+        .unwrap();
+    assert_eq!(data["metadata"]["annotations"][ANN_SELECTED_NODE], "n2");
+    assert_eq!(data["status"]["phase"], "Bound");
+    let provisioned = data["spec"]["volumeName"].as_str().unwrap();
+    assert!(server.get("persistentvolumes", "", provisioned).is_some());
+    let cache = server
+        .get("persistentvolumeclaims", "default", "cache-web-0")
+        .unwrap();
+    assert_eq!(cache["spec"]["volumeName"], "local-n2");
+    let local = server.get("persistentvolumes", "", "local-n2").unwrap();
+    assert_eq!(local["spec"]["claimRef"]["name"], "cache-web-0");
+    assert_eq!(local["spec"]["claimRef"]["uid"], cache["metadata"]["uid"]);
+
+    // Order: the claimRef and selected-node patches, then (claims bound) the Binding.
+    let requests = server.requests();
+    let at = |verb: &str, resource: &str, sub: &str| {
+        requests
+            .iter()
+            .position(|r| r.verb == verb && r.resource == resource && r.subresource == sub)
+            .unwrap_or_else(|| panic!("no {verb} {resource}/{sub}"))
+    };
+    let binding = at("create", "pods", "binding");
+    assert!(at("patch", "persistentvolumes", "") < binding);
+    assert!(at("patch", "persistentvolumeclaims", "") < binding);
+    wait_for("the Scheduled event", || {
+        server
+            .events_for("default", "web-0")
+            .iter()
+            .any(|e| e["reason"] == "Scheduled")
+    })
+    .await;
+    running.stop().await;
+}
+
+/// An unbound Immediate claim makes the pod unschedulable with upstream's message; once the
+/// claim is bound (by the PV controller), the claim's update retries the pod and it binds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_waiting_for_an_immediate_claim_is_scheduled_once_the_claim_is_bound() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply(
+        "nodes",
+        &node("n1", "4", json!({"kubernetes.io/hostname": "n1"})),
+    );
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "standard"}, "provisioner": "csi.example.com"}),
+    );
+    server.apply("persistentvolumeclaims", &claim("logs", "standard", "1Gi"));
+    server.apply("pods", &pod("app", "100m", uses_claims(&["logs"])));
+    let running = start_controller(&server).await;
+
+    wait_for("FailedScheduling for the unbound claim", || {
+        server.events_for("default", "app").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("pod has unbound immediate PersistentVolumeClaims")
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "app"), None);
+
+    let pvc = server
+        .get("persistentvolumeclaims", "default", "logs")
+        .unwrap();
+    let pv = json!({
+        "metadata": {"name": "pv-logs"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "storageClassName": "standard",
+                 "csi": {"driver": "csi.example.com", "volumeHandle": "logs"}},
+    });
+    support::pv_controller::bind(&server, pvc, pv);
+    wait_for("app bound after its claim was bound", || {
+        server.node_of("default", "app").is_some()
+    })
+    .await;
+    // Nothing left for the scheduler to write: the claim was bound already.
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.verb == "patch" && r.resource.starts_with("persistentvolume"))
+    );
+    running.stop().await;
+}
+
+/// Nobody provisions within `bindTimeoutSeconds`: the attempt fails with upstream's
+/// message, the assumed volumes and pod are forgotten and the pod is retried with backoff;
+/// once a PV controller is there, the retry binds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_binding_timeout_fails_the_attempt_and_the_pod_is_retried() {
+    let config = format!(
+        "{CONFIG}profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: VolumeBinding
+    args: {{bindTimeoutSeconds: 1}}
+"
+    );
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply(
+        "nodes",
+        &node("n1", "4", json!({"kubernetes.io/hostname": "n1"})),
+    );
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "csi-wffc"}, "provisioner": "csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply("persistentvolumeclaims", &claim("data", "csi-wffc", "1Gi"));
+    server.apply("pods", &pod("slow", "100m", uses_claims(&["data"])));
+    let running = start_with(&server, &config, "test-host").await;
+
+    wait_for("FailedScheduling after the bind timeout", || {
+        server.events_for("default", "slow").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    == "running PreBind plugin \"VolumeBinding\": binding volumes: context deadline exceeded"
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "slow"), None);
+    // The status patch follows the event.
+    wait_for("PodScheduled=False, reason SchedulerError", || {
+        let pod = server.get("pods", "default", "slow").unwrap();
+        pod["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c["type"] == "PodScheduled"
+                    && c["status"] == "False"
+                    && c["reason"] == "SchedulerError"
+            })
+        })
+    })
+    .await;
+
+    wait_for("slow bound once claims get provisioned", || {
+        support::pv_controller::reconcile(&server);
+        server.node_of("default", "slow").is_some()
+    })
+    .await;
+    running.stop().await;
+}

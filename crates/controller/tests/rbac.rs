@@ -1,4 +1,5 @@
-//! RBAC derived from the code: the controller runs a representative scenario (binding, an
+//! RBAC derived from the code: the controller runs a representative scenario (binding, volume
+//! binding (claimRef and selected-node patches), an
 //! unschedulable pod with events, event series and status patches, preemption deleting a
 //! victim, leader election) against the fake API server, which logs every request in RBAC
 //! terms. Every logged request must be allowed by the rules `kubectl apply -k manifests/`
@@ -205,6 +206,44 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
     );
     server.apply("pods", &pod("web", "100m", json!({})));
+    // VolumeBinding's PreBind: a pod with a WaitForFirstConsumer claim matching a free
+    // volume (claimRef patch) and one to provision (selected-node patch).
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "wffc"}, "provisioner": "csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply(
+        "csinodes",
+        &json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "csi.example.com", "nodeID": "n1", "allocatable": {"count": 10}}]}}),
+    );
+    server.apply(
+        "persistentvolumes",
+        &json!({"metadata": {"name": "free"},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                         "storageClassName": "wffc",
+                         "csi": {"driver": "csi.example.com", "volumeHandle": "free"}},
+                "status": {"phase": "Available"}}),
+    );
+    for c in ["existing", "fresh"] {
+        server.apply(
+            "persistentvolumeclaims",
+            &json!({"metadata": {"name": c, "namespace": "default"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "wffc",
+                             "resources": {"requests": {"storage": "1Gi"}}}}),
+        );
+    }
+    server.apply(
+        "pods",
+        &pod(
+            "db",
+            "50m",
+            json!({"volumes": [
+                {"name": "a", "persistentVolumeClaim": {"claimName": "existing"}},
+                {"name": "b", "persistentVolumeClaim": {"claimName": "fresh"}}]}),
+        ),
+    );
     server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
     server.apply(
         "pods",
@@ -231,6 +270,12 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         health: None,
     }));
 
+    // Volume binding, completed by the test's PV controller.
+    wait_for("db bound", || {
+        support::pv_controller::reconcile(&server);
+        server.node_of("default", "db").is_some()
+    })
+    .await;
     // Binding, preemption (status patch of the preemptor, victim deleted, events).
     wait_for("web and urgent bound", || {
         server.node_of("default", "web").is_some() && server.node_of("default", "urgent").is_some()
@@ -292,7 +337,13 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "", "namespaces"),
         ("watch", "node.k8s.io", "runtimeclasses"),
         ("watch", "policy", "poddisruptionbudgets"),
+        ("watch", "", "persistentvolumeclaims"),
+        ("watch", "", "persistentvolumes"),
+        ("watch", "storage.k8s.io", "storageclasses"),
+        ("watch", "storage.k8s.io", "csinodes"),
         ("create", "", "pods/binding"),
+        ("patch", "", "persistentvolumes"),
+        ("patch", "", "persistentvolumeclaims"),
         ("patch", "", "pods/status"),
         ("delete", "", "pods"),
         ("create", "events.k8s.io", "events"),

@@ -11,6 +11,9 @@
 //! - `PATCH pods/{name}/status` (strategic merge: conditions merge by type, null deletes);
 //! - `DELETE pods/{name}` (with an optional UID precondition);
 //! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1, series updates);
+//! - PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
+//!   (storage.k8s.io/v1): list/watch; `PATCH` (JSON merge patch) of a PV or PVC, refused
+//!   with 409 when the patch carries a `metadata.resourceVersion` that is not the stored one;
 //! - Leases (coordination.k8s.io/v1): GET, POST (409 if present), PUT (409 unless the
 //!   resourceVersion matches), for leader election.
 //!
@@ -259,6 +262,10 @@ fn collection_kind(collection: &str) -> (&'static str, &'static str) {
         "runtimeclasses" => ("node.k8s.io/v1", "RuntimeClass"),
         "poddisruptionbudgets" => ("policy/v1", "PodDisruptionBudget"),
         "leases" => ("coordination.k8s.io/v1", "Lease"),
+        "persistentvolumeclaims" => ("v1", "PersistentVolumeClaim"),
+        "persistentvolumes" => ("v1", "PersistentVolume"),
+        "storageclasses" => ("storage.k8s.io/v1", "StorageClass"),
+        "csinodes" => ("storage.k8s.io/v1", "CSINode"),
         _ => ("v1", "Unknown"),
     }
 }
@@ -684,6 +691,40 @@ async fn replace_lease(
     axum::Json(inner.put("leases", lease)).into_response()
 }
 
+/// JSON merge patch of a PV or PVC (the object stays in its collection). A
+/// `metadata.resourceVersion` in the patch is an optimistic-concurrency precondition.
+async fn merge_patch(
+    inner: Shared,
+    collection: &'static str,
+    ns: String,
+    name: String,
+    body: Bytes,
+) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
+    };
+    let Some(mut object) = inner.get(collection, &ns, &name) else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{collection} \"{name}\" not found"),
+        );
+    };
+    if let Some(rv) = patch["metadata"]["resourceVersion"].as_str()
+        && object["metadata"]["resourceVersion"].as_str() != Some(rv)
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {collection} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        );
+    }
+    strategic_merge(&mut object, &patch);
+    axum::Json(inner.put(collection, object)).into_response()
+}
+
 fn collection_route(collection: &'static str) -> axum::routing::MethodRouter<Shared> {
     get(
         move |State(inner): State<Shared>, Query(params): Query<BTreeMap<String, String>>| {
@@ -712,6 +753,40 @@ impl FakeApiServer {
             .route(
                 "/apis/policy/v1/poddisruptionbudgets",
                 collection_route("poddisruptionbudgets"),
+            )
+            .route(
+                "/api/v1/persistentvolumeclaims",
+                collection_route("persistentvolumeclaims"),
+            )
+            .route(
+                "/api/v1/persistentvolumes",
+                collection_route("persistentvolumes"),
+            )
+            .route(
+                "/apis/storage.k8s.io/v1/storageclasses",
+                collection_route("storageclasses"),
+            )
+            .route(
+                "/apis/storage.k8s.io/v1/csinodes",
+                collection_route("csinodes"),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}",
+                axum::routing::patch(
+                    |State(inner): State<Shared>,
+                     Path((ns, name)): Path<(String, String)>,
+                     body: Bytes| {
+                        merge_patch(inner, "persistentvolumeclaims", ns, name, body)
+                    },
+                ),
+            )
+            .route(
+                "/api/v1/persistentvolumes/{name}",
+                axum::routing::patch(
+                    |State(inner): State<Shared>, Path(name): Path<String>, body: Bytes| {
+                        merge_patch(inner, "persistentvolumes", String::new(), name, body)
+                    },
+                ),
             )
             .route("/api/v1/namespaces/{ns}/pods/{name}/binding", post(bind))
             .route(
@@ -778,7 +853,8 @@ impl FakeApiServer {
     }
 
     /// Creates or replaces an object of `collection` ("pods", "nodes", "namespaces",
-    /// "runtimeclasses", "poddisruptionbudgets") from any serializable Kubernetes object.
+    /// "runtimeclasses", "poddisruptionbudgets", "persistentvolumeclaims",
+    /// "persistentvolumes", "storageclasses", "csinodes") from any serializable Kubernetes object.
     pub fn apply<T: serde::Serialize>(&self, collection: &str, object: &T) -> Value {
         self.inner
             .put(collection, serde_json::to_value(object).unwrap())
@@ -830,6 +906,16 @@ impl FakeApiServer {
     pub fn list_count(&self, collection: &str) -> usize {
         let st = self.inner.store.lock().unwrap();
         st.lists.get(collection).copied().unwrap_or(0)
+    }
+
+    /// Every stored object of `collection`.
+    pub fn list(&self, collection: &str) -> Vec<Value> {
+        let st = self.inner.store.lock().unwrap();
+        st.objects
+            .iter()
+            .filter(|((c, _, _), _)| c == collection)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 
     /// The current holder of a Lease.

@@ -1,1 +1,2 @@
 pub mod fake_apiserver;
+pub mod pv_controller;

@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex};
 use crate::cache::Snapshot;
 use crate::config::PluginArgs;
 use crate::framework::{
-    CycleState, FilterPlugin, MAX_NODE_SCORE, Plugin, PluginPoints, PreBindPlugin, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin,
+    PluginPoints, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin,
+    ScorePlugin, Status,
 };
 use crate::plugin_points;
 use crate::types::volume::{NOT_SUPPORTED_PROVISIONER, claim_key};
@@ -83,6 +84,22 @@ impl Plugin for VolumeBinding {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter, reserve, pre_bind, pre_score, score)
+    }
+    /// Upstream's registrations (without CSIDriver/CSIStorageCapacity, which ferrosched
+    /// does not read): a claim bound or created, a volume added, a class or CSINode
+    /// appearing, or a node relabelled/retainted may let a rejected pod fit.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        let add_update = ActionType::ADD | ActionType::UPDATE;
+        vec![
+            ClusterEvent::new(EventResource::StorageClass, add_update),
+            ClusterEvent::new(EventResource::PersistentVolumeClaim, add_update),
+            ClusterEvent::new(EventResource::PersistentVolume, add_update),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
+            ),
+            ClusterEvent::new(EventResource::CSINode, add_update),
+        ]
     }
 }
 
