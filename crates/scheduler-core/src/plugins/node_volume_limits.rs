@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -47,6 +48,15 @@ impl Plugin for NodeVolumeLimits {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            // Limits rise with CSINode changes; attachments free up when pods go away.
+            ClusterEvent::new(EventResource::CSINode, ActionType::ADD | ActionType::UPDATE),
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::ADD),
+            ClusterEvent::new(EventResource::VolumeAttachment, ActionType::DELETE),
+        ]
     }
 }
 

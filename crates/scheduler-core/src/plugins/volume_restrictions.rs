@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -49,6 +50,18 @@ impl Plugin for VolumeRestrictions {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            // Deleting a pod releases its disks and ReadWriteOncePod claims; a new node or a
+            // claim change can also resolve the conflict.
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            ClusterEvent::new(EventResource::Node, ActionType::ADD),
+            ClusterEvent::new(
+                EventResource::PersistentVolumeClaim,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+        ]
     }
 }
 

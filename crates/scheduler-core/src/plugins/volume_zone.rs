@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -43,6 +44,24 @@ impl Plugin for VolumeZone {
     }
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            // New or relabelled nodes, and bound volumes or claims changing, can fix a zone mismatch.
+            ClusterEvent::new(EventResource::StorageClass, ActionType::ADD),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+            ),
+            ClusterEvent::new(
+                EventResource::PersistentVolumeClaim,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            ClusterEvent::new(
+                EventResource::PersistentVolume,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+        ]
     }
 }
 
