@@ -10,11 +10,68 @@ use super::{
     SchedulingPolicy,
 };
 
-/// Merges policies (any order in; sorted by name here). No policy gives the empty spec,
-/// which allows nothing.
+/// The proposal's three merge strategies. ferrosched uses [`MergeStrategy::SmartDeepMerge`]
+/// (Option 1); the other two are kept to show, and test, what they would give.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MergeStrategy {
+    /// Option 1: `required` and `default` first-seen per sub-key, `allowed` additive.
+    #[default]
+    SmartDeepMerge,
+    /// Option 2: the first policy in alphabetical order, alone.
+    FirstSeenWinsEver,
+    /// Option 3: first-seen per second-level field (`required.nodeSelectors`, ...), in every
+    /// section, `allowed` included.
+    SimpleMerge,
+}
+
+/// Merges policies (any order in; sorted by name here) with Option 1. No policy gives the
+/// empty spec, which allows nothing.
 pub fn merge<'a>(policies: impl IntoIterator<Item = &'a SchedulingPolicy>) -> PolicySpec {
+    merge_with(MergeStrategy::SmartDeepMerge, policies)
+}
+
+pub fn merge_with<'a>(
+    strategy: MergeStrategy,
+    policies: impl IntoIterator<Item = &'a SchedulingPolicy>,
+) -> PolicySpec {
     let mut sorted: Vec<&SchedulingPolicy> = policies.into_iter().collect();
     sorted.sort_by(|a, b| a.name().cmp(b.name()));
+    match strategy {
+        MergeStrategy::SmartDeepMerge => smart(sorted),
+        MergeStrategy::FirstSeenWinsEver => {
+            sorted.first().map(|p| p.spec.clone()).unwrap_or_default()
+        }
+        MergeStrategy::SimpleMerge => simple(sorted),
+    }
+}
+
+fn simple(sorted: Vec<&SchedulingPolicy>) -> PolicySpec {
+    let mut m = PolicySpec::default();
+    for p in sorted {
+        let s = &p.spec;
+        let (r, a, d) = (&mut m.required, &mut m.allowed, &mut m.defaults);
+        first(&mut r.scheduler_names, &s.required.scheduler_names);
+        first(
+            &mut r.priority_class_names,
+            &s.required.priority_class_names,
+        );
+        first(&mut r.node_selectors, &s.required.node_selectors);
+        first(&mut r.affinities, &s.required.affinities);
+        first(&mut a.scheduler_names, &s.allowed.scheduler_names);
+        first(&mut a.priority_class_names, &s.allowed.priority_class_names);
+        first(&mut a.node_selectors, &s.allowed.node_selectors);
+        first(&mut a.tolerations, &s.allowed.tolerations);
+        first(&mut a.affinities, &s.allowed.affinities);
+        first(&mut d.scheduler_name, &s.defaults.scheduler_name);
+        first(&mut d.priority_class_name, &s.defaults.priority_class_name);
+        first(&mut d.node_selector, &s.defaults.node_selector);
+        first(&mut d.tolerations, &s.defaults.tolerations);
+        first(&mut d.affinity, &s.defaults.affinity);
+    }
+    m
+}
+
+fn smart(sorted: Vec<&SchedulingPolicy>) -> PolicySpec {
     let mut m = PolicySpec::default();
     for p in sorted {
         let s = &p.spec;

@@ -25,9 +25,9 @@ use serde_json::Value;
 
 pub use eval::{
     Admission, Defaulted, PatchOp, PodFields, TolerationView, Verdict, admit, apply_defaults,
-    evaluate,
+    evaluate, expand_default_tolerations,
 };
-pub use merge::{effective_policy, merge};
+pub use merge::{MergeStrategy, effective_policy, merge, merge_with};
 pub use validate::validate;
 
 /// The API group of the SchedulingPolicy custom resource.
