@@ -11,7 +11,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, Probe, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use scheduler_core::policy::{self, SchedulingPolicy};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
@@ -200,10 +202,18 @@ fn every_manifest_decodes_into_its_kubernetes_type_without_losing_fields() {
             "Deployment" => drop(typed::<Deployment>(file, d)),
             "PodDisruptionBudget" => drop(typed::<PodDisruptionBudget>(file, d)),
             "Pod" => drop(typed::<Pod>(file, d)),
+            "CustomResourceDefinition" => drop(typed::<CustomResourceDefinition>(file, d)),
+            "SchedulingPolicy" => {
+                let p: SchedulingPolicy = typed(file, d);
+                assert_eq!(policy::validate(&p), Vec::<String>::new(), "{file}");
+            }
             other => panic!("{file}: no typed check for kind {other}"),
         }
         let ns = d["metadata"]["namespace"].as_str();
-        if kind.starts_with("Cluster") {
+        if kind.starts_with("Cluster")
+            || kind == "CustomResourceDefinition"
+            || kind == "SchedulingPolicy"
+        {
             assert_eq!(ns, None, "{file}: {kind} is cluster-scoped");
         } else {
             assert_eq!(

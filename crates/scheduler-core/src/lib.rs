@@ -10,6 +10,7 @@ pub mod cache;
 pub mod config;
 pub mod framework;
 pub mod plugins;
+pub mod policy;
 pub mod queue;
 pub mod schedule_one;
 pub mod simulate;

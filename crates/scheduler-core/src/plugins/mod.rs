@@ -23,6 +23,7 @@ pub mod queue_sort;
 pub mod resource_allocation;
 pub mod runtime_class;
 pub mod scheduling_gates;
+pub mod scheduling_policy;
 pub mod taint_toleration;
 pub mod volume_binding;
 pub mod volume_restrictions;
@@ -34,6 +35,11 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
     &[
         (names::SCHEDULING_GATES, |_| {
             Ok(Arc::new(scheduling_gates::SchedulingGates))
+        }),
+        (names::SCHEDULING_POLICY, |_| {
+            Ok(Arc::new(
+                scheduling_policy::SchedulingPolicyPlugin::default(),
+            ))
         }),
         (names::PRIORITY_SORT, |_| {
             Ok(Arc::new(queue_sort::PrioritySort))
