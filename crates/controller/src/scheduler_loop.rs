@@ -9,7 +9,7 @@ use scheduler_core::cache::Snapshot;
 use scheduler_core::framework::{BindAction, PostFilterResult, QueuedPodInfo};
 use scheduler_core::plugins::volume_binding;
 use scheduler_core::queue::QueueError;
-use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
 use scheduler_core::types::PodInfo;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -108,7 +108,7 @@ impl SchedulingLoop {
                 let BindAction::Binding { .. } = action;
                 let mut st = shared.lock();
                 st.queue.delete_nominated_if_exists(&key);
-                if let Err(e) = st.cache.assume_pod(Arc::clone(&pod), &node) {
+                if let Err(e) = assume_decision(&mut st.cache, Arc::clone(&pod), &node, &state) {
                     tracing::warn!(pod = %key, error = %e, "assume failed");
                     let _ = st.queue.add_unschedulable_if_not_present(q, None, cycle);
                     drop(st);
@@ -121,12 +121,8 @@ impl SchedulingLoop {
                     fw.run_unreserve(&mut state, &pod, &node);
                     return;
                 }
-                // VolumeBinding's decision: later cycles must see the volumes taken and the
-                // claims placed while the binding cycle carries it out.
+                // VolumeBinding's decision (assumed above) for the binding cycle to carry out.
                 let volumes = volume_binding::decided_bindings(&state).cloned();
-                if let Some(v) = &volumes {
-                    st.cache.assume_pod_volumes(v, &node);
-                }
                 drop(st);
                 tracing::debug!(pod = %key, %node, "scheduled; binding");
                 self.send(Action::Bind {

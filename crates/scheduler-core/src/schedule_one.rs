@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use crate::cache::Snapshot;
+use crate::cache::{Cache, CacheError, Snapshot};
 use crate::framework::{
     BindAction, Code, CycleState, Diagnosis, FitError, Framework, NodePluginScores, NominatedPods,
     PostFilterContext, PostFilterResult, ScoreTable, Status,
@@ -334,7 +334,7 @@ impl SchedulingAlgorithm {
                 Some((i, status))
             }
         };
-        let mut outcomes: Vec<(usize, Status)> = if parallel(n) {
+        let outcomes: Vec<(usize, Status)> = if parallel(n) {
             (0..n)
                 .into_par_iter()
                 .with_min_len(16)
@@ -343,7 +343,7 @@ impl SchedulingAlgorithm {
         } else {
             (0..n).filter_map(check).collect()
         };
-        outcomes.sort_unstable_by_key(|(i, _)| *i);
+        // Both collects keep node order (rayon's collect preserves it), so no sort is needed.
 
         let mut feasible = Vec::with_capacity(to_find.min(n));
         for (i, status) in outcomes {
@@ -518,6 +518,22 @@ pub fn schedule_one(
             Decision::Error { message }
         }
     }
+}
+
+/// Records a [`Decision::Bind`] in the cache before the next cycle, as every caller must:
+/// the pod, assumed until its binding is confirmed, and the volume bindings VolumeBinding
+/// decided, so later pods neither reuse those volumes nor move those claims.
+pub fn assume_decision(
+    cache: &mut Cache,
+    pod: Arc<PodInfo>,
+    node: &str,
+    state: &CycleState,
+) -> Result<(), CacheError> {
+    cache.assume_pod(pod, node)?;
+    if let Some(v) = crate::plugins::volume_binding::decided_bindings(state) {
+        cache.assume_pod_volumes(v, node);
+    }
+    Ok(())
 }
 
 fn rejected_after_filter(s: Status) -> Decision {

@@ -15,8 +15,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use crate::cache::{Cache, Snapshot};
 use crate::config::{self, Loaded};
+use crate::framework::CycleState;
 use crate::framework::{NominatedPods, ProfileRegistry, Registry};
-use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
 use crate::types::PodInfo;
 
 /// The workloads `ferrosched bench` knows.
@@ -355,6 +356,14 @@ impl Runner {
         }
     }
 
+    /// Assumes a placement as the controller does, with the binding taken as done.
+    fn assume(&mut self, pod: Arc<PodInfo>, node: &str, state: &CycleState) -> bool {
+        let key = pod.key().clone();
+        let ok = assume_decision(&mut self.cache, pod, node, state).is_ok();
+        self.cache.finish_binding(&key);
+        ok
+    }
+
     /// One attempt: snapshot, schedule, assume. Returns whether the pod was placed.
     pub fn schedule(&mut self, pod: &Arc<PodInfo>) -> bool {
         let Some(fw) = self.profiles.for_scheduler_name(&pod.scheduler_name) else {
@@ -362,12 +371,9 @@ impl Runner {
         };
         self.cache.update_snapshot(&mut self.snapshot);
         match schedule_one(fw, &mut self.alg, pod, &self.snapshot, &self.nominated) {
-            Decision::Bind { node, pod, .. } => {
-                let key = pod.key().clone();
-                let ok = self.cache.assume_pod(pod, &node).is_ok();
-                self.cache.finish_binding(&key);
-                ok
-            }
+            Decision::Bind {
+                node, pod, state, ..
+            } => self.assume(pod, &node, &state),
             Decision::Unschedulable {
                 nomination: Some(n),
                 ..
@@ -385,7 +391,9 @@ impl Runner {
                     .for_scheduler_name(&p.scheduler_name)
                     .expect("checked");
                 match schedule_one(fw, &mut self.alg, &p, &self.snapshot, &self.nominated) {
-                    Decision::Bind { node, pod, .. } => self.cache.assume_pod(pod, &node).is_ok(),
+                    Decision::Bind {
+                        node, pod, state, ..
+                    } => self.assume(pod, &node, &state),
                     _ => false,
                 }
             }

@@ -20,7 +20,7 @@ use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
-use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
 pub use load::{ClusterObjects, LoadError, load_paths, load_str};
@@ -230,7 +230,7 @@ pub fn run_with_registry(
             } => {
                 let BindAction::Binding { .. } = action;
                 nominated.remove(pod.key());
-                if let Err(e) = cache.assume_pod(Arc::clone(&pod), &node) {
+                if let Err(e) = assume_decision(&mut cache, Arc::clone(&pod), &node, &state) {
                     outcomes.push(outcome(
                         &pod,
                         Some(fw.profile_name()),
@@ -239,11 +239,6 @@ pub fn run_with_registry(
                         },
                     ));
                     continue;
-                }
-                // The volume bindings PreBind left to the controller count as done, so later
-                // pods neither reuse the volumes nor move the claims.
-                if let Some(v) = crate::plugins::volume_binding::decided_bindings(&state) {
-                    cache.assume_pod_volumes(v, &node);
                 }
                 cache.finish_binding(pod.key());
                 fw.run_post_bind(&state, &pod, &node);
