@@ -218,14 +218,19 @@ pub struct Env {
     scheduler: Option<Scheduler>,
     kwok: tokio::task::JoinHandle<()>,
     finished: bool,
-    // Last: dropped after `Drop::drop` ran (fake target only).
-    _fake: Option<fake_apiserver::FakeApiServer>,
+    // Dropped after `Drop::drop` ran, so its cleanup still reaches the fake server.
+    fake: Option<std::sync::Arc<fake_apiserver::FakeApiServer>>,
 }
 
 impl Env {
-    /// Connects to the target, creates the scenario's namespace and starts [`kwok`].
-    /// `scenario` names the namespace (`e2e-{scenario}-{id}`).
+    /// Connects to the target ([`Target::from_env`]), creates the scenario's namespace and
+    /// starts [`kwok`]. `scenario` names the namespace (`e2e-{scenario}-{id}`).
     pub async fn new(scenario: &str) -> Env {
+        Env::on(Target::from_env(), scenario).await
+    }
+
+    /// [`Env::new`] on a given target.
+    pub async fn on(target: Target, scenario: &str) -> Env {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
@@ -233,7 +238,6 @@ impl Env {
             )
             .with_test_writer()
             .try_init();
-        let target = Target::from_env();
         let id = run_id();
         let (config, fake) = match target {
             Target::Fake => {
@@ -242,7 +246,7 @@ impl Env {
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
                     .await
                     .unwrap();
-                (config, Some(server))
+                (config, Some(std::sync::Arc::new(server)))
             }
             Target::Cluster => (
                 kube::Config::infer()
@@ -279,7 +283,7 @@ impl Env {
             scheduler: None,
             kwok,
             finished: false,
-            _fake: fake,
+            fake,
         };
         env.create_cluster::<Namespace>(json!({"metadata": {"name": env.ns}}))
             .await;
@@ -301,6 +305,12 @@ impl Env {
             .await;
         }
         env
+    }
+
+    /// The in-process server on the fake target: for the harness's own tests only
+    /// (scenarios use the API, or they could not run on a cluster).
+    pub fn fake_server(&self) -> Option<std::sync::Arc<fake_apiserver::FakeApiServer>> {
+        self.fake.clone()
     }
 
     /// `labels` for everything this run creates.
@@ -660,12 +670,16 @@ profiles:
 }
 
 impl Drop for Env {
-    /// A scenario that panicked never reaches [`Env::finish`]: clean up here. The fake
-    /// server dies with the test; on a cluster, delete by label from a thread with its own
-    /// runtime and client (the test's runtime may be unwinding).
+    /// A scenario that panicked never reaches [`Env::finish`]: stop the scheduler and clean
+    /// up here, from a thread with its own runtime and client (the test's runtime may be
+    /// unwinding, or be a current-thread one this thread blocks). Bounded by a timeout so a
+    /// failing test never hangs in cleanup.
     fn drop(&mut self) {
         self.kwok.abort();
-        if self.finished || self.target != Target::Cluster {
+        if let Some(s) = self.scheduler.take() {
+            s.task.abort();
+        }
+        if self.finished {
             return;
         }
         let (config, id, ns) = (self.config.clone(), self.id.clone(), self.ns.clone());
@@ -676,13 +690,29 @@ impl Drop for Env {
                 .build()
                 .expect("cleanup runtime");
             rt.block_on(async {
-                match Client::try_from(config) {
-                    Ok(client) => cleanup(&client, &id, &ns).await,
-                    Err(e) => eprintln!("e2e cleanup of run {id}: no client: {e}"),
+                let client = match Client::try_from(config) {
+                    Ok(c) => c,
+                    Err(e) => return eprintln!("e2e cleanup of run {id}: no client: {e}"),
+                };
+                if tokio::time::timeout(TIMEOUT, cleanup(&client, &id, &ns))
+                    .await
+                    .is_err()
+                {
+                    eprintln!(
+                        "e2e cleanup of run {id} timed out: see e2e/README.md to clean up by label"
+                    );
                 }
             });
         });
-        let _ = cleaner.join();
+        // On a multi-thread runtime, hand this worker's queued tasks (the fake server's,
+        // perhaps) to another thread while waiting.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if multi_thread {
+            let _ = tokio::task::block_in_place(|| cleaner.join());
+        } else {
+            let _ = cleaner.join();
+        }
     }
 }
 
@@ -741,5 +771,74 @@ where
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => eprintln!("e2e cleanup: deleting {kind} {name}: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Creates one object of every kind cleanup handles.
+    async fn populate(env: &Env) {
+        env.create_node(env.node("n")).await;
+        env.create_priority_class("p", 5).await;
+        env.create_wffc_storage_class("s").await;
+        env.create_cluster::<RuntimeClass>(
+            json!({"metadata": {"name": env.name("r")}, "handler": "h"}),
+        )
+        .await;
+        env.create::<PersistentVolumeClaim>(json!({
+            "metadata": {"name": "c"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        }))
+        .await;
+        env.create_pod(env.pod("p")).await;
+    }
+
+    fn leftovers(server: &fake_apiserver::FakeApiServer) -> Vec<Value> {
+        [
+            "pods",
+            "persistentvolumeclaims",
+            "namespaces",
+            "nodes",
+            "persistentvolumes",
+            "storageclasses",
+            "priorityclasses",
+            "runtimeclasses",
+        ]
+        .iter()
+        .flat_map(|c| server.list(c))
+        .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn finish_deletes_everything_the_run_created() {
+        let env = Env::on(Target::Fake, "finish").await;
+        populate(&env).await;
+        let server = env.fake_server().unwrap();
+        assert_eq!(leftovers(&server).len(), 7);
+        env.finish().await;
+        assert_eq!(leftovers(&server), Vec::<Value>::new());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_scenario_is_cleaned_up_on_drop() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let scenario = tokio::spawn(async move {
+            let mut env = Env::on(Target::Fake, "panics").await;
+            let _ = tx.send(env.fake_server().unwrap());
+            env.start_default_scheduler().await;
+            populate(&env).await;
+            panic!("the scenario failed");
+        });
+        assert!(scenario.await.unwrap_err().is_panic());
+        let server = rx.await.unwrap();
+        assert_eq!(leftovers(&server), Vec::<Value>::new());
+    }
+
+    #[test]
+    fn run_ids_differ() {
+        let ids: std::collections::BTreeSet<String> = (0..100).map(|_| run_id()).collect();
+        assert_eq!(ids.len(), 100);
     }
 }
