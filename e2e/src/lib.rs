@@ -416,6 +416,26 @@ profiles:
         )
         .await
         .unwrap_or_else(|e| panic!("patching node {name}'s status: {e}"));
+        // A real API server's TaintNodesByCondition admission adds
+        // node.kubernetes.io/not-ready:NoSchedule to every new node; the node lifecycle
+        // controller removes it once it sees Ready=True. Wait, so scenarios start from the
+        // node as built (a no-op on the fake server).
+        let (api, name_ref) = (&api, &name);
+        self.eventually(
+            format!("node {name} without condition taints"),
+            move || async move {
+                let node = api.get(name_ref).await.map_err(|e| e.to_string())?;
+                let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+                match taints
+                    .iter()
+                    .find(|t| t.key.starts_with("node.kubernetes.io/"))
+                {
+                    Some(t) => Err(format!("{t:?}")),
+                    None => Ok(()),
+                }
+            },
+        )
+        .await;
         name
     }
 
@@ -603,11 +623,21 @@ profiles:
             .find(|c| c.type_ == "PodScheduled")
     }
 
-    /// Waits for PodScheduled=False with `reason`; returns the condition.
-    pub async fn wait_unschedulable(&self, pod: &str) -> PodCondition {
+    /// Waits for PodScheduled=False, reason Unschedulable, with a message `message` accepts
+    /// (a retry rewrites the message: wait for the one the scenario is about).
+    pub async fn wait_unschedulable(
+        &self,
+        pod: &str,
+        message: impl Fn(&str) -> bool,
+    ) -> PodCondition {
+        let message = &message;
         self.eventually(format!("PodScheduled=False on {pod}"), move || async move {
             match self.pod_scheduled(pod).await {
-                Some(c) if c.status == "False" && c.reason.as_deref() == Some("Unschedulable") => {
+                Some(c)
+                    if c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable")
+                        && message(c.message.as_deref().unwrap_or("")) =>
+                {
                     Ok(c)
                 }
                 other => Err(format!("{other:?}")),

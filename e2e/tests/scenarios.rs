@@ -96,11 +96,8 @@ async fn runtime_class_nodeselector_tolerations_and_late_creation() {
         .wait_event("sandboxed", "FailedScheduling", |n| n.contains(&not_found))
         .await;
     assert_reported_by(&ev, &env.profile("a"));
-    let cond = env.wait_unschedulable("sandboxed").await;
-    assert!(
-        cond.message.as_deref().unwrap_or("").contains(&not_found),
-        "{cond:?}"
-    );
+    env.wait_unschedulable("sandboxed", |m| m.contains(&not_found))
+        .await;
 
     env.create_cluster::<k8s_openapi::api::node::v1::RuntimeClass>(json!({
         "metadata": {"name": class},
@@ -138,14 +135,14 @@ async fn taints_and_tolerations() {
 
     // Fits only on the tainted node.
     env.create_pod(env.pod("intolerant").cpu("2")).await;
-    let cond = env.wait_unschedulable("intolerant").await;
-    let msg = cond.message.unwrap_or_default();
-    let tainted = 1 + env.foreign_tainted_nodes().await;
-    assert!(
-        msg.contains(&format!("{tainted} node(s) had untolerated taint(s)"))
-            && msg.contains("1 Insufficient cpu"),
-        "{msg}"
+    let tainted = format!(
+        "{} node(s) had untolerated taint(s)",
+        1 + env.foreign_tainted_nodes().await
     );
+    env.wait_unschedulable("intolerant", |m| {
+        m.contains(&tainted) && m.contains("1 Insufficient cpu")
+    })
+    .await;
     let ev = env
         .wait_event("intolerant", "FailedScheduling", |n| {
             n.contains("untolerated taint")
@@ -229,13 +226,11 @@ async fn node_affinity_and_pod_anti_affinity() {
     placed.sort();
     assert_eq!(placed, vec![b1.clone(), b2.clone()], "one per zone-b host");
     assert_eq!(pending.len(), 1);
-    let cond = env.wait_unschedulable(pending[0]).await;
-    let msg = cond.message.unwrap_or_default();
-    assert!(
-        msg.contains("2 node(s) didn't match pod anti-affinity rules")
-            && msg.contains("didn't match Pod's node affinity/selector"),
-        "{msg}"
-    );
+    env.wait_unschedulable(pending[0], |m| {
+        m.contains("2 node(s) didn't match pod anti-affinity rules")
+            && m.contains("didn't match Pod's node affinity/selector")
+    })
+    .await;
 
     // Node affinity alone: zone-a's only node.
     env.create_pod(env.pod("zonal").affinity(required_node_affinity(
@@ -305,7 +300,7 @@ async fn pod_becomes_schedulable_when_a_node_appears() {
     env.create_pod(env.pod("early")).await;
     let ev = env.wait_event("early", "FailedScheduling", |_| true).await;
     assert_reported_by(&ev, &env.profile("a"));
-    env.wait_unschedulable("early").await;
+    env.wait_unschedulable("early", |_| true).await;
 
     let node = env.create_node(env.node("late")).await;
     assert_eq!(env.wait_bound("early").await, node);
