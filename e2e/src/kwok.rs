@@ -10,9 +10,10 @@
 //!   on that node (nodeAffinity on its hostname) with a claimRef to the claim, as CSI
 //!   external-provisioners do.
 //! - **PV controller**, fake target only (kube-controller-manager does it on a cluster):
-//!   a PV whose claimRef names an unbound claim binds the two (claim's volumeName and
-//!   `pv.kubernetes.io/bind-completed`, both Bound), as its `bindClaimToVolume` does. This
-//!   covers the scheduler's static bindings too (it sets the claimRef).
+//!   a new volume without a claimRef becomes Available; a PV whose claimRef names an unbound
+//!   claim binds the two (claim's volumeName and `pv.kubernetes.io/bind-completed`, both
+//!   Bound), as its `bindClaimToVolume` does. This covers the scheduler's static bindings
+//!   too (it sets the claimRef).
 
 use std::time::Duration;
 
@@ -150,9 +151,20 @@ impl Kwok {
         let pvs: Api<PersistentVolume> = Api::all(self.client.clone());
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &self.ns);
         let pp = PatchParams::default();
+        let phase = |s: Option<&str>| s.unwrap_or("").to_string();
         for pv in pvs.list(&self.selector()).await? {
             let spec = pv.spec.clone().unwrap_or_default();
+            let pv_phase = phase(pv.status.as_ref().and_then(|s| s.phase.as_deref()));
             let Some(claim_ref) = spec.claim_ref.as_ref() else {
+                // A new, unclaimed volume becomes Available: only those are matched to claims.
+                if pv_phase != "Available" {
+                    pvs.patch_status(
+                        &pv.name_any(),
+                        &pp,
+                        &Patch::Merge(json!({"status": {"phase": "Available"}})),
+                    )
+                    .await?;
+                }
                 continue;
             };
             if claim_ref.namespace.as_deref() != Some(self.ns.as_str()) {
@@ -167,8 +179,7 @@ impl Kwok {
             if claim.metadata.uid != claim_ref.uid {
                 continue;
             }
-            let phase = |s: Option<&str>| s.unwrap_or("").to_string();
-            if phase(pv.status.as_ref().and_then(|s| s.phase.as_deref())) != "Bound" {
+            if pv_phase != "Bound" {
                 pvs.patch_status(
                     &pv.name_any(),
                     &pp,

@@ -366,3 +366,61 @@ async fn wait_for_first_consumer_claim_gets_selected_node_and_pod_binds_there() 
     assert_reported_by(&ev, &env.profile("a"));
     env.finish().await;
 }
+
+/// Static binding: a WaitForFirstConsumer claim of a no-provisioner class matches a local
+/// volume that exists only on n2. The scheduler picks n2 and sets the volume's claimRef;
+/// the PV controller binds the claim; the pod is bound to n2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_first_consumer_claim_binds_to_a_local_volume_on_its_node() {
+    let mut env = Env::new("localpv").await;
+    let class = env.name("local");
+    env.create_cluster::<k8s_openapi::api::storage::v1::StorageClass>(json!({
+        "metadata": {"name": class},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .await;
+    env.create_node(env.node("n1")).await;
+    let n2 = env.create_node(env.node("n2")).await;
+    let pv_name = env.name("local-n2");
+    env.create_cluster::<k8s_openapi::api::core::v1::PersistentVolume>(json!({
+        "metadata": {"name": pv_name},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "storageClassName": class, "persistentVolumeReclaimPolicy": "Retain",
+                 "volumeMode": "Filesystem",
+                 "local": {"path": "/mnt/disks/e2e"},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [n2]}]}]}}},
+    }))
+    .await;
+    env.start_default_scheduler().await;
+
+    env.create::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(json!({
+        "metadata": {"name": "cache-web-0"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                 "resources": {"requests": {"storage": "5Gi"}}},
+    }))
+    .await;
+    env.create_pod(env.pod("web-0").label("app", "web").claim("cache-web-0"))
+        .await;
+
+    assert_eq!(env.wait_bound("web-0").await, n2);
+    let claim = env.claim("cache-web-0").await;
+    assert_eq!(
+        claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()),
+        Some(pv_name.as_str())
+    );
+    let pv = env.volume(&pv_name).await;
+    let claim_ref = pv.spec.and_then(|s| s.claim_ref).expect("claimRef");
+    assert_eq!(claim_ref.name.as_deref(), Some("cache-web-0"));
+    assert_eq!(claim_ref.uid, claim.metadata.uid);
+    // Nothing to provision: no selected-node annotation.
+    assert!(
+        !claim
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(ANN_SELECTED_NODE)
+    );
+    env.finish().await;
+}
