@@ -53,13 +53,19 @@ pub enum Target {
 }
 
 impl Target {
+    /// From `FERROSCHED_E2E`. KUBECONFIG alone never selects the cluster.
     pub fn from_env() -> Target {
-        match std::env::var("FERROSCHED_E2E").as_deref() {
-            Err(_) | Ok("" | "fake") => Target::Fake,
-            Ok("cluster") => Target::Cluster,
-            Ok(other) => {
-                panic!("FERROSCHED_E2E={other:?}: expected \"fake\" (default) or \"cluster\"")
-            }
+        Target::parse(std::env::var("FERROSCHED_E2E").ok().as_deref())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn parse(value: Option<&str>) -> Result<Target, String> {
+        match value {
+            None | Some("" | "fake") => Ok(Target::Fake),
+            Some("cluster") => Ok(Target::Cluster),
+            Some(other) => Err(format!(
+                "FERROSCHED_E2E={other:?}: expected \"fake\" (the default) or \"cluster\""
+            )),
         }
     }
 }
@@ -864,6 +870,15 @@ mod tests {
         assert!(scenario.await.unwrap_err().is_panic());
         let server = rx.await.unwrap();
         assert_eq!(leftovers(&server), Vec::<Value>::new());
+    }
+
+    #[test]
+    fn only_an_explicit_cluster_selects_the_cluster() {
+        assert_eq!(Target::parse(None), Ok(Target::Fake));
+        assert_eq!(Target::parse(Some("")), Ok(Target::Fake));
+        assert_eq!(Target::parse(Some("fake")), Ok(Target::Fake));
+        assert_eq!(Target::parse(Some("cluster")), Ok(Target::Cluster));
+        assert!(Target::parse(Some("1")).is_err());
     }
 
     #[test]
