@@ -1,6 +1,8 @@
 //! Scenarios: ferrosched in-process against the fake API server (default) or a real cluster
 //! (`FERROSCHED_E2E=cluster`), through the Kubernetes API only. See e2e/README.md.
 
+mod harness;
+
 use ferrosched_e2e::{ANN_SELECTED_NODE, Env};
 use serde_json::{Value, json};
 
