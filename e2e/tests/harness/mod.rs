@@ -79,3 +79,28 @@ fn run_ids_differ() {
     let ids: std::collections::BTreeSet<String> = (0..100).map(|_| run_id()).collect();
     assert_eq!(ids.len(), 100);
 }
+
+/// The harness's kubelet finishes graceful deletions. The fake server deletes at once, so
+/// the pod is created already terminating (it keeps metadata as sent), as a cluster shows a
+/// preemption victim on a node without a kubelet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kwok_force_deletes_terminating_pods() {
+    let env = Env::on(Target::Fake, "kwok").await;
+    let node = env.create_node(env.node("n")).await;
+    env.create_pod(env.pod("running").on_node(&node)).await;
+    env.create_pod(
+        env.pod("terminating")
+            .on_node(&node)
+            .merge(json!({"metadata": {"deletionTimestamp": ferrosched_e2e::now()}})),
+    )
+    .await;
+    env.eventually("the terminating pod force-deleted", || async {
+        match env.pod_opt("terminating").await {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await;
+    assert!(env.pod_opt("running").await.is_some());
+    env.finish().await;
+}
