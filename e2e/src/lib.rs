@@ -571,6 +571,13 @@ profiles:
         list.items
             .iter()
             .filter(|n| n.labels().get(RUN_LABEL) != Some(&self.id))
+            // Cordoned nodes fail NodeUnschedulable first ("were unschedulable").
+            .filter(|n| {
+                !n.spec
+                    .as_ref()
+                    .and_then(|s| s.unschedulable)
+                    .unwrap_or(false)
+            })
             .filter(|n| {
                 n.spec
                     .as_ref()
