@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod actions;
+pub mod authz;
 pub mod binder;
 pub mod error;
 pub mod events;
@@ -15,11 +16,13 @@ pub mod informers;
 pub mod leader;
 pub mod metrics;
 pub mod podref;
+pub mod policies;
 pub mod retry;
 pub mod scheduler_loop;
 pub mod state;
 pub mod status;
 pub mod volumes;
+pub mod webhook;
 
 use std::future::Future;
 use std::path::Path;

@@ -54,6 +54,20 @@ impl PolicyStore {
     pub fn remove(&self, name: &str) {
         self.policies.write().expect("policy store").remove(name);
     }
+    /// Replaces every policy at once (after a full list of the objects).
+    pub fn replace_all(&self, ps: impl IntoIterator<Item = SchedulingPolicy>) {
+        let all = ps.into_iter().map(|p| (p.name().to_string(), p)).collect();
+        *self.policies.write().expect("policy store") = all;
+    }
+    /// The names of every policy, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.policies
+            .read()
+            .expect("policy store")
+            .keys()
+            .cloned()
+            .collect()
+    }
     /// The merge of the named policies (unknown names ignored).
     pub fn effective(&self, usable: &[String]) -> policy::PolicySpec {
         policy::effective_policy(&self.policies.read().expect("policy store"), usable)
