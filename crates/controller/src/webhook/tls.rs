@@ -1,15 +1,16 @@
 //! The webhook's serving certificate, re-read when its files change.
 //!
 //! Certificates are rotated by replacing the files (cert-manager, a Secret volume's symlink
-//! swap). Each TLS handshake stats both files; when either modification time or size changed
-//! the pair is loaded again, so rotation needs no restart and drops no connection. A pair
-//! that does not load (a half-written file, a key that does not match) is not used: the old
-//! one keeps serving and the change is retried on the next handshake after a newer write.
+//! swap). Each TLS handshake reads both files (a few KiB; the API server keeps its
+//! connections open, so handshakes are rare) and loads the pair again when either content
+//! changed, so rotation needs no restart and drops no connection. Contents rather than
+//! modification times: a rewrite within the file system's timestamp granularity is still
+//! seen. A pair that does not load (a half-written file, a key that does not match) is not
+//! used: the old one keeps serving, and the pair is tried again once the files change again.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -19,14 +20,11 @@ use rustls::sign::CertifiedKey;
 
 use crate::{Error, Result};
 
-/// What identifies one version of the two files.
-type Stamp = [(Option<SystemTime>, u64); 2];
+/// The contents of the two files (None: unreadable), what identifies one version of them.
+type Stamp = [Option<Vec<u8>>; 2];
 
 fn stamp(cert: &Path, key: &Path) -> Stamp {
-    [cert, key].map(|p| match fs::metadata(p) {
-        Ok(m) => (m.modified().ok(), m.len()),
-        Err(_) => (None, 0),
-    })
+    [cert, key].map(|p| fs::read(p).ok())
 }
 
 struct Current {
@@ -96,7 +94,7 @@ impl ReloadingCert {
     pub fn current(&self) -> Arc<CertifiedKey> {
         let now = stamp(&self.cert_path, &self.key_path);
         let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if now != cur.stamp && cur.failed != Some(now) {
+        if now != cur.stamp && cur.failed.as_ref() != Some(&now) {
             match load(&self.cert_path, &self.key_path, &self.provider) {
                 Ok(k) => {
                     tracing::info!(cert = %self.cert_path.display(), "serving certificate reloaded");
