@@ -632,3 +632,136 @@ async fn a_replaced_certificate_is_served_on_the_next_handshake() {
     assert!(ReloadingCert::new(dir.join("missing.crt"), &k).is_err());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The real thing against the fake API server: policies come from the watch (an invalid
+/// one is left out), RBAC from SubjectAccessReviews (cached), answers over HTTPS.
+#[tokio::test]
+async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
+    use controller::authz::{CachedAuthorizer, SarAuthorizer};
+    use fake_apiserver::{FakeApiServer, Grant};
+
+    let api = FakeApiServer::start().await;
+    for p in policy::parse(POLICIES).unwrap() {
+        api.apply("schedulingpolicies", &p);
+    }
+    // Invalid (an empty required list): must grant nothing, even to whoever may use it.
+    api.apply(
+        "schedulingpolicies",
+        &json!({"apiVersion": "scheduling.ferrosched.io/v1alpha1", "kind": "SchedulingPolicy",
+                "metadata": {"name": "broken"},
+                "spec": {"required": {"schedulerNames": []}, "allowed": {"tolerations": []}}}),
+    );
+    let use_policy = |subject: &str, namespace: Option<&str>, name: &str| Grant {
+        subject: subject.into(),
+        namespace: namespace.map(str::to_string),
+        verb: "use".into(),
+        group: "scheduling.ferrosched.io".into(),
+        resource: "schedulingpolicies".into(),
+        name: Some(name.into()),
+    };
+    // As manifests/policy/examples.yaml: everyone `restricted`, kube-system `privileged`.
+    api.grant(use_policy("system:authenticated", None, "restricted"));
+    api.grant(use_policy(
+        "system:serviceaccounts:kube-system",
+        Some("kube-system"),
+        "privileged",
+    ));
+    api.grant(use_policy("system:serviceaccount:team:ci", None, "broken"));
+
+    let client = controller::client(Some(&api.kubeconfig())).await.unwrap();
+    let ps = Arc::new(Policies::default());
+    let watch = tokio::spawn(controller::policies::watch(
+        client.clone(),
+        Arc::clone(&ps),
+        || {},
+    ));
+    for _ in 0..200 {
+        if ps.is_synced() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(ps.is_synced());
+    assert_eq!(
+        ps.store.names(),
+        [
+            "fine-tolerations",
+            "multiarch",
+            "privileged",
+            "restricted",
+            "single-priority"
+        ]
+    );
+
+    let authz = CachedAuthorizer::new(
+        SarAuthorizer::new(client),
+        std::time::Duration::from_secs(30),
+        std::time::Duration::from_secs(10),
+    );
+    let ca = Ca::new();
+    let (cert, key, _) = ca.serving();
+    let (c, k) = write_pair(&temp_dir("sar"), &cert, &key);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hook = Arc::new(Webhook {
+        policies: Arc::clone(&ps),
+        authz: Arc::new(authz),
+    });
+    tokio::spawn(webhook::serve(
+        listener,
+        Arc::new(server_config(Arc::new(ReloadingCert::new(c, k).unwrap())).unwrap()),
+        webhook::router(hook),
+        std::future::pending(),
+    ));
+    let s = Server {
+        addr,
+        ca: ca.der(),
+        policies: Arc::clone(&ps),
+        rbac: Arc::new(FakeRbac {
+            grants: vec![],
+            broken: AtomicBool::new(false),
+        }),
+    };
+    let tolerating = |ns: &str, sa: Option<&str>| {
+        pod(
+            ns,
+            sa,
+            json!({"tolerations": [{"key": "k", "operator": "Exists"}]}),
+        )
+    };
+    assert_eq!(
+        s.validate(&create(&tolerating("kube-system", None))).await,
+        (true, String::new())
+    );
+    let (allowed, msg) = s.validate(&create(&tolerating("team", Some("ci")))).await;
+    assert!(!allowed);
+    assert_eq!(
+        msg,
+        format!(
+            "{DENIED} (service account team/ci; usable policies: restricted): \
+             spec.tolerations[0] (key \"k\" Exists, any effect) is not allowed"
+        )
+    );
+    let sars = || {
+        api.requests()
+            .iter()
+            .filter(|r| r.resource == "subjectaccessreviews" && r.verb == "create")
+            .count()
+    };
+    // One review per (service account, policy): five policies, two service accounts.
+    assert_eq!(sars(), 10);
+    s.validate(&create(&tolerating("team", Some("ci")))).await;
+    assert_eq!(sars(), 10, "answered from the cache");
+
+    // A policy deleted or broken by an update stops counting at once.
+    api.delete("schedulingpolicies", "", "privileged");
+    for _ in 0..200 {
+        if !ps.store.names().contains(&"privileged".to_string()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (allowed, _) = s.validate(&create(&tolerating("kube-system", None))).await;
+    assert!(!allowed);
+    watch.abort();
+}
