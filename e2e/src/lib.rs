@@ -370,6 +370,7 @@ profiles:
             }),
             seed: 1,
             health: None,
+            health_tls: None,
         }));
         self.scheduler = Some(Scheduler { stop, task });
     }
