@@ -138,7 +138,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
     );
     let shared = Arc::new(state::Shared::new(queue, clock, profiles));
-    let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
+    let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
+    // Extension-point durations every cycle, plugin durations sampled: for /metrics.
+    alg.set_record_metrics(true);
 
     let mut background = informers::spawn_all(&client, &shared);
     background.push(tokio::spawn(flush_periodically(
