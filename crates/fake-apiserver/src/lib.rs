@@ -475,15 +475,17 @@ async fn record_request(
     let injected = {
         let mut st = inner.store.lock().unwrap();
         let method = req.method().as_str();
+        let down = st.down;
+        // While down, faults are not consumed: the outage answers first.
         let fault = st
             .faults
             .iter_mut()
+            .filter(|_| !down)
             .find(|(f, left)| *left > 0 && f.matches(method, &record))
             .map(|(f, left)| {
                 *left -= 1;
                 f.response()
             });
-        let down = st.down;
         st.requests.push(record);
         if down {
             // Restarting: refuse, and close the connection as a dying server would.

@@ -89,6 +89,9 @@ pub struct SchedulingAlgorithm {
 
 /// Plugin durations are sampled on one cycle in this many (upstream samples 10% of cycles).
 pub const PLUGIN_METRICS_SAMPLE_EVERY: u64 = 10;
+/// Filter and Score plugins (timed on every node) only on one cycle in this many: timing
+/// each per-node call is as expensive as the calls (see `framework::timing`).
+pub const NODE_PLUGIN_METRICS_SAMPLE_EVERY: u64 = 100;
 
 impl SchedulingAlgorithm {
     pub fn new(percentage_of_nodes_to_score: i32, seed: u64) -> Self {
@@ -104,7 +107,8 @@ impl SchedulingAlgorithm {
     }
 
     /// Times each cycle's extension points, and every plugin call on one cycle in
-    /// [`PLUGIN_METRICS_SAMPLE_EVERY`] (the first included); read them with
+    /// [`PLUGIN_METRICS_SAMPLE_EVERY`] (the first included; Filter and Score plugins on one in
+    /// [`NODE_PLUGIN_METRICS_SAMPLE_EVERY`]); read them with
     /// [`take_cycle_timings`](Self::take_cycle_timings) after each [`schedule_one`]. Off by
     /// default, as callers without metrics (simulate, bench) need none.
     pub fn set_record_metrics(&mut self, on: bool) {
@@ -129,8 +133,10 @@ impl SchedulingAlgorithm {
             return None;
         }
         self.cycles += 1;
-        if (self.cycles - 1).is_multiple_of(PLUGIN_METRICS_SAMPLE_EVERY) {
-            self.plugin_timer = Some(Arc::new(fw.plugin_timer()));
+        let n = self.cycles - 1;
+        if n.is_multiple_of(PLUGIN_METRICS_SAMPLE_EVERY) {
+            let node_loops = n.is_multiple_of(NODE_PLUGIN_METRICS_SAMPLE_EVERY);
+            self.plugin_timer = Some(Arc::new(fw.plugin_timer(node_loops)));
         }
         self.plugin_timer.clone()
     }

@@ -98,6 +98,15 @@ impl CycleState {
         }
     }
 
+    /// The start of a Filter or Score plugin call on one node, when this cycle times those.
+    #[inline]
+    pub(crate) fn node_plugin_start(&self) -> Option<Instant> {
+        match &self.plugin_timer {
+            Some(t) if t.node_loops() => Some(Instant::now()),
+            _ => None,
+        }
+    }
+
     /// Records the `i`-th Filter plugin's call on one node.
     #[inline]
     pub(crate) fn filter_done(&self, i: usize, code: Code, start: Option<Instant>) {

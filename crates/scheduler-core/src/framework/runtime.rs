@@ -250,10 +250,11 @@ impl Framework {
     }
 
     /// A timer for one sampled cycle of this profile (see [`PluginTimer`]).
-    pub fn plugin_timer(&self) -> PluginTimer {
+    pub fn plugin_timer(&self, node_loops: bool) -> PluginTimer {
         PluginTimer::new(
             names(&self.filter),
             self.score.iter().map(|(p, _)| p.name).collect(),
+            node_loops,
         )
     }
 
@@ -401,7 +402,7 @@ impl Framework {
             if state.filter_skipped(i) {
                 continue;
             }
-            let start = state.plugin_start();
+            let start = state.node_plugin_start();
             let s = p.plugin.filter(state, pod, node);
             state.filter_done(i, s.code(), start);
             if s.is_success() {
@@ -603,7 +604,7 @@ impl Framework {
         let mut raw = vec![0i64; nodes.len() * k];
         let score_node = |(row, node): (&mut [i64], &Arc<NodeInfo>)| -> Result<(), Status> {
             for (slot, &(j, (p, _))) in row.iter_mut().zip(&active) {
-                let start = state.plugin_start();
+                let start = state.node_plugin_start();
                 let scored = p.plugin.score(state, pod, node);
                 let code = scored.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
                 state.score_done(j, code, start);

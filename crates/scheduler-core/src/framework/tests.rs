@@ -642,6 +642,13 @@ fn cycle_timings_cover_each_point_and_sample_plugins() {
         assert_eq!(t.points.len(), 7);
         assert!(t.plugins.is_empty());
     }
+    // Sampled again, but Filter and Score only on one cycle in NODE_PLUGIN_METRICS_SAMPLE_EVERY.
     let _ = schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new());
-    assert!(!alg.take_cycle_timings().plugins.is_empty());
+    let points: Vec<ExtensionPoint> = alg
+        .take_cycle_timings()
+        .plugins
+        .iter()
+        .map(|p| p.point)
+        .collect();
+    assert_eq!(points, [PreScore, Reserve]);
 }
