@@ -126,8 +126,8 @@ pub async fn run_informer<K, H>(
     }
 }
 
-/// Starts the nine informers the scheduler needs (the storage ones feed the volume plugins
-/// and the binding cycle's wait for claims to be bound).
+/// Starts the informers the scheduler needs: nine (the storage ones feed the volume plugins
+/// and the binding cycle's wait for claims to be bound) plus the workload ones.
 pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     let mut informers = vec![
         tokio::spawn(run_informer(
