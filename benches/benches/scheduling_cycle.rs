@@ -19,24 +19,34 @@ fn bench(c: &mut Criterion) {
         let mut cache = cluster(nodes, pods);
         let mut snapshot = Snapshot::new();
         cache.update_snapshot(&mut snapshot);
-        let mut alg = SchedulingAlgorithm::new(0, 1);
         let nominated = NominatedPods::new();
-        let mut i = 0usize;
-        group.bench_function(format!("default_profile/{nodes}_nodes_{pods}_pods"), |b| {
-            b.iter(|| {
-                i += 1;
-                let pod = pending_pod(i);
-                cache.update_snapshot(&mut snapshot);
-                match schedule_one(fw, &mut alg, &pod, &snapshot, &nominated) {
-                    Decision::Bind { node, pod, .. } => {
-                        let key = pod.key().clone();
-                        cache.assume_pod(pod, &node).expect("assume");
-                        cache.forget_pod(&key).expect("forget");
+        // `_metrics`: what `ferrosched run` does, extension points timed every cycle and
+        // plugins on one cycle in ten (`SchedulingAlgorithm::set_record_metrics`).
+        for (name, metrics) in [
+            ("default_profile", false),
+            ("default_profile_metrics", true),
+        ] {
+            let mut alg = SchedulingAlgorithm::new(0, 1);
+            alg.set_record_metrics(metrics);
+            let mut i = 0usize;
+            group.bench_function(format!("{name}/{nodes}_nodes_{pods}_pods"), |b| {
+                b.iter(|| {
+                    i += 1;
+                    let pod = pending_pod(i);
+                    cache.update_snapshot(&mut snapshot);
+                    let decision = schedule_one(fw, &mut alg, &pod, &snapshot, &nominated);
+                    std::hint::black_box(alg.take_cycle_timings());
+                    match decision {
+                        Decision::Bind { node, pod, .. } => {
+                            let key = pod.key().clone();
+                            cache.assume_pod(pod, &node).expect("assume");
+                            cache.forget_pod(&key).expect("forget");
+                        }
+                        other => panic!("pod did not fit: {other:?}"),
                     }
-                    other => panic!("pod did not fit: {other:?}"),
-                }
-            })
-        });
+                })
+            });
+        }
     }
     group.finish();
 }

@@ -11,18 +11,22 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use scheduler_core::cache::{WorkloadEntry, workloads};
 use serde::de::DeserializeOwned;
 
 use crate::state::{Shared, State};
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub const INFORMER_COUNT: usize = 9;
+pub const INFORMER_COUNT: usize = 9 + WORKLOAD_INFORMER_COUNT;
 
 /// How one kind's add/update/delete events change the state.
 pub trait Handler<K>: Send + Sync + 'static {
@@ -122,10 +126,10 @@ pub async fn run_informer<K, H>(
     }
 }
 
-/// Starts the nine informers the scheduler needs (the storage ones feed the volume plugins
-/// and the binding cycle's wait for claims to be bound).
+/// Starts the informers the scheduler needs: nine (the storage ones feed the volume plugins
+/// and the binding cycle's wait for claims to be bound) plus the workload ones.
 pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
-    vec![
+    let mut informers = vec![
         tokio::spawn(run_informer(
             Api::<Pod>::all(client.clone()),
             watcher::Config::default()
@@ -209,5 +213,51 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
                 delete: |_, st, old| st.on_csi_node_delete(old),
             },
         )),
+    ];
+    informers.extend(spawn_workloads(client, shared));
+    informers
+}
+
+/// Services, ReplicationControllers, ReplicaSets and StatefulSets, as upstream's
+/// PodTopologySpread listers: only their selectors are kept (`Cache` workload selectors),
+/// from which the system default constraints take a pod's selector.
+pub const WORKLOAD_INFORMER_COUNT: usize = 4;
+
+/// Turns one workload kind's objects into cache workload-selector entries.
+struct Workloads<K> {
+    entry: fn(&K) -> WorkloadEntry,
+}
+
+impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
+    fn apply(&self, _: &Shared, st: &mut State, _old: Option<&K>, new: &K) {
+        st.on_workload((self.entry)(new));
+    }
+    fn delete(&self, _: &Shared, st: &mut State, old: &K) {
+        st.on_workload_delete(&(self.entry)(old));
+    }
+}
+
+fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    fn one<K>(
+        client: &Client,
+        shared: &Arc<Shared>,
+        entry: fn(&K) -> WorkloadEntry,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Default,
+    {
+        tokio::spawn(run_informer(
+            Api::<K>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Workloads { entry },
+        ))
+    }
+    vec![
+        one::<Service>(client, shared, workloads::service_entry),
+        one::<ReplicationController>(client, shared, workloads::replication_controller_entry),
+        one::<ReplicaSet>(client, shared, workloads::replica_set_entry),
+        one::<StatefulSet>(client, shared, workloads::stateful_set_entry),
     ]
 }

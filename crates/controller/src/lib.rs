@@ -97,15 +97,12 @@ pub const BACKOFF_FLUSH_PERIOD: Duration = Duration::from_secs(1);
 /// How often pods that waited too long in the unschedulable pool are retried (upstream: 30 s).
 pub const UNSCHEDULABLE_FLUSH_PERIOD: Duration = Duration::from_secs(30);
 
-/// The queue settings from the config. `pop_from_backoff` is off: scheduler-core's queue
-/// keeps one backoffQ for pods that were rejected and pods that hit an error, and popping
-/// the latter early (upstream never does; it keeps them in a separate error backoffQ) would
-/// retry a failing binding in a tight loop. Backoff is therefore always waited out.
+/// The queue settings from the config. Popping from backoffQ when activeQ is empty is on
+/// (upstream `SchedulerPopFromBackoffQ`): it only takes pods that plugins rejected; pods
+/// whose attempt failed with an error (e.g. a failed binding) wait in the error backoffQ
+/// until their backoff expires, so a persistent API error is retried with backoff.
 pub fn queue_config(cfg: &scheduler_core::config::KubeSchedulerConfiguration) -> QueueConfig {
-    QueueConfig {
-        pop_from_backoff: false,
-        ..QueueConfig::from_config(cfg)
-    }
+    QueueConfig::from_config(cfg)
 }
 
 /// Runs `flush` on the queue every `period` and wakes the scheduling thread when it moved
@@ -164,7 +161,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
     );
     let shared = Arc::new(state::Shared::new(queue, clock, profiles));
-    let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
+    let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
+    // Extension-point durations every cycle, plugin durations sampled: for /metrics.
+    alg.set_record_metrics(true);
 
     let mut background = informers::spawn_all(&client, &shared);
     let mut kept_out = None;

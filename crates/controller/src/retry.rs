@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-const ATTEMPTS: u32 = 5;
+/// Tries per request, the first included.
+pub const ATTEMPTS: u32 = 5;
 const FIRST_DELAY: Duration = Duration::from_millis(100);
 const MAX_DELAY: Duration = Duration::from_secs(2);
 

@@ -96,6 +96,9 @@ impl SchedulingLoop {
             st.queue.nominated_pods().clone()
         };
         let decision = schedule_one(fw, &mut self.alg, &q.pod, snapshot, &nominated);
+        shared
+            .metrics
+            .cycle(&scheduler_name, &self.alg.take_cycle_timings());
         let pod_ref = PodRef::of(&q.pod);
         match decision {
             Decision::Bind {

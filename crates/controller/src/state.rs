@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
-use scheduler_core::cache::Cache;
+use scheduler_core::cache::{Cache, WorkloadEntry};
 use scheduler_core::framework::{
     ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
 };
@@ -385,6 +385,19 @@ impl State {
             .remove_csi_node(n.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::CSINode, ActionType::DELETE);
     }
+
+    /// A Service/RC/ReplicaSet/StatefulSet added or changed: its selector feeds
+    /// PodTopologySpread's system default constraints. No event is fired: upstream's
+    /// PodTopologySpread registers none for these kinds (pod and node events only).
+    pub fn on_workload(&mut self, e: WorkloadEntry) {
+        self.cache
+            .upsert_workload_selector(e.kind, &e.namespace, &e.name, e.selector);
+    }
+
+    pub fn on_workload_delete(&mut self, e: &WorkloadEntry) {
+        self.cache
+            .remove_workload_selector(e.kind, &e.namespace, &e.name);
+    }
 }
 
 #[cfg(test)]
@@ -418,10 +431,7 @@ mod tests {
             Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
         let clock = FakeClock::new();
         let queue = SchedulingQueue::new(
-            QueueConfig {
-                pop_from_backoff: false,
-                ..QueueConfig::default()
-            },
+            QueueConfig::default(),
             Arc::new(clock.clone()),
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
@@ -478,5 +488,53 @@ mod tests {
         clock.advance(std::time::Duration::from_secs(2));
         assert_eq!(st.queue.flush_backoff_completed(), 1);
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Active));
+    }
+
+    /// Workload informers feed the cache's selectors, from which PodTopologySpread's system
+    /// default constraints take a pod's selector.
+    #[test]
+    fn workload_selectors_follow_informer_events() {
+        use scheduler_core::cache::workloads::{replica_set_entry, service_entry};
+        let loaded = scheduler_core::config::from_flags(None, None).unwrap();
+        let profiles =
+            Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
+        let clock = FakeClock::new();
+        let queue = SchedulingQueue::new(
+            QueueConfig::default(),
+            Arc::new(clock.clone()),
+            Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
+        );
+        let shared = Shared::new(queue, Arc::new(clock), profiles);
+        let mut st = shared.lock();
+        let pod = PodInfo::from_pod(
+            &serde_json::from_value(json!({
+                "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            }))
+            .unwrap(),
+        );
+        assert_eq!(st.cache.workload_selectors().default_selector(&pod), None);
+        let svc = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}},
+        }))
+        .unwrap();
+        st.on_workload(service_entry(&svc));
+        let rs = serde_json::from_value(json!({
+            "metadata": {"name": "web-abc", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        }))
+        .unwrap();
+        st.on_workload(replica_set_entry(&rs));
+        assert_eq!(st.cache.workload_selectors().len(), 2);
+        assert!(
+            st.cache
+                .workload_selectors()
+                .default_selector(&pod)
+                .is_some()
+        );
+        st.on_workload_delete(&service_entry(&svc));
+        st.on_workload_delete(&replica_set_entry(&rs));
+        assert_eq!(st.cache.workload_selectors().default_selector(&pod), None);
     }
 }

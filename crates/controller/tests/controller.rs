@@ -621,6 +621,24 @@ async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",status=\"Success\",profile=\"default-scheduler\"}",
             2.0,
         ),
+        // scheduler-core's extension points, every cycle (3: small, huge twice).
+        (
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreFilter\",status=\"Success\",profile=\"default-scheduler\"}",
+            3.0,
+        ),
+        (
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Filter\",status=\"Success\",profile=\"default-scheduler\"}",
+            3.0,
+        ),
+        (
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Reserve\",status=\"Success\",profile=\"default-scheduler\"}",
+            2.0,
+        ),
+        // Plugins: only the first of the three cycles was sampled.
+        (
+            "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"PreFilter\",status=\"Success\"}",
+            1.0,
+        ),
         // DefaultPreemption ran (and found nothing) for huge's failed attempt.
         ("scheduler_preemption_attempts_total", 1.0),
         ("scheduler_preemption_victims_count", 0.0),

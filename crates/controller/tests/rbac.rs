@@ -245,6 +245,28 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         ),
     );
     server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    // Workloads whose selectors feed PodTopologySpread's default constraints.
+    let web = json!({"app": "web"});
+    server.apply(
+        "services",
+        &json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": web}}),
+    );
+    server.apply(
+        "replicationcontrollers",
+        &json!({"metadata": {"name": "legacy", "namespace": "default"},
+                "spec": {"selector": {"app": "legacy"}}}),
+    );
+    server.apply(
+        "replicasets",
+        &json!({"metadata": {"name": "web-1", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": web}}}),
+    );
+    server.apply(
+        "statefulsets",
+        &json!({"metadata": {"name": "db", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
+                         "template": {}}}),
+    );
     server.apply(
         "pods",
         &pod(
@@ -342,6 +364,10 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "", "persistentvolumes"),
         ("watch", "storage.k8s.io", "storageclasses"),
         ("watch", "storage.k8s.io", "csinodes"),
+        ("watch", "", "services"),
+        ("watch", "", "replicationcontrollers"),
+        ("watch", "apps", "replicasets"),
+        ("watch", "apps", "statefulsets"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),
         ("patch", "", "persistentvolumeclaims"),

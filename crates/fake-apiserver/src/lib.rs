@@ -24,6 +24,13 @@
 //! (plain http). Every request served (also ones nothing matches) is logged as the API
 //! server's authorizer sees it ([`RequestRecord`]: verb, group, resource, subresource,
 //! namespace, name), for RBAC tests.
+//!
+//! Faults, for robustness tests: [`FakeApiServer::fail_next`] answers the next N requests
+//! matching a method, resource and subresource with an error code (and `Retry-After`);
+//! [`FakeApiServer::go_down`] / [`FakeApiServer::come_back`] simulate an API server restart:
+//! open watches end, new connections are refused and requests on open connections get 503
+//! until it comes back with the same store (optionally compacted, so resumed watches get
+//! 410 and clients must relist).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -313,6 +320,12 @@ struct Store {
     disabled: std::collections::BTreeSet<&'static str>,
     /// What SubjectAccessReviews allow.
     grants: Vec<Grant>,
+    /// Pods a Binding was POSTed for although they were already bound.
+    double_bindings: Vec<String>,
+    /// Injected faults and how many more requests each fails.
+    faults: Vec<(Fault, usize)>,
+    /// Between [`FakeApiServer::go_down`] and [`FakeApiServer::come_back`].
+    down: bool,
 }
 
 /// One permission for SubjectAccessReviews: `subject` (a user or a group name) may `verb`
@@ -359,6 +372,65 @@ fn subject_access_review(inner: &Inner, body: &Bytes) -> Response {
     };
     review["status"] = json!({"allowed": allowed});
     (StatusCode::CREATED, axum::Json(review)).into_response()
+}
+
+/// Requests to fail: HTTP method, resource and subresource (`None`: the resource itself,
+/// not a subresource), answered with `code` and a Kubernetes `Status` body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub method: String,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub code: u16,
+    /// Seconds for a `Retry-After` header (the API server sends one with 429s).
+    pub retry_after: Option<u64>,
+}
+
+impl Fault {
+    /// E.g. `Fault::new("GET", "pods", 500)`: lists and watches of pods fail.
+    pub fn new(method: &str, resource: &str, code: u16) -> Fault {
+        Fault {
+            method: method.to_ascii_uppercase(),
+            resource: resource.to_string(),
+            subresource: None,
+            code,
+            retry_after: None,
+        }
+    }
+
+    /// Match a subresource instead (`"binding"`, `"status"`).
+    pub fn subresource(mut self, sub: &str) -> Fault {
+        self.subresource = Some(sub.to_string());
+        self
+    }
+
+    pub fn retry_after(mut self, secs: u64) -> Fault {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    fn matches(&self, method: &str, r: &RequestRecord) -> bool {
+        self.method.eq_ignore_ascii_case(method)
+            && self.resource == r.resource
+            && self.subresource.as_deref().unwrap_or("") == r.subresource
+    }
+
+    fn response(&self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let reason = match self.code {
+            429 => "TooManyRequests",
+            500 => "InternalError",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "Unknown",
+        };
+        let mut resp = status(code, reason, format!("injected fault: {}", self.code));
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from(secs));
+        }
+        resp
+    }
 }
 
 /// One request in RBAC terms (the apiserver's RequestInfo): what a Role rule must allow.
@@ -450,8 +522,41 @@ async fn record_request(
         req.uri().path(),
         req.uri().query().unwrap_or(""),
     );
-    inner.store.lock().unwrap().requests.push(record);
-    next.run(req).await
+    let injected = {
+        let mut st = inner.store.lock().unwrap();
+        let method = req.method().as_str();
+        let down = st.down;
+        // While down, faults are not consumed: the outage answers first.
+        let fault = st
+            .faults
+            .iter_mut()
+            .filter(|_| !down)
+            .find(|(f, left)| *left > 0 && f.matches(method, &record))
+            .map(|(f, left)| {
+                *left -= 1;
+                f.response()
+            });
+        st.requests.push(record);
+        if down {
+            // Restarting: refuse, and close the connection as a dying server would.
+            let mut resp = status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "the server is shutting down".into(),
+            );
+            resp.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            Some(resp)
+        } else {
+            fault
+        }
+    };
+    match injected {
+        Some(resp) => resp,
+        None => next.run(req).await,
+    }
 }
 
 struct Inner {
@@ -468,13 +573,17 @@ type Shared = Arc<Inner>;
 pub struct FakeApiServer {
     pub addr: SocketAddr,
     inner: Shared,
-    task: tokio::task::JoinHandle<()>,
+    /// The accept loop; `None` while down.
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    app: Router,
     dir: PathBuf,
 }
 
 impl Drop for FakeApiServer {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(t) = self.task.lock().unwrap().take() {
+            t.abort();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -747,6 +856,12 @@ fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Response {
         .as_str()
         .is_some_and(|n| !n.is_empty())
     {
+        inner
+            .store
+            .lock()
+            .unwrap()
+            .double_bindings
+            .push(format!("{ns}/{name}"));
         return status(
             StatusCode::CONFLICT,
             "Conflict",
@@ -1142,6 +1257,12 @@ fn delete_collection(
     axum::Json(json!({"apiVersion": r.api_version(), "kind": format!("{}List", r.kind), "metadata": {}, "items": items})).into_response()
 }
 
+fn serve(listener: tokio::net::TcpListener, app: Router) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    })
+}
+
 impl FakeApiServer {
     pub async fn start() -> FakeApiServer {
         let (tx, _) = broadcast::channel(4096);
@@ -1160,9 +1281,7 @@ impl FakeApiServer {
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let task = serve(listener, app.clone());
         let dir = std::env::temp_dir().join(format!(
             "ferrosched-fake-apiserver-{}-{}",
             std::process::id(),
@@ -1172,9 +1291,66 @@ impl FakeApiServer {
         FakeApiServer {
             addr,
             inner,
-            task,
+            task: Mutex::new(Some(task)),
+            app,
             dir,
         }
+    }
+
+    /// The next `n` requests matching `fault` get its error (see [`Fault`]). Faults are
+    /// checked in the order added; `usize::MAX` fails until [`Self::clear_faults`].
+    pub fn fail_next(&self, n: usize, fault: Fault) {
+        self.inner.store.lock().unwrap().faults.push((fault, n));
+    }
+
+    /// Removes every injected fault.
+    pub fn clear_faults(&self) {
+        self.inner.store.lock().unwrap().faults.clear();
+    }
+
+    /// How many requests matched `fault` but were not failed yet: 0 once all were served.
+    pub fn faults_left(&self) -> usize {
+        let st = self.inner.store.lock().unwrap();
+        st.faults.iter().map(|(_, left)| *left).sum()
+    }
+
+    /// "Restarts" the server, first half: ends every open watch, stops accepting
+    /// connections, and answers requests on connections still open with 503 (closing them).
+    /// The store is kept. With `compact`, resuming a watch from any resourceVersion seen so
+    /// far fails with 410 Expired once the server is back (as after an etcd compaction).
+    pub fn go_down(&self, compact: bool) {
+        {
+            let mut st = self.inner.store.lock().unwrap();
+            st.down = true;
+            if compact {
+                st.rv += 1;
+                st.compacted = st.rv;
+            }
+        }
+        if let Some(t) = self.task.lock().unwrap().take() {
+            t.abort();
+        }
+        self.inner.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Second half of a restart: accepts connections on the same address again.
+    pub async fn come_back(&self) {
+        let mut tries = 0;
+        let listener = loop {
+            // The old listener closes when its aborted task is dropped; retry briefly.
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_reuseaddr(true).unwrap();
+            match socket.bind(self.addr).and_then(|()| socket.listen(1024)) {
+                Ok(l) => break l,
+                Err(_) if tries < 100 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("rebinding {}: {e}", self.addr),
+            }
+        };
+        *self.task.lock().unwrap() = Some(serve(listener, self.app.clone()));
+        self.inner.store.lock().unwrap().down = false;
     }
 
     /// Serve 404 for `collection` from now on, as a server without that API does.
@@ -1285,6 +1461,12 @@ impl FakeApiServer {
     /// Every successful binding so far: (ns/name, node).
     pub fn bindings(&self) -> Vec<(String, String)> {
         self.inner.store.lock().unwrap().bindings.clone()
+    }
+
+    /// Pods (ns/name) a Binding was POSTed for while already bound (409): a scheduler that
+    /// binds every pod exactly once leaves this empty.
+    pub fn double_bindings(&self) -> Vec<String> {
+        self.inner.store.lock().unwrap().double_bindings.clone()
     }
 
     /// Every request received so far, in order.

@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::framework::{
-    BindAction, Code, CycleState, Diagnosis, FitError, Framework, NodePluginScores, NominatedPods,
-    PostFilterContext, PostFilterResult, ScoreTable, Status,
+    BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
+    NodePluginScores, NominatedPods, PluginTimer, PointTiming, PostFilterContext, PostFilterResult,
+    ScoreTable, Status,
 };
 use crate::types::{NodeInfo, PodInfo};
 
@@ -76,7 +78,20 @@ pub struct SchedulingAlgorithm {
     pub percentage_of_nodes_to_score: i32,
     next_start_node_index: usize,
     tie_breaker: TieBreaker,
+    /// Time extension points (and sample plugins) for metrics; off unless asked for.
+    record_metrics: bool,
+    /// Cycles run while recording, for sampling plugin durations.
+    cycles: u64,
+    timings: CycleTimings,
+    /// The plugin timer of the current cycle, when it is sampled.
+    plugin_timer: Option<Arc<PluginTimer>>,
 }
+
+/// Plugin durations are sampled on one cycle in this many (upstream samples 10% of cycles).
+pub const PLUGIN_METRICS_SAMPLE_EVERY: u64 = 10;
+/// Filter and Score plugins (timed on every node) only on one cycle in this many: timing
+/// each per-node call is as expensive as the calls (see `framework::timing`).
+pub const NODE_PLUGIN_METRICS_SAMPLE_EVERY: u64 = 100;
 
 impl SchedulingAlgorithm {
     pub fn new(percentage_of_nodes_to_score: i32, seed: u64) -> Self {
@@ -84,6 +99,59 @@ impl SchedulingAlgorithm {
             percentage_of_nodes_to_score,
             next_start_node_index: 0,
             tie_breaker: TieBreaker::new(seed),
+            record_metrics: false,
+            cycles: 0,
+            timings: CycleTimings::default(),
+            plugin_timer: None,
+        }
+    }
+
+    /// Times each cycle's extension points, and every plugin call on one cycle in
+    /// [`PLUGIN_METRICS_SAMPLE_EVERY`] (the first included; Filter and Score plugins on one in
+    /// [`NODE_PLUGIN_METRICS_SAMPLE_EVERY`]); read them with
+    /// [`take_cycle_timings`](Self::take_cycle_timings) after each [`schedule_one`]. Off by
+    /// default, as callers without metrics (simulate, bench) need none.
+    pub fn set_record_metrics(&mut self, on: bool) {
+        self.record_metrics = on;
+    }
+
+    /// What the last cycle measured (empty when not recording). Bind is not among the
+    /// points: its cost is the caller's API call.
+    pub fn take_cycle_timings(&mut self) -> CycleTimings {
+        let mut t = std::mem::take(&mut self.timings);
+        if let Some(timer) = self.plugin_timer.take() {
+            t.plugins = timer.finish();
+        }
+        t
+    }
+
+    /// Starts a cycle's measurements; returns the plugin timer when the cycle is sampled.
+    fn begin_cycle(&mut self, fw: &Framework) -> Option<Arc<PluginTimer>> {
+        self.timings = CycleTimings::default();
+        self.plugin_timer = None;
+        if !self.record_metrics {
+            return None;
+        }
+        self.cycles += 1;
+        let n = self.cycles - 1;
+        if n.is_multiple_of(PLUGIN_METRICS_SAMPLE_EVERY) {
+            let node_loops = n.is_multiple_of(NODE_PLUGIN_METRICS_SAMPLE_EVERY);
+            self.plugin_timer = Some(Arc::new(fw.plugin_timer(node_loops)));
+        }
+        self.plugin_timer.clone()
+    }
+
+    fn point_start(&self) -> Option<Instant> {
+        self.record_metrics.then(Instant::now)
+    }
+
+    fn point_done(&mut self, point: ExtensionPoint, code: Code, start: Option<Instant>) {
+        if let Some(start) = start {
+            self.timings.points.push(PointTiming {
+                point,
+                code,
+                took: start.elapsed(),
+            });
         }
     }
 
@@ -222,7 +290,9 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
     ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
+        let start = self.point_start();
         let (pre_result, status, narrowed_by) = fw.run_pre_filter(state, pod, snapshot);
+        self.point_done(ExtensionPoint::PreFilter, status.code(), start);
         if !status.is_success() {
             if !status.is_rejected() {
                 return Err(ScheduleError::Internal(status));
@@ -280,10 +350,34 @@ impl SchedulingAlgorithm {
         Ok((feasible, diagnosis))
     }
 
+    /// Runs the filters over `nodes` (timed as the Filter point, as upstream times its
+    /// `findNodesThatPassFilters`).
+    #[allow(clippy::too_many_arguments)]
+    fn find_nodes_that_pass_filters(
+        &mut self,
+        fw: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        diagnosis: &mut Diagnosis,
+        nominated: &NominatedPods,
+        advance_start: bool,
+    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+        let start = self.point_start();
+        let r = self.filter_nodes(fw, state, pod, nodes, diagnosis, nominated, advance_start);
+        let code = if r.is_ok() {
+            Code::Success
+        } else {
+            Code::Error
+        };
+        self.point_done(ExtensionPoint::Filter, code, start);
+        r
+    }
+
     /// Runs the filters over `nodes` starting at the rotating index, in parallel, stopping
     /// once enough feasible nodes are found.
     #[allow(clippy::too_many_arguments)]
-    fn find_nodes_that_pass_filters(
+    fn filter_nodes(
         &mut self,
         fw: &Framework,
         state: &CycleState,
@@ -378,12 +472,17 @@ impl SchedulingAlgorithm {
                 totals: vec![1; nodes.len()],
             });
         }
+        let start = self.point_start();
         let s = fw.run_pre_score(state, pod, nodes, snapshot);
+        self.point_done(ExtensionPoint::PreScore, s.code(), start);
         if !s.is_success() {
             return Err(ScheduleError::Internal(s));
         }
-        fw.run_score(state, pod, nodes, parallel(nodes.len()))
-            .map_err(ScheduleError::Internal)
+        let start = self.point_start();
+        let scores = fw.run_score(state, pod, nodes, parallel(nodes.len()));
+        let code = scores.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
+        self.point_done(ExtensionPoint::Score, code, start);
+        scores.map_err(ScheduleError::Internal)
     }
 
     /// The index of the highest total; ties are broken uniformly at random (reservoir sampling).
@@ -424,6 +523,7 @@ pub fn schedule_one(
     };
     let pod: &Arc<PodInfo> = resolved.as_ref().unwrap_or(pod);
     let mut state = CycleState::new();
+    state.set_plugin_timer(alg.begin_cycle(fw));
     let result = match alg.schedule_pod(fw, &mut state, pod, snapshot, nominated) {
         Ok(r) => r,
         Err(ScheduleError::NoNodes) => {
@@ -458,7 +558,9 @@ pub fn schedule_one(
                     nominated,
                     framework: fw,
                 };
+                let start = alg.point_start();
                 let (r, s) = fw.run_post_filter(&state, pod, &ctx);
+                alg.point_done(ExtensionPoint::PostFilter, s.code(), start);
                 let msg = s.message();
                 if !msg.is_empty() {
                     fit.diagnosis.post_filter_msg = Some(msg);
@@ -477,12 +579,16 @@ pub fn schedule_one(
     };
 
     let node = result.suggested_host.clone();
+    let start = alg.point_start();
     let s = fw.run_reserve(&mut state, pod, &node);
+    alg.point_done(ExtensionPoint::Reserve, s.code(), start);
     if !s.is_success() {
         fw.run_unreserve(&mut state, pod, &node);
         return rejected_after_filter(s);
     }
+    let start = alg.point_start();
     let (s, _timeout) = fw.run_permit(&state, pod, &node);
+    alg.point_done(ExtensionPoint::Permit, s.code(), start);
     if !s.is_success() {
         fw.run_unreserve(&mut state, pod, &node);
         if s.code() == Code::Wait {
@@ -495,7 +601,9 @@ pub fn schedule_one(
         }
         return rejected_after_filter(s);
     }
+    let start = alg.point_start();
     let s = fw.run_pre_bind(&state, pod, &node);
+    alg.point_done(ExtensionPoint::PreBind, s.code(), start);
     if !s.is_success() {
         fw.run_unreserve(&mut state, pod, &node);
         return rejected_after_filter(s);

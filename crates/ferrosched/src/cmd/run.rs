@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use ferrosched::flags::KubeSchedulerFlags;
 use scheduler_core::config;
 
 #[derive(Args, Debug)]
@@ -46,6 +47,9 @@ pub struct RunArgs {
     /// PEM private key of --tls-cert-file.
     #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
     tls_private_key_file: Option<PathBuf>,
+    /// kube-scheduler's own flags (boxed: they would make `run` the largest subcommand).
+    #[command(flatten)]
+    kube_scheduler: Box<KubeSchedulerFlags>,
 }
 
 /// The health port's TLS config: the given files, or a self-signed certificate for this
@@ -75,7 +79,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             args.hard_pod_affinity_symmetric_weight,
         ),
     };
-    let loaded = match loaded {
+    let mut loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{e}");
@@ -85,6 +89,26 @@ pub fn run(args: &RunArgs) -> ExitCode {
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
+    // kube-scheduler's flags override the config (leader election) or fill it (client rate
+    // limits without --config), then are checked again.
+    let flags = &args.kube_scheduler;
+    match flags.apply(&mut loaded.config, args.config.is_some()) {
+        Ok(warnings) => {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let filter = flags.log_filter(rust_log.as_deref());
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|e| {
+        eprintln!("warning: bad log filter {filter:?} ({e}); logging at info");
+        "info".into()
+    });
     let tls = if args.secure_port == 0 {
         None
     } else {
@@ -97,9 +121,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     };
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
     let rt = match tokio::runtime::Builder::new_multi_thread()

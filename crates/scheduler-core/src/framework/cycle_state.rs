@@ -1,6 +1,10 @@
 //! Per-attempt scratch space that plugins share between extension points.
 
 use std::any::{Any, TypeId};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Code, ExtensionPoint, PluginTimer};
 
 /// Anything a plugin stores in the cycle state. Clone is required because preemption
 /// evaluates candidate nodes on copies of the state.
@@ -34,6 +38,8 @@ pub struct CycleState {
     skip_filter: u64,
     /// Bit i: the i-th Score plugin does not run this cycle.
     skip_score: u64,
+    /// Set on cycles whose plugin durations are sampled for metrics.
+    plugin_timer: Option<Arc<PluginTimer>>,
 }
 
 impl Clone for CycleState {
@@ -47,6 +53,7 @@ impl Clone for CycleState {
             skip_pre_filter: self.skip_pre_filter,
             skip_filter: self.skip_filter,
             skip_score: self.skip_score,
+            plugin_timer: self.plugin_timer.clone(),
         }
     }
 }
@@ -64,6 +71,56 @@ impl std::fmt::Debug for CycleState {
 impl CycleState {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Times every plugin call of this cycle into `timer` (a sampled cycle).
+    pub fn set_plugin_timer(&mut self, timer: Option<Arc<PluginTimer>>) {
+        self.plugin_timer = timer;
+    }
+
+    /// The start of a plugin call, when this cycle is sampled.
+    #[inline]
+    pub(crate) fn plugin_start(&self) -> Option<Instant> {
+        self.plugin_timer.as_ref().map(|_| Instant::now())
+    }
+
+    /// Records a plugin call of a once-per-cycle point started at `start`.
+    #[inline]
+    pub(crate) fn plugin_done(
+        &self,
+        plugin: &'static str,
+        point: ExtensionPoint,
+        code: Code,
+        start: Option<Instant>,
+    ) {
+        if let (Some(t), Some(start)) = (&self.plugin_timer, start) {
+            t.record(plugin, point, code, start);
+        }
+    }
+
+    /// The start of a Filter or Score plugin call on one node, when this cycle times those.
+    #[inline]
+    pub(crate) fn node_plugin_start(&self) -> Option<Instant> {
+        match &self.plugin_timer {
+            Some(t) if t.node_loops() => Some(Instant::now()),
+            _ => None,
+        }
+    }
+
+    /// Records the `i`-th Filter plugin's call on one node.
+    #[inline]
+    pub(crate) fn filter_done(&self, i: usize, code: Code, start: Option<Instant>) {
+        if let (Some(t), Some(start)) = (&self.plugin_timer, start) {
+            t.filter(i, code, start);
+        }
+    }
+
+    /// Records the `i`-th Score plugin's call on one node.
+    #[inline]
+    pub(crate) fn score_done(&self, i: usize, code: Code, start: Option<Instant>) {
+        if let (Some(t), Some(start)) = (&self.plugin_timer, start) {
+            t.score(i, code, start);
+        }
     }
 
     pub fn write<T: StateData>(&mut self, value: T) {

@@ -11,6 +11,7 @@ mod queued;
 mod registry;
 mod runtime;
 mod status;
+mod timing;
 
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
@@ -26,6 +27,7 @@ pub use queued::QueuedPodInfo;
 pub use registry::{PluginFactory, Registry};
 pub use runtime::{Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores, ScoreTable};
 pub use status::{Code, Reason, Status};
+pub use timing::{CycleTimings, PluginTimer, PluginTiming, PointTiming};
 
 #[cfg(test)]
 mod tests;

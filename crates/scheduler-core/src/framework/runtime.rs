@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::interface::*;
-use super::{Code, CycleState, ExtensionPoint, PluginEvents, QueuedPodInfo, Registry, Status};
+use super::{
+    Code, CycleState, ExtensionPoint, PluginEvents, PluginTimer, QueuedPodInfo, Registry, Status,
+};
 use crate::cache::Snapshot;
 use crate::config::ExpandedProfile;
 use crate::plugins::catalog;
@@ -43,6 +45,9 @@ impl<T: ?Sized> Clone for Named<T> {
     }
 }
 
+/// A Score plugin and its weight.
+type WeightedScore = (Named<dyn ScorePlugin>, i64);
+
 /// The plugins of one profile, ready to run.
 pub struct Framework {
     profile_name: String,
@@ -53,7 +58,7 @@ pub struct Framework {
     filter: Vec<Named<dyn FilterPlugin>>,
     post_filter: Vec<Named<dyn PostFilterPlugin>>,
     pre_score: Vec<Named<dyn PreScorePlugin>>,
-    score: Vec<(Named<dyn ScorePlugin>, i64)>,
+    score: Vec<WeightedScore>,
     reserve: Vec<Named<dyn ReservePlugin>>,
     permit: Vec<Named<dyn PermitPlugin>>,
     pre_bind: Vec<Named<dyn PreBindPlugin>>,
@@ -244,6 +249,15 @@ impl Framework {
         })
     }
 
+    /// A timer for one sampled cycle of this profile (see [`PluginTimer`]).
+    pub fn plugin_timer(&self, node_loops: bool) -> PluginTimer {
+        PluginTimer::new(
+            names(&self.filter),
+            self.score.iter().map(|(p, _)| p.name).collect(),
+            node_loops,
+        )
+    }
+
     pub fn profile_name(&self) -> &str {
         &self.profile_name
     }
@@ -332,7 +346,9 @@ impl Framework {
         let mut result: Option<PreFilterResult> = None;
         let mut narrowing: Vec<&'static str> = Vec::new();
         for (i, p) in self.pre_filter.iter().enumerate() {
+            let start = state.plugin_start();
             let (r, s) = p.plugin.pre_filter(state, pod, snapshot);
+            state.plugin_done(p.name, ExtensionPoint::PreFilter, s.code(), start);
             if s.is_skip() {
                 state.skip_pre_filter_plugin(i);
                 if let Some(f) = self.pre_filter_to_filter[i] {
@@ -386,7 +402,9 @@ impl Framework {
             if state.filter_skipped(i) {
                 continue;
             }
+            let start = state.node_plugin_start();
             let s = p.plugin.filter(state, pod, node);
+            state.filter_done(i, s.code(), start);
             if s.is_success() {
                 continue;
             }
@@ -499,7 +517,9 @@ impl Framework {
         let mut rejector = None;
         let mut result = None;
         for p in &self.post_filter {
+            let start = state.plugin_start();
             let (r, s) = p.plugin.post_filter(state, pod, ctx);
+            state.plugin_done(p.name, ExtensionPoint::PostFilter, s.code(), start);
             match s.code() {
                 Code::Success => return (r, s.with_plugin(p.name)),
                 Code::UnschedulableAndUnresolvable => return (r, s.with_plugin(p.name)),
@@ -533,7 +553,9 @@ impl Framework {
         // Score plugins see one node at a time; cluster-wide image facts come from here.
         state.write(snapshot.image_spread());
         for (i, p) in self.pre_score.iter().enumerate() {
+            let start = state.plugin_start();
             let s = p.plugin.pre_score(state, pod, nodes, snapshot);
+            state.plugin_done(p.name, ExtensionPoint::PreScore, s.code(), start);
             if s.is_skip() {
                 if let Some(j) = self.pre_score_to_score[i] {
                     state.skip_score_plugin(j);
@@ -562,15 +584,15 @@ impl Framework {
         parallel: bool,
     ) -> Result<ScoreTable, Status> {
         use rayon::prelude::*;
-        let active: Vec<&(Named<dyn ScorePlugin>, i64)> = self
+        // (framework index, plugin and weight) of each Score plugin that runs this cycle.
+        let active: Vec<(usize, &WeightedScore)> = self
             .score
             .iter()
             .enumerate()
             .filter(|(i, _)| !state.score_skipped(*i))
-            .map(|(_, p)| p)
             .collect();
         let k = active.len();
-        let plugins: Vec<&'static str> = active.iter().map(|(p, _)| p.name).collect();
+        let plugins: Vec<&'static str> = active.iter().map(|(_, (p, _))| p.name).collect();
         if k == 0 {
             return Ok(ScoreTable {
                 plugins,
@@ -581,8 +603,12 @@ impl Framework {
         // Node-major raw scores: row i holds node i's score from each active plugin.
         let mut raw = vec![0i64; nodes.len() * k];
         let score_node = |(row, node): (&mut [i64], &Arc<NodeInfo>)| -> Result<(), Status> {
-            for (slot, (p, _)) in row.iter_mut().zip(&active) {
-                *slot = p.plugin.score(state, pod, node).map_err(|s| {
+            for (slot, &(j, (p, _))) in row.iter_mut().zip(&active) {
+                let start = state.node_plugin_start();
+                let scored = p.plugin.score(state, pod, node);
+                let code = scored.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
+                state.score_done(j, code, start);
+                *slot = scored.map_err(|s| {
                     Status::error(format!(
                         "running Score plugin {:?}: {}",
                         p.name,
@@ -606,7 +632,7 @@ impl Framework {
 
         let mut weighted = raw;
         let mut column: Vec<NodeScore<'_>> = Vec::with_capacity(nodes.len());
-        for (j, (p, w)) in active.iter().enumerate() {
+        for (j, (_, (p, w))) in active.iter().enumerate() {
             column.clear();
             column.extend(nodes.iter().enumerate().map(|(i, n)| NodeScore {
                 name: &n.name,
@@ -646,7 +672,9 @@ impl Framework {
     /// Runs Reserve in order; on failure the caller must run [`Framework::run_unreserve`].
     pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         for p in &self.reserve {
+            let start = state.plugin_start();
             let s = p.plugin.reserve(state, pod, node);
+            state.plugin_done(p.name, ExtensionPoint::Reserve, s.code(), start);
             if !s.is_success() {
                 if s.is_rejected() {
                     return s.with_plugin(p.name);
@@ -673,7 +701,9 @@ impl Framework {
     pub fn run_permit(&self, state: &CycleState, pod: &PodInfo, node: &str) -> (Status, Duration) {
         let mut wait: Option<(Duration, &'static str)> = None;
         for p in &self.permit {
+            let start = state.plugin_start();
             let (s, timeout) = p.plugin.permit(state, pod, node);
+            state.plugin_done(p.name, ExtensionPoint::Permit, s.code(), start);
             match s.code() {
                 Code::Success => {}
                 Code::Wait => {
@@ -707,7 +737,9 @@ impl Framework {
 
     pub fn run_pre_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
         for p in &self.pre_bind {
+            let start = state.plugin_start();
             let s = p.plugin.pre_bind(state, pod, node);
+            state.plugin_done(p.name, ExtensionPoint::PreBind, s.code(), start);
             if !s.is_success() {
                 if s.is_rejected() {
                     return s.with_plugin(p.name);
@@ -731,6 +763,7 @@ impl Framework {
         node: &str,
     ) -> Result<BindAction, Status> {
         for p in &self.bind {
+            // Not timed: the Binding's API call, the real cost, is the controller's to measure.
             match p.plugin.bind(state, pod, node) {
                 Ok(action) => return Ok(action),
                 Err(s) if s.is_skip() => continue,

@@ -570,3 +570,85 @@ fn profile_registry_routes_by_scheduler_name() {
     assert!(reg.for_scheduler_name("other-scheduler").is_none());
     assert!(!reg.handles("kube-scheduler"));
 }
+
+/// With metrics on, every cycle reports its extension points; plugins are timed on the
+/// first cycle and then one in `PLUGIN_METRICS_SAMPLE_EVERY`. Off (the default), nothing.
+#[test]
+fn cycle_timings_cover_each_point_and_sample_plugins() {
+    use crate::schedule_one::PLUGIN_METRICS_SAMPLE_EVERY;
+    let fw = Framework::new(
+        &spec(
+            &[
+                (Filter, &["NeedsGpu"]),
+                (PreScore, &["LabelScore"]),
+                (Score, &["LabelScore", "Tenth"]),
+                (Reserve, &["Reserver"]),
+            ],
+            &[("LabelScore", 1), ("Tenth", 1)],
+        ),
+        &registry(),
+    )
+    .unwrap();
+    let snap = snapshot(vec![
+        node("cpu", &[("score", "10")]),
+        node("gpu-1", &[("gpu", "x"), ("score", "40")]),
+        node("gpu-2", &[("gpu", "x"), ("score", "30")]),
+    ]);
+    let p = Arc::new(pod("p"));
+    let mut alg = SchedulingAlgorithm::new(0, 1);
+    let _ = schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new());
+    assert_eq!(
+        alg.take_cycle_timings(),
+        CycleTimings::default(),
+        "off by default"
+    );
+
+    alg.set_record_metrics(true);
+    let _ = schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new());
+    let t = alg.take_cycle_timings();
+    let points: Vec<(ExtensionPoint, Code)> = t.points.iter().map(|p| (p.point, p.code)).collect();
+    assert_eq!(
+        points,
+        [
+            (PreFilter, Code::Success),
+            (Filter, Code::Success),
+            (PreScore, Code::Success),
+            (Score, Code::Success),
+            (Reserve, Code::Success),
+            (ExtensionPoint::Permit, Code::Success),
+            (ExtensionPoint::PreBind, Code::Success),
+        ]
+    );
+    let plugins: Vec<(&str, ExtensionPoint, Code, u64)> = t
+        .plugins
+        .iter()
+        .map(|p| (p.plugin, p.point, p.code, p.calls))
+        .collect();
+    assert_eq!(
+        plugins,
+        [
+            ("LabelScore", PreScore, Code::Success, 1),
+            ("Reserver", Reserve, Code::Success, 1),
+            ("NeedsGpu", Filter, Code::Success, 2),
+            ("NeedsGpu", Filter, Code::Unschedulable, 1),
+            ("LabelScore", Score, Code::Success, 2),
+            ("Tenth", Score, Code::Success, 2),
+        ]
+    );
+    // The next cycles are not sampled until the next one in PLUGIN_METRICS_SAMPLE_EVERY.
+    for _ in 1..PLUGIN_METRICS_SAMPLE_EVERY {
+        let _ = schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new());
+        let t = alg.take_cycle_timings();
+        assert_eq!(t.points.len(), 7);
+        assert!(t.plugins.is_empty());
+    }
+    // Sampled again, but Filter and Score only on one cycle in NODE_PLUGIN_METRICS_SAMPLE_EVERY.
+    let _ = schedule_one(&fw, &mut alg, &p, &snap, &NominatedPods::new());
+    let points: Vec<ExtensionPoint> = alg
+        .take_cycle_timings()
+        .plugins
+        .iter()
+        .map(|p| p.point)
+        .collect();
+    assert_eq!(points, [PreScore, Reserve]);
+}

@@ -5,8 +5,12 @@
 //! * **activeQ**: ready to be tried, ordered by the profiles' QueueSort (FIFO among equals).
 //! * **backoffQ**: failed recently and waits out `initial * 2^(attempts-1)` (capped at the
 //!   max backoff) before going back to activeQ ([`SchedulingQueue::flush_backoff_completed`]).
-//!   When activeQ is empty, [`SchedulingQueue::pop`] takes the head of backoffQ instead
-//!   (upstream's `SchedulerPopFromBackoffQ`, on by default since 1.33).
+//!   Two heaps, as upstream's `backoffQueue`: pods that plugins rejected, and pods whose
+//!   attempt ended in an error (no rejecting or pending plugin: a plugin error, a failed
+//!   binding, an API error). When activeQ is empty, [`SchedulingQueue::pop`] takes the head
+//!   of the first heap (upstream's `SchedulerPopFromBackoffQ`, on by default since 1.33);
+//!   errored pods always wait out their backoff, so a persistent error cannot turn into a
+//!   tight retry loop.
 //! * **unschedulable pool**: rejected by plugins; waits for a cluster event one of those
 //!   plugins registered ([`SchedulingQueue::move_all_to_active_or_backoff`]) or for
 //!   [`SchedulingQueue::flush_unschedulable_left_over`] after 5 minutes. Pods a PreEnqueue
@@ -173,6 +177,7 @@ pub struct QueueConfig {
     /// How long a pod may wait in the unschedulable pool before it is retried anyway.
     pub max_in_unschedulable_pods: Duration,
     /// When activeQ is empty, pop the head of backoffQ (upstream `SchedulerPopFromBackoffQ`).
+    /// Only rejected pods are popped early, never those in the error backoffQ.
     pub pop_from_backoff: bool,
 }
 
@@ -291,7 +296,11 @@ pub struct SchedulingQueue {
     clock: Arc<dyn Clock>,
     profiles: Arc<dyn QueueProfiles>,
     active: KeyedHeap<Entry>,
+    /// Rejected by plugins; may be popped early when activeQ is empty.
     backoff: KeyedHeap<Entry>,
+    /// Failed with an error; never popped before its backoff expires (upstream
+    /// `podErrorBackoffQ`).
+    error_backoff: KeyedHeap<Entry>,
     unschedulable: BTreeMap<PodKey, QueuedPodInfo>,
     /// Attempts under way, by pod key and UID: a pod deleted and recreated under the same
     /// name during its attempt is another pod.
@@ -345,6 +354,7 @@ impl SchedulingQueue {
             profiles,
             active: KeyedHeap::default(),
             backoff: KeyedHeap::default(),
+            error_backoff: KeyedHeap::default(),
             unschedulable: BTreeMap::new(),
             in_flight: HashMap::new(),
             in_flight_by_key: HashMap::new(),
@@ -377,7 +387,7 @@ impl SchedulingQueue {
     pub fn queue_of(&self, key: &PodKey) -> Option<QueueKind> {
         if self.active.contains(key) {
             Some(QueueKind::Active)
-        } else if self.backoff.contains(key) {
+        } else if self.backoff.contains(key) || self.error_backoff.contains(key) {
             Some(QueueKind::Backoff)
         } else {
             self.unschedulable.get(key).map(|i| {
@@ -390,11 +400,18 @@ impl SchedulingQueue {
         }
     }
 
+    /// Whether the pod waits in the error backoffQ (its last attempt failed with an error,
+    /// not a rejection): it leaves only when its backoff expires.
+    pub fn in_error_backoff(&self, key: &PodKey) -> bool {
+        self.error_backoff.contains(key)
+    }
+
     /// The queued entry of a waiting pod.
     pub fn get(&self, key: &PodKey) -> Option<&QueuedPodInfo> {
         self.active
             .get(key)
             .or_else(|| self.backoff.get(key))
+            .or_else(|| self.error_backoff.get(key))
             .map(|e| &e.info)
             .or_else(|| self.unschedulable.get(key))
     }
@@ -464,11 +481,13 @@ impl SchedulingQueue {
             self.update_nominated(old, &new);
             return Some(QueueKind::Active);
         }
-        let replace = |e: &mut Entry| e.info.pod = Arc::clone(&new);
-        if self
-            .backoff
-            .update(&key, &backoff_less(&self.config, profiles), replace)
-        {
+        let in_backoff = [&mut self.backoff, &mut self.error_backoff]
+            .into_iter()
+            .any(|heap| {
+                let replace = |e: &mut Entry| e.info.pod = Arc::clone(&new);
+                heap.update(&key, &backoff_less(&self.config, profiles), replace)
+            });
+        if in_backoff {
             self.update_nominated(old, &new);
             return Some(QueueKind::Backoff);
         }
@@ -498,8 +517,9 @@ impl SchedulingQueue {
         self.remove_waiting(key).is_some()
     }
 
-    /// Takes the next pod to schedule: activeQ's head, else backoffQ's (if enabled). The pod
-    /// is in flight until [`done`](Self::done).
+    /// Takes the next pod to schedule: activeQ's head, else the head of the backoffQ of
+    /// rejected pods (if enabled; never the error backoffQ). The pod is in flight until
+    /// [`done`](Self::done).
     pub fn pop(&mut self) -> Option<QueuedPodInfo> {
         let profiles = &*self.profiles;
         let entry = match self.active.pop(&active_less(profiles)) {
@@ -660,17 +680,24 @@ impl SchedulingQueue {
     /// Moves pods whose backoff has expired from backoffQ to activeQ (upstream runs this
     /// every second). Returns how many moved.
     pub fn flush_backoff_completed(&mut self) -> usize {
+        self.flush_backoff_heap(false) + self.flush_backoff_heap(true)
+    }
+
+    fn flush_backoff_heap(&mut self, errors: bool) -> usize {
         let now = self.now();
         let mut moved = 0;
         loop {
-            match self.backoff.peek() {
+            let heap = if errors {
+                &mut self.error_backoff
+            } else {
+                &mut self.backoff
+            };
+            match heap.peek() {
                 Some(e) if backoff_expiry(&self.config, &e.info) <= now => {}
                 _ => break,
             }
-            let profiles = &*self.profiles;
-            let entry = self
-                .backoff
-                .pop(&backoff_less(&self.config, profiles))
+            let entry = heap
+                .pop(&backoff_less(&self.config, &*self.profiles))
                 .expect("peeked");
             // PreEnqueue already ran when the pod entered backoffQ.
             let rerun = !self.config.pop_from_backoff;
@@ -703,7 +730,7 @@ impl SchedulingQueue {
         let gated = self.unschedulable.values().filter(|i| i.gated()).count();
         PendingCounts {
             active: self.active.len(),
-            backoff: self.backoff.len(),
+            backoff: self.backoff.len() + self.error_backoff.len(),
             unschedulable: self.unschedulable.len() - gated,
             gated,
         }
@@ -718,6 +745,7 @@ impl SchedulingQueue {
             .chain(
                 self.backoff
                     .iter()
+                    .chain(self.error_backoff.iter())
                     .map(|e| (Arc::clone(&e.info.pod), QueueKind::Backoff)),
             )
             .collect();
@@ -781,11 +809,10 @@ impl SchedulingQueue {
         if let Some(e) = self.active.remove(key, &active_less(profiles)) {
             return Some(e.info);
         }
-        if let Some(e) = self
-            .backoff
-            .remove(key, &backoff_less(&self.config, profiles))
-        {
-            return Some(e.info);
+        for heap in [&mut self.backoff, &mut self.error_backoff] {
+            if let Some(e) = heap.remove(key, &backoff_less(&self.config, profiles)) {
+                return Some(e.info);
+            }
         }
         self.unschedulable.remove(key)
     }
@@ -830,7 +857,13 @@ impl SchedulingQueue {
         }
         let seq = self.next_seq();
         let key = info.pod.key().clone();
-        self.backoff.push(
+        // Upstream: no unschedulable and no pending plugin means the attempt hit an error.
+        let heap = if info.unschedulable_plugins.is_empty() && info.pending_plugins.is_empty() {
+            &mut self.error_backoff
+        } else {
+            &mut self.backoff
+        };
+        heap.push(
             key,
             Entry { info, seq },
             &backoff_less(&self.config, &*self.profiles),

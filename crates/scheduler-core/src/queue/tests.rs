@@ -142,14 +142,81 @@ fn failed_pod_waits_out_its_backoff_in_backoff_queue() {
     }
 }
 
+/// Fails `name` with NodeResourcesFit, then a node add (registered by it) arrives while it is
+/// still backing off: it waits in the backoffQ of rejected pods.
+fn reject_into_backoff(q: &mut SchedulingQueue, name: &str) {
+    assert_eq!(
+        fail(q, name, &[names::NODE_RESOURCES_FIT]),
+        QueueKind::Unschedulable
+    );
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    assert_eq!(q.queue_of(&key(name)), Some(QueueKind::Backoff));
+    assert!(!q.in_error_backoff(&key(name)));
+}
+
 #[test]
-fn empty_active_queue_pops_from_backoff_queue() {
+fn empty_active_queue_pops_a_rejected_pod_from_backoff_queue() {
     let (mut q, _clock) = queue();
     q.add(pod("p", 0));
-    assert_eq!(fail(&mut q, "p", &[]), QueueKind::Backoff);
-    let again = q.pop().expect("popped from backoffQ");
-    assert_eq!(again.attempts, 2);
+    reject_into_backoff(&mut q, "p");
+    // activeQ first: a new pod goes before the backing-off one.
+    q.add(pod("new", 0));
+    assert_eq!(pop_names(&mut q), ["new", "p"]);
     assert_eq!(q.pending_pods(), PendingCounts::default());
+}
+
+/// Upstream's podErrorBackoffQ: a pod whose attempt hit an error (e.g. a failed binding)
+/// waits out its whole backoff even when activeQ is empty, at every attempt.
+#[test]
+fn errored_pod_is_never_popped_before_its_backoff_expires() {
+    let (mut q, clock) = queue();
+    assert!(
+        q.config().pop_from_backoff,
+        "the default pops from backoffQ"
+    );
+    q.add(pod("p", 0));
+    for (attempt, secs) in [(1u32, 1u64), (2, 2), (3, 4), (4, 8), (5, 10)] {
+        assert_eq!(
+            fail(&mut q, "p", &[]),
+            QueueKind::Backoff,
+            "attempt {attempt}"
+        );
+        assert!(q.in_error_backoff(&key("p")));
+        assert!(q.pop().is_none(), "attempt {attempt}: popped early");
+        clock.advance(Duration::from_secs(secs) - Duration::from_nanos(1));
+        assert_eq!(q.flush_backoff_completed(), 0, "attempt {attempt}");
+        assert!(q.pop().is_none(), "attempt {attempt}: popped early");
+        clock.advance(Duration::from_nanos(1));
+        assert_eq!(q.flush_backoff_completed(), 1, "attempt {attempt}");
+        assert_eq!(q.queue_of(&key("p")), Some(QueueKind::Active));
+    }
+}
+
+#[test]
+fn pop_takes_the_rejected_pod_and_leaves_the_errored_one() {
+    let (mut q, clock) = queue();
+    q.add(pod("err", 10));
+    q.add(pod("rej", 0));
+    assert_eq!(fail(&mut q, "err", &[]), QueueKind::Backoff);
+    reject_into_backoff(&mut q, "rej");
+    assert_eq!(q.pending_pods().backoff, 2);
+    let popped = q.pop().expect("the rejected pod");
+    assert_eq!(popped.pod.name(), "rej");
+    q.done(&popped.pod);
+    assert!(q.pop().is_none());
+    // An update keeps the errored pod in the error backoffQ.
+    let newer = Arc::new(
+        PodInfo::test("ns", "err")
+            .priority(10)
+            .label("x", "y")
+            .build(),
+    );
+    assert_eq!(q.update(None, newer), Some(QueueKind::Backoff));
+    assert!(q.in_error_backoff(&key("err")));
+    assert!(q.pop().is_none());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(q.flush_backoff_completed(), 1);
+    assert_eq!(pop_names(&mut q), ["err"]);
 }
 
 #[test]
@@ -597,6 +664,13 @@ fn check_invariants(q: &SchedulingQueue, live: &BTreeMap<String, Arc<PodInfo>>) 
     }
     for e in q.backoff.iter() {
         note(e.info.pod.key(), "backoffQ");
+    }
+    for e in q.error_backoff.iter() {
+        note(e.info.pod.key(), "error backoffQ");
+        assert!(
+            e.info.rejector_plugins().is_empty(),
+            "a rejected pod in error backoffQ"
+        );
     }
     for k in q.unschedulable.keys() {
         note(k, "unschedulable");
