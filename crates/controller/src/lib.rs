@@ -8,6 +8,7 @@
 
 pub mod actions;
 pub mod binder;
+pub mod cluster_bench;
 pub mod error;
 pub mod events;
 pub mod health;
