@@ -20,7 +20,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, Pod, Taint, Toleration};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use scheduler_core::workloads::{self, Workload};
@@ -423,6 +423,46 @@ where
         .map(|_| ())
 }
 
+/// Puts back the status of nodes the API server created without one (kubelets and kwok
+/// write it through the status subresource; the nodes must have capacity before pods come).
+async fn restore_node_status(
+    api: &Api<Node>,
+    run: &RunNames,
+    nodes: Vec<Node>,
+    concurrency: usize,
+) -> Result<(), kube::Error> {
+    let listed = api
+        .list(&ListParams::default().labels(&run.selector()))
+        .await?;
+    let bare: BTreeSet<String> = listed
+        .items
+        .into_iter()
+        .filter(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.allocatable.as_ref())
+                .is_none()
+        })
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    futures::stream::iter(
+        nodes
+            .into_iter()
+            .filter(|n| n.metadata.name.as_ref().is_some_and(|m| bare.contains(m))),
+    )
+    .map(|n| async move {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let patch = serde_json::json!({ "status": n.status });
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+    })
+    .buffer_unordered(concurrency.max(1))
+    .try_collect::<Vec<()>>()
+    .await
+    .map(|_| ())
+}
+
 /// The scheduler child, its stderr log and config.
 struct Scheduler {
     child: Option<Child>,
@@ -559,7 +599,9 @@ async fn drive(
         .map(|(i, n)| bench_node(run, i, n))
         .collect();
     let t = Instant::now();
-    create_all(&Api::<Node>::all(client.clone()), nodes, opts.concurrency).await?;
+    let node_api: Api<Node> = Api::all(client.clone());
+    create_all(&node_api, nodes.clone(), opts.concurrency).await?;
+    restore_node_status(&node_api, run, nodes, opts.concurrency).await?;
     eprintln!(
         "{}: created {} nodes in {:.1}s",
         w.name,
