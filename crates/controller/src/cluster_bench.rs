@@ -538,9 +538,7 @@ pub async fn run_workload(
         r = drive(opts, &w, &run, &dir, &scheduler, &tracker) => r,
         _ = tokio::signal::ctrl_c() => Err(BenchError::Interrupted),
     };
-    let mut s = scheduler.lock().unwrap();
-    s.stop();
-    drop(s);
+    scheduler.lock().unwrap().stop();
     if opts.keep {
         eprintln!(
             "kept run {} (namespace {}; delete with label {})",
@@ -745,14 +743,15 @@ async fn wait_bound(
                 return Ok(false);
             }
         }
-        let mut s = scheduler.lock().unwrap();
-        if let Some(status) = s.exited() {
-            return Err(BenchError::SchedulerDied {
-                status,
-                tail: s.stderr_tail(),
-            });
+        {
+            let mut s = scheduler.lock().unwrap();
+            if let Some(status) = s.exited() {
+                return Err(BenchError::SchedulerDied {
+                    status,
+                    tail: s.stderr_tail(),
+                });
+            }
         }
-        drop(s);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
