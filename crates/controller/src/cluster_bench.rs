@@ -621,6 +621,8 @@ async fn drive(
         .arg("--kubeconfig")
         .arg(&opts.kubeconfig)
         .args(["--secure-port", "0"])
+        // Plain text in the log we show on a stall.
+        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr)
