@@ -24,7 +24,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1000)]
     init_pods: usize,
     /// Pods measured.
-    #[arg(long, alias = "pods", default_value_t = 1000)]
+    #[arg(long, visible_alias = "pods", default_value_t = 1000)]
     measured_pods: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
