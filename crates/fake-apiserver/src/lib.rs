@@ -815,7 +815,10 @@ async fn list_or_watch(
                         return Some((e, (rx, gen_rx)));
                     }
                     Ok(_) => continue,
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    // Events were dropped for this slow watcher: end the stream (as a real
+                    // API server ends a watch that falls behind) so the client resumes from
+                    // its last resourceVersion and gets the missed events from the log.
+                    Err(broadcast::error::RecvError::Lagged(_)) => return None,
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
             }

@@ -33,7 +33,8 @@ enum Command {
     /// real scheduling framework, and show where each lands or why it cannot.
     Simulate(cmd::simulate::SimulateArgs),
     /// Run scheduler_perf-like workloads in memory and report pods/s, attempt latency and
-    /// peak RSS per workload.
+    /// peak RSS per workload; with --kubeconfig, against an API server with `ferrosched run`
+    /// as the scheduler (pods/s, throughput percentiles, scheduler CPU and peak RSS).
     Bench(cmd::bench::BenchArgs),
     /// Watch a Kubernetes cluster and schedule its pending pods (bindings, events and
     /// PodScheduled conditions as kube-scheduler writes them).

@@ -2,9 +2,12 @@
 //! through the real framework. Each workload runs in its own process so peak RSS is its own.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use clap::Args;
+use controller::cluster_bench::{self, BenchError, BenchOptions, ClusterBenchResult};
 use scheduler_core::workloads::{self, WORKLOADS};
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +24,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1000)]
     init_pods: usize,
     /// Pods measured.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, visible_alias = "pods", default_value_t = 1000)]
     measured_pods: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -29,6 +32,21 @@ pub struct BenchArgs {
     /// Internal: run exactly one workload in this process and print one JSON line.
     #[arg(long, hide = true)]
     child: bool,
+    /// Bench against this API server instead of in memory, the way scheduler_perf does:
+    /// fake Nodes and pending pods are created there and `ferrosched run` schedules them
+    /// as a child process.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// With --kubeconfig: leave the run's nodes, namespace and pods in the cluster.
+    #[arg(long, requires = "kubeconfig")]
+    keep: bool,
+    /// With --kubeconfig: report partial results when no pod was bound for this many
+    /// seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    stall_timeout: u64,
+    /// With --kubeconfig: concurrent create requests.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    concurrency: usize,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -57,6 +75,9 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             eprintln!("unknown workload {n:?}; known: {}", WORKLOADS.join(", "));
             return ExitCode::FAILURE;
         }
+    }
+    if let Some(kubeconfig) = &args.kubeconfig {
+        return cluster(args, &names, kubeconfig);
     }
     if args.child {
         let (Some(name), Some(&nodes)) = (names.first(), args.nodes.first()) else {
@@ -170,6 +191,142 @@ fn table(results: &[BenchResult]) -> String {
             r.micros_per_pod,
             r.p50_attempt_micros,
             r.p99_attempt_micros,
+            r.peak_rss_mib
+        );
+    }
+    out
+}
+
+/// `--kubeconfig`: every workload at every node count against the API server, one after
+/// the other, each with its own scheduler process.
+fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let scheduler_exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("cannot find own executable to run the scheduler: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut results: Vec<ClusterBenchResult> = Vec::new();
+    let mut ok = true;
+    rt.block_on(async {
+        let client = match controller::client(Some(kubeconfig)).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ok = false;
+                return;
+            }
+        };
+        let opts = BenchOptions {
+            client,
+            kubeconfig: kubeconfig.to_path_buf(),
+            scheduler_exe,
+            stall_timeout: Duration::from_secs(args.stall_timeout),
+            keep: args.keep,
+            concurrency: args.concurrency,
+        };
+        for name in names {
+            for &nodes in &args.nodes {
+                eprintln!("running {name} on {nodes} nodes against the API server ...");
+                match cluster_bench::run_workload(
+                    &opts,
+                    name,
+                    nodes,
+                    args.init_pods,
+                    args.measured_pods,
+                )
+                .await
+                {
+                    Ok(r) => {
+                        if let Some(note) = &r.note {
+                            ok = false;
+                            eprintln!("{name}/{nodes}: {note}");
+                            if let Some(tail) = &r.scheduler_stderr_tail {
+                                eprintln!("scheduler stderr (end):\n{tail}");
+                            }
+                        }
+                        results.push(r);
+                    }
+                    Err(BenchError::Interrupted) => {
+                        eprintln!("interrupted; cleaned up");
+                        ok = false;
+                        return;
+                    }
+                    Err(e) => {
+                        eprintln!("{name}/{nodes}: {e}");
+                        ok = false;
+                    }
+                }
+            }
+        }
+    });
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&results).expect("serializes")
+        );
+    } else {
+        print!("{}", cluster_table(&results));
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn cluster_table(results: &[ClusterBenchResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<18} {:>6} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}",
+        "WORKLOAD",
+        "NODES",
+        "INIT",
+        "SCHEDULED",
+        "PODS/S",
+        "AVG/S",
+        "P50/S",
+        "P90/S",
+        "P99/S",
+        "CPU S",
+        "MS/POD",
+        "RSS MiB"
+    );
+    for r in results {
+        let _ = writeln!(
+            out,
+            "{:<18} {:>6} {:>6} {:>5}/{:<5} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>7.2} {:>7.2} {:>8.1}",
+            r.workload,
+            r.nodes,
+            r.init_pods,
+            r.scheduled,
+            r.measured_pods,
+            r.pods_per_second,
+            r.throughput.average,
+            r.throughput.perc50,
+            r.throughput.perc90,
+            r.throughput.perc99,
+            r.cpu_seconds,
+            r.cpu_ms_per_pod,
             r.peak_rss_mib
         );
     }

@@ -1,0 +1,78 @@
+//! `ferrosched bench --kubeconfig` as a process against the fake API server: it creates the
+//! run's nodes and pods, its scheduler child binds every measured pod exactly once, the
+//! JSON report is sane, and cleanup leaves nothing behind.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use fake_apiserver::FakeApiServer;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn benches_against_an_api_server_and_cleans_up() {
+    let server = FakeApiServer::start().await;
+    let kubeconfig = server.kubeconfig();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["bench", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--workload", "SchedulingBasic", "--nodes", "20"])
+            .args(["--init-pods", "20", "--pods", "50", "--json"])
+            .args(["--stall-timeout", "20"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let r = &report.as_array().expect("one result per workload")[0];
+    assert_eq!(r["workload"], "SchedulingBasic");
+    assert_eq!(r["nodes"], 20);
+    assert_eq!(r["initScheduled"], 20);
+    assert_eq!(
+        (r["scheduled"].as_u64(), r["measuredPods"].as_u64()),
+        (Some(50), Some(50))
+    );
+    assert_eq!(r["complete"], true);
+    for field in [
+        "podsPerSecond",
+        "cpuSeconds",
+        "peakRssMib",
+        "createPodsPerSecond",
+    ] {
+        assert!(r[field].as_f64().is_some_and(|v| v > 0.0), "{field}: {r}");
+    }
+    assert!(r["throughput"]["average"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["throughput"]["samples"].as_u64().unwrap() >= 1, "{r}");
+
+    // Every pod of the run was bound exactly once, to one of the run's nodes.
+    let ns = r["namespace"].as_str().unwrap();
+    let run = r["runId"].as_str().unwrap();
+    let mut per_pod: BTreeMap<String, usize> = BTreeMap::new();
+    for (pod, node) in server.bindings() {
+        let (pod_ns, name) = pod.split_once('/').unwrap();
+        assert_eq!(pod_ns, ns);
+        assert!(
+            node.starts_with(&format!("ferrosched-bench-{run}-node-")),
+            "{node}"
+        );
+        *per_pod.entry(name.to_string()).or_default() += 1;
+    }
+    assert!(per_pod.values().all(|&n| n == 1), "{per_pod:?}");
+    let measured = per_pod
+        .keys()
+        .filter(|n| n.starts_with("measured-"))
+        .count();
+    let init = per_pod.keys().filter(|n| n.starts_with("init-")).count();
+    assert_eq!((init, measured), (20, 50));
+
+    // Cleanup removed everything the run created.
+    for collection in ["pods", "nodes", "namespaces", "priorityclasses"] {
+        assert_eq!(server.list(collection), Vec::<Value>::new(), "{collection}");
+    }
+}
