@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, 
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -24,6 +24,8 @@ pub struct ClusterObjects {
     pub pvs: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,
     pub csi_nodes: Vec<CSINode>,
+    pub csi_drivers: Vec<CSIDriver>,
+    pub storage_capacities: Vec<CSIStorageCapacity>,
     /// Kinds that were present but play no part in scheduling, with their counts.
     pub skipped_kinds: std::collections::BTreeMap<String, usize>,
 }
@@ -39,6 +41,8 @@ impl ClusterObjects {
         self.pvs.extend(other.pvs);
         self.storage_classes.extend(other.storage_classes);
         self.csi_nodes.extend(other.csi_nodes);
+        self.csi_drivers.extend(other.csi_drivers);
+        self.storage_capacities.extend(other.storage_capacities);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -199,7 +203,9 @@ impl DocCtx<'_> {
             | "PersistentVolumeClaimList"
             | "PersistentVolumeList"
             | "StorageClassList"
-            | "CSINodeList" => {
+            | "CSINodeList"
+            | "CSIDriverList"
+            | "CSIStorageCapacityList" => {
                 let items = match v.get("items") {
                     Some(Value::Array(items)) => items.clone(),
                     Some(Value::Null) | None => Vec::new(),
@@ -254,6 +260,20 @@ impl DocCtx<'_> {
                 &api_version,
                 &["storage.k8s.io/v1"],
                 &mut out.csi_nodes,
+            ),
+            "CSIDriver" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.csi_drivers,
+            ),
+            "CSIStorageCapacity" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.storage_capacities,
             ),
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }
@@ -376,6 +396,20 @@ kind: CSINode
 metadata: {name: n1}
 spec: {drivers: [{name: pd.csi.storage.gke.io, nodeID: n1, allocatable: {count: 15}}]}
 ---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: pd.csi.storage.gke.io}
+spec: {storageCapacity: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacityList
+items:
+- metadata: {name: cap-a, namespace: kube-system}
+  storageClassName: standard
+  nodeTopology: {matchLabels: {topology.kubernetes.io/zone: a}}
+  capacity: 100Gi
+  maximumVolumeSize: 10Gi
+---
 apiVersion: storage.k8s.io/v1beta1
 kind: StorageClass
 metadata: {name: old}
@@ -405,6 +439,14 @@ provisioner: x
                 .unwrap()
                 .count,
             Some(15)
+        );
+        assert_eq!(o.csi_drivers[0].spec.storage_capacity, Some(true));
+        assert_eq!(o.storage_capacities[0].storage_class_name, "standard");
+        assert_eq!(
+            o.storage_capacities[0].maximum_volume_size,
+            Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                "10Gi".into()
+            ))
         );
     }
 
