@@ -5,8 +5,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use fake_apiserver::FakeApiServer;
 use serde_json::{Value, json};
-use support::fake_apiserver::FakeApiServer;
 
 const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

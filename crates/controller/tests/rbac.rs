@@ -11,11 +11,11 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use fake_apiserver::{FakeApiServer, RequestRecord};
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject,
 };
 use serde_json::{Value, json};
-use support::fake_apiserver::{FakeApiServer, RequestRecord};
 
 const SA_NAMESPACE: &str = "kube-system";
 const SA_NAME: &str = "ferrosched";

@@ -1,9 +1,6 @@
 //! `ferrosched run` as a process: config errors exit 1 before any network call; against the
 //! fake API server it schedules, and SIGTERM stops it with exit 0.
 
-#[path = "../../controller/tests/support/fake_apiserver.rs"]
-mod fake_apiserver;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

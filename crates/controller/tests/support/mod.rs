@@ -1,2 +1,1 @@
-pub mod fake_apiserver;
 pub mod pv_controller;

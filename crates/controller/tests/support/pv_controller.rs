@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::fake_apiserver::FakeApiServer;
+use fake_apiserver::FakeApiServer;
 
 pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";

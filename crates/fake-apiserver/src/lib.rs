@@ -1,27 +1,27 @@
-//! A small in-process Kubernetes API server for the controller's tests: objects live in
-//! memory as JSON, every write bumps one global resourceVersion and is appended to a watch
-//! log. It serves exactly what the controller uses:
+//! A small in-process Kubernetes API server for ferrosched's tests and e2e scenarios:
+//! objects live in memory as JSON, every write bumps one global resourceVersion and is
+//! appended to a watch log. One generic handler serves every resource in [`RESOURCES`]
+//! (core, apps, node, policy, scheduling, coordination, storage, and our
+//! SchedulingPolicy) the way a real API server does, for the subset ferrosched uses:
 //!
-//! - LIST (`GET /api/v1/pods` ...) with `metadata.resourceVersion`;
-//! - WATCH (`?watch=true&resourceVersion=N`): newline-delimited watch events after N, then
-//!   live ones; `fieldSelector` (`a.b=v`, `a.b!=v`) on both, with objects that stop
-//!   matching sent as DELETED;
+//! - LIST and WATCH, cluster-wide or in a namespace, with `fieldSelector` (`a.b=v`,
+//!   `a.b!=v`) and `labelSelector` (`k=v`, `k!=v`, `k`, `!k`); watches resume after a
+//!   resourceVersion, send a BOOKMARK when asked (`allowWatchBookmarks`), send objects
+//!   that stop matching as DELETED, and answer `410 Expired` after [`FakeApiServer::expire_watches`];
+//! - GET, POST (409 AlreadyExists, `generateName`), PUT and PATCH (JSON merge patch;
+//!   a `metadata.resourceVersion` is a precondition: 409 when stale), DELETE (UID
+//!   precondition) and DELETE of a collection by label selector;
 //! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
-//!   bound or the UID differs, 404 if missing);
-//! - `PATCH pods/{name}/status` (strategic merge: conditions merge by type, null deletes);
-//! - `DELETE pods/{name}` (with an optional UID precondition);
-//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1, series updates);
-//! - PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
-//!   (storage.k8s.io/v1): list/watch; `PATCH` (JSON merge patch) of a PV or PVC, refused
-//!   with 409 when the patch carries a `metadata.resourceVersion` that is not the stored one;
-//! - Leases (coordination.k8s.io/v1): GET, POST (409 if present), PUT (409 unless the
-//!   resourceVersion matches), for leader election.
+//!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
+//!   (only status changes; conditions merge by type, null deletes);
+//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1), kept in creation order.
 //!
-//! Tests add objects and read bindings and events with the helpers on [`FakeApiServer`], and
-//! point the controller at it with [`FakeApiServer::kubeconfig`] (plain http). Every request
-//! served (also ones no route matches) is logged as the API server's authorizer sees it
-//! ([`RequestRecord`]: verb, group, resource, subresource, namespace, name), for RBAC tests.
-#![allow(dead_code)]
+//! It does no admission, defaulting or validation beyond that, and deletes at once (no
+//! finalizers, no grace periods). Tests add objects and read bindings and events with the
+//! helpers on [`FakeApiServer`], and point clients at it with [`FakeApiServer::kubeconfig`]
+//! (plain http). Every request served (also ones nothing matches) is logged as the API
+//! server's authorizer sees it ([`RequestRecord`]: verb, group, resource, subresource,
+//! namespace, name), for RBAC tests.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -31,10 +31,9 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::extract::{Query, State};
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -88,8 +87,190 @@ impl FieldSelector {
             (field == value) == *eq
         })
     }
+}
 
-    /// How a watcher with this selector sees the event, if at all.
+/// A resource the server knows: its collection name (the URL's plural), API group and
+/// version, kind, and whether it lives in namespaces.
+#[derive(Clone, Copy, Debug)]
+pub struct Resource {
+    pub collection: &'static str,
+    /// "" for the core group (`/api/v1`).
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+}
+
+const fn res(
+    collection: &'static str,
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Resource {
+    Resource {
+        collection,
+        group,
+        version,
+        kind,
+        namespaced,
+    }
+}
+
+/// Every resource served. Events (events.k8s.io/v1) are served too, by their own handlers.
+pub const RESOURCES: &[Resource] = &[
+    res("pods", "", "v1", "Pod", true),
+    res("nodes", "", "v1", "Node", false),
+    res("namespaces", "", "v1", "Namespace", false),
+    res("services", "", "v1", "Service", true),
+    res(
+        "replicationcontrollers",
+        "",
+        "v1",
+        "ReplicationController",
+        true,
+    ),
+    res(
+        "persistentvolumeclaims",
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        true,
+    ),
+    res("persistentvolumes", "", "v1", "PersistentVolume", false),
+    res("replicasets", "apps", "v1", "ReplicaSet", true),
+    res("statefulsets", "apps", "v1", "StatefulSet", true),
+    res("runtimeclasses", "node.k8s.io", "v1", "RuntimeClass", false),
+    res(
+        "priorityclasses",
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        false,
+    ),
+    res(
+        "poddisruptionbudgets",
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        true,
+    ),
+    res("leases", "coordination.k8s.io", "v1", "Lease", true),
+    res(
+        "storageclasses",
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        false,
+    ),
+    res("csinodes", "storage.k8s.io", "v1", "CSINode", false),
+    res("csidrivers", "storage.k8s.io", "v1", "CSIDriver", false),
+    res(
+        "csistoragecapacities",
+        "storage.k8s.io",
+        "v1",
+        "CSIStorageCapacity",
+        true,
+    ),
+    res(
+        "volumeattachments",
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        false,
+    ),
+    res(
+        "schedulingpolicies",
+        "scheduling.ferrosched.io",
+        "v1alpha1",
+        "SchedulingPolicy",
+        false,
+    ),
+];
+
+/// The resource of a collection name (panics on an unknown one: a test bug).
+pub fn resource(collection: &str) -> &'static Resource {
+    RESOURCES
+        .iter()
+        .find(|r| r.collection == collection)
+        .unwrap_or_else(|| panic!("the fake API server does not serve {collection:?}"))
+}
+
+impl Resource {
+    fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// One term of a label selector.
+#[derive(Clone, Debug)]
+enum LabelTerm {
+    Equals(String, String),
+    NotEquals(String, String),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A label selector of `k=v`, `k==v`, `k!=v`, `k`, `!k` terms joined by commas (no set
+/// expressions: nothing here sends them).
+#[derive(Clone, Debug, Default)]
+struct LabelSelector(Vec<LabelTerm>);
+
+impl LabelSelector {
+    fn parse(s: Option<&String>) -> Self {
+        let terms = s
+            .map(|s| s.split(',').filter(|t| !t.is_empty()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                if let Some((k, v)) = t.split_once("!=") {
+                    LabelTerm::NotEquals(k.to_string(), v.to_string())
+                } else if let Some((k, v)) = t.split_once('=') {
+                    LabelTerm::Equals(k.to_string(), v.trim_start_matches('=').to_string())
+                } else if let Some(k) = t.strip_prefix('!') {
+                    LabelTerm::NotExists(k.to_string())
+                } else {
+                    LabelTerm::Exists(t.to_string())
+                }
+            })
+            .collect();
+        LabelSelector(terms)
+    }
+
+    fn matches(&self, obj: &Value) -> bool {
+        let labels = &obj["metadata"]["labels"];
+        let get = |k: &str| labels.get(k).and_then(Value::as_str);
+        self.0.iter().all(|t| match t {
+            LabelTerm::Equals(k, v) => get(k) == Some(v.as_str()),
+            LabelTerm::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            LabelTerm::Exists(k) => get(k).is_some(),
+            LabelTerm::NotExists(k) => get(k).is_none(),
+        })
+    }
+}
+
+/// What a watcher or lister asked for: namespace, field and label selectors.
+#[derive(Clone, Debug, Default)]
+struct Filter {
+    namespace: Option<String>,
+    fields: FieldSelector,
+    labels: LabelSelector,
+}
+
+impl Filter {
+    fn matches(&self, obj: &Value) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| obj["metadata"]["namespace"].as_str() == Some(ns))
+            && self.fields.matches(obj)
+            && self.labels.matches(obj)
+    }
+
+    /// How a watcher with this filter sees the event, if at all.
     fn view(&self, e: &WatchEvent) -> Option<&'static str> {
         let now = self.matches(&e.object);
         match e.type_ {
@@ -126,6 +307,8 @@ struct Store {
     lists: BTreeMap<String, usize>,
     /// Every request received, in order.
     requests: Vec<RequestRecord>,
+    /// Collections answered with 404, as by a server without that API.
+    disabled: std::collections::BTreeSet<&'static str>,
 }
 
 /// One request in RBAC terms (the apiserver's RequestInfo): what a Role rule must allow.
@@ -226,8 +409,8 @@ struct Inner {
     tx: broadcast::Sender<WatchEvent>,
     /// Bumped to end every open watch stream.
     generation: tokio::sync::watch::Sender<u64>,
-    /// Serialises lease create/replace (check-then-write).
-    lease_lock: Mutex<()>,
+    /// Serialises check-then-write requests (create, replace, patch, delete, binding).
+    write_lock: Mutex<()>,
 }
 
 type Shared = Arc<Inner>;
@@ -246,28 +429,36 @@ impl Drop for FakeApiServer {
     }
 }
 
+fn not_found(collection: &str, name: &str) -> Response {
+    let r = resource(collection);
+    let what = if r.group.is_empty() {
+        collection.to_string()
+    } else {
+        format!("{collection}.{}", r.group)
+    };
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("{what} \"{name}\" not found"),
+    )
+}
+
+fn conflict_modified(collection: &str, name: &str) -> Response {
+    status(
+        StatusCode::CONFLICT,
+        "Conflict",
+        format!(
+            "Operation cannot be fulfilled on {collection} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+        ),
+    )
+}
+
 fn status(code: StatusCode, reason: &str, message: String) -> Response {
     let body = json!({
         "apiVersion": "v1", "kind": "Status", "status": "Failure",
         "message": message, "reason": reason, "code": code.as_u16(),
     });
     (code, axum::Json(body)).into_response()
-}
-
-fn collection_kind(collection: &str) -> (&'static str, &'static str) {
-    match collection {
-        "pods" => ("v1", "Pod"),
-        "nodes" => ("v1", "Node"),
-        "namespaces" => ("v1", "Namespace"),
-        "runtimeclasses" => ("node.k8s.io/v1", "RuntimeClass"),
-        "poddisruptionbudgets" => ("policy/v1", "PodDisruptionBudget"),
-        "leases" => ("coordination.k8s.io/v1", "Lease"),
-        "persistentvolumeclaims" => ("v1", "PersistentVolumeClaim"),
-        "persistentvolumes" => ("v1", "PersistentVolume"),
-        "storageclasses" => ("storage.k8s.io/v1", "StorageClass"),
-        "csinodes" => ("storage.k8s.io/v1", "CSINode"),
-        _ => ("v1", "Unknown"),
-    }
 }
 
 impl Inner {
@@ -284,9 +475,9 @@ impl Inner {
             .expect("objects have names")
             .to_string();
         let key = (collection.to_string(), ns, name);
-        let (api_version, kind) = collection_kind(collection);
-        object["apiVersion"] = json!(api_version);
-        object["kind"] = json!(kind);
+        let r = resource(collection);
+        object["apiVersion"] = json!(r.api_version());
+        object["kind"] = json!(r.kind);
         let existed = st.objects.contains_key(&key);
         if !existed {
             if object["metadata"]["uid"].is_null() {
@@ -376,23 +567,28 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
 async fn list_or_watch(
     inner: Shared,
     collection: &'static str,
+    namespace: Option<String>,
     params: BTreeMap<String, String>,
 ) -> Response {
     let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
-    let selector = FieldSelector::parse(params.get("fieldSelector"));
+    let filter = Filter {
+        namespace,
+        fields: FieldSelector::parse(params.get("fieldSelector")),
+        labels: LabelSelector::parse(params.get("labelSelector")),
+    };
+    let r = resource(collection);
     if !watch {
         let mut st = inner.store.lock().unwrap();
         *st.lists.entry(collection.to_string()).or_default() += 1;
         let items: Vec<Value> = st
             .objects
             .iter()
-            .filter(|((c, _, _), v)| c == collection && selector.matches(v))
+            .filter(|((c, _, _), v)| c == collection && filter.matches(v))
             .map(|(_, v)| v.clone())
             .collect();
-        let (api_version, kind) = collection_kind(collection);
         let body = json!({
-            "apiVersion": api_version,
-            "kind": format!("{kind}List"),
+            "apiVersion": r.api_version(),
+            "kind": format!("{}List", r.kind),
             "metadata": {"resourceVersion": st.rv.to_string()},
             "items": items,
         });
@@ -402,11 +598,12 @@ async fn list_or_watch(
         .get("resourceVersion")
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
+    let bookmarks = params.get("allowWatchBookmarks").map(String::as_str) == Some("true");
     // Subscribe before reading the log so nothing falls between the two.
     let rx = inner.tx.subscribe();
     let mut gen_rx = inner.generation.subscribe();
     gen_rx.mark_unchanged();
-    let backlog: Vec<WatchEvent> = {
+    let (backlog, now) = {
         let st = inner.store.lock().unwrap();
         if since < st.compacted {
             // What a real API server sends: HTTP 200, then an ERROR event with 410.
@@ -422,20 +619,33 @@ async fn list_or_watch(
                 .body(Body::from(body))
                 .unwrap();
         }
-        st.log
+        let backlog: Vec<WatchEvent> = st
+            .log
             .iter()
             .filter(|e| e.rv > since && e.collection == collection)
             .cloned()
-            .collect()
+            .collect();
+        (backlog, st.rv)
     };
     let last = backlog.last().map_or(since, |e| e.rv);
     let line = move |e: &WatchEvent| -> Option<Result<Bytes, Infallible>> {
-        let type_ = selector.view(e)?;
+        let type_ = filter.view(e)?;
         let mut s = json!({"type": type_, "object": e.object}).to_string();
         s.push('\n');
         Some(Ok(Bytes::from(s)))
     };
-    let backlog = futures::stream::iter(backlog.iter().filter_map(&line).collect::<Vec<_>>());
+    let mut first: Vec<Result<Bytes, Infallible>> = backlog.iter().filter_map(&line).collect();
+    if bookmarks {
+        // A bookmark after the backlog: the client may resume from `now` even if none of
+        // the events since matched its selector.
+        let mut s = json!({"type": "BOOKMARK", "object": {
+            "apiVersion": r.api_version(), "kind": r.kind,
+            "metadata": {"resourceVersion": now.to_string()},
+        }})
+        .to_string();
+        s.push('\n');
+        first.push(Ok(Bytes::from(s)));
+    }
     let live = futures::stream::unfold((rx, gen_rx), move |(mut rx, mut gen_rx)| async move {
         loop {
             tokio::select! {
@@ -455,15 +665,11 @@ async fn list_or_watch(
     .filter_map(move |e| futures::future::ready(line(&e)));
     Response::builder()
         .header("content-type", "application/json")
-        .body(Body::from_stream(backlog.chain(live)))
+        .body(Body::from_stream(futures::stream::iter(first).chain(live)))
         .unwrap()
 }
 
-async fn bind(
-    State(inner): State<Shared>,
-    Path((ns, name)): Path<(String, String)>,
-    axum::Json(binding): axum::Json<Value>,
-) -> Response {
+fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Response {
     {
         let mut st = inner.store.lock().unwrap();
         if st.failing_bindings > 0 {
@@ -475,12 +681,8 @@ async fn bind(
             );
         }
     }
-    let Some(mut pod) = inner.get("pods", &ns, &name) else {
-        return status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("pods \"{name}\" not found"),
-        );
+    let Some(mut pod) = inner.get("pods", ns, name) else {
+        return not_found("pods", name);
     };
     if let Some(uid) = binding["metadata"]["uid"].as_str()
         && pod["metadata"]["uid"].as_str() != Some(uid)
@@ -541,43 +743,28 @@ async fn bind(
         .into_response()
 }
 
-async fn patch_status(
-    State(inner): State<Shared>,
-    Path((ns, name)): Path<(String, String)>,
-    body: Bytes,
-) -> Response {
-    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+/// PATCH of a status subresource: only `status` may change.
+fn patch_status(inner: &Inner, collection: &str, ns: &str, name: &str, body: &Bytes) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
     };
-    let Some(mut pod) = inner.get("pods", &ns, &name) else {
-        return status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("pods \"{name}\" not found"),
-        );
+    let Some(mut object) = inner.get(collection, ns, name) else {
+        return not_found(collection, name);
     };
-    // Only status may change through the status subresource.
     if let Some(s) = patch.get("status") {
-        if pod.get("status").is_none() {
-            pod["status"] = json!({});
+        if object.get("status").is_none() {
+            object["status"] = json!({});
         }
-        strategic_merge(&mut pod["status"], s);
+        strategic_merge(&mut object["status"], s);
     }
-    axum::Json(inner.put("pods", pod)).into_response()
+    axum::Json(inner.put(collection, object)).into_response()
 }
 
-async fn delete_pod(
-    State(inner): State<Shared>,
-    Path((ns, name)): Path<(String, String)>,
-    body: Bytes,
-) -> Response {
-    let opts: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let Some(pod) = inner.get("pods", &ns, &name) else {
-        return status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("pods \"{name}\" not found"),
-        );
+/// DELETE with an optional UID precondition (any collection; deletion is immediate).
+fn delete_object(inner: &Inner, collection: &str, ns: &str, name: &str, body: &Bytes) -> Response {
+    let opts: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let Some(pod) = inner.get(collection, ns, name) else {
+        return not_found(collection, name);
     };
     if let Some(uid) = opts["preconditions"]["uid"].as_str()
         && pod["metadata"]["uid"].as_str() != Some(uid)
@@ -588,26 +775,21 @@ async fn delete_pod(
             "precondition failed: UID".into(),
         );
     }
-    let removed = inner.remove("pods", &ns, &name).unwrap_or(pod);
+    let removed = inner.remove(collection, ns, name).unwrap_or(pod);
     axum::Json(removed).into_response()
 }
 
-async fn create_event(
-    State(inner): State<Shared>,
-    Path(ns): Path<String>,
-    axum::Json(mut event): axum::Json<Value>,
-) -> Response {
+fn create_event(inner: &Inner, ns: &str, body: &Bytes) -> Response {
+    let Ok(mut event) = serde_json::from_slice::<Value>(body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad event".into());
+    };
     event["metadata"]["namespace"] = json!(ns);
     inner.store.lock().unwrap().events.push(event.clone());
     (StatusCode::CREATED, axum::Json(event)).into_response()
 }
 
-async fn patch_event(
-    State(inner): State<Shared>,
-    Path((ns, name)): Path<(String, String)>,
-    body: Bytes,
-) -> Response {
-    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+fn patch_event(inner: &Inner, ns: &str, name: &str, body: &Bytes) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
     };
     let mut st = inner.store.lock().unwrap();
@@ -629,108 +811,255 @@ async fn patch_event(
     }
 }
 
-async fn get_lease(
+/// Where a request goes: `/api/v1/...` or `/apis/{group}/{version}/...`, then
+/// `[namespaces/{ns}/]{collection}[/{name}[/{subresource}]]`.
+struct Target {
+    group: String,
+    version: String,
+    namespace: Option<String>,
+    collection: String,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+impl Target {
+    fn parse(path: &str) -> Option<Target> {
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let (group, version, rest) = match segs.as_slice() {
+            ["api", version, rest @ ..] => ("", *version, rest),
+            ["apis", group, version, rest @ ..] => (*group, *version, rest),
+            _ => return None,
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+            _ => (None, rest),
+        };
+        let (collection, rest) = rest.split_first()?;
+        if rest.len() > 2 {
+            return None;
+        }
+        Some(Target {
+            group: group.to_string(),
+            version: version.to_string(),
+            namespace,
+            collection: collection.to_string(),
+            name: rest.first().map(|s| s.to_string()),
+            subresource: rest.get(1).map(|s| s.to_string()),
+        })
+    }
+}
+
+/// The one handler: finds the resource, then does what a real API server would for the
+/// method (the subset ferrosched, its tests and e2e scenarios use).
+async fn dispatch(
     State(inner): State<Shared>,
-    Path((ns, name)): Path<(String, String)>,
+    method: Method,
+    uri: Uri,
+    Query(params): Query<BTreeMap<String, String>>,
+    body: Bytes,
 ) -> Response {
-    match inner.get("leases", &ns, &name) {
-        Some(l) => axum::Json(l).into_response(),
-        None => status(
+    let unknown = || {
+        status(
             StatusCode::NOT_FOUND,
             "NotFound",
-            format!("leases.coordination.k8s.io \"{name}\" not found"),
+            format!("the server could not find the requested resource ({uri})"),
+        )
+    };
+    let Some(t) = Target::parse(uri.path()) else {
+        return unknown();
+    };
+    if t.group == "events.k8s.io" && t.collection == "events" {
+        let ns = t.namespace.as_deref().unwrap_or("");
+        return match (&method, &t.name) {
+            (&Method::POST, None) => create_event(&inner, ns, &body),
+            (&Method::PATCH, Some(name)) => patch_event(&inner, ns, name, &body),
+            _ => unknown(),
+        };
+    }
+    let Some(r) = RESOURCES
+        .iter()
+        .find(|r| r.collection == t.collection && r.group == t.group && r.version == t.version)
+    else {
+        return unknown();
+    };
+    if inner.store.lock().unwrap().disabled.contains(r.collection) {
+        return unknown();
+    }
+    // Namespaced collections are listed across namespaces without one; everything else
+    // needs the namespace exactly when the resource is namespaced.
+    let ns = match (&t.namespace, r.namespaced, &t.name, &method) {
+        (Some(ns), true, _, _) => ns.clone(),
+        (None, true, None, &Method::GET) | (None, false, _, _) => String::new(),
+        _ => return unknown(),
+    };
+    let collection = r.collection;
+    match (method, t.name, t.subresource.as_deref()) {
+        (Method::GET, None, None) => {
+            let namespace = t.namespace.filter(|_| r.namespaced);
+            list_or_watch(Arc::clone(&inner), collection, namespace, params).await
+        }
+        (Method::GET, Some(name), None) => match inner.get(collection, &ns, &name) {
+            Some(o) => axum::Json(o).into_response(),
+            None => not_found(collection, &name),
+        },
+        (Method::POST, None, None) => create(&inner, r, &ns, &body),
+        (Method::PUT, Some(name), None) => replace(&inner, r, &ns, &name, &body),
+        (Method::PATCH, Some(name), None) => patch(&inner, collection, &ns, &name, &body),
+        (Method::DELETE, Some(name), None) => {
+            let _guard = inner.write_lock.lock().unwrap();
+            delete_object(&inner, collection, &ns, &name, &body)
+        }
+        (Method::DELETE, None, None) => delete_collection(&inner, collection, &ns, &params),
+        (Method::POST, Some(name), Some("binding")) if collection == "pods" => {
+            let Ok(binding) = serde_json::from_slice::<Value>(&body) else {
+                return status(StatusCode::BAD_REQUEST, "BadRequest", "bad binding".into());
+            };
+            let _guard = inner.write_lock.lock().unwrap();
+            bind(&inner, &ns, &name, &binding)
+        }
+        (Method::PATCH, Some(name), Some("status")) => {
+            let _guard = inner.write_lock.lock().unwrap();
+            patch_status(&inner, collection, &ns, &name, &body)
+        }
+        _ => status(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!("the fake API server does not serve this on {collection}"),
         ),
     }
 }
 
-async fn create_lease(
-    State(inner): State<Shared>,
-    Path(ns): Path<String>,
-    axum::Json(mut lease): axum::Json<Value>,
-) -> Response {
-    lease["metadata"]["namespace"] = json!(ns);
-    let name = lease["metadata"]["name"].as_str().unwrap_or("").to_string();
-    // Check and insert under one lock, so two candidates cannot both create it.
-    let _guard = inner.lease_lock.lock().unwrap();
-    if inner.get("leases", &ns, &name).is_some() {
+/// The request body as a JSON object.
+fn decode(body: &Bytes) -> Option<Value> {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .filter(Value::is_object)
+}
+
+fn bad_body() -> Response {
+    status(
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "the body is not a JSON object".into(),
+    )
+}
+
+/// POST: 409 AlreadyExists when the name is taken; `generateName` gets a unique suffix.
+/// Pods lose any status they were sent, as on a real API server; Nodes keep theirs.
+fn create(inner: &Inner, r: &Resource, ns: &str, body: &Bytes) -> Response {
+    let Some(mut object) = decode(body) else {
+        return bad_body();
+    };
+    let _guard = inner.write_lock.lock().unwrap();
+    if object["metadata"]["name"]
+        .as_str()
+        .is_none_or(str::is_empty)
+    {
+        let Some(prefix) = object["metadata"]["generateName"].as_str() else {
+            return status(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid",
+                "metadata.name: Required value: name or generateName is required".into(),
+            );
+        };
+        let n = {
+            let mut st = inner.store.lock().unwrap();
+            st.next_uid += 1;
+            st.next_uid
+        };
+        object["metadata"]["name"] = json!(format!("{prefix}{n:05x}"));
+    }
+    if r.namespaced {
+        object["metadata"]["namespace"] = json!(ns);
+    }
+    let name = object["metadata"]["name"].as_str().unwrap().to_string();
+    if inner.get(r.collection, ns, &name).is_some() {
         return status(
             StatusCode::CONFLICT,
             "AlreadyExists",
-            format!("leases.coordination.k8s.io \"{name}\" already exists"),
+            format!("{} \"{name}\" already exists", r.collection),
         );
     }
-    (StatusCode::CREATED, axum::Json(inner.put("leases", lease))).into_response()
+    if r.collection == "pods"
+        && let Some(o) = object.as_object_mut()
+    {
+        o.remove("status");
+        object["status"] = json!({"phase": "Pending"});
+    }
+    (
+        StatusCode::CREATED,
+        axum::Json(inner.put(r.collection, object)),
+    )
+        .into_response()
 }
 
-/// PUT with optimistic concurrency: the body's resourceVersion must be the stored one.
-async fn replace_lease(
-    State(inner): State<Shared>,
-    Path((ns, name)): Path<(String, String)>,
-    axum::Json(mut lease): axum::Json<Value>,
-) -> Response {
-    let _guard = inner.lease_lock.lock().unwrap();
-    let Some(current) = inner.get("leases", &ns, &name) else {
-        return status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("leases.coordination.k8s.io \"{name}\" not found"),
-        );
+/// PUT with optimistic concurrency: a resourceVersion in the body must be the stored one.
+fn replace(inner: &Inner, r: &Resource, ns: &str, name: &str, body: &Bytes) -> Response {
+    let Some(mut object) = decode(body) else {
+        return bad_body();
     };
-    if lease["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"] {
-        return status(
-            StatusCode::CONFLICT,
-            "Conflict",
-            format!(
-                "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
-            ),
-        );
+    let _guard = inner.write_lock.lock().unwrap();
+    let Some(current) = inner.get(r.collection, ns, name) else {
+        return not_found(r.collection, name);
+    };
+    if let Some(rv) = object["metadata"]["resourceVersion"].as_str()
+        && current["metadata"]["resourceVersion"].as_str() != Some(rv)
+    {
+        return conflict_modified(r.collection, name);
     }
-    lease["metadata"]["namespace"] = json!(ns);
-    lease["metadata"]["uid"] = current["metadata"]["uid"].clone();
-    lease["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
-    axum::Json(inner.put("leases", lease)).into_response()
+    object["metadata"]["name"] = json!(name);
+    if r.namespaced {
+        object["metadata"]["namespace"] = json!(ns);
+    }
+    object["metadata"]["uid"] = current["metadata"]["uid"].clone();
+    object["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+    axum::Json(inner.put(r.collection, object)).into_response()
 }
 
-/// JSON merge patch of a PV or PVC (the object stays in its collection). A
+/// PATCH as a JSON merge patch (strategic merge for `conditions` lists). A
 /// `metadata.resourceVersion` in the patch is an optimistic-concurrency precondition.
-async fn merge_patch(
-    inner: Shared,
-    collection: &'static str,
-    ns: String,
-    name: String,
-    body: Bytes,
-) -> Response {
-    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
-        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
+fn patch(inner: &Inner, collection: &str, ns: &str, name: &str, body: &Bytes) -> Response {
+    let Some(patch) = decode(body) else {
+        return bad_body();
     };
-    let Some(mut object) = inner.get(collection, &ns, &name) else {
-        return status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("{collection} \"{name}\" not found"),
-        );
+    let _guard = inner.write_lock.lock().unwrap();
+    let Some(mut object) = inner.get(collection, ns, name) else {
+        return not_found(collection, name);
     };
     if let Some(rv) = patch["metadata"]["resourceVersion"].as_str()
         && object["metadata"]["resourceVersion"].as_str() != Some(rv)
     {
-        return status(
-            StatusCode::CONFLICT,
-            "Conflict",
-            format!(
-                "Operation cannot be fulfilled on {collection} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
-            ),
-        );
+        return conflict_modified(collection, name);
     }
     strategic_merge(&mut object, &patch);
     axum::Json(inner.put(collection, object)).into_response()
 }
 
-fn collection_route(collection: &'static str) -> axum::routing::MethodRouter<Shared> {
-    get(
-        move |State(inner): State<Shared>, Query(params): Query<BTreeMap<String, String>>| {
-            list_or_watch(inner, collection, params)
-        },
-    )
+/// DELETE of a collection: every object in the namespace matching `labelSelector`.
+fn delete_collection(
+    inner: &Inner,
+    collection: &str,
+    ns: &str,
+    params: &BTreeMap<String, String>,
+) -> Response {
+    let labels = LabelSelector::parse(params.get("labelSelector"));
+    let _guard = inner.write_lock.lock().unwrap();
+    let doomed: Vec<(String, String)> = {
+        let st = inner.store.lock().unwrap();
+        st.objects
+            .iter()
+            .filter(|((c, o_ns, _), v)| {
+                c == collection && (ns.is_empty() || o_ns == ns) && labels.matches(v)
+            })
+            .map(|((_, o_ns, name), _)| (o_ns.clone(), name.clone()))
+            .collect()
+    };
+    let items: Vec<Value> = doomed
+        .iter()
+        .filter_map(|(o_ns, name)| inner.remove(collection, o_ns, name))
+        .collect();
+    let r = resource(collection);
+    axum::Json(json!({"apiVersion": r.api_version(), "kind": format!("{}List", r.kind), "metadata": {}, "items": items})).into_response()
 }
 
 impl FakeApiServer {
@@ -740,83 +1069,10 @@ impl FakeApiServer {
             store: Mutex::new(Store::default()),
             tx,
             generation: tokio::sync::watch::channel(0).0,
-            lease_lock: Mutex::new(()),
+            write_lock: Mutex::new(()),
         });
         let app = Router::new()
-            .route("/api/v1/pods", collection_route("pods"))
-            .route("/api/v1/nodes", collection_route("nodes"))
-            .route("/api/v1/namespaces", collection_route("namespaces"))
-            .route(
-                "/apis/node.k8s.io/v1/runtimeclasses",
-                collection_route("runtimeclasses"),
-            )
-            .route(
-                "/apis/policy/v1/poddisruptionbudgets",
-                collection_route("poddisruptionbudgets"),
-            )
-            .route(
-                "/api/v1/persistentvolumeclaims",
-                collection_route("persistentvolumeclaims"),
-            )
-            .route(
-                "/api/v1/persistentvolumes",
-                collection_route("persistentvolumes"),
-            )
-            .route(
-                "/apis/storage.k8s.io/v1/storageclasses",
-                collection_route("storageclasses"),
-            )
-            .route(
-                "/apis/storage.k8s.io/v1/csinodes",
-                collection_route("csinodes"),
-            )
-            .route(
-                "/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}",
-                axum::routing::patch(
-                    |State(inner): State<Shared>,
-                     Path((ns, name)): Path<(String, String)>,
-                     body: Bytes| {
-                        merge_patch(inner, "persistentvolumeclaims", ns, name, body)
-                    },
-                ),
-            )
-            .route(
-                "/api/v1/persistentvolumes/{name}",
-                axum::routing::patch(
-                    |State(inner): State<Shared>, Path(name): Path<String>, body: Bytes| {
-                        merge_patch(inner, "persistentvolumes", String::new(), name, body)
-                    },
-                ),
-            )
-            .route("/api/v1/namespaces/{ns}/pods/{name}/binding", post(bind))
-            .route(
-                "/api/v1/namespaces/{ns}/pods/{name}/status",
-                axum::routing::patch(patch_status),
-            )
-            .route("/api/v1/namespaces/{ns}/pods/{name}", delete(delete_pod))
-            .route(
-                "/apis/events.k8s.io/v1/namespaces/{ns}/events",
-                post(create_event),
-            )
-            .route(
-                "/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}",
-                axum::routing::patch(patch_event),
-            )
-            .route(
-                "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
-                post(create_lease),
-            )
-            .route(
-                "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
-                get(get_lease).put(replace_lease),
-            )
-            .fallback(|req: axum::extract::Request| async move {
-                status(
-                    StatusCode::NOT_FOUND,
-                    "NotFound",
-                    format!("the server could not find {}", req.uri()),
-                )
-            })
+            .fallback(dispatch)
             .layer(axum::middleware::from_fn_with_state(
                 Arc::clone(&inner),
                 record_request,
@@ -839,6 +1095,17 @@ impl FakeApiServer {
             task,
             dir,
         }
+    }
+
+    /// Serve 404 for `collection` from now on, as a server without that API does.
+    pub fn disable(&self, collection: &str) {
+        let r = resource(collection);
+        self.inner
+            .store
+            .lock()
+            .unwrap()
+            .disabled
+            .insert(r.collection);
     }
 
     /// A kubeconfig file (plain http, no auth) pointing at this server.
