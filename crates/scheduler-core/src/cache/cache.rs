@@ -7,14 +7,17 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
 use super::workloads::{WorkloadSelector, WorkloadSelectors};
 use crate::types::{
     CsiDriverInfo, CsiNodeInfo, CsiStorageCapacityInfo, NodeInfo, PdbInfo, PodInfo, PodKey,
-    PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo, VolumeObjects, WorkloadKind,
+    PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo, VolumeAttachmentInfo,
+    VolumeObjects, WorkloadKind,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,8 +90,8 @@ pub struct Cache {
     workloads: Arc<WorkloadSelectors>,
     /// Sorted by (namespace, name). Copy-on-write: snapshots share it until a PDB changes.
     pdbs: Arc<Vec<Arc<PdbInfo>>>,
-    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities; each map
-    /// copy-on-write, shared with snapshots.
+    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and
+    /// VolumeAttachments; each map copy-on-write, shared with snapshots.
     volumes: VolumeObjects,
     /// What the informer last said about volumes and claims VolumeBinding's decisions were
     /// assumed on, so a failed binding can be rolled back (upstream's assume cache). An
@@ -515,6 +518,20 @@ impl Cache {
     }
     pub fn remove_storage_capacity(&mut self, namespace: &str, name: &str) -> bool {
         self.volumes.delete_storage_capacity(namespace, name)
+    }
+
+    pub fn add_volume_attachment(&mut self, va: &VolumeAttachment) {
+        self.volumes
+            .put_volume_attachment(VolumeAttachmentInfo::from_volume_attachment(va));
+    }
+    pub fn update_volume_attachment(&mut self, va: &VolumeAttachment) {
+        self.add_volume_attachment(va);
+    }
+    pub fn remove_volume_attachment(&mut self, va: &VolumeAttachment) -> bool {
+        self.volumes.delete_volume_attachment(
+            &va.spec.node_name,
+            va.metadata.name.as_deref().unwrap_or_default(),
+        )
     }
 
     /// Marks VolumeBinding's decision for a pod assumed on `node` (see

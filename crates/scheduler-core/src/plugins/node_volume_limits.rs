@@ -8,8 +8,8 @@
 //! their CSI driver and handle when the node's CSINode lists the plugin as migrated.
 //!
 //! Limits come from the CSINode, else from the node's `attachable-volumes-csi-<driver>`
-//! allocatable. Not covered: VolumeAttachments of volumes no pod on the node uses (upstream
-//! counts them since 1.33, so a volume still detaching from a deleted pod keeps its slot).
+//! allocatable. VolumeAttachments on the node count too (since upstream 1.32), so a volume
+//! still detaching from a deleted pod keeps its slot.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -162,6 +162,25 @@ fn attachable_volumes(
     Ok(())
 }
 
+/// Upstream `getNodeVolumeAttachmentInfo`: the node's VolumeAttachments of CSI
+/// PersistentVolumes, by unique name (`attacher/volumeHandle`) -> attacher.
+fn node_attachments<'a>(vols: &'a VolumeObjects, node: &str) -> HashMap<String, &'a str> {
+    let mut out = HashMap::new();
+    for va in vols.volume_attachments(node) {
+        if va.attacher.is_empty() {
+            continue;
+        }
+        let Some(pv) = va.pv_name.as_deref().and_then(|n| vols.pv(n)) else {
+            continue;
+        };
+        let Some((_, handle)) = &pv.csi else {
+            continue;
+        };
+        out.insert(format!("{}/{handle}", va.attacher), va.attacher.as_str());
+    }
+    out
+}
+
 impl PreFilterPlugin for NodeVolumeLimits {
     fn pre_filter(
         &self,
@@ -220,6 +239,14 @@ impl FilterPlugin for NodeVolumeLimits {
         for driver in attached.values() {
             *attached_count.entry(driver).or_default() += 1;
         }
+        // Volumes still attached (or detaching) that no pod on the node uses any more hold
+        // their slot too. As upstream, a new pod's volume is only matched against the pods'
+        // volumes, not against these.
+        for (unique, driver) in node_attachments(&s.volumes, &node.name) {
+            if !attached.contains_key(&unique) {
+                *attached_count.entry(driver).or_default() += 1;
+            }
+        }
         let mut new_count: BTreeMap<&str, i64> = BTreeMap::new();
         for (unique, driver) in &new_volumes {
             // A volume already used on the node takes no new slot.
@@ -243,6 +270,7 @@ impl FilterPlugin for NodeVolumeLimits {
 mod tests {
     use super::*;
     use crate::framework::Code;
+    use crate::types::VolumeAttachmentInfo;
     use crate::types::testing::volumes::{csi_node, csi_node_migrated, pv, pvc, sc, store};
     use crate::types::volume::{AWS_EBS_PLUGIN, GCE_PD_PLUGIN};
 
@@ -466,5 +494,49 @@ mod tests {
                 .1
                 .is_success()
         );
+    }
+    fn attachment(
+        name: &str,
+        node: &str,
+        attacher: &str,
+        pv: Option<&str>,
+    ) -> VolumeAttachmentInfo {
+        VolumeAttachmentInfo {
+            name: name.into(),
+            attacher: attacher.into(),
+            node_name: node.into(),
+            pv_name: pv.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn volume_attachments_hold_slots_of_volumes_no_pod_uses() {
+        let mut v = vols();
+        // pv1 is still attached to "limited" though no pod uses it; pv2's attachment is
+        // shared with a pod there; others do not count (no PV, no CSI PV, another node).
+        v.put_volume_attachment(attachment("va1", "limited", DRIVER, Some("pv1")));
+        v.put_volume_attachment(attachment("va1-again", "limited", DRIVER, Some("pv1")));
+        v.put_volume_attachment(attachment("va2", "limited", DRIVER, Some("pv2")));
+        v.put_volume_attachment(attachment("inline", "limited", DRIVER, None));
+        v.put_volume_attachment(attachment("gone", "limited", DRIVER, Some("nope")));
+        v.put_volume_attachment(attachment("elsewhere", "roomy", DRIVER, Some("pv1")));
+        let existing = PodInfo::test("ns", "e").pvc("c2").build();
+        let pod = PodInfo::test("ns", "p").pvc("late").build();
+        // limited: pv2 (pod) + pv1 (attachment) = 2, the limit: no room for a third.
+        let got = run_on(
+            &pod,
+            vec![
+                node("limited", std::slice::from_ref(&existing)),
+                node("roomy", std::slice::from_ref(&existing)),
+            ],
+            v.clone(),
+        );
+        assert_eq!(got[0].message(), ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
+        assert!(got[1].is_success());
+        // Once the attachment is gone, the slot is free again.
+        assert!(v.delete_volume_attachment("limited", "va1"));
+        assert!(v.delete_volume_attachment("limited", "va1-again"));
+        let got = run_on(&pod, vec![node("limited", &[existing])], v);
+        assert!(got[0].is_success(), "{:?}", got[0]);
     }
 }

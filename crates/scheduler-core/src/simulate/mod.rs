@@ -152,6 +152,10 @@ pub fn run_with_registry(
         .storage_capacities
         .iter()
         .for_each(|o| cache.add_storage_capacity(o));
+    objects
+        .volume_attachments
+        .iter()
+        .for_each(|o| cache.add_volume_attachment(o));
 
     let mut outcomes = Vec::new();
     let mut pending: Vec<QueuedPodInfo> = Vec::new();

@@ -51,5 +51,5 @@ pub use topology_spread::{
 pub use volume::{
     ClaimRef, CsiDriverInfo, CsiNodeInfo, CsiStorageCapacityInfo, DiskVolume, InTreeVolume,
     PodClaim, PodVolumeSources, PodVolumes, PvInfo, PvcInfo, StaticBinding, StorageClassInfo,
-    VolumeBindingMode, VolumeObjects,
+    VolumeAttachmentInfo, VolumeBindingMode, VolumeObjects,
 };

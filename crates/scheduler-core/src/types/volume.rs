@@ -1,6 +1,6 @@
 //! Scheduling views of storage objects (PersistentVolumeClaim, PersistentVolume,
-//! StorageClass, CSINode, CSIDriver, CSIStorageCapacity) and of the volumes a pod uses, plus
-//! the copy-on-write store the cache and snapshots share.
+//! StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment) and of the volumes
+//! a pod uses, plus the copy-on-write store the cache and snapshots share.
 //!
 //! Everything is parsed once per object change: quantities become bytes, node affinity and
 //! claim selectors are compiled, and API defaults the server would apply (volumeBindingMode
@@ -582,6 +582,29 @@ impl CsiStorageCapacityInfo {
     }
 }
 
+/// Scheduling view of a VolumeAttachment: a PV a CSI driver attached (or is attaching or
+/// detaching) on a node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VolumeAttachmentInfo {
+    pub name: String,
+    /// `spec.attacher`: the CSI driver.
+    pub attacher: String,
+    pub node_name: String,
+    /// `spec.source.persistentVolumeName` (inline volumes have none).
+    pub pv_name: Option<String>,
+}
+
+impl VolumeAttachmentInfo {
+    pub fn from_volume_attachment(va: &storage::VolumeAttachment) -> Self {
+        VolumeAttachmentInfo {
+            name: va.metadata.name.clone().unwrap_or_default(),
+            attacher: va.spec.attacher.clone(),
+            node_name: va.spec.node_name.clone(),
+            pv_name: va.spec.source.persistent_volume_name.clone(),
+        }
+    }
+}
+
 /// An in-tree volume that VolumeRestrictions checks for disk conflicts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiskVolume {
@@ -747,8 +770,8 @@ impl PodVolumes {
     }
 }
 
-/// Claims, volumes, classes, CSINodes, CSIDrivers and CSIStorageCapacities, each map
-/// copy-on-write: the cache edits its own
+/// Claims, volumes, classes, CSINodes, CSIDrivers, CSIStorageCapacities and
+/// VolumeAttachments, each map copy-on-write: the cache edits its own
 /// copy with `Arc::make_mut` and snapshots share the maps until one changes.
 #[derive(Debug, Clone, Default)]
 pub struct VolumeObjects {
@@ -762,6 +785,8 @@ pub struct VolumeObjects {
     pub(crate) csi_drivers: Arc<HashMap<String, Arc<CsiDriverInfo>>>,
     /// Keyed by `namespace/name`.
     pub(crate) capacities: Arc<BTreeMap<String, Arc<CsiStorageCapacityInfo>>>,
+    /// Node name -> its VolumeAttachments by name (attach limits look them up per node).
+    pub(crate) attachments: Arc<HashMap<String, BTreeMap<String, Arc<VolumeAttachmentInfo>>>>,
 }
 
 impl VolumeObjects {
@@ -787,6 +812,16 @@ impl VolumeObjects {
     /// Every CSIStorageCapacity, by namespace and name.
     pub fn storage_capacities(&self) -> impl Iterator<Item = &Arc<CsiStorageCapacityInfo>> {
         self.capacities.values()
+    }
+    /// The VolumeAttachments of one node, by name.
+    pub fn volume_attachments(
+        &self,
+        node: &str,
+    ) -> impl Iterator<Item = &Arc<VolumeAttachmentInfo>> {
+        self.attachments
+            .get(node)
+            .into_iter()
+            .flat_map(|m| m.values())
     }
     /// Every volume, by name.
     pub fn pvs(&self) -> impl Iterator<Item = &Arc<PvInfo>> {
@@ -888,6 +923,40 @@ impl VolumeObjects {
         true
     }
 
+    /// Inserts or replaces (by name; `spec.nodeName` is immutable).
+    pub fn put_volume_attachment(&mut self, info: VolumeAttachmentInfo) -> bool {
+        let same = self
+            .attachments
+            .get(&info.node_name)
+            .and_then(|m| m.get(&info.name))
+            .is_some_and(|o| **o == info);
+        if same {
+            return false;
+        }
+        Arc::make_mut(&mut self.attachments)
+            .entry(info.node_name.clone())
+            .or_default()
+            .insert(info.name.clone(), Arc::new(info));
+        true
+    }
+    pub fn delete_volume_attachment(&mut self, node: &str, name: &str) -> bool {
+        if !self
+            .attachments
+            .get(node)
+            .is_some_and(|m| m.contains_key(name))
+        {
+            return false;
+        }
+        let all = Arc::make_mut(&mut self.attachments);
+        if let Some(m) = all.get_mut(node) {
+            m.remove(name);
+            if m.is_empty() {
+                all.remove(node);
+            }
+        }
+        true
+    }
+
     /// Records a decision as if the API updates were done (upstream `AssumePodVolumes`):
     /// each chosen volume gets a claimRef to its claim, each claim to provision gets the
     /// selected-node annotation. Later cycles then neither reuse the volume nor move the claim.
@@ -936,6 +1005,9 @@ impl VolumeObjects {
         if !Arc::ptr_eq(&self.capacities, &other.capacities) {
             self.capacities = other.capacities.clone();
         }
+        if !Arc::ptr_eq(&self.attachments, &other.attachments) {
+            self.attachments = other.attachments.clone();
+        }
     }
 
     /// Whether every map is shared with `other` (nothing to copy).
@@ -946,6 +1018,7 @@ impl VolumeObjects {
             && Arc::ptr_eq(&self.csi_nodes, &other.csi_nodes)
             && Arc::ptr_eq(&self.csi_drivers, &other.csi_drivers)
             && Arc::ptr_eq(&self.capacities, &other.capacities)
+            && Arc::ptr_eq(&self.attachments, &other.attachments)
     }
 }
 
