@@ -13,8 +13,9 @@
 //! - `scheduler_preemption_attempts_total` (PostFilter ran) and `scheduler_preemption_victims`
 //!   (victims of the chosen candidate).
 //! - `scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}`:
-//!   only the points the controller runs itself: `Bind` (the Binding API call), `PostBind`
-//!   and `Unreserve`. The points inside scheduler-core's `schedule_one` (PreFilter ... Permit)
+//!   only the points the controller runs itself: `PreBind` (VolumeBinding's API writes
+//!   and the wait for claims to be bound), `Bind` (the Binding API call), `PostBind` and
+//!   `Unreserve`. The points inside scheduler-core's `schedule_one` (PreFilter ... Permit)
 //!   are not timed yet: that needs a hook in the framework runtime.
 
 use std::time::Duration;

@@ -620,6 +620,11 @@ async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",status=\"Success\",profile=\"default-scheduler\"}",
             2.0,
         ),
+        // PreBind is timed for every pod, volumes or not.
+        (
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreBind\",status=\"Success\",profile=\"default-scheduler\"}",
+            2.0,
+        ),
         // DefaultPreemption ran (and found nothing) for huge's failed attempt.
         ("scheduler_preemption_attempts_total", 1.0),
         ("scheduler_preemption_victims_count", 0.0),
@@ -850,5 +855,90 @@ async fn a_volume_binding_timeout_fails_the_attempt_and_the_pod_is_retried() {
         server.node_of("default", "slow").is_some()
     })
     .await;
+    running.stop().await;
+}
+
+/// Two zones, a WaitForFirstConsumer class whose CSI driver reports storage capacity, and
+/// a 5Gi claim.
+fn capacity_cluster(server: &FakeApiServer) {
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    for (n, zone) in [("in-a", "a"), ("in-b", "b")] {
+        server.apply(
+            "nodes",
+            &node(n, "4", json!({"topology.kubernetes.io/zone": zone})),
+        );
+    }
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "lvm"}, "provisioner": "lvm.csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply(
+        "csidrivers",
+        &json!({"metadata": {"name": "lvm.csi.example.com"}, "spec": {"storageCapacity": true}}),
+    );
+    server.apply("persistentvolumeclaims", &claim("data", "lvm", "5Gi"));
+    server.apply("pods", &pod("db", "100m", uses_claims(&["data"])));
+}
+
+/// No CSIStorageCapacity anywhere: the pod fails with upstream's message. Capacity reported
+/// in zone b retries it (a CSIStorageCapacity add), and the claim is provisioned there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provisioning_waits_for_reported_storage_capacity() {
+    use support::pv_controller::{self, ANN_SELECTED_NODE};
+    let server = FakeApiServer::start().await;
+    capacity_cluster(&server);
+    let running = start_controller(&server).await;
+
+    wait_for("FailedScheduling for lack of storage", || {
+        server.events_for("default", "db").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("2 node(s) did not have enough free storage")
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "db"), None);
+
+    server.apply(
+        "csistoragecapacities",
+        &json!({
+            "metadata": {"name": "lvm-b", "namespace": "kube-system"},
+            "storageClassName": "lvm",
+            "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "b"}},
+            "capacity": "10Gi",
+        }),
+    );
+    wait_for("db bound once capacity is reported", || {
+        pv_controller::reconcile(&server);
+        server.node_of("default", "db").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default", "db").as_deref(), Some("in-b"));
+    let data = server
+        .get("persistentvolumeclaims", "default", "data")
+        .unwrap();
+    assert_eq!(data["metadata"]["annotations"][ANN_SELECTED_NODE], "in-b");
+    running.stop().await;
+}
+
+/// A server without the CSIDriver and CSIStorageCapacity APIs: the controller becomes
+/// ready anyway and provisions without a capacity check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_the_capacity_apis_is_tolerated() {
+    let server = FakeApiServer::start().await;
+    capacity_cluster(&server);
+    server.disable("csidrivers");
+    server.disable("csistoragecapacities");
+    let running = start_controller(&server).await;
+    wait_for("db bound without a capacity check", || {
+        support::pv_controller::reconcile(&server);
+        server.node_of("default", "db").is_some()
+    })
+    .await;
+    let (status, body) = http_get(running.health, "/readyz").await;
+    assert!(status.contains("200"), "{status}: {body}");
     running.stop().await;
 }
