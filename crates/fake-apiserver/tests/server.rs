@@ -1,0 +1,241 @@
+//! The fake API server answers as a real one would for what ferrosched uses; these tests
+//! talk to it through kube's client, as the controller does.
+
+use fake_apiserver::FakeApiServer;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+async fn client(server: &FakeApiServer) -> Client {
+    let kc = Kubeconfig::read_from(server.kubeconfig()).unwrap();
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+fn pod(ns: &str, name: &str, labels: serde_json::Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap()
+}
+
+fn code(e: kube::Error) -> u16 {
+    match e {
+        kube::Error::Api(s) => s.code,
+        other => panic!("expected an API error, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn create_conflicts_on_a_taken_name_and_generates_names() {
+    let server = FakeApiServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(client(&server).await, "a");
+    let created = pods
+        .create(&PostParams::default(), &pod("a", "p", json!({})))
+        .await
+        .unwrap();
+    // Status sent on create is dropped, as the API server does for pods.
+    assert_eq!(
+        created.status.and_then(|s| s.phase).as_deref(),
+        Some("Pending")
+    );
+    assert!(created.metadata.uid.is_some());
+    let again = pods
+        .create(&PostParams::default(), &pod("a", "p", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(code(again), 409);
+
+    let mut generated = pod("a", "", json!({}));
+    generated.metadata.name = None;
+    generated.metadata.generate_name = Some("gen-".into());
+    let g = pods
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
+    let name = g.metadata.name.unwrap();
+    assert!(name.starts_with("gen-") && name.len() > 4, "{name}");
+}
+
+#[tokio::test]
+async fn lists_filter_by_namespace_and_labels_and_delete_collection_removes_only_matches() {
+    let server = FakeApiServer::start().await;
+    let c = client(&server).await;
+    for (ns, name, run) in [("a", "p1", "x"), ("a", "p2", "y"), ("b", "p3", "x")] {
+        Api::<Pod>::namespaced(c.clone(), ns)
+            .create(&PostParams::default(), &pod(ns, name, json!({"run": run})))
+            .await
+            .unwrap();
+    }
+    let in_a = Api::<Pod>::namespaced(c.clone(), "a")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(in_a.items.len(), 2);
+    let all: Api<Pod> = Api::all(c.clone());
+    let run_x = all
+        .list(&ListParams::default().labels("run=x"))
+        .await
+        .unwrap();
+    let mut names: Vec<_> = run_x
+        .items
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["p1", "p3"]);
+    let not_x = all
+        .list(&ListParams::default().labels("run!=x"))
+        .await
+        .unwrap();
+    assert_eq!(not_x.items.len(), 1);
+
+    Api::<Pod>::namespaced(c.clone(), "a")
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("run=x"),
+        )
+        .await
+        .unwrap();
+    let left: Vec<_> = server
+        .list("pods")
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(left, ["p2", "p3"], "only a/p1 matched");
+}
+
+#[tokio::test]
+async fn replace_and_patch_refuse_a_stale_resource_version() {
+    let server = FakeApiServer::start().await;
+    let nodes: Api<Node> = Api::all(client(&server).await);
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4"}},
+    }))
+    .unwrap();
+    let created = nodes.create(&PostParams::default(), &node).await.unwrap();
+    // Nodes keep the status they are created with (kwok-style fake nodes rely on it).
+    assert!(
+        created
+            .status
+            .unwrap()
+            .allocatable
+            .unwrap()
+            .contains_key("cpu")
+    );
+    let stale = created.metadata.resource_version.clone();
+
+    let mut changed = nodes.get("n1").await.unwrap();
+    changed.metadata.labels = Some([("a".to_string(), "1".to_string())].into());
+    nodes
+        .replace("n1", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    // The same (now stale) object again: 409.
+    let err = nodes
+        .replace("n1", &PostParams::default(), &changed)
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+
+    let patch = json!({"metadata": {"resourceVersion": stale, "labels": {"b": "2"}}});
+    let err = nodes
+        .patch("n1", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+    let patched = nodes
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"b": "2"}}})),
+        )
+        .await
+        .unwrap();
+    let labels = patched.metadata.labels.unwrap();
+    assert_eq!(labels.get("a").map(String::as_str), Some("1"));
+    assert_eq!(labels.get("b").map(String::as_str), Some("2"));
+}
+
+#[tokio::test]
+async fn watches_replay_after_a_resource_version_and_send_a_bookmark() {
+    // kube's WatchParams ask for bookmarks by default.
+    assert!(WatchParams::default().bookmarks);
+    let server = FakeApiServer::start().await;
+    let c = client(&server).await;
+    let namespaces: Api<Namespace> = Api::all(c);
+    let ns = |n: &str| -> Namespace {
+        serde_json::from_value(json!({"metadata": {"name": n}})).unwrap()
+    };
+    let first = namespaces
+        .create(&PostParams::default(), &ns("one"))
+        .await
+        .unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns("two"))
+        .await
+        .unwrap();
+    let rv = first.metadata.resource_version.unwrap();
+    let mut stream = namespaces
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Added(n) => assert_eq!(n.metadata.name.as_deref(), Some("two")),
+        other => panic!("expected ADDED two, got {other:?}"),
+    }
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Bookmark(b) => assert!(!b.metadata.resource_version.is_empty()),
+        other => panic!("expected a BOOKMARK, got {other:?}"),
+    }
+    server.delete("namespaces", "", "one");
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Deleted(n) => assert_eq!(n.metadata.name.as_deref(), Some("one")),
+        other => panic!("expected DELETED one, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_disabled_resource_is_not_found_and_bindings_conflict_once_bound() {
+    let server = FakeApiServer::start().await;
+    let c = client(&server).await;
+    server.disable("nodes");
+    let err = Api::<Node>::all(c.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 404);
+
+    let pods: Api<Pod> = Api::namespaced(c, "a");
+    pods.create(&PostParams::default(), &pod("a", "p", json!({})))
+        .await
+        .unwrap();
+    let binding = json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "p", "namespace": "a"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    });
+    let bind = || async {
+        pods.create_subresource::<_, serde_json::Value>(
+            "binding",
+            "p",
+            &PostParams::default(),
+            &binding,
+        )
+        .await
+    };
+    bind().await.unwrap();
+    assert_eq!(server.node_of("a", "p").as_deref(), Some("n1"));
+    assert_eq!(code(bind().await.unwrap_err()), 409);
+}
