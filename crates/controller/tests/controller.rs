@@ -942,3 +942,59 @@ async fn a_server_without_the_capacity_apis_is_tolerated() {
     assert!(status.contains("200"), "{status}: {body}");
     running.stop().await;
 }
+
+/// A volume still attached to the only node (a VolumeAttachment, no pod) fills its attach
+/// limit of 1: the pod's volume does not fit until the attachment is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_still_attached_holds_its_attach_slot_until_detached() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "csinodes",
+        &json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 1}}]}}),
+    );
+    for (pv, handle) in [("pv-old", "vol-old"), ("pv-new", "vol-new")] {
+        server.apply(
+            "persistentvolumes",
+            &json!({
+                "metadata": {"name": pv},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                         "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": handle}},
+                "status": {"phase": "Bound"},
+            }),
+        );
+    }
+    let mut data = claim("data", "", "1Gi");
+    data["spec"]["volumeName"] = json!("pv-new");
+    data["metadata"]["annotations"] = json!({"pv.kubernetes.io/bind-completed": "yes"});
+    data["status"]["phase"] = json!("Bound");
+    server.apply("persistentvolumeclaims", &data);
+    server.apply(
+        "volumeattachments",
+        &json!({"metadata": {"name": "va-old"},
+                "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n1",
+                         "source": {"persistentVolumeName": "pv-old"}}}),
+    );
+    server.apply("pods", &pod("app", "100m", uses_claims(&["data"])));
+    let running = start_controller(&server).await;
+
+    wait_for("FailedScheduling for the attach limit", || {
+        server.events_for("default", "app").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("1 node(s) exceed max volume count")
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "app"), None);
+    server.delete("volumeattachments", "", "va-old");
+    wait_for("app bound once the old volume is detached", || {
+        server.node_of("default", "app").is_some()
+    })
+    .await;
+    running.stop().await;
+}
