@@ -19,6 +19,12 @@ pub enum Error {
     /// Another instance took the leader lease, or it could not be renewed in time.
     #[error("leader election lost")]
     LeaderLost,
+    /// The webhook's serving certificate or key could not be loaded.
+    #[error("serving certificate: {0}")]
+    Certificate(String),
+    /// An admission response could not be built.
+    #[error("admission response: {0}")]
+    Admission(String),
     /// The scheduling thread panicked or could not be started.
     #[error("scheduling thread: {0}")]
     Thread(String),

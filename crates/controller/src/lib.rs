@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod actions;
+pub mod authz;
 pub mod binder;
 pub mod error;
 pub mod events;
@@ -15,11 +16,14 @@ pub mod informers;
 pub mod leader;
 pub mod metrics;
 pub mod podref;
+pub mod policies;
+pub mod policy_gate;
 pub mod retry;
 pub mod scheduler_loop;
 pub mod state;
 pub mod status;
 pub mod volumes;
+pub mod webhook;
 
 use std::future::Future;
 use std::path::Path;
@@ -30,7 +34,8 @@ use std::time::Duration;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use scheduler_core::config::Loaded;
-use scheduler_core::framework::{ProfileRegistry, Registry};
+use scheduler_core::framework::{Plugin, ProfileRegistry, Registry};
+use scheduler_core::plugins::names::SCHEDULING_POLICY;
 use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
 use scheduler_core::schedule_one::SchedulingAlgorithm;
 
@@ -129,10 +134,23 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         seed,
         health,
     } = opts;
-    let profiles = Arc::new(ProfileRegistry::new(
-        &loaded.profiles,
-        &Registry::in_tree(),
-    )?);
+    // SchedulingPolicy is fed from the cluster only when a profile runs it.
+    let policy_gate = loaded
+        .profiles
+        .iter()
+        .any(|p| p.points.values().flatten().any(|n| n == SCHEDULING_POLICY))
+        .then(|| policy_gate::PolicyGate::new(Arc::default()));
+    let mut registry = Registry::in_tree();
+    if let Some((gate, _)) = &policy_gate {
+        let gate = Arc::clone(gate);
+        registry.register_shared(
+            SCHEDULING_POLICY,
+            Arc::new(move |_| {
+                Ok(Arc::new(policy_gate::GatePlugin::new(Arc::clone(&gate))) as Arc<dyn Plugin>)
+            }),
+        );
+    }
+    let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry)?);
     let cfg = &loaded.config;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let queue = SchedulingQueue::new(
@@ -144,6 +162,31 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     let alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
 
     let mut background = informers::spawn_all(&client, &shared);
+    let mut kept_out = None;
+    if let Some((gate, channels)) = policy_gate {
+        let (g, sh) = (Arc::clone(&gate), Arc::clone(&shared));
+        background.push(tokio::spawn(policies::watch(
+            client.clone(),
+            Arc::clone(&gate.policies),
+            move || {
+                g.request_all();
+                policy_gate::fire(&sh);
+            },
+        )));
+        let authz = authz::CachedAuthorizer::new(
+            authz::SarAuthorizer::new(client.clone()),
+            authz::DEFAULT_ALLOWED_TTL,
+            authz::DEFAULT_DENIED_TTL,
+        );
+        background.push(tokio::spawn(policy_gate::resolve(
+            gate,
+            Arc::new(authz),
+            Arc::clone(&shared),
+            channels.wanted,
+            authz::DEFAULT_ALLOWED_TTL,
+        )));
+        kept_out = Some(channels.notices);
+    }
     background.push(tokio::spawn(flush_periodically(
         Arc::clone(&shared),
         BACKOFF_FLUSH_PERIOD,
@@ -185,6 +228,14 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         shared: Arc::clone(&shared),
         bind_timeouts: volumes::bind_timeouts(cfg),
     });
+    // Reports pods SchedulingPolicy keeps out; holds a sender, so it ends before the executor.
+    let reporter = kept_out.map(|notices| {
+        tokio::spawn(policy_gate::report(
+            notices,
+            Arc::clone(&shared),
+            tx.clone(),
+        ))
+    });
     let executor = tokio::spawn(executor.run(rx));
     let sched = scheduler_loop::SchedulingLoop {
         shared: Arc::clone(&shared),
@@ -217,6 +268,10 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .map_err(|e| Error::Thread(e.to_string()))?;
     if joined.is_err() {
         return Err(Error::Thread("the scheduling loop panicked".into()));
+    }
+    if let Some(r) = reporter {
+        r.abort();
+        let _ = r.await;
     }
     // The loop dropped its sender: the executor drains and ends.
     let _ = executor.await;

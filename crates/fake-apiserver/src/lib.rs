@@ -14,7 +14,9 @@
 //! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
 //!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
 //!   (only status changes; conditions merge by type, null deletes);
-//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1), kept in creation order.
+//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1), kept in creation order;
+//! - `POST subjectaccessreviews` (authorization.k8s.io/v1), answered from the grants added
+//!   with [`FakeApiServer::grant`] (no RBAC objects are evaluated).
 //!
 //! It does no admission, defaulting or validation beyond that, and deletes at once (no
 //! finalizers, no grace periods). Tests add objects and read bindings and events with the
@@ -309,6 +311,54 @@ struct Store {
     requests: Vec<RequestRecord>,
     /// Collections answered with 404, as by a server without that API.
     disabled: std::collections::BTreeSet<&'static str>,
+    /// What SubjectAccessReviews allow.
+    grants: Vec<Grant>,
+}
+
+/// One permission for SubjectAccessReviews: `subject` (a user or a group name) may `verb`
+/// the `group`/`resource` object `name` (None: any), in `namespace` (None: cluster-wide, as
+/// a ClusterRoleBinding; Some: as a RoleBinding there).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grant {
+    pub subject: String,
+    pub namespace: Option<String>,
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub name: Option<String>,
+}
+
+impl Grant {
+    fn allows(&self, spec: &Value) -> bool {
+        let a = &spec["resourceAttributes"];
+        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        let subject = s(&spec["user"]) == self.subject
+            || spec["groups"]
+                .as_array()
+                .is_some_and(|gs| gs.iter().any(|g| g.as_str() == Some(&self.subject)));
+        subject
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == s(&a["namespace"]))
+            && s(&a["verb"]) == self.verb
+            && s(&a["group"]) == self.group
+            && s(&a["resource"]) == self.resource
+            && self.name.as_ref().is_none_or(|n| *n == s(&a["name"]))
+    }
+}
+
+/// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`: the review with its status.
+fn subject_access_review(inner: &Inner, body: &Bytes) -> Response {
+    let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad review".into());
+    };
+    let allowed = {
+        let st = inner.store.lock().unwrap();
+        st.grants.iter().any(|g| g.allows(&review["spec"]))
+    };
+    review["status"] = json!({"allowed": allowed});
+    (StatusCode::CREATED, axum::Json(review)).into_response()
 }
 
 /// One request in RBAC terms (the apiserver's RequestInfo): what a Role rule must allow.
@@ -876,6 +926,13 @@ async fn dispatch(
             _ => unknown(),
         };
     }
+    if t.group == "authorization.k8s.io"
+        && t.collection == "subjectaccessreviews"
+        && t.name.is_none()
+        && method == Method::POST
+    {
+        return subject_access_review(&inner, &body);
+    }
     let Some(r) = RESOURCES
         .iter()
         .find(|r| r.collection == t.collection && r.group == t.group && r.version == t.version)
@@ -1106,6 +1163,11 @@ impl FakeApiServer {
             .unwrap()
             .disabled
             .insert(r.collection);
+    }
+
+    /// Lets SubjectAccessReviews allow what `grant` describes.
+    pub fn grant(&self, grant: Grant) {
+        self.inner.store.lock().unwrap().grants.push(grant);
     }
 
     /// A kubeconfig file (plain http, no auth) pointing at this server.

@@ -239,3 +239,49 @@ async fn a_disabled_resource_is_not_found_and_bindings_conflict_once_bound() {
     assert_eq!(server.node_of("a", "p").as_deref(), Some("n1"));
     assert_eq!(code(bind().await.unwrap_err()), 409);
 }
+
+#[tokio::test]
+async fn subject_access_reviews_answer_from_the_grants() {
+    use fake_apiserver::Grant;
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let server = FakeApiServer::start().await;
+    // A RoleBinding-like grant to a group, in one namespace, on one object.
+    server.grant(Grant {
+        subject: "system:serviceaccounts:team".into(),
+        namespace: Some("team".into()),
+        verb: "use".into(),
+        group: "scheduling.ferrosched.io".into(),
+        resource: "schedulingpolicies".into(),
+        name: Some("gpu".into()),
+    });
+    let api: Api<SubjectAccessReview> = Api::all(client(&server).await);
+    let ask = |ns: &str, name: &str| SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(format!("system:serviceaccount:{ns}:default")),
+            groups: Some(vec![format!("system:serviceaccounts:{ns}")]),
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(ns.into()),
+                verb: Some("use".into()),
+                group: Some("scheduling.ferrosched.io".into()),
+                resource: Some("schedulingpolicies".into()),
+                name: Some(name.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for (ns, name, allowed) in [
+        ("team", "gpu", true),
+        ("team", "other", false),
+        ("dev", "gpu", false),
+    ] {
+        let r = api
+            .create(&PostParams::default(), &ask(ns, name))
+            .await
+            .unwrap();
+        assert_eq!(r.status.unwrap().allowed, allowed, "{ns} {name}");
+    }
+}

@@ -38,6 +38,10 @@ enum Command {
     /// Watch a Kubernetes cluster and schedule its pending pods (bindings, events and
     /// PodScheduled conditions as kube-scheduler writes them).
     Run(cmd::run::RunArgs),
+    /// Serve the SchedulingPolicy admission webhook over HTTPS: defaults for unset
+    /// scheduling fields (/mutate), rejection of pods outside the policies their service
+    /// account may use (/validate).
+    Webhook(cmd::webhook::WebhookArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,5 +51,6 @@ fn main() -> ExitCode {
         Command::Simulate(a) => cmd::simulate::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
         Command::Run(a) => cmd::run::run(&a),
+        Command::Webhook(a) => cmd::webhook::run(&a),
     }
 }

@@ -7,8 +7,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, Probe, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, Pod, PodSpec, Probe, Service, ServiceAccount,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -203,6 +208,11 @@ fn every_manifest_decodes_into_its_kubernetes_type_without_losing_fields() {
             "PodDisruptionBudget" => drop(typed::<PodDisruptionBudget>(file, d)),
             "Pod" => drop(typed::<Pod>(file, d)),
             "CustomResourceDefinition" => drop(typed::<CustomResourceDefinition>(file, d)),
+            "Service" => drop(typed::<Service>(file, d)),
+            "MutatingWebhookConfiguration" => drop(typed::<MutatingWebhookConfiguration>(file, d)),
+            "ValidatingWebhookConfiguration" => {
+                drop(typed::<ValidatingWebhookConfiguration>(file, d))
+            }
             "SchedulingPolicy" => {
                 let p: SchedulingPolicy = typed(file, d);
                 assert_eq!(policy::validate(&p), Vec::<String>::new(), "{file}");
@@ -211,6 +221,7 @@ fn every_manifest_decodes_into_its_kubernetes_type_without_losing_fields() {
         }
         let ns = d["metadata"]["namespace"].as_str();
         if kind.starts_with("Cluster")
+            || kind.ends_with("WebhookConfiguration")
             || kind == "CustomResourceDefinition"
             || kind == "SchedulingPolicy"
         {
@@ -543,4 +554,130 @@ fn the_image_holds_the_binary_the_manifests_run() {
         ignore.lines().any(|l| l.trim() == "target/"),
         "keep target/ out of the context"
     );
+}
+
+/// `manifests/policy/webhook.yaml`: the Deployment runs `ferrosched webhook` with flags it
+/// accepts, probes and the Service reach its port over HTTPS, the certificate files come
+/// from the TLS Secret, both webhook configurations call the Service, and the RBAC grants
+/// exactly what the webhook asks the API server.
+#[test]
+fn the_policy_webhook_manifests_agree_with_ferrosched_webhook() {
+    let docs = documents();
+    let file = "policy/webhook.yaml";
+    let d: Deployment = typed(file, find(&docs, file, "Deployment"));
+    let pod = d.spec.unwrap().template.spec.unwrap();
+    let c = &pod.containers[0];
+    let args = c.args.clone().unwrap();
+    assert_eq!(args[0], "webhook");
+    let port: i32 = flag(&args, "--secure-port").unwrap().parse().unwrap();
+    let (path, probe_port, scheme) = port_of(c.readiness_probe.as_ref().unwrap());
+    assert_eq!((path, probe_port, scheme), ("/healthz", port, "HTTPS"));
+    restricted(file, c, &pod);
+
+    // Certificate and key from the mounted Secret.
+    for f in ["--tls-cert-file", "--tls-private-key-file"] {
+        let (dir, _) = flag(&args, f).unwrap().rsplit_once('/').unwrap();
+        let mount = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.mount_path == dir)
+            .unwrap_or_else(|| panic!("{f}: nothing mounted at {dir}"));
+        let volume = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == mount.name)
+            .unwrap();
+        assert_eq!(
+            volume.secret.as_ref().unwrap().secret_name.as_deref(),
+            Some("ferrosched-webhook-tls")
+        );
+    }
+
+    // The Service forwards 443 to that port; both configurations call it.
+    let svc: Service = typed(file, find(&docs, file, "Service"));
+    let sp = &svc.spec.unwrap().ports.unwrap()[0];
+    assert_eq!(sp.target_port, Some(IntOrString::Int(port)));
+    let m: MutatingWebhookConfiguration =
+        typed(file, find(&docs, file, "MutatingWebhookConfiguration"));
+    let v: ValidatingWebhookConfiguration =
+        typed(file, find(&docs, file, "ValidatingWebhookConfiguration"));
+    let mutating = &m.webhooks.unwrap()[0];
+    let validating = &v.webhooks.unwrap()[0];
+    for (cc, versions, side, rules, want_path, ops) in [
+        (
+            &mutating.client_config,
+            &mutating.admission_review_versions,
+            &mutating.side_effects,
+            &mutating.rules,
+            "/mutate",
+            vec!["CREATE"],
+        ),
+        (
+            &validating.client_config,
+            &validating.admission_review_versions,
+            &validating.side_effects,
+            &validating.rules,
+            "/validate",
+            vec!["CREATE", "UPDATE"],
+        ),
+    ] {
+        let s = cc.service.as_ref().unwrap();
+        assert_eq!(s.name, svc.metadata.name.clone().unwrap());
+        assert_eq!(Some(s.namespace.clone()), svc.metadata.namespace);
+        assert_eq!(s.port, Some(sp.port));
+        assert_eq!(s.path.as_deref(), Some(want_path));
+        assert_eq!(versions, &["v1"]);
+        assert_eq!(side, "None");
+        let r = &rules.as_ref().unwrap()[0];
+        assert_eq!(r.resources.as_deref(), Some(&["pods".to_string()][..]));
+        assert_eq!(r.operations.clone().unwrap(), ops);
+    }
+
+    // RBAC: bound to the Deployment's service account, grants what the webhook calls.
+    let sa: ServiceAccount = typed(file, find(&docs, file, "ServiceAccount"));
+    assert_eq!(pod.service_account_name, sa.metadata.name);
+    for f in [file, "policy/scheduler-rbac.yaml"] {
+        let role: ClusterRole = typed(f, find(&docs, f, "ClusterRole"));
+        let granted: BTreeSet<(String, String, String)> = role
+            .rules
+            .unwrap()
+            .into_iter()
+            .flat_map(|r| {
+                let group = r.api_groups.unwrap_or_default()[0].clone();
+                let res = r.resources.unwrap_or_default()[0].clone();
+                r.verbs
+                    .into_iter()
+                    .map(move |v| (group.clone(), res.clone(), v))
+            })
+            .collect();
+        let want: BTreeSet<(String, String, String)> = [
+            ("scheduling.ferrosched.io", "schedulingpolicies", "list"),
+            ("scheduling.ferrosched.io", "schedulingpolicies", "watch"),
+            ("authorization.k8s.io", "subjectaccessreviews", "create"),
+        ]
+        .into_iter()
+        .map(|(g, r, v)| (g.into(), r.into(), v.into()))
+        .collect();
+        assert_eq!(granted, want, "{f}");
+    }
+
+    // The real command line: every flag parses and the certificate is the first thing read.
+    let mut command = c.command.clone().unwrap();
+    command.extend(args.iter().cloned());
+    let replaced: Vec<String> = command[1..]
+        .iter()
+        .map(|a| {
+            if a.starts_with("--tls-cert-file=") {
+                "--tls-cert-file=/nonexistent-cert.pem".to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let out = Command::new(BIN).args(&replaced).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/nonexistent-cert.pem"), "{stderr}");
 }

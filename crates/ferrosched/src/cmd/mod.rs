@@ -4,3 +4,4 @@ pub mod bench;
 pub mod config;
 pub mod run;
 pub mod simulate;
+pub mod webhook;

@@ -114,7 +114,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
 }
 
 /// SIGTERM (how Kubernetes stops a pod) or SIGINT.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -36,6 +36,9 @@ pub enum EventResource {
     ResourceClaim,
     ResourceSlice,
     DeviceClass,
+    /// ferrosched's SchedulingPolicy objects, or which of them a service account may use
+    /// (fired by the controller; upstream has no such resource).
+    SchedulingPolicy,
     /// Every resource.
     WildCard,
 }

@@ -5,9 +5,11 @@
 //! out. Defaulting is the future webhook's job; this plugin only checks.
 //!
 //! The policies and "which may this pod use" are injected ([`PolicyStore`],
-//! [`UsablePolicies`]); the controller fills them from the SchedulingPolicy informer and
-//! RBAC in a later slice. Built from the in-tree factory the store is empty and no policy is
-//! usable, so enabling the plugin before that wiring keeps every pod out.
+//! [`UsablePolicies`]); `ferrosched run` fills them from a SchedulingPolicy watch and
+//! SubjectAccessReviews (asynchronously: a service account not resolved yet keeps its pods
+//! out with [`RESOLVING`], and the controller fires [`EventResource::SchedulingPolicy`] when
+//! it is, or when a policy changes). Built from the in-tree factory (simulate, bench) the
+//! store is empty and no policy is usable, so the plugin keeps every pod out.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -20,22 +22,27 @@ use crate::types::PodInfo;
 
 use super::names::SCHEDULING_POLICY;
 
-/// Which SchedulingPolicies a pod's service account may `use` (RBAC), by name.
+/// The reason a pod is kept out while its service account's rights are being looked up.
+pub const RESOLVING: &str =
+    "waiting for the SchedulingPolicies the pod's service account may use to be resolved";
+
+/// Which SchedulingPolicies a pod's service account may `use` (RBAC), by name; `None` while
+/// that is not known yet (the pod stays out until it is).
 pub trait UsablePolicies: Send + Sync {
-    fn usable_policies(&self, pod: &PodInfo) -> Vec<String>;
+    fn usable_policies(&self, pod: &PodInfo) -> Option<Vec<String>>;
 }
 
 /// No policy is usable by anyone.
 pub struct NoUsablePolicies;
 
 impl UsablePolicies for NoUsablePolicies {
-    fn usable_policies(&self, _: &PodInfo) -> Vec<String> {
-        Vec::new()
+    fn usable_policies(&self, _: &PodInfo) -> Option<Vec<String>> {
+        Some(Vec::new())
     }
 }
 
-impl<F: Fn(&PodInfo) -> Vec<String> + Send + Sync> UsablePolicies for F {
-    fn usable_policies(&self, pod: &PodInfo) -> Vec<String> {
+impl<F: Fn(&PodInfo) -> Option<Vec<String>> + Send + Sync> UsablePolicies for F {
+    fn usable_policies(&self, pod: &PodInfo) -> Option<Vec<String>> {
         self(pod)
     }
 }
@@ -53,6 +60,20 @@ impl PolicyStore {
     }
     pub fn remove(&self, name: &str) {
         self.policies.write().expect("policy store").remove(name);
+    }
+    /// Replaces every policy at once (after a full list of the objects).
+    pub fn replace_all(&self, ps: impl IntoIterator<Item = SchedulingPolicy>) {
+        let all = ps.into_iter().map(|p| (p.name().to_string(), p)).collect();
+        *self.policies.write().expect("policy store") = all;
+    }
+    /// The names of every policy, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.policies
+            .read()
+            .expect("policy store")
+            .keys()
+            .cloned()
+            .collect()
     }
     /// The merge of the named policies (unknown names ignored).
     pub fn effective(&self, usable: &[String]) -> policy::PolicySpec {
@@ -85,15 +106,23 @@ impl Plugin for SchedulingPolicyPlugin {
         plugin_points!(self => pre_enqueue)
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        // Pod updates (tolerations, labels, ...) can fix a violation; policy and RBAC changes
-        // are the controller's to signal once it watches them.
-        vec![ClusterEvent::new(EventResource::Pod, ActionType::UPDATE)]
+        // Pod updates (tolerations, labels, ...) can fix a violation; so can a policy change
+        // or a service account's usable policies being resolved (fired by the controller).
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE),
+            ClusterEvent::new(EventResource::SchedulingPolicy, ActionType::ALL),
+        ]
     }
 }
 
 impl PreEnqueuePlugin for SchedulingPolicyPlugin {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
-        let usable = self.usable.usable_policies(pod);
+        let Some(usable) = self.usable.usable_policies(pod) else {
+            return Status::with_reasons(
+                Code::UnschedulableAndUnresolvable,
+                vec![RESOLVING.to_string()],
+            );
+        };
         let verdict = policy::evaluate(&PodFields::from_info(pod), &self.store.effective(&usable));
         if verdict.is_allowed() {
             return Status::success();
@@ -123,7 +152,7 @@ spec:
         }
         SchedulingPolicyPlugin::new(
             store,
-            Arc::new(move |_: &PodInfo| usable.iter().map(|s| s.to_string()).collect()),
+            Arc::new(move |_: &PodInfo| Some(usable.iter().map(|s| s.to_string()).collect())),
         )
     }
 
@@ -172,6 +201,19 @@ spec:
                 "spec.schedulerName \"default-scheduler\" is not allowed; allowed: none"
             );
         }
+    }
+
+    #[test]
+    fn unresolved_rights_keep_the_pod_out_until_resolved() {
+        let pod = PodInfo::test("ns", "p").build();
+        let p = SchedulingPolicyPlugin::new(Arc::default(), Arc::new(|_: &PodInfo| None));
+        let s = p.pre_enqueue(&pod);
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(s.message(), RESOLVING);
+        assert!(p.events_to_register().contains(&ClusterEvent::new(
+            EventResource::SchedulingPolicy,
+            ActionType::ALL
+        )));
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub struct PodInfo {
     pub labels: BTreeMap<String, String>,
     pub annotations_len: usize,
     pub scheduler_name: String,
+    /// `spec.serviceAccountName` ("default" when unset): whose RBAC decides which
+    /// SchedulingPolicies apply.
+    pub service_account_name: String,
     pub priority: i32,
     pub priority_class_name: Option<String>,
     pub preemption_policy_never: bool,
@@ -265,6 +268,11 @@ impl PodInfo {
                 .clone()
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string()),
+            service_account_name: spec
+                .service_account_name
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "default".to_string()),
             priority: spec.priority.unwrap_or(0),
             priority_class_name: spec.priority_class_name.clone().filter(|s| !s.is_empty()),
             preemption_policy_never: spec.preemption_policy.as_deref() == Some("Never"),

@@ -1,0 +1,280 @@
+//! `ferrosched webhook`: the proposal's admission controller for SchedulingPolicy, served as
+//! a mutating and a validating admission webhook over HTTPS.
+//!
+//! * `POST /mutate`: on pod CREATE, the JSON patch that sets the merged policy's defaults for
+//!   the fields the pod leaves unset. Never denies: rejecting is `/validate`'s job, which the
+//!   API server calls after every mutation, on the defaulted pod.
+//! * `POST /validate`: denies a pod that violates the merge of the policies its service
+//!   account may `use`, listing every violation. Polices CREATE, and UPDATEs that change a
+//!   scheduling field (tolerations may be added to a running pod, nodeSelector and affinity
+//!   changed while it is gated), so a grant cannot be sidestepped by a later update.
+//! * `GET /healthz`: 200 once the policies have been listed, 503 before.
+//!
+//! The webhook decides only what it can: a pod outside the policies is denied (`allowed:
+//! false`). When it cannot decide (policies not listed yet, a SubjectAccessReview failed) it
+//! answers HTTP 503/500 instead, so the API server applies the webhook configuration's
+//! `failurePolicy` — the admin's choice between failing closed (`Fail`, our manifests'
+//! default) and open (`Ignore`).
+
+pub mod tls;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use scheduler_core::policy::{self, PodFields, PolicySpec};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::authz::{Authorizer, ServiceAccount, usable_policies};
+use crate::policies::Policies;
+use crate::{Error, Result};
+
+/// Starts every denial; the service account, its usable policies and each violation follow.
+pub const DENIED: &str = "pod violates the SchedulingPolicies its service account may use";
+/// `/healthz` and the admission endpoints before the first list of policies.
+pub const NOT_SYNCED: &str = "SchedulingPolicies not listed yet";
+/// A body that is not an AdmissionReview v1 with a request.
+pub const BAD_REVIEW: &str = "expected an AdmissionReview (admission.k8s.io/v1) with a request";
+/// A TLS handshake that takes longer is dropped (a stuck client must not hold a task).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the handlers share.
+pub struct Webhook {
+    pub policies: Arc<Policies>,
+    pub authz: Arc<dyn Authorizer>,
+}
+
+/// The denial message: every violation, in the order the evaluation found them.
+pub fn denial_message(sa: &ServiceAccount, usable: &[String], violations: &[String]) -> String {
+    let usable = if usable.is_empty() {
+        "none".to_string()
+    } else {
+        usable.join(", ")
+    };
+    format!(
+        "{DENIED} (service account {sa}; usable policies: {usable}): {}",
+        violations.join("; ")
+    )
+}
+
+impl Webhook {
+    /// The service account of the pod, the policies it may use and their merge (Option 1).
+    async fn merged_for(
+        &self,
+        req: &AdmissionRequest<Pod>,
+        pod: &Pod,
+    ) -> Result<(ServiceAccount, Vec<String>, PolicySpec)> {
+        let sa = ServiceAccount::of_pod(req.namespace.as_deref().unwrap_or(""), pod);
+        let names = self.policies.store.names();
+        let usable = usable_policies(self.authz.as_ref(), &sa, &names).await?;
+        let merged = self.policies.store.effective(&usable);
+        Ok((sa, usable, merged))
+    }
+
+    /// `/mutate`: the defaults as a JSON patch on CREATE; everything else passes unchanged.
+    pub async fn mutate(&self, req: &AdmissionRequest<Pod>) -> Result<AdmissionResponse> {
+        let resp = AdmissionResponse::from(req);
+        let (Operation::Create, Some(pod)) = (&req.operation, &req.object) else {
+            return Ok(resp);
+        };
+        let (_, _, merged) = self.merged_for(req, pod).await?;
+        let defaulted = policy::apply_defaults(pod, &merged);
+        if defaulted.patch.is_empty() {
+            return Ok(resp);
+        }
+        let patch: json_patch::Patch = serde_json::to_value(&defaulted.patch)
+            .and_then(serde_json::from_value)
+            .map_err(|e| Error::Admission(e.to_string()))?;
+        resp.with_patch(patch)
+            .map_err(|e| Error::Admission(e.to_string()))
+    }
+
+    /// `/validate`: denies a pod outside its merged policy with every violation.
+    pub async fn validate(&self, req: &AdmissionRequest<Pod>) -> Result<AdmissionResponse> {
+        let resp = AdmissionResponse::from(req);
+        let Some(pod) = &req.object else {
+            return Ok(resp);
+        };
+        let fields = PodFields::from_pod(pod);
+        match (&req.operation, &req.old_object) {
+            (Operation::Create, _) => {}
+            (Operation::Update, Some(old)) if PodFields::from_pod(old) == fields => {
+                return Ok(resp);
+            }
+            (Operation::Update, _) => {}
+            _ => return Ok(resp),
+        }
+        let (sa, usable, merged) = self.merged_for(req, pod).await?;
+        let verdict = policy::evaluate(&fields, &merged);
+        if verdict.is_allowed() {
+            return Ok(resp);
+        }
+        Ok(resp.deny(denial_message(&sa, &usable, &verdict.violations)))
+    }
+}
+
+/// The AdmissionReview to send back. kube's type serializes `patch` as a JSON array of
+/// bytes; the API documents (and every other webhook sends) a base64 string.
+pub fn review_json(mut resp: AdmissionResponse) -> Value {
+    let patch = resp.patch.take();
+    let mut v = serde_json::to_value(resp.into_review()).unwrap_or(Value::Null);
+    if let (Some(p), Some(Value::Object(r))) = (patch, v.get_mut("response")) {
+        r.insert(
+            "patch".into(),
+            base64::engine::general_purpose::STANDARD.encode(p).into(),
+        );
+    }
+    v
+}
+
+#[derive(Clone, Copy)]
+enum Endpoint {
+    Mutate,
+    Validate,
+}
+
+async fn handle(hook: &Webhook, body: &[u8], endpoint: Endpoint) -> Response {
+    if !hook.policies.is_synced() {
+        return (StatusCode::SERVICE_UNAVAILABLE, NOT_SYNCED).into_response();
+    }
+    let req: AdmissionRequest<Pod> = match serde_json::from_slice::<AdmissionReview<Pod>>(body)
+        .map_err(|e| e.to_string())
+        .and_then(|r| {
+            r.try_into()
+                .map_err(|e: kube::core::admission::ConvertAdmissionReviewError| e.to_string())
+        }) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("{BAD_REVIEW}: {e}")).into_response(),
+    };
+    let answer = match endpoint {
+        Endpoint::Mutate => hook.mutate(&req).await,
+        Endpoint::Validate => hook.validate(&req).await,
+    };
+    match answer {
+        Ok(resp) => axum::Json(review_json(resp)).into_response(),
+        Err(e) => {
+            tracing::warn!(uid = %req.uid, error = %e, "cannot decide; leaving it to failurePolicy");
+            (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
+        }
+    }
+}
+
+async fn mutate(State(hook): State<Arc<Webhook>>, body: Bytes) -> Response {
+    handle(&hook, &body, Endpoint::Mutate).await
+}
+
+async fn validate(State(hook): State<Arc<Webhook>>, body: Bytes) -> Response {
+    handle(&hook, &body, Endpoint::Validate).await
+}
+
+async fn healthz(State(hook): State<Arc<Webhook>>) -> Response {
+    if hook.policies.is_synced() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, NOT_SYNCED).into_response()
+    }
+}
+
+/// `/mutate`, `/validate` and `/healthz`.
+pub fn router(hook: Arc<Webhook>) -> Router {
+    Router::new()
+        .route("/mutate", post(mutate))
+        .route("/validate", post(validate))
+        .route("/healthz", get(healthz))
+        .with_state(hook)
+}
+
+/// Serves `app` over TLS on `listener` until `shutdown` resolves. Each connection is its own
+/// task, so a slow handshake does not hold up the others.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    tokio::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            r = listener.accept() => r,
+            _ = &mut shutdown => return,
+        };
+        let tcp = match tcp {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors and the like: do not spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (acceptor, app) = (acceptor.clone(), app.clone());
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let served = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "webhook connection ended with an error");
+            }
+        });
+    }
+}
+
+/// Everything [`run`] needs.
+pub struct WebhookOptions {
+    pub client: kube::Client,
+    pub listener: TcpListener,
+    pub cert: Arc<tls::ReloadingCert>,
+    /// How long SubjectAccessReview answers are cached.
+    pub allowed_ttl: Duration,
+    pub denied_ttl: Duration,
+    pub shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+/// Watches SchedulingPolicies and serves the webhook until `shutdown` resolves.
+pub async fn run(opts: WebhookOptions) -> Result<()> {
+    let tls = Arc::new(tls::server_config(opts.cert)?);
+    let policies = Arc::new(Policies::default());
+    let watch = tokio::spawn(crate::policies::watch(
+        opts.client.clone(),
+        Arc::clone(&policies),
+        || {},
+    ));
+    let authz = crate::authz::CachedAuthorizer::new(
+        crate::authz::SarAuthorizer::new(opts.client),
+        opts.allowed_ttl,
+        opts.denied_ttl,
+    );
+    let hook = Arc::new(Webhook {
+        policies,
+        authz: Arc::new(authz),
+    });
+    tracing::info!(
+        addr = %opts.listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        "ferrosched webhook serving /mutate, /validate, /healthz"
+    );
+    serve(opts.listener, tls, router(hook), opts.shutdown).await;
+    watch.abort();
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! The webhook's serving certificate, re-read when its files change.
+//!
+//! Certificates are rotated by replacing the files (cert-manager, a Secret volume's symlink
+//! swap). Each TLS handshake reads both files (a few KiB; the API server keeps its
+//! connections open, so handshakes are rare) and loads the pair again when either content
+//! changed, so rotation needs no restart and drops no connection. Contents rather than
+//! modification times: a rewrite within the file system's timestamp granularity is still
+//! seen. A pair that does not load (a half-written file, a key that does not match) is not
+//! used: the old one keeps serving, and the pair is tried again once the files change again.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+use crate::{Error, Result};
+
+/// The contents of the two files (None: unreadable), what identifies one version of them.
+type Stamp = [Option<Vec<u8>>; 2];
+
+fn stamp(cert: &Path, key: &Path) -> Stamp {
+    [cert, key].map(|p| fs::read(p).ok())
+}
+
+struct Current {
+    stamp: Stamp,
+    key: Arc<CertifiedKey>,
+    /// The last stamp that failed to load, so a bad pair is logged once.
+    failed: Option<Stamp>,
+}
+
+/// A [`ResolvesServerCert`] over a PEM certificate chain file and a PEM private key file.
+pub struct ReloadingCert {
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    provider: Arc<CryptoProvider>,
+    current: Mutex<Current>,
+}
+
+impl std::fmt::Debug for ReloadingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReloadingCert")
+            .field("cert", &self.cert_path)
+            .field("key", &self.key_path)
+            .finish()
+    }
+}
+
+/// The crypto provider: ring, chosen explicitly (no process-wide default is installed).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn load(cert: &Path, key: &Path, provider: &CryptoProvider) -> Result<CertifiedKey> {
+    let bad = |what: &Path, e: &dyn std::fmt::Display| {
+        Error::Certificate(format!("{}: {e}", what.display()))
+    };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| bad(cert, &e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(cert, &e))?;
+    if chain.is_empty() {
+        return Err(bad(cert, &"no PEM certificate"));
+    }
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| bad(key, &e))?;
+    CertifiedKey::from_der(chain, private, provider).map_err(|e| bad(key, &e))
+}
+
+impl ReloadingCert {
+    /// Loads the pair now: a server must not start without a usable certificate.
+    pub fn new(cert_path: impl Into<PathBuf>, key_path: impl Into<PathBuf>) -> Result<Self> {
+        let (cert_path, key_path) = (cert_path.into(), key_path.into());
+        let provider = provider();
+        let stamp = stamp(&cert_path, &key_path);
+        let key = Arc::new(load(&cert_path, &key_path, &provider)?);
+        Ok(ReloadingCert {
+            cert_path,
+            key_path,
+            provider,
+            current: Mutex::new(Current {
+                stamp,
+                key,
+                failed: None,
+            }),
+        })
+    }
+
+    /// The pair to serve, reloaded first if the files changed.
+    pub fn current(&self) -> Arc<CertifiedKey> {
+        let now = stamp(&self.cert_path, &self.key_path);
+        let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if now != cur.stamp && cur.failed.as_ref() != Some(&now) {
+            match load(&self.cert_path, &self.key_path, &self.provider) {
+                Ok(k) => {
+                    tracing::info!(cert = %self.cert_path.display(), "serving certificate reloaded");
+                    cur.key = Arc::new(k);
+                    cur.stamp = now;
+                    cur.failed = None;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "new serving certificate not usable; keeping the old one");
+                    cur.failed = Some(now);
+                }
+            }
+        }
+        Arc::clone(&cur.key)
+    }
+}
+
+impl ResolvesServerCert for ReloadingCert {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current())
+    }
+}
+
+/// A TLS 1.2/1.3 server config (ring) answering with `cert`'s current pair, HTTP/1.1 only.
+pub fn server_config(cert: Arc<ReloadingCert>) -> Result<rustls::ServerConfig> {
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Certificate(e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(cert);
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}

@@ -1,0 +1,767 @@
+//! The SchedulingPolicy admission webhook over real HTTPS: a CA and serving certificates made
+//! here, AdmissionReview v1 bodies sent by a minimal HTTP/1.1 client over tokio-rustls, and
+//! the answers checked as the API server would read them (allowed, the message, the base64
+//! JSON patch applied to the pod). RBAC answers come from a fake authorizer; the
+//! SubjectAccessReview itself is exercised against the fake API server in tests/controller.rs.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use base64::Engine;
+use controller::authz::{Authorizer, ServiceAccount};
+use controller::policies::Policies;
+use controller::webhook::tls::{ReloadingCert, server_config};
+use controller::webhook::{self, BAD_REVIEW, DENIED, NOT_SYNCED, Webhook};
+use futures::future::BoxFuture;
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, ServerName};
+use scheduler_core::policy;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+// ---- certificates ----
+
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new() -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        Ca {
+            issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap(),
+        }
+    }
+
+    fn der(&self) -> CertificateDer<'static> {
+        self.issuer.der().clone()
+    }
+
+    /// A serving certificate for localhost: (cert PEM, key PEM, cert DER).
+    fn serving(&self) -> (String, String, CertificateDer<'static>) {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .signed_by(&key, &self.issuer)
+            .unwrap();
+        (cert.pem(), key.serialize_pem(), cert.der().clone())
+    }
+}
+
+/// A fresh directory for one test's files.
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrosched-webhook-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_pair(dir: &Path, cert: &str, key: &str) -> (PathBuf, PathBuf) {
+    let (c, k) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&c, cert).unwrap();
+    std::fs::write(&k, key).unwrap();
+    (c, k)
+}
+
+// ---- server and client ----
+
+/// Grants `(namespace/name or */name, policy)` pairs; fails every question when `broken`.
+struct FakeRbac {
+    grants: Vec<(&'static str, &'static str)>,
+    broken: AtomicBool,
+}
+
+impl Authorizer for FakeRbac {
+    fn may_use<'a>(
+        &'a self,
+        sa: &'a ServiceAccount,
+        policy: &'a str,
+    ) -> BoxFuture<'a, controller::Result<bool>> {
+        let any_ns = format!("*/{}", sa.name);
+        let allowed = self
+            .grants
+            .iter()
+            .any(|(s, p)| (*s == sa.to_string() || *s == any_ns) && *p == policy);
+        let broken = self.broken.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if broken {
+                return Err(controller::Error::Kubeconfig("RBAC unavailable".into()));
+            }
+            Ok(allowed)
+        })
+    }
+}
+
+struct Server {
+    addr: SocketAddr,
+    ca: CertificateDer<'static>,
+    policies: Arc<Policies>,
+    rbac: Arc<FakeRbac>,
+}
+
+/// Serves the webhook on 127.0.0.1:0 with `policies` (YAML) listed and RBAC `grants`.
+async fn start(name: &str, policies: &str, grants: Vec<(&'static str, &'static str)>) -> Server {
+    let ca = Ca::new();
+    let (cert, key, _) = ca.serving();
+    let (c, k) = write_pair(&temp_dir(name), &cert, &key);
+    let ps = Arc::new(Policies::default());
+    if !policies.is_empty() {
+        ps.store
+            .replace_all(policy::parse(policies).unwrap_or_else(|e| panic!("{e:?}")));
+        ps.mark_synced();
+    }
+    let rbac = Arc::new(FakeRbac {
+        grants,
+        broken: AtomicBool::new(false),
+    });
+    let addr = serve(Arc::new(ReloadingCert::new(c, k).unwrap()), &ps, &rbac).await;
+    Server {
+        addr,
+        ca: ca.der(),
+        policies: ps,
+        rbac,
+    }
+}
+
+async fn serve(cert: Arc<ReloadingCert>, ps: &Arc<Policies>, rbac: &Arc<FakeRbac>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hook = Arc::new(Webhook {
+        policies: Arc::clone(ps),
+        authz: Arc::clone(rbac) as Arc<dyn Authorizer>,
+    });
+    tokio::spawn(webhook::serve(
+        listener,
+        Arc::new(server_config(cert).unwrap()),
+        webhook::router(hook),
+        std::future::pending(),
+    ));
+    addr
+}
+
+struct Reply {
+    status: u16,
+    body: Vec<u8>,
+    /// The certificate the server presented.
+    peer: CertificateDer<'static>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// One HTTP/1.1 request over a new TLS connection that trusts only `ca`.
+async fn request(
+    addr: SocketAddr,
+    ca: &CertificateDer<'static>,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Reply {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    let peer = tls.get_ref().1.peer_certificates().unwrap()[0].clone();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(body).await.unwrap();
+    let mut raw = Vec::new();
+    // A peer that closes without close_notify still sent a complete response.
+    let _ = tls.read_to_end(&mut raw).await;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete response head");
+    let head = String::from_utf8_lossy(&raw[..split]).to_lowercase();
+    assert!(!head.contains("transfer-encoding: chunked"), "{head}");
+    let status = head[9..12].parse().unwrap();
+    Reply {
+        status,
+        body: raw[split + 4..].to_vec(),
+        peer,
+    }
+}
+
+impl Server {
+    async fn post(&self, path: &str, review: &Value) -> Reply {
+        request(
+            self.addr,
+            &self.ca,
+            "POST",
+            path,
+            review.to_string().as_bytes(),
+        )
+        .await
+    }
+
+    /// `/validate`: (allowed, message).
+    async fn validate(&self, review: &Value) -> (bool, String) {
+        let r = self.post("/validate", review).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(v["kind"], "AdmissionReview");
+        assert_eq!(v["response"]["uid"], "uid-1");
+        (
+            v["response"]["allowed"].as_bool().unwrap(),
+            v["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    }
+
+    /// `/mutate`: the pod after applying the returned patch (and the patch itself).
+    async fn mutate(&self, review: &Value) -> (Value, Value) {
+        let r = self.post("/mutate", review).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        let resp = &v["response"];
+        assert_eq!(resp["uid"], "uid-1");
+        assert_eq!(resp["allowed"], true);
+        let mut pod = review["request"]["object"].clone();
+        let Some(b64) = resp.get("patch") else {
+            assert!(resp.get("patchType").is_none());
+            return (pod, json!([]));
+        };
+        assert_eq!(resp["patchType"], "JSONPatch");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().expect("base64 string"))
+            .unwrap();
+        let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+        json_patch::patch(&mut pod, &patch).unwrap();
+        (pod, serde_json::from_slice(&bytes).unwrap())
+    }
+}
+
+// ---- admission bodies ----
+
+fn pod(ns: &str, sa: Option<&str>, spec: Value) -> Value {
+    let mut s = json!({"containers": [{"name": "c", "image": "registry.example/app"}]});
+    if let Some(sa) = sa {
+        s["serviceAccountName"] = json!(sa);
+    }
+    for (k, v) in spec.as_object().unwrap() {
+        s[k] = v.clone();
+    }
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": ns}, "spec": s})
+}
+
+fn review(operation: &str, object: &Value, old: Option<&Value>) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "uid-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": "p",
+            "namespace": object["metadata"]["namespace"],
+            "operation": operation,
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": object,
+            "oldObject": old,
+            "dryRun": false
+        }
+    })
+}
+
+fn create(object: &Value) -> Value {
+    review("CREATE", object, None)
+}
+
+/// The proposal's `restricted` and `privileged` policies and two of its examples.
+const POLICIES: &str = "apiVersion: scheduling.ferrosched.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: restricted
+spec:
+  allowed:
+    schedulerNames: [\"default-scheduler\"]
+---
+apiVersion: scheduling.ferrosched.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: privileged
+spec:
+  allowed:
+    schedulerNames: []
+    priorityClassNames: []
+    nodeSelectors: {}
+    tolerations: []
+    affinities: {}
+---
+# Restricted multi-arch by nodeSelector.
+apiVersion: scheduling.ferrosched.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: multiarch
+spec:
+  required:
+    schedulerNames: [\"default-scheduler\"]
+    nodeSelectors:
+      beta.kubernetes.io/arch: [\"amd64\", \"arm64\"]
+      beta.kubernetes.io/os: [\"Linux\", \"Windows\"]
+  default:
+    schedulerName: \"default-scheduler\"
+    nodeSelector:
+      beta.kubernetes.io/arch: \"amd64\"
+      beta.kubernetes.io/os: \"Linux\"
+---
+# Only a single priority class.
+apiVersion: scheduling.ferrosched.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: single-priority
+spec:
+  required:
+    priorityClasseNames: [\"high-priority\"]
+  default:
+    priorityClasseName: \"high-priority\"
+---
+# Fine-grain allowed tolerations.
+apiVersion: scheduling.ferrosched.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: fine-tolerations
+spec:
+  allowed:
+    schedulerNames: []
+    tolerations:
+    - keys: [\"mykey\"]
+      operators: [\"Equal\"]
+      values: [\"value\"]
+      effects: [\"NoSchedule\"]
+    - keys: [\"other_key\"]
+      operators: [\"Exists\"]
+      effects: [\"NoExecute\"]
+";
+
+/// Who may use what: as manifests/policy/examples.yaml (restricted for everyone, privileged
+/// for kube-system), plus one account per example.
+fn grants() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("*/default", "restricted"),
+        ("*/arch", "restricted"),
+        ("*/arch", "multiarch"),
+        ("*/gold", "single-priority"),
+        ("*/gold", "restricted"),
+        ("*/tolerant", "fine-tolerations"),
+        ("kube-system/default", "privileged"),
+    ]
+}
+
+// ---- tests ----
+
+#[tokio::test]
+async fn validate_denies_a_pod_outside_its_policies_listing_every_violation() {
+    let s = start("deny", POLICIES, grants()).await;
+    let (allowed, msg) = s.validate(&create(&pod("team", None, json!({})))).await;
+    assert!(allowed, "{msg}");
+    let bad = pod(
+        "team",
+        None,
+        json!({
+            "schedulerName": "other",
+            "priorityClassName": "gold",
+            "nodeSelector": {"disk": "ssd"},
+            "tolerations": [{"key": "k", "operator": "Exists"}]
+        }),
+    );
+    let (allowed, msg) = s.validate(&create(&bad)).await;
+    assert!(!allowed);
+    assert_eq!(
+        msg,
+        format!(
+            "{DENIED} (service account team/default; usable policies: restricted): \
+             spec.schedulerName \"other\" is not allowed; allowed: [\"default-scheduler\"]; \
+             spec.priorityClassName \"gold\" is not allowed; allowed: none; \
+             spec.nodeSelector[disk] is not allowed; \
+             spec.tolerations[0] (key \"k\" Exists, any effect) is not allowed"
+        )
+    );
+    // kube-system's service accounts may use `privileged` too (RoleBinding in the
+    // namespace): the same pod passes there.
+    let mut privileged = bad.clone();
+    privileged["metadata"]["namespace"] = json!("kube-system");
+    assert_eq!(
+        s.validate(&create(&privileged)).await,
+        (true, String::new())
+    );
+    // A service account that may use no policy gets the empty policy: nothing allowed.
+    let (allowed, msg) = s
+        .validate(&create(&pod("team", Some("nobody"), json!({}))))
+        .await;
+    assert!(!allowed);
+    assert_eq!(
+        msg,
+        format!(
+            "{DENIED} (service account team/nobody; usable policies: none): \
+             spec.schedulerName \"default-scheduler\" is not allowed; allowed: none"
+        )
+    );
+}
+
+#[tokio::test]
+async fn mutate_sets_the_defaults_of_the_merged_policy_and_the_result_validates() {
+    let s = start("mutate", POLICIES, grants()).await;
+    // Restricted multi-arch by nodeSelector: no nodeSelector at all gets both keys.
+    let p = pod("team", Some("arch"), json!({}));
+    let (mutated, patch) = s.mutate(&create(&p)).await;
+    assert_eq!(
+        patch,
+        json!([
+            {"op": "add", "path": "/spec/schedulerName", "value": "default-scheduler"},
+            {"op": "add", "path": "/spec/nodeSelector",
+             "value": {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "Linux"}},
+        ])
+    );
+    let mut want = p.clone();
+    want["spec"]["schedulerName"] = json!("default-scheduler");
+    want["spec"]["nodeSelector"] =
+        json!({"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "Linux"});
+    assert_eq!(mutated, want);
+    assert_eq!(s.validate(&create(&mutated)).await, (true, String::new()));
+    // Unmutated, the same pod is denied: the required key is missing.
+    let (allowed, msg) = s.validate(&create(&p)).await;
+    assert!(!allowed);
+    assert!(
+        msg.ends_with(
+            "spec.nodeSelector[beta.kubernetes.io/arch] is required: one of [\"amd64\", \"arm64\"]; \
+             spec.nodeSelector[beta.kubernetes.io/os] is required: one of [\"Linux\", \"Windows\"]"
+        ),
+        "{msg}"
+    );
+    // Per key: an arm64 pod keeps its arch and gets the OS; `/` escaped as `~1`.
+    let p = pod(
+        "team",
+        Some("arch"),
+        json!({"schedulerName": "default-scheduler",
+               "nodeSelector": {"beta.kubernetes.io/arch": "arm64"}}),
+    );
+    let (mutated, patch) = s.mutate(&create(&p)).await;
+    assert_eq!(
+        patch,
+        json!([{"op": "add", "path": "/spec/nodeSelector/beta.kubernetes.io~1os", "value": "Linux"}])
+    );
+    assert_eq!(
+        mutated["spec"]["nodeSelector"],
+        json!({"beta.kubernetes.io/arch": "arm64", "beta.kubernetes.io/os": "Linux"})
+    );
+    // Only a single priority class: set when unset, merged with `restricted` (Option 1).
+    let p = pod("team", Some("gold"), json!({}));
+    let (mutated, _) = s.mutate(&create(&p)).await;
+    assert_eq!(mutated["spec"]["priorityClassName"], "high-priority");
+    assert_eq!(s.validate(&create(&mutated)).await, (true, String::new()));
+    let (allowed, msg) = s
+        .validate(&create(&pod(
+            "team",
+            Some("gold"),
+            json!({"priorityClassName": "low"}),
+        )))
+        .await;
+    assert!(!allowed);
+    assert!(
+        msg.ends_with(
+            "spec.priorityClassName \"low\" is not allowed; required: one of [\"high-priority\"]"
+        ),
+        "{msg}"
+    );
+    // Nothing to default: no patch, no patchType.
+    let (mutated, patch) = s.mutate(&create(&pod("team", None, json!({})))).await;
+    assert_eq!(patch, json!([]));
+    assert_eq!(mutated, pod("team", None, json!({})));
+}
+
+#[tokio::test]
+async fn fine_grain_tolerations_example_end_to_end() {
+    let s = start("tolerations", POLICIES, grants()).await;
+    let ok = pod(
+        "team",
+        Some("tolerant"),
+        json!({"tolerations": [
+            {"key": "mykey", "operator": "Equal", "value": "value", "effect": "NoSchedule"},
+            {"key": "other_key", "operator": "Exists", "effect": "NoExecute"},
+            // Added by the API server to every pod: never evaluated.
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+             "effect": "NoExecute", "tolerationSeconds": 300}
+        ]}),
+    );
+    assert_eq!(s.validate(&create(&ok)).await, (true, String::new()));
+    let bad = pod(
+        "team",
+        Some("tolerant"),
+        json!({"tolerations": [
+            {"key": "mykey", "operator": "Equal", "value": "other", "effect": "NoSchedule"},
+            {"key": "other_key", "operator": "Exists", "effect": "NoSchedule"}
+        ]}),
+    );
+    let (allowed, msg) = s.validate(&create(&bad)).await;
+    assert!(!allowed);
+    assert!(
+        msg.contains("usable policies: fine-tolerations): spec.tolerations[0] ")
+            && msg.contains("; spec.tolerations[1] "),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn updates_are_checked_only_when_a_scheduling_field_changes() {
+    let s = start("update", POLICIES, grants()).await;
+    // A pod created before the policies: relabelling it is not the webhook's business.
+    let old = pod("team", None, json!({"nodeSelector": {"disk": "ssd"}}));
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"app": "x"});
+    assert_eq!(
+        s.validate(&review("UPDATE", &relabelled, Some(&old))).await,
+        (true, String::new())
+    );
+    // Adding a toleration to a running pod is.
+    let allowed_pod = pod("team", None, json!({}));
+    let mut tolerated = allowed_pod.clone();
+    tolerated["spec"]["tolerations"] = json!([{"key": "k", "operator": "Exists"}]);
+    let (allowed, msg) = s
+        .validate(&review("UPDATE", &tolerated, Some(&allowed_pod)))
+        .await;
+    assert!(!allowed);
+    assert!(msg.ends_with("spec.tolerations[0] (key \"k\" Exists, any effect) is not allowed"));
+    // DELETE and CONNECT are never policed; /mutate leaves updates alone.
+    assert_eq!(
+        s.validate(&review("DELETE", &tolerated, None)).await,
+        (true, String::new())
+    );
+    let (_, patch) = s
+        .mutate(&review(
+            "UPDATE",
+            &pod("team", Some("arch"), json!({})),
+            None,
+        ))
+        .await;
+    assert_eq!(patch, json!([]));
+}
+
+#[tokio::test]
+async fn undecidable_requests_are_left_to_the_failure_policy() {
+    // Not listed yet: 503 everywhere (healthz too, so the pod is not Ready).
+    let s = start("unsynced", "", grants()).await;
+    let r = request(s.addr, &s.ca, "GET", "/healthz", b"").await;
+    assert_eq!((r.status, r.text()), (503, NOT_SYNCED.to_string()));
+    let r = s
+        .post("/validate", &create(&pod("team", None, json!({}))))
+        .await;
+    assert_eq!((r.status, r.text()), (503, NOT_SYNCED.to_string()));
+    s.policies.mark_synced();
+    let r = request(s.addr, &s.ca, "GET", "/healthz", b"").await;
+    assert_eq!((r.status, r.text()), (200, "ok".to_string()));
+    // RBAC cannot be asked: 500, not a denial.
+    s.policies
+        .store
+        .replace_all(policy::parse(POLICIES).unwrap());
+    s.rbac.broken.store(true, Ordering::SeqCst);
+    let r = s
+        .post("/validate", &create(&pod("team", None, json!({}))))
+        .await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("RBAC unavailable"), "{}", r.text());
+    // Not an AdmissionReview: 400.
+    let r = request(s.addr, &s.ca, "POST", "/mutate", b"{\"kind\": \"Pod\"}").await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().starts_with(BAD_REVIEW), "{}", r.text());
+}
+
+#[tokio::test]
+async fn a_replaced_certificate_is_served_on_the_next_handshake() {
+    let ca = Ca::new();
+    let (cert1, key1, der1) = ca.serving();
+    let dir = temp_dir("reload");
+    let (c, k) = write_pair(&dir, &cert1, &key1);
+    let ps = Arc::new(Policies::default());
+    ps.mark_synced();
+    let rbac = Arc::new(FakeRbac {
+        grants: vec![],
+        broken: AtomicBool::new(false),
+    });
+    let addr = serve(Arc::new(ReloadingCert::new(&c, &k).unwrap()), &ps, &rbac).await;
+    let ca_der = ca.der();
+    let r = request(addr, &ca_der, "GET", "/healthz", b"").await;
+    assert_eq!((r.status, &r.peer), (200, &der1));
+
+    // Rotated in place: the server keeps running and the next handshake sees the new one.
+    let (cert2, key2, der2) = ca.serving();
+    write_pair(&dir, &cert2, &key2);
+    let r = request(addr, &ca_der, "GET", "/healthz", b"").await;
+    assert_eq!((r.status, &r.peer), (200, &der2));
+
+    // Half-rotated (new certificate, old key): not usable, the last good pair stays.
+    let (cert3, _, _) = ca.serving();
+    std::fs::write(&c, cert3).unwrap();
+    let r = request(addr, &ca_der, "GET", "/healthz", b"").await;
+    assert_eq!((r.status, &r.peer), (200, &der2));
+    std::fs::write(&c, "not a certificate").unwrap();
+    let r = request(addr, &ca_der, "GET", "/healthz", b"").await;
+    assert_eq!(&r.peer, &der2);
+
+    // A bad pair at start is an error, not a server without a certificate.
+    assert!(ReloadingCert::new(&c, &k).is_err());
+    assert!(ReloadingCert::new(dir.join("missing.crt"), &k).is_err());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The real thing against the fake API server: policies come from the watch (an invalid
+/// one is left out), RBAC from SubjectAccessReviews (cached), answers over HTTPS.
+#[tokio::test]
+async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
+    use controller::authz::{CachedAuthorizer, SarAuthorizer};
+    use fake_apiserver::{FakeApiServer, Grant};
+
+    let api = FakeApiServer::start().await;
+    for p in policy::parse(POLICIES).unwrap() {
+        api.apply("schedulingpolicies", &p);
+    }
+    // Invalid (an empty required list): must grant nothing, even to whoever may use it.
+    api.apply(
+        "schedulingpolicies",
+        &json!({"apiVersion": "scheduling.ferrosched.io/v1alpha1", "kind": "SchedulingPolicy",
+                "metadata": {"name": "broken"},
+                "spec": {"required": {"schedulerNames": []}, "allowed": {"tolerations": []}}}),
+    );
+    let use_policy = |subject: &str, namespace: Option<&str>, name: &str| Grant {
+        subject: subject.into(),
+        namespace: namespace.map(str::to_string),
+        verb: "use".into(),
+        group: "scheduling.ferrosched.io".into(),
+        resource: "schedulingpolicies".into(),
+        name: Some(name.into()),
+    };
+    // As manifests/policy/examples.yaml: everyone `restricted`, kube-system `privileged`.
+    api.grant(use_policy("system:authenticated", None, "restricted"));
+    api.grant(use_policy(
+        "system:serviceaccounts:kube-system",
+        Some("kube-system"),
+        "privileged",
+    ));
+    api.grant(use_policy("system:serviceaccount:team:ci", None, "broken"));
+
+    let client = controller::client(Some(&api.kubeconfig())).await.unwrap();
+    let ps = Arc::new(Policies::default());
+    let watch = tokio::spawn(controller::policies::watch(
+        client.clone(),
+        Arc::clone(&ps),
+        || {},
+    ));
+    for _ in 0..200 {
+        if ps.is_synced() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(ps.is_synced());
+    assert_eq!(
+        ps.store.names(),
+        [
+            "fine-tolerations",
+            "multiarch",
+            "privileged",
+            "restricted",
+            "single-priority"
+        ]
+    );
+
+    let authz = CachedAuthorizer::new(
+        SarAuthorizer::new(client),
+        std::time::Duration::from_secs(30),
+        std::time::Duration::from_secs(10),
+    );
+    let ca = Ca::new();
+    let (cert, key, _) = ca.serving();
+    let (c, k) = write_pair(&temp_dir("sar"), &cert, &key);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hook = Arc::new(Webhook {
+        policies: Arc::clone(&ps),
+        authz: Arc::new(authz),
+    });
+    tokio::spawn(webhook::serve(
+        listener,
+        Arc::new(server_config(Arc::new(ReloadingCert::new(c, k).unwrap())).unwrap()),
+        webhook::router(hook),
+        std::future::pending(),
+    ));
+    let s = Server {
+        addr,
+        ca: ca.der(),
+        policies: Arc::clone(&ps),
+        rbac: Arc::new(FakeRbac {
+            grants: vec![],
+            broken: AtomicBool::new(false),
+        }),
+    };
+    let tolerating = |ns: &str, sa: Option<&str>| {
+        pod(
+            ns,
+            sa,
+            json!({"tolerations": [{"key": "k", "operator": "Exists"}]}),
+        )
+    };
+    assert_eq!(
+        s.validate(&create(&tolerating("kube-system", None))).await,
+        (true, String::new())
+    );
+    let (allowed, msg) = s.validate(&create(&tolerating("team", Some("ci")))).await;
+    assert!(!allowed);
+    assert_eq!(
+        msg,
+        format!(
+            "{DENIED} (service account team/ci; usable policies: restricted): \
+             spec.tolerations[0] (key \"k\" Exists, any effect) is not allowed"
+        )
+    );
+    let sars = || {
+        api.requests()
+            .iter()
+            .filter(|r| r.resource == "subjectaccessreviews" && r.verb == "create")
+            .count()
+    };
+    // One review per (service account, policy): five policies, two service accounts.
+    assert_eq!(sars(), 10);
+    s.validate(&create(&tolerating("team", Some("ci")))).await;
+    assert_eq!(sars(), 10, "answered from the cache");
+
+    // A policy deleted or broken by an update stops counting at once.
+    api.delete("schedulingpolicies", "", "privileged");
+    for _ in 0..200 {
+        if !ps.store.names().contains(&"privileged".to_string()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (allowed, _) = s.validate(&create(&tolerating("kube-system", None))).await;
+    assert!(!allowed);
+    watch.abort();
+}
