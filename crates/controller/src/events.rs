@@ -95,8 +95,19 @@ enum Write {
 pub struct Recorder {
     client: ApiClient,
     instance_id: String,
-    cache: Arc<Mutex<HashMap<SeriesKey, Series>>>,
+    cache: Arc<Mutex<SeriesCache>>,
 }
+
+/// Open series. Expired ones are swept at most once per [`SWEEP_PERIOD`]: sweeping on every
+/// event made recording O(open series), quadratic over a burst of bindings.
+#[derive(Default)]
+struct SeriesCache {
+    series: HashMap<SeriesKey, Series>,
+    last_sweep: Option<Instant>,
+}
+
+/// How often expired series are dropped (they are ignored as soon as they expire).
+const SWEEP_PERIOD: Duration = Duration::from_secs(60);
 
 /// One event to write.
 pub struct EventSpec<'a> {
@@ -151,9 +162,21 @@ impl Recorder {
             regarding: triple(e.regarding),
             related: e.related.map(triple),
         };
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache.retain(|_, s| now.duration_since(s.last_observed) < SERIES_WINDOW);
-        let write = match cache.get_mut(&key) {
+        let mut guard = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let sc = &mut *guard;
+        if sc
+            .last_sweep
+            .is_none_or(|t| now.duration_since(t) >= SWEEP_PERIOD)
+        {
+            sc.series
+                .retain(|_, s| now.duration_since(s.last_observed) < SERIES_WINDOW);
+            sc.last_sweep = Some(now);
+        }
+        let cache = &mut sc.series;
+        let open = cache
+            .get_mut(&key)
+            .filter(|s| now.duration_since(s.last_observed) < SERIES_WINDOW);
+        let write = match open {
             None => {
                 cache.insert(
                     key.clone(),
@@ -201,7 +224,7 @@ impl Recorder {
                 let created = self.client.call("event", || api.create(&pp, &event)).await;
                 if let Ok(ev) = &created {
                     let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(s) = cache.get_mut(&key) {
+                    if let Some(s) = cache.series.get_mut(&key) {
                         s.name = ev.metadata.name.clone().or(event.metadata.name.clone());
                         s.namespace.clone_from(ns);
                     }
@@ -254,7 +277,7 @@ mod tests {
         let t0 = Instant::now();
         let (key, w) = r.plan(&spec("a"), t0);
         assert_eq!(w, Write::Create);
-        r.cache.lock().unwrap().get_mut(&key).unwrap().name = Some("p.1".into());
+        r.cache.lock().unwrap().series.get_mut(&key).unwrap().name = Some("p.1".into());
         let (_, w) = r.plan(&spec("b"), t0 + Duration::from_secs(1));
         assert_eq!(
             w,
@@ -267,6 +290,51 @@ mod tests {
         assert_eq!(w, Write::Nothing);
         let (_, w) = r.plan(&spec("d"), t0 + Duration::from_secs(2) + SERIES_WINDOW);
         assert_eq!(w, Write::Create);
+    }
+
+    #[tokio::test]
+    async fn expired_series_are_ignored_before_a_sweep_and_dropped_by_it() {
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let r = Recorder::new(ApiClient::new(client, 50.0, 100), "h".into());
+        let pods: Vec<PodRef> = (0..3)
+            .map(|i| PodRef {
+                namespace: "d".into(),
+                name: format!("p{i}"),
+                uid: format!("u{i}"),
+            })
+            .collect();
+        let spec = |pod| EventSpec {
+            controller: "default-scheduler",
+            regarding: pod,
+            related: None,
+            type_: EventType::Normal,
+            reason: "Scheduled",
+            action: "Binding",
+            note: "n",
+        };
+        let t0 = Instant::now();
+        for p in &pods {
+            let (key, w) = r.plan(&spec(p), t0);
+            assert_eq!(w, Write::Create);
+            r.cache.lock().unwrap().series.get_mut(&key).unwrap().name = Some("x".into());
+        }
+        // Just swept (as far as the cache knows): the expired series must still not be
+        // extended.
+        r.cache.lock().unwrap().last_sweep = Some(t0 + SERIES_WINDOW);
+        let (_, w) = r.plan(&spec(&pods[0]), t0 + SERIES_WINDOW + Duration::from_secs(1));
+        assert_eq!(w, Write::Create);
+        assert_eq!(r.cache.lock().unwrap().series.len(), 3, "no sweep yet");
+        // A sweep period later the other two expired series are gone.
+        let later = t0 + SERIES_WINDOW + SWEEP_PERIOD + Duration::from_secs(1);
+        let (_, w) = r.plan(&spec(&pods[0]), later);
+        assert_eq!(
+            w,
+            Write::Nothing,
+            "p0's new series is open (its name not known yet)"
+        );
+        assert_eq!(r.cache.lock().unwrap().series.len(), 1);
     }
 
     #[test]

@@ -1,5 +1,8 @@
-//! `/healthz`, `/livez`, `/readyz` and `/metrics` ([`crate::metrics`]) over plain HTTP (kube-scheduler serves them on
-//! `--secure-port`, 10259, over HTTPS; probes must use `scheme: HTTP` here).
+//! `/healthz`, `/livez`, `/readyz` and `/metrics` ([`crate::metrics`]), over HTTPS on
+//! `--secure-port` (10259) as kube-scheduler serves them, so its probes (`scheme: HTTPS`)
+//! work unchanged; plain HTTP only for tests. No authentication: unlike kube-scheduler,
+//! `/metrics` is not behind delegated authorization (keep the port off the network or
+//! behind a NetworkPolicy).
 //! Ready once every informer has listed; not ready while shutting down.
 
 use std::sync::Arc;
@@ -47,15 +50,21 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     )
 }
 
-/// Serves until the task is aborted.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+/// Serves until the task is aborted: over TLS with `tls`, else plain HTTP.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shared: Arc<Shared>,
+) {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(shared);
-    if let Err(e) = axum::serve(listener, app).await {
+    if let Some(tls) = tls {
+        crate::tls::serve(listener, tls, app, std::future::pending()).await;
+    } else if let Err(e) = axum::serve(listener, app).await {
         tracing::warn!(error = %e, "health server stopped");
     }
 }

@@ -22,6 +22,7 @@ pub mod retry;
 pub mod scheduler_loop;
 pub mod state;
 pub mod status;
+pub mod tls;
 pub mod volumes;
 pub mod webhook;
 
@@ -52,8 +53,11 @@ pub struct RunOptions {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Seed for breaking score ties.
     pub seed: u64,
-    /// Where to serve /healthz, /livez, /readyz and /metrics (plain HTTP); `None` serves nothing.
+    /// Where to serve /healthz, /livez, /readyz and /metrics; `None` serves nothing.
     pub health: Option<tokio::net::TcpListener>,
+    /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
+    /// HTTP (tests).
+    pub health_tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Builds a client from a kubeconfig file, or (without one) the way kubectl does:
@@ -133,6 +137,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         mut shutdown,
         seed,
         health,
+        health_tls,
     } = opts;
     // SchedulingPolicy is fed from the cluster only when a profile runs it.
     let policy_gate = loaded
@@ -198,7 +203,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         SchedulingQueue::flush_unschedulable_left_over,
     )));
     if let Some(listener) = health {
-        background.push(tokio::spawn(health::serve(listener, Arc::clone(&shared))));
+        background.push(tokio::spawn(health::serve(
+            listener,
+            health_tls,
+            Arc::clone(&shared),
+        )));
     }
     // Informers fill the cache while waiting for the lease, so a new leader starts warm.
     let mut elector = cfg

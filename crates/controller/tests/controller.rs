@@ -122,6 +122,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         }),
         seed: 1,
         health: Some(listener),
+        health_tls: None,
     }));
     Running {
         health,

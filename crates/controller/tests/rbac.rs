@@ -268,6 +268,7 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         }),
         seed: 1,
         health: None,
+        health_tls: None,
     }));
 
     // Volume binding, completed by the test's PV controller.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use base64::Engine;
 use controller::authz::{Authorizer, ServiceAccount};
 use controller::policies::Policies;
-use controller::webhook::tls::{ReloadingCert, server_config};
+use controller::tls::{ReloadingCert, server_config};
 use controller::webhook::{self, BAD_REVIEW, DENIED, NOT_SYNCED, Webhook};
 use futures::future::BoxFuture;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
@@ -134,7 +134,7 @@ async fn serve(cert: Arc<ReloadingCert>, ps: &Arc<Policies>, rbac: &Arc<FakeRbac
         policies: Arc::clone(ps),
         authz: Arc::clone(rbac) as Arc<dyn Authorizer>,
     });
-    tokio::spawn(webhook::serve(
+    tokio::spawn(controller::tls::serve(
         listener,
         Arc::new(server_config(cert).unwrap()),
         webhook::router(hook),
@@ -707,7 +707,7 @@ async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
         policies: Arc::clone(&ps),
         authz: Arc::new(authz),
     });
-    tokio::spawn(webhook::serve(
+    tokio::spawn(controller::tls::serve(
         listener,
         Arc::new(server_config(Arc::new(ReloadingCert::new(c, k).unwrap())).unwrap()),
         webhook::router(hook),

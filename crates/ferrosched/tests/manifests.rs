@@ -345,15 +345,15 @@ fn the_deployment_runs_the_mounted_config_with_probes_on_run_s_port() {
     assert_eq!(cm.metadata.name.as_deref(), Some(cm_name.as_str()));
     assert!(cm.data.unwrap().contains_key(key), "ConfigMap has no {key}");
 
-    // Probes on `ferrosched run`'s health port, plain HTTP.
+    // Probes on `ferrosched run`'s health port, HTTPS as kube-scheduler's.
     let default_port: i32 = run_default("--secure-port").parse().unwrap();
     assert_eq!(default_port, 10259);
     let port: i32 = flag(&args, "--secure-port").map_or(default_port, |p| p.parse().unwrap());
     assert_eq!(port, default_port);
     let live = port_of(c.liveness_probe.as_ref().expect("liveness probe"));
     let ready = port_of(c.readiness_probe.as_ref().expect("readiness probe"));
-    assert_eq!(live, ("/livez", port, "HTTP"));
-    assert_eq!(ready, ("/readyz", port, "HTTP"));
+    assert_eq!(live, ("/livez", port, "HTTPS"));
+    assert_eq!(ready, ("/readyz", port, "HTTPS"));
     let bind =
         flag(&args, "--bind-address").map_or_else(|| run_default("--bind-address"), str::to_string);
     assert_eq!(bind, "0.0.0.0", "kubelet probes reach the pod IP");
@@ -491,7 +491,7 @@ fn the_kubeadm_static_pod_replaces_kube_scheduler() {
         .parse()
         .unwrap();
     let live = port_of(c.liveness_probe.as_ref().unwrap());
-    assert_eq!(live, ("/livez", port, "HTTP"));
+    assert_eq!(live, ("/livez", port, "HTTPS"));
     let host = c
         .liveness_probe
         .as_ref()

@@ -2,7 +2,11 @@
 //! fake API server it schedules, and SIGTERM stops it with exit 0.
 
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use fake_apiserver::FakeApiServer;
 use serde_json::json;
@@ -50,8 +54,11 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
         &json!({"metadata": {"name": "p", "namespace": "default"},
                 "spec": {"containers": [{"name": "c", "image": "i"}]}}),
     );
+    let port = free_port();
     let mut child = Command::new(BIN)
-        .args(["run", "--secure-port", "0", "--kubeconfig"])
+        .args(["run", "--bind-address", "127.0.0.1", "--secure-port"])
+        .arg(port.to_string())
+        .arg("--kubeconfig")
         .arg(server.kubeconfig())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -65,6 +72,15 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // The health port speaks HTTPS (self-signed), as kube-scheduler's does.
+    let (status, body) = https_get(port, "/readyz").await;
+    assert_eq!((status, body.as_str()), (200, "ok"));
+    let (status, metrics) = https_get(port, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"} 1"),
+        "{metrics}"
+    );
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -83,4 +99,87 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
     };
     assert!(status.success(), "{status:?}");
     assert_eq!(server.bindings(), vec![("default/p".into(), "n1".into())]);
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Accepts any server certificate, as kubelet's HTTPS probes do.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// One HTTP/1.1 GET over TLS: (status, body).
+async fn https_get(port: u16, path: &str) -> (u16, String) {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = tls.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    // axum answers small bodies with Content-Length, never chunked here.
+    assert!(!head.to_ascii_lowercase().contains("chunked"), "{head}");
+    (status, body.to_string())
 }

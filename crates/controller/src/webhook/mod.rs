@@ -16,8 +16,6 @@
 //! `failurePolicy` — the admin's choice between failing closed (`Fail`, our manifests'
 //! default) and open (`Ignore`).
 
-pub mod tls;
-
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,17 +27,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use scheduler_core::policy::{self, PodFields, PolicySpec};
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 
 use crate::authz::{Authorizer, ServiceAccount, usable_policies};
 use crate::policies::Policies;
+use crate::tls;
 use crate::{Error, Result};
 
 /// Starts every denial; the service account, its usable policies and each violation follow.
@@ -48,8 +44,6 @@ pub const DENIED: &str = "pod violates the SchedulingPolicies its service accoun
 pub const NOT_SYNCED: &str = "SchedulingPolicies not listed yet";
 /// A body that is not an AdmissionReview v1 with a request.
 pub const BAD_REVIEW: &str = "expected an AdmissionReview (admission.k8s.io/v1) with a request";
-/// A TLS handshake that takes longer is dropped (a stuck client must not hold a task).
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the handlers share.
 pub struct Webhook {
@@ -197,50 +191,6 @@ pub fn router(hook: Arc<Webhook>) -> Router {
         .with_state(hook)
 }
 
-/// Serves `app` over TLS on `listener` until `shutdown` resolves. Each connection is its own
-/// task, so a slow handshake does not hold up the others.
-pub async fn serve(
-    listener: TcpListener,
-    tls: Arc<rustls::ServerConfig>,
-    app: Router,
-    shutdown: impl Future<Output = ()>,
-) {
-    let acceptor = TlsAcceptor::from(tls);
-    tokio::pin!(shutdown);
-    loop {
-        let tcp = tokio::select! {
-            r = listener.accept() => r,
-            _ = &mut shutdown => return,
-        };
-        let tcp = match tcp {
-            Ok((tcp, _)) => tcp,
-            Err(e) => {
-                // Out of file descriptors and the like: do not spin.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let (acceptor, app) = (acceptor.clone(), app.clone());
-        tokio::spawn(async move {
-            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => return,
-            };
-            let served = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
-                .await;
-            if let Err(e) = served {
-                tracing::debug!(error = %e, "webhook connection ended with an error");
-            }
-        });
-    }
-}
-
 /// Everything [`run`] needs.
 pub struct WebhookOptions {
     pub client: kube::Client,
@@ -274,7 +224,7 @@ pub async fn run(opts: WebhookOptions) -> Result<()> {
         addr = %opts.listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         "ferrosched webhook serving /mutate, /validate, /healthz"
     );
-    serve(opts.listener, tls, router(hook), opts.shutdown).await;
+    tls::serve(opts.listener, tls, router(hook), opts.shutdown).await;
     watch.abort();
     Ok(())
 }

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use scheduler_core::config;
@@ -33,10 +34,37 @@ pub struct RunArgs {
     /// Address for /healthz, /livez, /readyz and /metrics.
     #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
     bind_address: std::net::IpAddr,
-    /// Port for /healthz, /livez, /readyz and /metrics; 0 disables them. Same port as
-    /// kube-scheduler, but plain HTTP (probes need `scheme: HTTP`).
+    /// HTTPS port for /healthz, /livez, /readyz and /metrics; 0 disables them. Same port
+    /// and scheme as kube-scheduler.
     #[arg(long, value_name = "PORT", default_value_t = 10259)]
     secure_port: u16,
+    /// PEM certificate for the HTTPS port (re-read when the file changes). Without it and
+    /// --tls-private-key-file, a self-signed certificate is made at start, as kube-scheduler
+    /// does.
+    #[arg(long, value_name = "FILE", requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --tls-cert-file.
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+}
+
+/// The health port's TLS config: the given files, or a self-signed certificate for this
+/// host. Errors here (a missing or bad file) end the process before any network call.
+fn health_tls(args: &RunArgs) -> Result<Arc<rustls::ServerConfig>, controller::Error> {
+    use controller::tls;
+    let resolver: Arc<dyn rustls::server::ResolvesServerCert> =
+        match (&args.tls_cert_file, &args.tls_private_key_file) {
+            (Some(cert), Some(key)) => Arc::new(tls::ReloadingCert::new(cert, key)?),
+            _ => {
+                let mut hosts = vec![controller::default_instance_id(), "localhost".to_string()];
+                if !args.bind_address.is_unspecified() {
+                    hosts.push(args.bind_address.to_string());
+                }
+                hosts.push("127.0.0.1".to_string());
+                Arc::new(tls::self_signed(&hosts)?)
+            }
+        };
+    Ok(Arc::new(tls::server_config(resolver)?))
 }
 
 pub fn run(args: &RunArgs) -> ExitCode {
@@ -57,6 +85,17 @@ pub fn run(args: &RunArgs) -> ExitCode {
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
+    let tls = if args.secure_port == 0 {
+        None
+    } else {
+        match health_tls(args) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -101,6 +140,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             shutdown: Box::pin(shutdown_signal()),
             seed: args.seed,
             health,
+            health_tls: tls,
         })
         .await
     });

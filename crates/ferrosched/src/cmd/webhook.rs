@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use controller::webhook::{self, tls::ReloadingCert};
+use controller::tls::ReloadingCert;
+use controller::webhook;
 
 #[derive(Args, Debug)]
 pub struct WebhookArgs {

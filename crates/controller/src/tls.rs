@@ -1,4 +1,6 @@
-//! The webhook's serving certificate, re-read when its files change.
+//! HTTPS serving for the admission webhook and `ferrosched run`'s health and metrics port:
+//! a serving certificate from files, re-read when they change, or (like kube-scheduler
+//! without `--tls-cert-file`) a self-signed one made at start.
 //!
 //! Certificates are rotated by replacing the files (cert-manager, a Secret volume's symlink
 //! swap). Each TLS handshake reads both files (a few KiB; the API server keeps its
@@ -9,8 +11,16 @@
 //! used: the old one keeps serving, and the pair is tried again once the files change again.
 
 use std::fs;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -118,8 +128,45 @@ impl ResolvesServerCert for ReloadingCert {
     }
 }
 
+/// A pair made once and served as is.
+#[derive(Debug)]
+pub struct StaticCert(Arc<CertifiedKey>);
+
+impl ResolvesServerCert for StaticCert {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(&self.0))
+    }
+}
+
+/// A self-signed certificate for `hosts` (DNS names or IP addresses), valid for a year, as
+/// kube-scheduler makes when it is given no certificate: probes and Prometheus connect
+/// without verifying it.
+pub fn self_signed(hosts: &[String]) -> Result<StaticCert> {
+    let key = rcgen::KeyPair::generate().map_err(|e| Error::Certificate(e.to_string()))?;
+    let mut params = rcgen::CertificateParams::new(hosts.to_vec())
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    params.distinguished_name.push(
+        rcgen::DnType::CommonName,
+        format!(
+            "{}@ferrosched",
+            hosts.first().map_or("localhost", String::as_str)
+        ),
+    );
+    let now = std::time::SystemTime::now();
+    params.not_before = now.into();
+    params.not_after = (now + Duration::from_secs(365 * 24 * 3600)).into();
+    let cert = params
+        .self_signed(&key)
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    let private = PrivateKeyDer::try_from(key.serialize_der())
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    let pair = CertifiedKey::from_der(vec![cert.der().clone()], private, &provider())
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    Ok(StaticCert(Arc::new(pair)))
+}
+
 /// A TLS 1.2/1.3 server config (ring) answering with `cert`'s current pair, HTTP/1.1 only.
-pub fn server_config(cert: Arc<ReloadingCert>) -> Result<rustls::ServerConfig> {
+pub fn server_config(cert: Arc<dyn ResolvesServerCert>) -> Result<rustls::ServerConfig> {
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Certificate(e.to_string()))?
@@ -127,4 +174,51 @@ pub fn server_config(cert: Arc<ReloadingCert>) -> Result<rustls::ServerConfig> {
         .with_cert_resolver(cert);
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
+}
+
+/// A TLS handshake that takes longer is dropped (a stuck client must not hold a task).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `app` over TLS on `listener` until `shutdown` resolves. Each connection is its own
+/// task, so a slow handshake does not hold up the others.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    tokio::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            r = listener.accept() => r,
+            _ = &mut shutdown => return,
+        };
+        let tcp = match tcp {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors and the like: do not spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (acceptor, app) = (acceptor.clone(), app.clone());
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let served = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
 }
