@@ -14,7 +14,7 @@
 //! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
 //!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
 //!   (only status changes; conditions merge by type, null deletes);
-//! - `POST events` and `PATCH events/{name}` (events.k8s.io/v1), kept in creation order;
+//! - `POST events`, `PATCH events/{name}` and LIST (events.k8s.io/v1), kept in creation order;
 //! - `POST subjectaccessreviews` (authorization.k8s.io/v1), answered from the grants added
 //!   with [`FakeApiServer::grant`] (no RBAC objects are evaluated).
 //!
@@ -838,6 +838,28 @@ fn create_event(inner: &Inner, ns: &str, body: &Bytes) -> Response {
     (StatusCode::CREATED, axum::Json(event)).into_response()
 }
 
+/// LIST of events (no watch), in one namespace or all: the e2e scenarios read events
+/// through the API, as they must on a real cluster.
+fn list_events(inner: &Inner, ns: Option<&str>) -> Response {
+    let st = inner.store.lock().unwrap();
+    let items: Vec<Value> = st
+        .events
+        .iter()
+        .filter(|e| ns.is_none_or(|ns| e["metadata"]["namespace"] == ns))
+        .map(|e| {
+            let mut e = e.clone();
+            e["apiVersion"] = json!("events.k8s.io/v1");
+            e["kind"] = json!("Event");
+            e
+        })
+        .collect();
+    axum::Json(json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "EventList",
+        "metadata": {"resourceVersion": st.rv.to_string()}, "items": items,
+    }))
+    .into_response()
+}
+
 fn patch_event(inner: &Inner, ns: &str, name: &str, body: &Bytes) -> Response {
     let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
@@ -923,6 +945,7 @@ async fn dispatch(
         return match (&method, &t.name) {
             (&Method::POST, None) => create_event(&inner, ns, &body),
             (&Method::PATCH, Some(name)) => patch_event(&inner, ns, name, &body),
+            (&Method::GET, None) => list_events(&inner, t.namespace.as_deref()),
             _ => unknown(),
         };
     }
