@@ -105,7 +105,6 @@ impl Executor {
             } => {
                 let attempts = queued.attempts;
                 let first = queued.initial_attempt_timestamp;
-                let t = Instant::now();
                 let bound = self
                     .bind(
                         pod,
@@ -117,8 +116,6 @@ impl Executor {
                     )
                     .await;
                 let m = &self.shared.metrics;
-                let status = if bound { "Success" } else { "Error" };
-                m.extension_point("Bind", status, &scheduler_name, t.elapsed());
                 if bound {
                     m.attempt(
                         metrics::RESULT_SCHEDULED,
@@ -257,8 +254,11 @@ impl Executor {
         volumes: Option<&PodVolumes>,
     ) -> bool {
         let key = PodKey::new(&pod.namespace, &pod.name);
+        let m = &self.shared.metrics;
         // VolumeBinding's PreBind (upstream BindPodVolumes): bind/annotate, then wait for
-        // the PV controller to bind every claim.
+        // the PV controller to bind every claim. Timed for every pod, as upstream times the
+        // PreBind point even when no plugin has anything to do.
+        let t = Instant::now();
         if let Some(v) = volumes {
             let timeout = self
                 .bind_timeouts
@@ -269,6 +269,7 @@ impl Executor {
                 bind_pod_volumes(&self.client, &self.shared, &key, node, v, timeout).await
             {
                 tracing::warn!(%pod, %node, %message, "binding volumes failed");
+                m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
                 if self.requeue_after_bind_failure(queued, cycle, volumes) {
                     self.report_failure(
                         &pod,
@@ -283,7 +284,12 @@ impl Executor {
                 return false;
             }
         }
-        match bind(&self.client, &pod, node).await {
+        m.extension_point("PreBind", "Success", &scheduler_name, t.elapsed());
+        let t = Instant::now();
+        let result = bind(&self.client, &pod, node).await;
+        let status = if result.is_ok() { "Success" } else { "Error" };
+        m.extension_point("Bind", status, &scheduler_name, t.elapsed());
+        match result {
             Ok(()) => {
                 {
                     let mut st = self.shared.lock();

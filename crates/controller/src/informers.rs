@@ -5,6 +5,10 @@
 //! and applied at `InitDone` together with a delete for every stored object the list no
 //! longer has, so deletions missed while the watch was down (expired resourceVersion) are not
 //! lost. The watcher itself relists on `410 Gone` and retries with backoff on errors.
+//!
+//! Optional kinds (CSIDriver, CSIStorageCapacity) tolerate a server that does not serve
+//! them: a 404 on the first list is logged once, the informer counts as synced with no
+//! objects, and it stops, so readiness does not wait for an API that will never answer.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -17,7 +21,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use scheduler_core::cache::{WorkloadEntry, workloads};
@@ -26,7 +32,7 @@ use serde::de::DeserializeOwned;
 use crate::state::{Shared, State};
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub const INFORMER_COUNT: usize = 9 + WORKLOAD_INFORMER_COUNT;
+pub const INFORMER_COUNT: usize = 12 + WORKLOAD_INFORMER_COUNT;
 
 /// How one kind's add/update/delete events change the state.
 pub trait Handler<K>: Send + Sync + 'static {
@@ -59,10 +65,40 @@ fn key_of<K: Resource>(o: &K) -> String {
 /// terminal arrives as a delete).
 pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
+/// Whether a kind must be served, or may be missing from the server (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    Required,
+    Optional,
+}
+
+/// The server does not serve the kind at all (as opposed to a transient failure).
+fn is_missing_api(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s)) => s.is_not_found(),
+        _ => false,
+    }
+}
+
 /// Runs one informer until the task is aborted.
 pub async fn run_informer<K, H>(
     api: Api<K>,
     config: watcher::Config,
+    shared: Arc<Shared>,
+    handler: H,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+{
+    run_informer_with(api, config, Presence::Required, shared, handler).await
+}
+
+/// [`run_informer`] for a kind that may be [`Presence::Optional`].
+pub async fn run_informer_with<K, H>(
+    api: Api<K>,
+    config: watcher::Config,
+    presence: Presence,
     shared: Arc<Shared>,
     handler: H,
 ) where
@@ -79,6 +115,16 @@ pub async fn run_informer<K, H>(
     while let Some(item) = stream.next().await {
         let event = match item {
             Ok(e) => e,
+            Err(e) if presence == Presence::Optional && !synced && is_missing_api(&e) => {
+                tracing::warn!(
+                    %kind,
+                    error = %e,
+                    "the API server does not serve this kind; continuing without it"
+                );
+                shared.lock().synced += 1;
+                shared.notify();
+                return;
+            }
             Err(e) => {
                 tracing::warn!(%kind, error = %e, "watch failed; retrying");
                 continue;
@@ -126,8 +172,8 @@ pub async fn run_informer<K, H>(
     }
 }
 
-/// Starts the informers the scheduler needs: nine (the storage ones feed the volume plugins
-/// and the binding cycle's wait for claims to be bound) plus the workload ones.
+/// Starts the informers the scheduler needs: twelve (the storage ones feed the volume
+/// plugins and the binding cycle's wait for claims to be bound) plus the workload ones.
 pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     let mut informers = vec![
         tokio::spawn(run_informer(
@@ -211,6 +257,38 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
             Fns::<CSINode> {
                 apply: |_, st, old, new| st.on_csi_node(old, new),
                 delete: |_, st, old| st.on_csi_node_delete(old),
+            },
+        )),
+        // NodeVolumeLimits counts volumes still attached to a node.
+        tokio::spawn(run_informer(
+            Api::<VolumeAttachment>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Arc::clone(shared),
+            Fns::<VolumeAttachment> {
+                apply: |_, st, old, new| st.on_volume_attachment(old, new),
+                delete: |_, st, old| st.on_volume_attachment_delete(old),
+            },
+        )),
+        // VolumeBinding's storage-capacity check; GA since 1.24, optional for older or
+        // trimmed-down servers.
+        tokio::spawn(run_informer_with(
+            Api::<CSIDriver>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Presence::Optional,
+            Arc::clone(shared),
+            Fns::<CSIDriver> {
+                apply: |_, st, old, new| st.on_csi_driver(old, new),
+                delete: |_, st, old| st.on_csi_driver_delete(old),
+            },
+        )),
+        tokio::spawn(run_informer_with(
+            Api::<CSIStorageCapacity>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            Presence::Optional,
+            Arc::clone(shared),
+            Fns::<CSIStorageCapacity> {
+                apply: |_, st, old, new| st.on_storage_capacity(old, new),
+                delete: |_, st, old| st.on_storage_capacity_delete(old),
             },
         )),
     ];

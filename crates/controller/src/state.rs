@@ -16,7 +16,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 use scheduler_core::cache::{Cache, WorkloadEntry};
 use scheduler_core::framework::{
     ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
@@ -397,6 +399,49 @@ impl State {
     pub fn on_workload_delete(&mut self, e: &WorkloadEntry) {
         self.cache
             .remove_workload_selector(e.kind, &e.namespace, &e.name);
+    }
+
+    /// VolumeAttachments: NodeVolumeLimits counts volumes attached to a node; one going
+    /// away frees an attach slot.
+    pub fn on_volume_attachment(&mut self, old: Option<&VolumeAttachment>, va: &VolumeAttachment) {
+        self.cache.update_volume_attachment(va);
+        self.fire_add_or_update(EventResource::VolumeAttachment, old, va);
+    }
+
+    pub fn on_volume_attachment_delete(&mut self, va: &VolumeAttachment) {
+        self.cache.remove_volume_attachment(va);
+        self.fire(EventResource::VolumeAttachment, ActionType::DELETE);
+    }
+
+    /// CSIDrivers: whether a provisioner opts into VolumeBinding's storage-capacity check.
+    pub fn on_csi_driver(&mut self, old: Option<&CSIDriver>, d: &CSIDriver) {
+        self.cache.update_csi_driver(d);
+        self.fire_add_or_update(EventResource::CSIDriver, old, d);
+    }
+
+    pub fn on_csi_driver_delete(&mut self, d: &CSIDriver) {
+        self.cache
+            .remove_csi_driver(d.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::CSIDriver, ActionType::DELETE);
+    }
+
+    /// CSIStorageCapacities: free storage per class and topology segment, for
+    /// VolumeBinding's capacity check of claims to provision.
+    pub fn on_storage_capacity(
+        &mut self,
+        old: Option<&CSIStorageCapacity>,
+        c: &CSIStorageCapacity,
+    ) {
+        self.cache.update_storage_capacity(c);
+        self.fire_add_or_update(EventResource::CSIStorageCapacity, old, c);
+    }
+
+    pub fn on_storage_capacity_delete(&mut self, c: &CSIStorageCapacity) {
+        self.cache.remove_storage_capacity(
+            c.metadata.namespace.as_deref().unwrap_or_default(),
+            c.metadata.name.as_deref().unwrap_or_default(),
+        );
+        self.fire(EventResource::CSIStorageCapacity, ActionType::DELETE);
     }
 }
 

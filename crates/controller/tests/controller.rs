@@ -639,6 +639,11 @@ async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"PreFilter\",status=\"Success\"}",
             1.0,
         ),
+        // PreBind is timed for every pod, volumes or not.
+        (
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreBind\",status=\"Success\",profile=\"default-scheduler\"}",
+            2.0,
+        ),
         // DefaultPreemption ran (and found nothing) for huge's failed attempt.
         ("scheduler_preemption_attempts_total", 1.0),
         ("scheduler_preemption_victims_count", 0.0),
@@ -955,6 +960,147 @@ async fn scheduling_policy_keeps_pods_out_until_a_usable_policy_allows_them() {
     );
     wait_for("the pod bound once allowed", || {
         server.node_of("default", "tolerant").as_deref() == Some("n1")
+    })
+    .await;
+    running.stop().await;
+}
+
+/// Two zones, a WaitForFirstConsumer class whose CSI driver reports storage capacity, and
+/// a 5Gi claim.
+fn capacity_cluster(server: &FakeApiServer) {
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    for (n, zone) in [("in-a", "a"), ("in-b", "b")] {
+        server.apply(
+            "nodes",
+            &node(n, "4", json!({"topology.kubernetes.io/zone": zone})),
+        );
+    }
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "lvm"}, "provisioner": "lvm.csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply(
+        "csidrivers",
+        &json!({"metadata": {"name": "lvm.csi.example.com"}, "spec": {"storageCapacity": true}}),
+    );
+    server.apply("persistentvolumeclaims", &claim("data", "lvm", "5Gi"));
+    server.apply("pods", &pod("db", "100m", uses_claims(&["data"])));
+}
+
+/// No CSIStorageCapacity anywhere: the pod fails with upstream's message. Capacity reported
+/// in zone b retries it (a CSIStorageCapacity add), and the claim is provisioned there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provisioning_waits_for_reported_storage_capacity() {
+    use support::pv_controller::{self, ANN_SELECTED_NODE};
+    let server = FakeApiServer::start().await;
+    capacity_cluster(&server);
+    let running = start_controller(&server).await;
+
+    wait_for("FailedScheduling for lack of storage", || {
+        server.events_for("default", "db").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("2 node(s) did not have enough free storage")
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "db"), None);
+
+    server.apply(
+        "csistoragecapacities",
+        &json!({
+            "metadata": {"name": "lvm-b", "namespace": "kube-system"},
+            "storageClassName": "lvm",
+            "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "b"}},
+            "capacity": "10Gi",
+        }),
+    );
+    wait_for("db bound once capacity is reported", || {
+        pv_controller::reconcile(&server);
+        server.node_of("default", "db").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default", "db").as_deref(), Some("in-b"));
+    let data = server
+        .get("persistentvolumeclaims", "default", "data")
+        .unwrap();
+    assert_eq!(data["metadata"]["annotations"][ANN_SELECTED_NODE], "in-b");
+    running.stop().await;
+}
+
+/// A server without the CSIDriver and CSIStorageCapacity APIs: the controller becomes
+/// ready anyway and provisions without a capacity check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_the_capacity_apis_is_tolerated() {
+    let server = FakeApiServer::start().await;
+    capacity_cluster(&server);
+    server.disable("csidrivers");
+    server.disable("csistoragecapacities");
+    let running = start_controller(&server).await;
+    wait_for("db bound without a capacity check", || {
+        support::pv_controller::reconcile(&server);
+        server.node_of("default", "db").is_some()
+    })
+    .await;
+    let (status, body) = http_get(running.health, "/readyz").await;
+    assert!(status.contains("200"), "{status}: {body}");
+    running.stop().await;
+}
+
+/// A volume still attached to the only node (a VolumeAttachment, no pod) fills its attach
+/// limit of 1: the pod's volume does not fit until the attachment is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_still_attached_holds_its_attach_slot_until_detached() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "csinodes",
+        &json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 1}}]}}),
+    );
+    for (pv, handle) in [("pv-old", "vol-old"), ("pv-new", "vol-new")] {
+        server.apply(
+            "persistentvolumes",
+            &json!({
+                "metadata": {"name": pv},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                         "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": handle}},
+                "status": {"phase": "Bound"},
+            }),
+        );
+    }
+    let mut data = claim("data", "", "1Gi");
+    data["spec"]["volumeName"] = json!("pv-new");
+    data["metadata"]["annotations"] = json!({"pv.kubernetes.io/bind-completed": "yes"});
+    data["status"]["phase"] = json!("Bound");
+    server.apply("persistentvolumeclaims", &data);
+    server.apply(
+        "volumeattachments",
+        &json!({"metadata": {"name": "va-old"},
+                "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n1",
+                         "source": {"persistentVolumeName": "pv-old"}}}),
+    );
+    server.apply("pods", &pod("app", "100m", uses_claims(&["data"])));
+    let running = start_controller(&server).await;
+
+    wait_for("FailedScheduling for the attach limit", || {
+        server.events_for("default", "app").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("1 node(s) exceed max volume count")
+        })
+    })
+    .await;
+    assert_eq!(server.node_of("default", "app"), None);
+    server.delete("volumeattachments", "", "va-old");
+    wait_for("app bound once the old volume is detached", || {
+        server.node_of("default", "app").is_some()
     })
     .await;
     running.stop().await;

@@ -7,14 +7,17 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
 use super::workloads::{WorkloadSelector, WorkloadSelectors};
 use crate::types::{
-    CsiNodeInfo, NodeInfo, PdbInfo, PodInfo, PodKey, PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo,
-    StorageClassInfo, VolumeObjects, WorkloadKind,
+    CsiDriverInfo, CsiNodeInfo, CsiStorageCapacityInfo, NodeInfo, PdbInfo, PodInfo, PodKey,
+    PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo, VolumeAttachmentInfo,
+    VolumeObjects, WorkloadKind,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,7 +90,8 @@ pub struct Cache {
     workloads: Arc<WorkloadSelectors>,
     /// Sorted by (namespace, name). Copy-on-write: snapshots share it until a PDB changes.
     pdbs: Arc<Vec<Arc<PdbInfo>>>,
-    /// PVCs, PVs, StorageClasses and CSINodes; each map copy-on-write, shared with snapshots.
+    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and
+    /// VolumeAttachments; each map copy-on-write, shared with snapshots.
     volumes: VolumeObjects,
     /// What the informer last said about volumes and claims VolumeBinding's decisions were
     /// assumed on, so a failed binding can be rolled back (upstream's assume cache). An
@@ -442,7 +446,7 @@ impl Cache {
         &self.pdbs
     }
 
-    // ---- storage: claims, volumes, classes, CSINodes ----
+    // ---- storage: claims, volumes, classes, CSINodes, CSIDrivers, capacities ----
 
     /// Adds or replaces a claim. Unchanged objects (resyncs) copy nothing.
     pub fn add_pvc(&mut self, pvc: &PersistentVolumeClaim) {
@@ -492,6 +496,42 @@ impl Cache {
     }
     pub fn remove_csi_node(&mut self, name: &str) -> bool {
         self.volumes.delete_csi_node(name)
+    }
+
+    pub fn add_csi_driver(&mut self, d: &CSIDriver) {
+        self.volumes
+            .put_csi_driver(CsiDriverInfo::from_csi_driver(d));
+    }
+    pub fn update_csi_driver(&mut self, d: &CSIDriver) {
+        self.add_csi_driver(d);
+    }
+    pub fn remove_csi_driver(&mut self, name: &str) -> bool {
+        self.volumes.delete_csi_driver(name)
+    }
+
+    pub fn add_storage_capacity(&mut self, c: &CSIStorageCapacity) {
+        self.volumes
+            .put_storage_capacity(CsiStorageCapacityInfo::from_csi_storage_capacity(c));
+    }
+    pub fn update_storage_capacity(&mut self, c: &CSIStorageCapacity) {
+        self.add_storage_capacity(c);
+    }
+    pub fn remove_storage_capacity(&mut self, namespace: &str, name: &str) -> bool {
+        self.volumes.delete_storage_capacity(namespace, name)
+    }
+
+    pub fn add_volume_attachment(&mut self, va: &VolumeAttachment) {
+        self.volumes
+            .put_volume_attachment(VolumeAttachmentInfo::from_volume_attachment(va));
+    }
+    pub fn update_volume_attachment(&mut self, va: &VolumeAttachment) {
+        self.add_volume_attachment(va);
+    }
+    pub fn remove_volume_attachment(&mut self, va: &VolumeAttachment) -> bool {
+        self.volumes.delete_volume_attachment(
+            &va.spec.node_name,
+            va.metadata.name.as_deref().unwrap_or_default(),
+        )
     }
 
     /// Marks VolumeBinding's decision for a pod assumed on `node` (see

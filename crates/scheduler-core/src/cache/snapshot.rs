@@ -26,7 +26,7 @@ pub struct Snapshot {
     pub(crate) workloads: Arc<WorkloadSelectors>,
     /// Shared with the cache; only replaced when a PDB changed.
     pub(crate) pdbs: Arc<Vec<Arc<PdbInfo>>>,
-    /// PVCs, PVs, StorageClasses, CSINodes: each map shared with the cache until it changes.
+    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities: each map shared with the cache until it changes.
     pub(crate) volumes: VolumeObjects,
     pub(crate) generation: u64,
 }
@@ -161,7 +161,7 @@ impl Snapshot {
         self
     }
 
-    /// Claims, volumes, storage classes and CSINodes.
+    /// Claims, volumes, storage classes, CSINodes, CSIDrivers and CSIStorageCapacities.
     pub fn volumes(&self) -> &VolumeObjects {
         &self.volumes
     }

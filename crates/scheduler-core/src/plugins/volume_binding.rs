@@ -9,9 +9,14 @@
 //! to provision with `volume.kubernetes.io/selected-node`; wait for the claims to be bound
 //! within `bindTimeoutSeconds`), before POSTing the pod's Binding.
 //!
-//! Not covered: CSIStorageCapacity checks (every provisionable claim is assumed to fit, so
-//! "node(s) did not have enough free storage" never appears), in-tree volumes migrated to
-//! CSI, and capacity scoring of dynamically provisioned claims.
+//! Dynamic provisioning checks storage capacity as upstream does: when the class's
+//! provisioner has a CSIDriver with `storageCapacity: true`, some CSIStorageCapacity of the
+//! class whose `nodeTopology` selects the node must hold the claim's request (its
+//! `maximumVolumeSize` if set, else `capacity`), or the node fails with "node(s) did not have
+//! enough free storage".
+//!
+//! Not covered: in-tree volumes migrated to CSI (node affinity of bound in-tree volumes is
+//! checked untranslated), and capacity scoring of dynamically provisioned claims.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -85,9 +90,9 @@ impl Plugin for VolumeBinding {
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_filter, filter, reserve, pre_bind, pre_score, score)
     }
-    /// Upstream's registrations (without CSIDriver/CSIStorageCapacity, which ferrosched
-    /// does not read): a claim bound or created, a volume added, a class or CSINode
-    /// appearing, or a node relabelled/retainted may let a rejected pod fit.
+    /// Upstream's registrations: a claim bound or created, a volume added, a class, CSINode
+    /// or CSIDriver appearing or changing, new free storage reported, or a node
+    /// relabelled/retainted may let a rejected pod fit.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         let add_update = ActionType::ADD | ActionType::UPDATE;
         vec![
@@ -99,6 +104,8 @@ impl Plugin for VolumeBinding {
                 ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
             ),
             ClusterEvent::new(EventResource::CSINode, add_update),
+            ClusterEvent::new(EventResource::CSIDriver, add_update),
+            ClusterEvent::new(EventResource::CSIStorageCapacity, add_update),
         ]
     }
 }
@@ -337,13 +344,20 @@ fn find_pod_volumes(
     let mut bound_satisfied = true;
     let mut bound_pvs_found = true;
     let mut unbound_satisfied = true;
-    let reasons = |bound_satisfied: bool, unbound_satisfied: bool, bound_pvs_found: bool| {
+    let mut sufficient_storage = true;
+    let reasons = |bound_satisfied: bool,
+                   unbound_satisfied: bool,
+                   sufficient_storage: bool,
+                   bound_pvs_found: bool| {
         let mut r = Vec::new();
         if !bound_satisfied {
             r.push(ERR_REASON_NODE_CONFLICT);
         }
         if !unbound_satisfied {
             r.push(ERR_REASON_BIND_CONFLICT);
+        }
+        if !sufficient_storage {
+            r.push(ERR_REASON_NOT_ENOUGH_SPACE);
         }
         if !bound_pvs_found {
             r.push(ERR_REASON_PV_NOT_EXIST);
@@ -372,7 +386,7 @@ fn find_pod_volumes(
         for pvc in &s.claims_to_bind {
             match &pvc.selected_node {
                 Some(n) if *n != node.name => {
-                    return Ok((out, reasons(bound_satisfied, false, bound_pvs_found)));
+                    return Ok((out, reasons(bound_satisfied, false, true, bound_pvs_found)));
                 }
                 Some(_) => to_provision.push(pvc),
                 None => to_match.push(pvc),
@@ -425,6 +439,12 @@ fn find_pod_volumes(
                     out.dynamic_provisions.clear();
                     break;
                 }
+                if !has_enough_capacity(&s.objects, &class.provisioner, pvc, &class.name, node) {
+                    // Provisionable here, only not with this much storage.
+                    sufficient_storage = false;
+                    out.dynamic_provisions.clear();
+                    break;
+                }
                 out.dynamic_provisions
                     .push((pvc.namespace.clone(), pvc.name.clone()));
             }
@@ -432,8 +452,38 @@ fn find_pod_volumes(
     }
     Ok((
         out,
-        reasons(bound_satisfied, unbound_satisfied, bound_pvs_found),
+        reasons(
+            bound_satisfied,
+            unbound_satisfied,
+            sufficient_storage,
+            bound_pvs_found,
+        ),
     ))
+}
+
+/// Upstream `hasEnoughCapacity`: only claims with a storage request whose provisioner is a
+/// CSIDriver opting into capacity tracking are checked; a CSIStorageCapacity of the class
+/// that the node can reach must be large enough.
+fn has_enough_capacity(
+    objects: &VolumeObjects,
+    provisioner: &str,
+    pvc: &PvcInfo,
+    class: &str,
+    node: &NodeInfo,
+) -> bool {
+    if !pvc.has_storage_request {
+        return true;
+    }
+    // No CSIDriver object: not a CSI driver, or one that does not report capacity.
+    if !objects
+        .csi_driver(provisioner)
+        .is_some_and(|d| d.storage_capacity)
+    {
+        return true;
+    }
+    objects.storage_capacities().any(|c| {
+        c.storage_class == class && c.fits(pvc.requested_storage) && c.node_has_access(&node.labels)
+    })
 }
 
 impl FilterPlugin for VolumeBinding {
@@ -460,8 +510,9 @@ impl FilterPlugin for VolumeBinding {
 impl PreScorePlugin for VolumeBinding {
     /// Skips unless a shape is configured. Upstream only accepts a shape with the
     /// StorageCapacityScoring gate on, and with the gate on it never skips: nodes whose
-    /// decision has no static bindings score through CSIStorageCapacity, which ferrosched does
-    /// not read, so they score 0 as upstream does when no capacity object is found.
+    /// decision has no static bindings score through the CSIStorageCapacity the capacity check
+    /// found, which ferrosched does not score yet, so they score 0 as upstream does when no
+    /// capacity object is found.
     fn pre_score(
         &self,
         state: &mut CycleState,
@@ -563,7 +614,7 @@ mod tests {
     use super::*;
     use crate::config::{UtilizationShapePoint, VolumeBindingArgs};
     use crate::framework::Code;
-    use crate::types::testing::volumes::{pv, pvc, sc, store};
+    use crate::types::testing::volumes::{capacity, csi_driver, pv, pvc, sc, store};
 
     const ZONE: &str = "topology.kubernetes.io/zone";
 
@@ -867,7 +918,8 @@ mod tests {
             .collect();
         assert_eq!(scores, vec![50, 100]);
 
-        // Only dynamic provisioning: scored, but without CSIStorageCapacity every node gets 0.
+        // Only dynamic provisioning: scored, but provisioning is not scored by capacity, so
+        // every node gets 0.
         let vols = store(
             vec![pvc("ns", "any").class("anywhere").request("1Gi").build()],
             vec![],
@@ -880,5 +932,142 @@ mod tests {
                 .is_success()
         );
         assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
+    }
+    /// The "anywhere" class (provisioner csi.example.com) with the given CSIDriver and
+    /// capacities, and a 5Gi claim of it.
+    fn capacity_store(
+        driver: Option<Option<bool>>,
+        capacities: Vec<crate::types::CsiStorageCapacityInfo>,
+    ) -> VolumeObjects {
+        let mut v = store(
+            vec![
+                pvc("ns", "data").class("anywhere").request("5Gi").build(),
+                pvc("ns", "no-request").class("anywhere").build(),
+            ],
+            vec![],
+            wffc_classes(),
+        );
+        if let Some(storage_capacity) = driver {
+            v.put_csi_driver(csi_driver("csi.example.com", storage_capacity));
+        }
+        for c in capacities {
+            v.put_storage_capacity(c);
+        }
+        v
+    }
+
+    fn capacity_statuses(vols: VolumeObjects, claim: &str) -> Vec<Status> {
+        let pod = PodInfo::test("ns", "p").pvc(claim).build();
+        run(&pod, vols).statuses
+    }
+
+    fn not_enough_space(s: &Status) -> bool {
+        s.code() == Code::UnschedulableAndUnresolvable
+            && s.reasons() == [ERR_REASON_NOT_ENOUGH_SPACE]
+    }
+
+    #[test]
+    fn capacity_in_the_node_topology_must_hold_the_request() {
+        let za: &[(&str, &str)] = &[(ZONE, "za")];
+        let zb: &[(&str, &str)] = &[(ZONE, "zb")];
+        let vols = capacity_store(
+            Some(Some(true)),
+            vec![
+                capacity("a-big", "anywhere", Some(za), Some("10Gi"), None),
+                capacity("b-small", "anywhere", Some(zb), Some("4Gi"), None),
+                // Plenty of room, but for another class.
+                capacity("b-other", "local", Some(zb), Some("100Gi"), None),
+            ],
+        );
+        let got = capacity_statuses(vols, "data");
+        assert!(got[0].is_success(), "{:?}", got[0]);
+        assert!(not_enough_space(&got[1]), "{:?}", got[1]);
+    }
+
+    #[test]
+    fn maximum_volume_size_is_preferred_over_capacity() {
+        let za: &[(&str, &str)] = &[(ZONE, "za")];
+        let zb: &[(&str, &str)] = &[(ZONE, "zb")];
+        let vols = capacity_store(
+            Some(Some(true)),
+            vec![
+                // Lots free in total, but no single volume over 1Gi.
+                capacity("a", "anywhere", Some(za), Some("100Gi"), Some("1Gi")),
+                // Little reported as capacity, yet a 5Gi volume fits.
+                capacity("b", "anywhere", Some(zb), Some("1Gi"), Some("5Gi")),
+            ],
+        );
+        let got = capacity_statuses(vols, "data");
+        assert!(not_enough_space(&got[0]), "{:?}", got[0]);
+        assert!(got[1].is_success(), "{:?}", got[1]);
+    }
+
+    #[test]
+    fn capacity_without_matching_topology_or_size_does_not_count() {
+        let elsewhere: &[(&str, &str)] = &[(ZONE, "zc")];
+        let vols = capacity_store(
+            Some(Some(true)),
+            vec![
+                capacity("elsewhere", "anywhere", Some(elsewhere), Some("10Gi"), None),
+                // No nodeTopology: reachable from no node.
+                capacity("nowhere", "anywhere", None, Some("10Gi"), None),
+                // Neither size set.
+                capacity("unknown", "anywhere", Some(&[]), None, None),
+            ],
+        );
+        let got = capacity_statuses(vols.clone(), "data");
+        assert!(got.iter().all(not_enough_space), "{got:?}");
+        // A claim without a storage request is never checked.
+        assert!(
+            capacity_statuses(vols, "no-request")
+                .iter()
+                .all(Status::is_success)
+        );
+    }
+
+    #[test]
+    fn capacity_is_only_checked_for_drivers_that_opt_in() {
+        // No CSIDriver object, storageCapacity unset, storageCapacity false: no check even
+        // though no capacity is reported anywhere.
+        for driver in [None, Some(None), Some(Some(false))] {
+            let got = capacity_statuses(capacity_store(driver, vec![]), "data");
+            assert!(got.iter().all(Status::is_success), "{driver:?}: {got:?}");
+        }
+        let got = capacity_statuses(capacity_store(Some(Some(true)), vec![]), "data");
+        assert!(got.iter().all(not_enough_space), "{got:?}");
+    }
+
+    #[test]
+    fn not_enough_space_comes_with_other_reasons_in_upstream_order() {
+        // A bound volume pinned to zone za plus a claim to provision with no capacity:
+        // node b has both a node conflict and too little storage.
+        let mut vols = capacity_store(Some(Some(true)), vec![]);
+        vols.put_pvc(pvc("ns", "pinned").bound("zonal-pv").build());
+        vols.put_pv(
+            pv("zonal-pv", "", "1Gi")
+                .node_affinity(ZONE, &["za"])
+                .claim("ns", "pinned")
+                .build(),
+        );
+        let pod = PodInfo::test("ns", "p").pvc("pinned").pvc("data").build();
+        let got = run(&pod, vols).statuses;
+        assert_eq!(got[0].reasons(), [ERR_REASON_NOT_ENOUGH_SPACE]);
+        assert_eq!(
+            got[1].reasons(),
+            [ERR_REASON_NODE_CONFLICT, ERR_REASON_NOT_ENOUGH_SPACE]
+        );
+    }
+
+    #[test]
+    fn capacity_and_driver_changes_requeue_pods() {
+        let events = VolumeBinding::new(None).unwrap().events_to_register();
+        for r in [EventResource::CSIDriver, EventResource::CSIStorageCapacity] {
+            assert!(
+                events
+                    .iter()
+                    .any(|e| e.resource == r && e.action == ActionType::ADD | ActionType::UPDATE),
+                "{r:?}"
+            );
+        }
     }
 }

@@ -8,7 +8,9 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, 
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -24,6 +26,9 @@ pub struct ClusterObjects {
     pub pvs: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,
     pub csi_nodes: Vec<CSINode>,
+    pub csi_drivers: Vec<CSIDriver>,
+    pub storage_capacities: Vec<CSIStorageCapacity>,
+    pub volume_attachments: Vec<VolumeAttachment>,
     /// Kinds that were present but play no part in scheduling, with their counts.
     pub skipped_kinds: std::collections::BTreeMap<String, usize>,
 }
@@ -39,6 +44,9 @@ impl ClusterObjects {
         self.pvs.extend(other.pvs);
         self.storage_classes.extend(other.storage_classes);
         self.csi_nodes.extend(other.csi_nodes);
+        self.csi_drivers.extend(other.csi_drivers);
+        self.storage_capacities.extend(other.storage_capacities);
+        self.volume_attachments.extend(other.volume_attachments);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -199,7 +207,10 @@ impl DocCtx<'_> {
             | "PersistentVolumeClaimList"
             | "PersistentVolumeList"
             | "StorageClassList"
-            | "CSINodeList" => {
+            | "CSINodeList"
+            | "CSIDriverList"
+            | "CSIStorageCapacityList"
+            | "VolumeAttachmentList" => {
                 let items = match v.get("items") {
                     Some(Value::Array(items)) => items.clone(),
                     Some(Value::Null) | None => Vec::new(),
@@ -254,6 +265,27 @@ impl DocCtx<'_> {
                 &api_version,
                 &["storage.k8s.io/v1"],
                 &mut out.csi_nodes,
+            ),
+            "CSIDriver" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.csi_drivers,
+            ),
+            "CSIStorageCapacity" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.storage_capacities,
+            ),
+            "VolumeAttachment" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["storage.k8s.io/v1"],
+                &mut out.volume_attachments,
             ),
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }
@@ -376,6 +408,25 @@ kind: CSINode
 metadata: {name: n1}
 spec: {drivers: [{name: pd.csi.storage.gke.io, nodeID: n1, allocatable: {count: 15}}]}
 ---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: pd.csi.storage.gke.io}
+spec: {storageCapacity: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacityList
+items:
+- metadata: {name: cap-a, namespace: kube-system}
+  storageClassName: standard
+  nodeTopology: {matchLabels: {topology.kubernetes.io/zone: a}}
+  capacity: 100Gi
+  maximumVolumeSize: 10Gi
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: va-1}
+spec: {attacher: pd.csi.storage.gke.io, nodeName: n1, source: {persistentVolumeName: pv1}}
+---
 apiVersion: storage.k8s.io/v1beta1
 kind: StorageClass
 metadata: {name: old}
@@ -405,6 +456,15 @@ provisioner: x
                 .unwrap()
                 .count,
             Some(15)
+        );
+        assert_eq!(o.csi_drivers[0].spec.storage_capacity, Some(true));
+        assert_eq!(o.volume_attachments[0].spec.node_name, "n1");
+        assert_eq!(o.storage_capacities[0].storage_class_name, "standard");
+        assert_eq!(
+            o.storage_capacities[0].maximum_volume_size,
+            Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                "10Gi".into()
+            ))
         );
     }
 

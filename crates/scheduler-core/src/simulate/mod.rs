@@ -144,6 +144,18 @@ pub fn run_with_registry(
         .iter()
         .for_each(|o| cache.add_storage_class(o));
     objects.csi_nodes.iter().for_each(|o| cache.add_csi_node(o));
+    objects
+        .csi_drivers
+        .iter()
+        .for_each(|o| cache.add_csi_driver(o));
+    objects
+        .storage_capacities
+        .iter()
+        .for_each(|o| cache.add_storage_capacity(o));
+    objects
+        .volume_attachments
+        .iter()
+        .for_each(|o| cache.add_volume_attachment(o));
 
     let mut outcomes = Vec::new();
     let mut pending: Vec<QueuedPodInfo> = Vec::new();
@@ -784,6 +796,82 @@ spec:
                           preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
                     .into()
             })
+        );
+    }
+
+    /// Two zones; the CSI driver reports capacity for its class only in zone b, 20Gi there
+    /// but volumes of at most 8Gi.
+    const CAPACITY_CLUSTER: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: in-a, labels: {topology.kubernetes.io/zone: a}}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: in-b, labels: {topology.kubernetes.io/zone: b}}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: lvm}
+provisioner: lvm.csi.example.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: lvm.csi.example.com}
+spec: {storageCapacity: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacity
+metadata: {name: lvm-b, namespace: kube-system}
+storageClassName: lvm
+nodeTopology: {matchLabels: {topology.kubernetes.io/zone: b}}
+capacity: 20Gi
+maximumVolumeSize: 8Gi
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: small, namespace: default}
+spec: {accessModes: [ReadWriteOnce], storageClassName: lvm, resources: {requests: {storage: 5Gi}}}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: big, namespace: default}
+spec: {accessModes: [ReadWriteOnce], storageClassName: lvm, resources: {requests: {storage: 10Gi}}}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: fits, namespace: default}
+spec:
+  containers: [{name: c, image: i}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: small}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: too-big, namespace: default}
+spec:
+  containers: [{name: c, image: i}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: big}}]
+"#;
+
+    #[test]
+    fn provisioning_follows_reported_storage_capacity() {
+        let objects = load_str(CAPACITY_CLUSTER, "cap.yaml").unwrap();
+        let loaded = crate::config::from_flags(None, None).unwrap();
+        let r = run(&objects, &loaded, 1).unwrap();
+        assert_eq!(r.node_of("default/fits"), Some("in-b"));
+        let Some(PodResult::Unschedulable { message }) = r.outcome_of("default/too-big") else {
+            panic!("{:?}", r.outcome_of("default/too-big"));
+        };
+        assert!(
+            message.starts_with(
+                "0/2 nodes are available: 2 node(s) did not have enough free storage."
+            ),
+            "{message}"
         );
     }
 }

@@ -49,6 +49,7 @@ pub use topology_spread::{
     WorkloadKind,
 };
 pub use volume::{
-    ClaimRef, CsiNodeInfo, DiskVolume, PodClaim, PodVolumeSources, PodVolumes, PvInfo, PvcInfo,
-    StaticBinding, StorageClassInfo, VolumeBindingMode, VolumeObjects,
+    ClaimRef, CsiDriverInfo, CsiNodeInfo, CsiStorageCapacityInfo, DiskVolume, InTreeVolume,
+    PodClaim, PodVolumeSources, PodVolumes, PvInfo, PvcInfo, StaticBinding, StorageClassInfo,
+    VolumeAttachmentInfo, VolumeBindingMode, VolumeObjects,
 };

@@ -387,7 +387,8 @@ impl NodeBuilder {
     }
 }
 
-/// Builders for PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes.
+/// Builders for PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes,
+/// CSIDrivers and CSIStorageCapacities.
 pub mod volumes {
     use std::collections::BTreeMap;
 
@@ -397,8 +398,8 @@ pub mod volumes {
 
     use super::q;
     use crate::types::volume::{
-        ANN_BIND_COMPLETED, ANN_SELECTED_NODE, CsiNodeInfo, PvInfo, PvcInfo, StorageClassInfo,
-        VolumeObjects,
+        ANN_BIND_COMPLETED, ANN_MIGRATED_PLUGINS, ANN_SELECTED_NODE, CsiDriverInfo, CsiNodeInfo,
+        CsiStorageCapacityInfo, PvInfo, PvcInfo, StorageClassInfo, VolumeObjects,
     };
 
     pub struct PvcBuilder(pub k8s::PersistentVolumeClaim);
@@ -542,6 +543,22 @@ pub mod volumes {
             self.0.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
             self
         }
+        /// An in-tree AWS EBS source.
+        pub fn aws_ebs(mut self, volume_id: &str) -> Self {
+            self.spec().aws_elastic_block_store = Some(k8s::AWSElasticBlockStoreVolumeSource {
+                volume_id: volume_id.into(),
+                ..Default::default()
+            });
+            self
+        }
+        /// An in-tree GCE PD source.
+        pub fn gce_pd(mut self, pd_name: &str) -> Self {
+            self.spec().gce_persistent_disk = Some(k8s::GCEPersistentDiskVolumeSource {
+                pd_name: pd_name.into(),
+                ..Default::default()
+            });
+            self
+        }
         pub fn csi(mut self, driver: &str, handle: &str) -> Self {
             self.spec().csi = Some(k8s::CSIPersistentVolumeSource {
                 driver: driver.into(),
@@ -630,6 +647,87 @@ pub mod volumes {
                     .collect(),
             },
         })
+    }
+
+    /// A CSINode whose in-tree `plugins` are migrated to CSI.
+    pub fn csi_node_migrated(
+        name: &str,
+        drivers: &[(&str, Option<i32>)],
+        plugins: &[&str],
+    ) -> CsiNodeInfo {
+        let mut n = csi_node(name, drivers);
+        let mut api = storage::CSINode::default();
+        api.metadata.annotations = Some(
+            [(ANN_MIGRATED_PLUGINS.to_string(), plugins.join(","))]
+                .into_iter()
+                .collect(),
+        );
+        n.migrated_plugins = CsiNodeInfo::from_csi_node(&api).migrated_plugins;
+        n
+    }
+
+    /// A CSIDriver; `storage_capacity` is `spec.storageCapacity` (`None`: unset).
+    pub fn csi_driver(name: &str, storage_capacity: Option<bool>) -> CsiDriverInfo {
+        CsiDriverInfo::from_csi_driver(&csi_driver_api(name, storage_capacity))
+    }
+
+    pub fn csi_driver_api(name: &str, storage_capacity: Option<bool>) -> storage::CSIDriver {
+        storage::CSIDriver {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: storage::CSIDriverSpec {
+                storage_capacity,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A CSIStorageCapacity of `class` in namespace `kube-system` for nodes matching the
+    /// `topology` labels (`None`: no nodeTopology at all).
+    pub fn capacity_api(
+        name: &str,
+        class: &str,
+        topology: Option<&[(&str, &str)]>,
+        capacity: Option<&str>,
+        maximum_volume_size: Option<&str>,
+    ) -> storage::CSIStorageCapacity {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+        storage::CSIStorageCapacity {
+            metadata: ObjectMeta {
+                namespace: Some("kube-system".into()),
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            storage_class_name: class.into(),
+            node_topology: topology.map(|t| LabelSelector {
+                match_labels: Some(
+                    t.iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            capacity: capacity.map(q),
+            maximum_volume_size: maximum_volume_size.map(q),
+        }
+    }
+
+    pub fn capacity(
+        name: &str,
+        class: &str,
+        topology: Option<&[(&str, &str)]>,
+        capacity: Option<&str>,
+        maximum_volume_size: Option<&str>,
+    ) -> CsiStorageCapacityInfo {
+        CsiStorageCapacityInfo::from_csi_storage_capacity(&capacity_api(
+            name,
+            class,
+            topology,
+            capacity,
+            maximum_volume_size,
+        ))
     }
 
     pub fn store(

@@ -1,12 +1,12 @@
 //! Scheduling views of storage objects (PersistentVolumeClaim, PersistentVolume,
-//! StorageClass, CSINode) and of the volumes a pod uses, plus the copy-on-write store the
-//! cache and snapshots share.
+//! StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment) and of the volumes
+//! a pod uses, plus the copy-on-write store the cache and snapshots share.
 //!
 //! Everything is parsed once per object change: quantities become bytes, node affinity and
 //! claim selectors are compiled, and API defaults the server would apply (volumeBindingMode
 //! Immediate, volumeMode Filesystem) are filled in, so plugins never parse in a cycle.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as k8s;
@@ -25,6 +25,86 @@ pub const ANN_BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-clas
 /// Provisioner name meaning "no dynamic provisioning" (local volumes).
 pub const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 pub const READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
+/// CSINode annotation: comma-separated in-tree plugins the node runs through CSI.
+pub const ANN_MIGRATED_PLUGINS: &str = "storage.alpha.kubernetes.io/migrated-plugins";
+
+pub const AWS_EBS_PLUGIN: &str = "kubernetes.io/aws-ebs";
+pub const GCE_PD_PLUGIN: &str = "kubernetes.io/gce-pd";
+pub const AZURE_DISK_PLUGIN: &str = "kubernetes.io/azure-disk";
+pub const CINDER_PLUGIN: &str = "kubernetes.io/cinder";
+pub const PORTWORX_PLUGIN: &str = "kubernetes.io/portworx-volume";
+
+/// The CSI driver an in-tree plugin migrates to, for the plugins whose migration upstream's
+/// scheduler honours (1.33: AWS EBS, GCE PD, Azure Disk, Cinder, Portworx; Azure File and
+/// vSphere are translatable but never counted as migrated).
+pub fn migrated_csi_driver(plugin: &str) -> Option<&'static str> {
+    Some(match plugin {
+        AWS_EBS_PLUGIN => "ebs.csi.aws.com",
+        GCE_PD_PLUGIN => "pd.csi.storage.gke.io",
+        AZURE_DISK_PLUGIN => "disk.csi.azure.com",
+        CINDER_PLUGIN => "cinder.csi.openstack.org",
+        PORTWORX_PLUGIN => "pxd.portworx.com",
+        _ => return None,
+    })
+}
+
+/// An in-tree volume (inline in a pod or a PersistentVolume's source) as its CSI driver sees
+/// it once migrated: upstream csi-translation-lib's driver name and volume handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InTreeVolume {
+    pub plugin: &'static str,
+    pub driver: &'static str,
+    pub handle: String,
+}
+
+impl InTreeVolume {
+    fn new(plugin: &'static str, handle: String) -> Option<Self> {
+        Some(InTreeVolume {
+            plugin,
+            driver: migrated_csi_driver(plugin)?,
+            handle,
+        })
+    }
+
+    /// `driver/handle`, the key attach limits count unique volumes by.
+    pub fn unique_name(&self) -> String {
+        format!("{}/{}", self.driver, self.handle)
+    }
+}
+
+/// An EBS volume ID as the CSI driver names it: `aws://<zone>/<id>` becomes `<id>`.
+fn ebs_volume_handle(id: &str) -> String {
+    match id.strip_prefix("aws://") {
+        Some(rest) => rest
+            .split_once('/')
+            .map_or(rest, |(_, path)| path)
+            .trim_matches('/')
+            .to_string(),
+        None => id.to_string(),
+    }
+}
+
+const GCE_UNSPECIFIED: &str = "UNSPECIFIED";
+
+/// A PD's CSI handle: zonal `projects/UNSPECIFIED/zones/<zone>/disks/<pd>`, or regional
+/// (`a__b` multi-zone label) `projects/UNSPECIFIED/regions/<region>/disks/<pd>`.
+fn gce_pd_handle(pd: &str, zone_label: Option<&str>) -> String {
+    let zone = zone_label.unwrap_or(GCE_UNSPECIFIED);
+    let zones: Vec<&str> = zone.split("__").collect();
+    if zones.len() > 1 {
+        let regions: Vec<&str> = zones
+            .iter()
+            .map(|z| z.rsplit_once('-').map_or(*z, |(r, _)| r))
+            .collect();
+        if regions.iter().all(|r| *r == regions[0]) {
+            return format!(
+                "projects/{GCE_UNSPECIFIED}/regions/{}/disks/{pd}",
+                regions[0]
+            );
+        }
+    }
+    format!("projects/{GCE_UNSPECIFIED}/zones/{zone}/disks/{pd}")
+}
 
 /// `namespace/name` of a claim.
 pub fn claim_key(namespace: &str, name: &str) -> String {
@@ -67,6 +147,9 @@ pub struct PvcInfo {
     pub access_modes: Vec<String>,
     /// `spec.resources.requests.storage` in bytes (0 when absent).
     pub requested_storage: i64,
+    /// Whether `spec.resources.requests.storage` is set at all: a claim without a request
+    /// skips the storage-capacity check.
+    pub has_storage_request: bool,
     /// Compiled `spec.selector`; `Err` holds the reason a selector is invalid.
     pub selector: Option<Result<LabelSelector, String>>,
     /// `volume.kubernetes.io/selected-node` annotation.
@@ -87,6 +170,11 @@ impl PvcInfo {
         let meta = &pvc.metadata;
         let spec = pvc.spec.clone().unwrap_or_default();
         let ann = meta.annotations.as_ref();
+        let request = spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage"));
         PvcInfo {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
@@ -99,13 +187,8 @@ impl PvcInfo {
             volume_name: spec.volume_name.clone().filter(|v| !v.is_empty()),
             storage_class: class_of(meta, spec.storage_class_name.as_ref()),
             access_modes: spec.access_modes.clone().unwrap_or_default(),
-            requested_storage: storage_bytes(
-                spec.resources
-                    .as_ref()
-                    .and_then(|r| r.requests.as_ref())
-                    .and_then(|r| r.get("storage")),
-            )
-            .unwrap_or(0),
+            requested_storage: storage_bytes(request).unwrap_or(0),
+            has_storage_request: request.is_some(),
             selector: spec
                 .selector
                 .as_ref()
@@ -160,6 +243,8 @@ pub struct PvInfo {
     pub node_affinity: Option<NodeSelector>,
     /// `(driver, volumeHandle)` of a CSI volume.
     pub csi: Option<(String, String)>,
+    /// The source of an in-tree volume whose plugin can be migrated to CSI.
+    pub in_tree: Option<InTreeVolume>,
     pub deleting: bool,
     pub block_mode: bool,
     pub attributes_class: String,
@@ -195,6 +280,7 @@ impl PvInfo {
                 .csi
                 .as_ref()
                 .map(|c| (c.driver.clone(), c.volume_handle.clone())),
+            in_tree: pv_in_tree_source(meta, &spec),
             deleting: meta.deletion_timestamp.is_some(),
             block_mode: spec.volume_mode.as_deref() == Some("Block"),
             attributes_class: spec
@@ -202,6 +288,19 @@ impl PvInfo {
                 .clone()
                 .unwrap_or_default(),
         }
+    }
+
+    /// The volume's `(driver, handle)` as attach limits count it on a node whose CSINode
+    /// is `csi_node`: its CSI source, or its in-tree source when the node runs that plugin
+    /// through CSI (upstream `getCSIDriverInfo`).
+    pub fn csi_driver_info(&self, csi_node: Option<&CsiNodeInfo>) -> Option<(String, String)> {
+        if let Some(csi) = &self.csi {
+            return Some(csi.clone());
+        }
+        let t = self.in_tree.as_ref()?;
+        csi_node
+            .is_some_and(|n| n.is_migrated(t.plugin))
+            .then(|| (t.driver.to_string(), t.handle.clone()))
     }
 
     /// Upstream `CheckNodeAffinity`: no required affinity matches every node. The node is
@@ -251,6 +350,56 @@ impl PvInfo {
         out.sort();
         out
     }
+}
+
+/// The migratable in-tree source of a PersistentVolume (translation of a PV source).
+fn pv_in_tree_source(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    spec: &k8s::PersistentVolumeSpec,
+) -> Option<InTreeVolume> {
+    if let Some(s) = &spec.aws_elastic_block_store {
+        return InTreeVolume::new(AWS_EBS_PLUGIN, ebs_volume_handle(&s.volume_id));
+    }
+    if let Some(s) = &spec.gce_persistent_disk {
+        let labels = meta.labels.as_ref();
+        let zone = labels
+            .and_then(|l| l.get("topology.kubernetes.io/zone"))
+            .or_else(|| labels.and_then(|l| l.get("failure-domain.beta.kubernetes.io/zone")));
+        return InTreeVolume::new(
+            GCE_PD_PLUGIN,
+            gce_pd_handle(&s.pd_name, zone.map(String::as_str)),
+        );
+    }
+    if let Some(s) = &spec.azure_disk {
+        return InTreeVolume::new(AZURE_DISK_PLUGIN, s.disk_uri.clone());
+    }
+    if let Some(s) = &spec.cinder {
+        return InTreeVolume::new(CINDER_PLUGIN, s.volume_id.clone());
+    }
+    if let Some(s) = &spec.portworx_volume {
+        return InTreeVolume::new(PORTWORX_PLUGIN, s.volume_id.clone());
+    }
+    None
+}
+
+/// The migratable in-tree source of a pod's inline volume (a zone is not known inline).
+fn inline_in_tree_source(v: &k8s::Volume) -> Option<InTreeVolume> {
+    if let Some(s) = &v.aws_elastic_block_store {
+        return InTreeVolume::new(AWS_EBS_PLUGIN, ebs_volume_handle(&s.volume_id));
+    }
+    if let Some(s) = &v.gce_persistent_disk {
+        return InTreeVolume::new(GCE_PD_PLUGIN, gce_pd_handle(&s.pd_name, None));
+    }
+    if let Some(s) = &v.azure_disk {
+        return InTreeVolume::new(AZURE_DISK_PLUGIN, s.disk_uri.clone());
+    }
+    if let Some(s) = &v.cinder {
+        return InTreeVolume::new(CINDER_PLUGIN, s.volume_id.clone());
+    }
+    if let Some(s) = &v.portworx_volume {
+        return InTreeVolume::new(PORTWORX_PLUGIN, s.volume_id.clone());
+    }
+    None
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -316,11 +465,13 @@ impl StorageClassInfo {
     }
 }
 
-/// Scheduling view of a CSINode: driver -> attachable volume limit (`None`: no limit).
+/// Scheduling view of a CSINode: driver -> attachable volume limit (`None`: no limit), and
+/// the in-tree plugins the node has migrated to CSI.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CsiNodeInfo {
     pub name: String,
     pub drivers: BTreeMap<String, Option<i64>>,
+    pub migrated_plugins: BTreeSet<String>,
 }
 
 impl CsiNodeInfo {
@@ -338,7 +489,25 @@ impl CsiNodeInfo {
                     )
                 })
                 .collect(),
+            migrated_plugins: n
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ANN_MIGRATED_PLUGINS))
+                .map(|v| {
+                    v.split(',')
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
+    }
+
+    /// Upstream `isCSIMigrationOn`: the plugin is one whose migration the scheduler honours
+    /// and the node lists it as migrated.
+    pub fn is_migrated(&self, plugin: &str) -> bool {
+        migrated_csi_driver(plugin).is_some() && self.migrated_plugins.contains(plugin)
     }
 
     /// Drivers that report an attach limit.
@@ -346,6 +515,93 @@ impl CsiNodeInfo {
         self.drivers
             .iter()
             .filter_map(|(d, c)| c.map(|c| (d.as_str(), c)))
+    }
+}
+
+/// Scheduling view of a CSIDriver: only whether it opts into storage-capacity tracking.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CsiDriverInfo {
+    pub name: String,
+    /// `spec.storageCapacity` (unset means false).
+    pub storage_capacity: bool,
+}
+
+impl CsiDriverInfo {
+    pub fn from_csi_driver(d: &storage::CSIDriver) -> Self {
+        CsiDriverInfo {
+            name: d.metadata.name.clone().unwrap_or_default(),
+            storage_capacity: d.spec.storage_capacity.unwrap_or(false),
+        }
+    }
+}
+
+/// Scheduling view of a CSIStorageCapacity: free space of one class in one topology segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsiStorageCapacityInfo {
+    pub namespace: String,
+    pub name: String,
+    pub storage_class: String,
+    /// Compiled `nodeTopology`; absent or invalid selects no node.
+    pub node_topology: LabelSelector,
+    /// `capacity` in bytes.
+    pub capacity: Option<i64>,
+    /// `maximumVolumeSize` in bytes.
+    pub maximum_volume_size: Option<i64>,
+}
+
+impl CsiStorageCapacityInfo {
+    pub fn from_csi_storage_capacity(c: &storage::CSIStorageCapacity) -> Self {
+        CsiStorageCapacityInfo {
+            namespace: c.metadata.namespace.clone().unwrap_or_default(),
+            name: c.metadata.name.clone().unwrap_or_default(),
+            storage_class: c.storage_class_name.clone(),
+            node_topology: LabelSelector::compile(c.node_topology.as_ref(), &mut Vec::new()),
+            capacity: storage_bytes(c.capacity.as_ref()),
+            maximum_volume_size: storage_bytes(c.maximum_volume_size.as_ref()),
+        }
+    }
+
+    pub fn key(&self) -> String {
+        claim_key(&self.namespace, &self.name)
+    }
+
+    /// The largest volume it can hold: `maximumVolumeSize` when set (more precise), else
+    /// `capacity`.
+    pub fn volume_limit(&self) -> Option<i64> {
+        self.maximum_volume_size.or(self.capacity)
+    }
+
+    /// Upstream `capacitySufficient`.
+    pub fn fits(&self, bytes: i64) -> bool {
+        self.volume_limit().is_some_and(|l| l >= bytes)
+    }
+
+    /// Upstream `nodeHasAccess`: only matching by node labels.
+    pub fn node_has_access(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.node_topology.matches(labels)
+    }
+}
+
+/// Scheduling view of a VolumeAttachment: a PV a CSI driver attached (or is attaching or
+/// detaching) on a node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VolumeAttachmentInfo {
+    pub name: String,
+    /// `spec.attacher`: the CSI driver.
+    pub attacher: String,
+    pub node_name: String,
+    /// `spec.source.persistentVolumeName` (inline volumes have none).
+    pub pv_name: Option<String>,
+}
+
+impl VolumeAttachmentInfo {
+    pub fn from_volume_attachment(va: &storage::VolumeAttachment) -> Self {
+        VolumeAttachmentInfo {
+            name: va.metadata.name.clone().unwrap_or_default(),
+            attacher: va.spec.attacher.clone(),
+            node_name: va.spec.node_name.clone(),
+            pv_name: va.spec.source.persistent_volume_name.clone(),
+        }
     }
 }
 
@@ -428,6 +684,8 @@ pub struct PodClaim {
 pub struct PodVolumeSources {
     pub claims: Vec<PodClaim>,
     pub disks: Vec<DiskVolume>,
+    /// Inline in-tree volumes whose plugin can be migrated to CSI (attach limits).
+    pub in_tree: Vec<InTreeVolume>,
 }
 
 impl PodVolumeSources {
@@ -448,6 +706,8 @@ impl PodVolumeSources {
                     name: format!("{pod_name}-{}", v.name),
                     ephemeral: true,
                 });
+            } else if let Some(t) = inline_in_tree_source(v) {
+                out.in_tree.push(t);
             }
             if let Some(d) = &v.gce_persistent_disk {
                 out.disks.push(DiskVolume::GcePd {
@@ -479,7 +739,7 @@ impl PodVolumeSources {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.claims.is_empty() && self.disks.is_empty()
+        self.claims.is_empty() && self.disks.is_empty() && self.in_tree.is_empty()
     }
 }
 
@@ -510,7 +770,8 @@ impl PodVolumes {
     }
 }
 
-/// Claims, volumes, classes and CSINodes, each map copy-on-write: the cache edits its own
+/// Claims, volumes, classes, CSINodes, CSIDrivers, CSIStorageCapacities and
+/// VolumeAttachments, each map copy-on-write: the cache edits its own
 /// copy with `Arc::make_mut` and snapshots share the maps until one changes.
 #[derive(Debug, Clone, Default)]
 pub struct VolumeObjects {
@@ -521,6 +782,11 @@ pub struct VolumeObjects {
     pub(crate) pvs: Arc<BTreeMap<String, Arc<PvInfo>>>,
     pub(crate) classes: Arc<HashMap<String, Arc<StorageClassInfo>>>,
     pub(crate) csi_nodes: Arc<HashMap<String, Arc<CsiNodeInfo>>>,
+    pub(crate) csi_drivers: Arc<HashMap<String, Arc<CsiDriverInfo>>>,
+    /// Keyed by `namespace/name`.
+    pub(crate) capacities: Arc<BTreeMap<String, Arc<CsiStorageCapacityInfo>>>,
+    /// Node name -> its VolumeAttachments by name (attach limits look them up per node).
+    pub(crate) attachments: Arc<HashMap<String, BTreeMap<String, Arc<VolumeAttachmentInfo>>>>,
 }
 
 impl VolumeObjects {
@@ -539,6 +805,23 @@ impl VolumeObjects {
     }
     pub fn csi_node(&self, name: &str) -> Option<&Arc<CsiNodeInfo>> {
         self.csi_nodes.get(name)
+    }
+    pub fn csi_driver(&self, name: &str) -> Option<&Arc<CsiDriverInfo>> {
+        self.csi_drivers.get(name)
+    }
+    /// Every CSIStorageCapacity, by namespace and name.
+    pub fn storage_capacities(&self) -> impl Iterator<Item = &Arc<CsiStorageCapacityInfo>> {
+        self.capacities.values()
+    }
+    /// The VolumeAttachments of one node, by name.
+    pub fn volume_attachments(
+        &self,
+        node: &str,
+    ) -> impl Iterator<Item = &Arc<VolumeAttachmentInfo>> {
+        self.attachments
+            .get(node)
+            .into_iter()
+            .flat_map(|m| m.values())
     }
     /// Every volume, by name.
     pub fn pvs(&self) -> impl Iterator<Item = &Arc<PvInfo>> {
@@ -605,6 +888,75 @@ impl VolumeObjects {
         true
     }
 
+    pub fn put_csi_driver(&mut self, info: CsiDriverInfo) -> bool {
+        if self
+            .csi_drivers
+            .get(&info.name)
+            .is_some_and(|o| **o == info)
+        {
+            return false;
+        }
+        Arc::make_mut(&mut self.csi_drivers).insert(info.name.clone(), Arc::new(info));
+        true
+    }
+    pub fn delete_csi_driver(&mut self, name: &str) -> bool {
+        if !self.csi_drivers.contains_key(name) {
+            return false;
+        }
+        Arc::make_mut(&mut self.csi_drivers).remove(name);
+        true
+    }
+    pub fn put_storage_capacity(&mut self, info: CsiStorageCapacityInfo) -> bool {
+        let key = info.key();
+        if self.capacities.get(&key).is_some_and(|o| **o == info) {
+            return false;
+        }
+        Arc::make_mut(&mut self.capacities).insert(key, Arc::new(info));
+        true
+    }
+    pub fn delete_storage_capacity(&mut self, namespace: &str, name: &str) -> bool {
+        let key = claim_key(namespace, name);
+        if !self.capacities.contains_key(&key) {
+            return false;
+        }
+        Arc::make_mut(&mut self.capacities).remove(&key);
+        true
+    }
+
+    /// Inserts or replaces (by name; `spec.nodeName` is immutable).
+    pub fn put_volume_attachment(&mut self, info: VolumeAttachmentInfo) -> bool {
+        let same = self
+            .attachments
+            .get(&info.node_name)
+            .and_then(|m| m.get(&info.name))
+            .is_some_and(|o| **o == info);
+        if same {
+            return false;
+        }
+        Arc::make_mut(&mut self.attachments)
+            .entry(info.node_name.clone())
+            .or_default()
+            .insert(info.name.clone(), Arc::new(info));
+        true
+    }
+    pub fn delete_volume_attachment(&mut self, node: &str, name: &str) -> bool {
+        if !self
+            .attachments
+            .get(node)
+            .is_some_and(|m| m.contains_key(name))
+        {
+            return false;
+        }
+        let all = Arc::make_mut(&mut self.attachments);
+        if let Some(m) = all.get_mut(node) {
+            m.remove(name);
+            if m.is_empty() {
+                all.remove(node);
+            }
+        }
+        true
+    }
+
     /// Records a decision as if the API updates were done (upstream `AssumePodVolumes`):
     /// each chosen volume gets a claimRef to its claim, each claim to provision gets the
     /// selected-node annotation. Later cycles then neither reuse the volume nor move the claim.
@@ -647,6 +999,15 @@ impl VolumeObjects {
         if !Arc::ptr_eq(&self.csi_nodes, &other.csi_nodes) {
             self.csi_nodes = other.csi_nodes.clone();
         }
+        if !Arc::ptr_eq(&self.csi_drivers, &other.csi_drivers) {
+            self.csi_drivers = other.csi_drivers.clone();
+        }
+        if !Arc::ptr_eq(&self.capacities, &other.capacities) {
+            self.capacities = other.capacities.clone();
+        }
+        if !Arc::ptr_eq(&self.attachments, &other.attachments) {
+            self.attachments = other.attachments.clone();
+        }
     }
 
     /// Whether every map is shared with `other` (nothing to copy).
@@ -655,6 +1016,9 @@ impl VolumeObjects {
             && Arc::ptr_eq(&self.pvs, &other.pvs)
             && Arc::ptr_eq(&self.classes, &other.classes)
             && Arc::ptr_eq(&self.csi_nodes, &other.csi_nodes)
+            && Arc::ptr_eq(&self.csi_drivers, &other.csi_drivers)
+            && Arc::ptr_eq(&self.capacities, &other.capacities)
+            && Arc::ptr_eq(&self.attachments, &other.attachments)
     }
 }
 
@@ -712,5 +1076,48 @@ mod tests {
         };
         assert!(ebs.conflicts_with(&ebs));
         assert!(!ebs.conflicts_with(&rw));
+    }
+    #[test]
+    fn in_tree_sources_translate_to_csi_handles() {
+        assert_eq!(ebs_volume_handle("aws://us-east-1a/vol-1"), "vol-1");
+        assert_eq!(ebs_volume_handle("aws:///vol-2"), "vol-2");
+        assert_eq!(ebs_volume_handle("vol-3"), "vol-3");
+        assert_eq!(
+            gce_pd_handle("d", Some("us-central1-a")),
+            "projects/UNSPECIFIED/zones/us-central1-a/disks/d"
+        );
+        assert_eq!(
+            gce_pd_handle("d", Some("us-central1-a__us-central1-b")),
+            "projects/UNSPECIFIED/regions/us-central1/disks/d"
+        );
+        assert_eq!(
+            gce_pd_handle("d", None),
+            "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d"
+        );
+        // vSphere can be translated upstream, but the scheduler never counts it as migrated.
+        assert_eq!(migrated_csi_driver("kubernetes.io/vsphere-volume"), None);
+    }
+
+    #[test]
+    fn bound_in_tree_volume_counts_as_csi_only_where_migrated() {
+        let pv: k8s::PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "pv"},
+            "spec": {"awsElasticBlockStore": {"volumeID": "aws://z/vol-1"}}
+        }))
+        .unwrap();
+        let pv = PvInfo::from_pv(&pv);
+        let csi_node: storage::CSINode = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n", "annotations": {
+                ANN_MIGRATED_PLUGINS: "kubernetes.io/gce-pd,kubernetes.io/aws-ebs"}},
+            "spec": {"drivers": []}
+        }))
+        .unwrap();
+        let migrated = CsiNodeInfo::from_csi_node(&csi_node);
+        assert_eq!(
+            pv.csi_driver_info(Some(&migrated)),
+            Some(("ebs.csi.aws.com".to_string(), "vol-1".to_string()))
+        );
+        assert_eq!(pv.csi_driver_info(Some(&CsiNodeInfo::default())), None);
+        assert_eq!(pv.csi_driver_info(None), None);
     }
 }
