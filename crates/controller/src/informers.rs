@@ -1,16 +1,17 @@
-//! Informers: one `kube::runtime::watcher` per kind, each keeping its own store of the last
-//! object seen per key, feeding [`crate::state::State`].
+//! Informers: one `kube::runtime::watcher` per kind, each keeping a view of the last object
+//! seen per key ([`Handler::View`]: compact for pods and nodes), feeding
+//! [`crate::state::State`].
 //!
-//! A (re)list arrives as `Init`, `InitApply`..., `InitDone`. The listed objects are buffered
-//! and applied at `InitDone` together with a delete for every stored object the list no
-//! longer has, so deletions missed while the watch was down (expired resourceVersion) are not
-//! lost. The watcher itself relists on `410 Gone` and retries with backoff on errors.
+//! A (re)list arrives as `Init`, `InitApply`..., `InitDone`. Listed objects are applied as
+//! they arrive; at `InitDone` every kept object the list no longer has is deleted, so
+//! deletions missed while the watch was down (expired resourceVersion) are not lost. The
+//! watcher itself relists on `410 Gone` and retries with backoff on errors.
 //!
 //! Optional kinds (CSIDriver, CSIStorageCapacity) tolerate a server that does not serve
 //! them: a 404 on the first list is logged once, the informer counts as synced with no
 //! objects, and it stops, so readiness does not wait for an API that will never answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -27,6 +28,8 @@ use k8s_openapi::api::storage::v1::{
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use scheduler_core::cache::{WorkloadEntry, workloads};
+use scheduler_core::framework::NodeFingerprint;
+use scheduler_core::types::PodInfo;
 use serde::de::DeserializeOwned;
 
 use crate::state::{Shared, State};
@@ -34,23 +37,90 @@ use crate::state::{Shared, State};
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
 pub const INFORMER_COUNT: usize = 12 + WORKLOAD_INFORMER_COUNT;
 
-/// How one kind's add/update/delete events change the state.
+/// How one kind's add/update/delete events change the state, and what the informer keeps
+/// of each object between events.
 pub trait Handler<K>: Send + Sync + 'static {
-    fn apply(&self, shared: &Shared, st: &mut State, old: Option<&K>, new: &K);
-    fn delete(&self, shared: &Shared, st: &mut State, old: &K);
+    /// Kept per object to compare the next event with (and for deletes). Pods and Nodes
+    /// keep compact views, not the objects: full objects would dominate the scheduler's
+    /// memory (a Pod deserializes to kilobytes; a real Node carries its images list).
+    type View: Send + 'static;
+    /// Applies an added or changed object; returns what to keep of it.
+    fn apply(
+        &self,
+        shared: &Shared,
+        st: &mut State,
+        old: Option<&Self::View>,
+        new: K,
+    ) -> Self::View;
+    fn delete(&self, shared: &Shared, st: &mut State, old: &Self::View);
+    /// The view of an object deleted before this informer kept anything of it.
+    fn view(&self, obj: K) -> Self::View;
 }
 
+/// A handler that keeps whole objects: for the small, rarely changing kinds.
 struct Fns<K> {
     apply: fn(&Shared, &mut State, Option<&K>, &K),
     delete: fn(&Shared, &mut State, &K),
 }
 
 impl<K: Send + Sync + 'static> Handler<K> for Fns<K> {
-    fn apply(&self, shared: &Shared, st: &mut State, old: Option<&K>, new: &K) {
-        (self.apply)(shared, st, old, new)
+    type View = K;
+    fn apply(&self, shared: &Shared, st: &mut State, old: Option<&K>, new: K) -> K {
+        (self.apply)(shared, st, old, &new);
+        new
     }
     fn delete(&self, shared: &Shared, st: &mut State, old: &K) {
         (self.delete)(shared, st, old)
+    }
+    fn view(&self, obj: K) -> K {
+        obj
+    }
+}
+
+/// Pods: the informer keeps the PodInfo (shared with the cache or the queue).
+struct Pods;
+
+impl Handler<Pod> for Pods {
+    type View = Arc<PodInfo>;
+    fn apply(
+        &self,
+        shared: &Shared,
+        st: &mut State,
+        old: Option<&Arc<PodInfo>>,
+        new: Pod,
+    ) -> Arc<PodInfo> {
+        st.on_pod(&shared.profiles, old, &new)
+    }
+    fn delete(&self, _: &Shared, st: &mut State, old: &Arc<PodInfo>) {
+        st.on_pod_delete(old.key());
+    }
+    fn view(&self, obj: Pod) -> Arc<PodInfo> {
+        Arc::new(PodInfo::from_pod(&obj))
+    }
+}
+
+/// Nodes: the informer keeps the name and a fingerprint of what update classification
+/// compares; the cache keeps what scheduling needs.
+struct Nodes;
+
+impl Handler<Node> for Nodes {
+    type View = (String, NodeFingerprint);
+    fn apply(
+        &self,
+        _: &Shared,
+        st: &mut State,
+        old: Option<&(String, NodeFingerprint)>,
+        new: Node,
+    ) -> (String, NodeFingerprint) {
+        let fp = NodeFingerprint::of(&new);
+        st.on_node(old.map(|(_, f)| f), &new, &fp);
+        (new.name_any(), fp)
+    }
+    fn delete(&self, _: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
+        st.on_node_delete(&old.0);
+    }
+    fn view(&self, obj: Node) -> (String, NodeFingerprint) {
+        (obj.name_any(), NodeFingerprint::of(&obj))
     }
 }
 
@@ -107,8 +177,11 @@ pub async fn run_informer_with<K, H>(
     K::DynamicType: Default,
 {
     let kind = K::kind(&Default::default()).to_string();
-    let mut store: HashMap<String, K> = HashMap::new();
-    let mut buffer: Option<HashMap<String, K>> = None;
+    let mut store: HashMap<String, H::View> = HashMap::new();
+    // Keys seen by the (re)list in progress. Listed objects are applied as they arrive;
+    // at InitDone every kept object the list did not have is deleted, so deletions missed
+    // while the watch was down (expired resourceVersion) are not lost.
+    let mut listed: Option<HashSet<String>> = None;
     let mut synced = false;
     let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
@@ -131,40 +204,44 @@ pub async fn run_informer_with<K, H>(
             }
         };
         match event {
-            watcher::Event::Init => buffer = Some(HashMap::new()),
+            watcher::Event::Init => listed = Some(HashSet::new()),
             watcher::Event::InitApply(o) => {
-                buffer.get_or_insert_default().insert(key_of(&o), o);
+                let k = key_of(&o);
+                let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                store.insert(k.clone(), view);
+                listed.get_or_insert_default().insert(k);
             }
             watcher::Event::InitDone => {
-                let listed = buffer.take().unwrap_or_default();
+                let listed = listed.take().unwrap_or_default();
                 {
                     let mut st = shared.lock();
-                    for (k, old) in &store {
-                        if !listed.contains_key(k) {
+                    store.retain(|k, old| {
+                        let keep = listed.contains(k);
+                        if !keep {
                             handler.delete(&shared, &mut st, old);
                         }
-                    }
-                    for (k, new) in &listed {
-                        handler.apply(&shared, &mut st, store.get(k), new);
-                    }
+                        keep
+                    });
                     if !synced {
                         synced = true;
                         st.synced += 1;
                     }
                 }
-                store = listed;
                 tracing::debug!(%kind, objects = store.len(), "informer synced");
                 shared.notify();
             }
             watcher::Event::Apply(o) => {
                 let k = key_of(&o);
-                handler.apply(&shared, &mut shared.lock(), store.get(&k), &o);
-                store.insert(k, o);
+                let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                store.insert(k, view);
                 shared.notify();
             }
             watcher::Event::Delete(o) => {
                 let k = key_of(&o);
-                let old = store.remove(&k).unwrap_or(o);
+                let old = match store.remove(&k) {
+                    Some(v) => v,
+                    None => handler.view(o),
+                };
                 handler.delete(&shared, &mut shared.lock(), &old);
                 shared.notify();
             }
@@ -182,19 +259,13 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
                 .any_semantic()
                 .fields(POD_FIELD_SELECTOR),
             Arc::clone(shared),
-            Fns::<Pod> {
-                apply: |sh, st, old, new| st.on_pod(&sh.profiles, old, new),
-                delete: |_, st, old| st.on_pod_delete(old),
-            },
+            Pods,
         )),
         tokio::spawn(run_informer(
             Api::<Node>::all(client.clone()),
             watcher::Config::default().any_semantic(),
             Arc::clone(shared),
-            Fns::<Node> {
-                apply: |_, st, old, new| st.on_node(old, new),
-                delete: |_, st, old| st.on_node_delete(old),
-            },
+            Nodes,
         )),
         tokio::spawn(run_informer(
             Api::<RuntimeClass>::all(client.clone()),
@@ -307,11 +378,23 @@ struct Workloads<K> {
 }
 
 impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
-    fn apply(&self, _: &Shared, st: &mut State, _old: Option<&K>, new: &K) {
-        st.on_workload((self.entry)(new));
+    type View = WorkloadEntry;
+    fn apply(
+        &self,
+        _: &Shared,
+        st: &mut State,
+        _old: Option<&WorkloadEntry>,
+        new: K,
+    ) -> WorkloadEntry {
+        let entry = (self.entry)(&new);
+        st.on_workload(entry.clone());
+        entry
     }
-    fn delete(&self, _: &Shared, st: &mut State, old: &K) {
-        st.on_workload_delete(&(self.entry)(old));
+    fn delete(&self, _: &Shared, st: &mut State, old: &WorkloadEntry) {
+        st.on_workload_delete(old);
+    }
+    fn view(&self, obj: K) -> WorkloadEntry {
+        (self.entry)(&obj)
     }
 }
 

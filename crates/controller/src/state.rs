@@ -21,7 +21,7 @@ use k8s_openapi::api::storage::v1::{
 };
 use scheduler_core::cache::{Cache, WorkloadEntry};
 use scheduler_core::framework::{
-    ActionType, ClusterEvent, EventResource, ProfileRegistry, node_update_events, pod_update_events,
+    ActionType, ClusterEvent, EventResource, NodeFingerprint, ProfileRegistry, pod_update_events,
 };
 use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey};
@@ -135,18 +135,36 @@ impl State {
             .move_all_to_active_or_backoff(ClusterEvent::new(resource, action), None);
     }
 
-    pub fn on_pod(&mut self, profiles: &ProfileRegistry, old: Option<&Pod>, pod: &Pod) {
+    /// A pod added or changed; returns its PodInfo for the informer to keep (`old` is what
+    /// it kept of the previous version).
+    pub fn on_pod(
+        &mut self,
+        profiles: &ProfileRegistry,
+        old: Option<&Arc<PodInfo>>,
+        pod: &Pod,
+    ) -> Arc<PodInfo> {
         let info = Arc::new(PodInfo::from_pod(pod));
+        self.apply_pod(profiles, old, pod, &info);
+        info
+    }
+
+    fn apply_pod(
+        &mut self,
+        profiles: &ProfileRegistry,
+        old: Option<&Arc<PodInfo>>,
+        pod: &Pod,
+        info: &Arc<PodInfo>,
+    ) {
         let key = info.key().clone();
         let mut old = old;
         if let Some(o) = old {
             // Same name, new object (deleted and re-created between two lists).
-            if o.metadata.uid != pod.metadata.uid {
-                self.on_pod_delete(o);
+            if o.uid != info.uid {
+                self.on_pod_delete(o.key());
                 old = None;
             }
         }
-        let old_info = old.map(PodInfo::from_pod);
+        let old_info = old;
         if info.node_name.is_some() {
             // Upstream: leaving the unscheduled-pod handler is a delete from the queue.
             self.queue.delete(&key);
@@ -159,11 +177,11 @@ impl State {
                 return;
             }
             let was_assigned = old_info.as_ref().is_some_and(|o| o.node_name.is_some());
-            self.upsert_assigned(Arc::clone(&info));
+            self.upsert_assigned(Arc::clone(info));
             match old_info {
                 // Upstream updatePodInCache: the classified update events.
                 Some(o) if was_assigned => {
-                    for event in pod_update_events(&o, &info) {
+                    for event in pod_update_events(o, info) {
                         self.queue.move_all_to_active_or_backoff(event, None);
                     }
                 }
@@ -189,10 +207,10 @@ impl State {
         };
         match old_info {
             Some(o) if o.node_name.is_none() => {
-                self.queue.update(Some(&o), info);
+                self.queue.update(Some(o), Arc::clone(info));
             }
             _ => {
-                self.queue.add(info);
+                self.queue.add(Arc::clone(info));
             }
         }
     }
@@ -216,31 +234,31 @@ impl State {
         }
     }
 
-    pub fn on_pod_delete(&mut self, pod: &Pod) {
-        let key = PodKey::of(pod);
-        self.queue.delete(&key);
-        self.conditions.remove(&key);
-        if self.cache.get_pod(&key).is_some() {
-            let _ = self.cache.remove_pod(&key);
+    pub fn on_pod_delete(&mut self, key: &PodKey) {
+        self.queue.delete(key);
+        self.conditions.remove(key);
+        if self.cache.get_pod(key).is_some() {
+            let _ = self.cache.remove_pod(key);
             self.fire(EventResource::AssignedPod, ActionType::DELETE);
         }
     }
 
-    pub fn on_node(&mut self, old: Option<&Node>, node: &Node) {
+    /// A node added or changed; `old`/`new` fingerprint what update classification
+    /// compares (the informer keeps only the fingerprint).
+    pub fn on_node(&mut self, old: Option<&NodeFingerprint>, node: &Node, new: &NodeFingerprint) {
         self.cache.update_node(node);
         match old {
             None => self.fire(EventResource::Node, ActionType::ADD),
             // Heartbeats (condition timestamps) classify as nothing and fire nothing.
             Some(o) => {
-                for event in node_update_events(o, node) {
+                for event in o.events_to(new) {
                     self.queue.move_all_to_active_or_backoff(event, None);
                 }
             }
         }
     }
 
-    pub fn on_node_delete(&mut self, node: &Node) {
-        let name = node.metadata.name.as_deref().unwrap_or_default();
+    pub fn on_node_delete(&mut self, name: &str) {
         if let Err(e) = self.cache.remove_node(name) {
             tracing::debug!(node = name, error = %e, "node delete");
         }
@@ -482,7 +500,8 @@ mod tests {
         );
         let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
         let mut st = shared.lock();
-        st.on_node(None, &node("small", "1"));
+        let fp = |n: &Node| NodeFingerprint::of(n);
+        st.on_node(None, &node("small", "1"), &fp(&node("small", "1")));
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "huge", "namespace": "default", "uid": "u1"},
             "spec": {"containers": [{"name": "c", "image": "i",
@@ -524,11 +543,26 @@ mod tests {
         st.on_pdb(None, &pdb);
         let mut heartbeat = node("small", "1");
         heartbeat.metadata.resource_version = Some("2".into());
-        st.on_node(Some(&node("small", "1")), &heartbeat);
+        // A heartbeat: only timestamps and the resourceVersion change.
+        heartbeat.status.as_mut().unwrap().conditions = Some(vec![
+            serde_json::from_value(json!({"type": "Ready", "status": "True",
+                "lastHeartbeatTime": "2026-01-01T00:00:10Z"}))
+            .unwrap(),
+        ]);
+        let before = {
+            let mut n = node("small", "1");
+            n.status.as_mut().unwrap().conditions = Some(vec![
+                serde_json::from_value(json!({"type": "Ready", "status": "True",
+                    "lastHeartbeatTime": "2026-01-01T00:00:00Z"}))
+                .unwrap(),
+            ]);
+            n
+        };
+        st.on_node(Some(&fp(&before)), &heartbeat, &fp(&heartbeat));
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
 
         // A node added may fit it: retried (after its backoff).
-        st.on_node(None, &node("big", "8"));
+        st.on_node(None, &node("big", "8"), &fp(&node("big", "8")));
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Backoff));
         clock.advance(std::time::Duration::from_secs(2));
         assert_eq!(st.queue.flush_backoff_completed(), 1);

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::{BitAnd, BitOr, BitOrAssign};
 
 use k8s_openapi::api::core::v1 as k8s;
@@ -271,78 +272,105 @@ impl PluginEvents {
     }
 }
 
-type Quantities =
-    std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
+/// What of a Node its update classification looks at, as hashes: the informer keeps this
+/// (a few words) per node instead of the whole Node object, which on real clusters carries
+/// kilobytes of images, conditions and managed fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct NodeFingerprint {
+    unschedulable: bool,
+    taints: u64,
+    /// Semantic: `1` and `1000m` hash alike.
+    allocatable: u64,
+    labels: u64,
+    /// Type and status only: heartbeats change the timestamps all the time.
+    conditions: u64,
+    annotations: u64,
+}
 
-/// Semantic equality of resource lists: `1` and `1000m` are the same.
-fn quantities_equal(a: Option<&Quantities>, b: Option<&Quantities>) -> bool {
-    let empty = Quantities::new();
-    let (a, b) = (a.unwrap_or(&empty), b.unwrap_or(&empty));
-    a.len() == b.len()
-        && a.iter().all(|(k, qa)| {
-            b.get(k).is_some_and(|qb| {
-                qa == qb
-                    || matches!(
-                        (parse_k8s_quantity(qa), parse_k8s_quantity(qb)),
-                        (Ok(x), Ok(y)) if x.milli_value() == y.milli_value()
-                    )
+fn hash_of(v: impl Hash) -> u64 {
+    // Fixed keys: fingerprints are compared within one process only.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
+}
+
+impl NodeFingerprint {
+    pub fn of(n: &k8s::Node) -> Self {
+        let spec = n.spec.as_ref();
+        let status = n.status.as_ref();
+        let taints: Vec<_> = spec
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                (
+                    &t.key,
+                    &t.value,
+                    &t.effect,
+                    t.time_added.as_ref().map(|t| t.0.as_second()),
+                )
             })
-        })
+            .collect();
+        let allocatable: Vec<(&String, Result<i128, &str>)> = status
+            .and_then(|s| s.allocatable.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|(k, q)| {
+                let v = parse_k8s_quantity(q)
+                    .map(|x| i128::from(x.milli_value()))
+                    .map_err(|_| q.0.as_str());
+                (k, v)
+            })
+            .collect();
+        let conditions: BTreeSet<(&str, &str)> = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect();
+        NodeFingerprint {
+            unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+            taints: hash_of(taints),
+            allocatable: hash_of(allocatable),
+            labels: hash_of(n.metadata.labels.iter().flatten().collect::<Vec<_>>()),
+            conditions: hash_of(conditions),
+            annotations: hash_of(n.metadata.annotations.iter().flatten().collect::<Vec<_>>()),
+        }
+    }
+
+    /// The scheduling-relevant actions between this (older) fingerprint and `new` (upstream
+    /// `NodeSchedulingPropertiesChange`); empty when nothing the scheduler looks at changed.
+    pub fn actions_to(&self, new: &NodeFingerprint) -> ActionType {
+        let mut a = ActionType::NONE;
+        if self.unschedulable != new.unschedulable || self.taints != new.taints {
+            a |= ActionType::UPDATE_NODE_TAINT;
+        }
+        if self.allocatable != new.allocatable {
+            a |= ActionType::UPDATE_NODE_ALLOCATABLE;
+        }
+        if self.labels != new.labels {
+            a |= ActionType::UPDATE_NODE_LABEL;
+        }
+        if self.conditions != new.conditions {
+            a |= ActionType::UPDATE_NODE_CONDITION;
+        }
+        if self.annotations != new.annotations {
+            a |= ActionType::UPDATE_NODE_ANNOTATION;
+        }
+        a
+    }
+
+    /// The events for the update, one per changed property (empty: fire nothing).
+    pub fn events_to(&self, new: &NodeFingerprint) -> Vec<ClusterEvent> {
+        split(EventResource::Node, self.actions_to(new))
+    }
 }
 
 /// Classifies a Node update into the scheduling-relevant actions it carries (upstream
 /// `NodeSchedulingPropertiesChange`). Empty when nothing the scheduler looks at changed
 /// (e.g. only heartbeat times), in which case no event should be fired.
 pub fn node_update_actions(old: &k8s::Node, new: &k8s::Node) -> ActionType {
-    let mut a = ActionType::NONE;
-    let spec_unsched = |n: &k8s::Node| {
-        n.spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false)
-    };
-    if spec_unsched(old) != spec_unsched(new) {
-        a |= ActionType::UPDATE_NODE_TAINT;
-    }
-    fn alloc(n: &k8s::Node) -> Option<&Quantities> {
-        n.status.as_ref().and_then(|s| s.allocatable.as_ref())
-    }
-    if !quantities_equal(alloc(old), alloc(new)) {
-        a |= ActionType::UPDATE_NODE_ALLOCATABLE;
-    }
-    let labels = |n: &k8s::Node| n.metadata.labels.clone().unwrap_or_default();
-    if labels(old) != labels(new) {
-        a |= ActionType::UPDATE_NODE_LABEL;
-    }
-    let taints = |n: &k8s::Node| {
-        n.spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default()
-    };
-    if taints(old) != taints(new) {
-        a |= ActionType::UPDATE_NODE_TAINT;
-    }
-    // Conditions compare by type and status only: heartbeats change all the time.
-    let conditions = |n: &k8s::Node| {
-        n.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| (c.type_.clone(), c.status.clone()))
-                    .collect::<std::collections::BTreeMap<_, _>>()
-            })
-            .unwrap_or_default()
-    };
-    if conditions(old) != conditions(new) {
-        a |= ActionType::UPDATE_NODE_CONDITION;
-    }
-    let annotations = |n: &k8s::Node| n.metadata.annotations.clone().unwrap_or_default();
-    if annotations(old) != annotations(new) {
-        a |= ActionType::UPDATE_NODE_ANNOTATION;
-    }
-    a
+    NodeFingerprint::of(old).actions_to(&NodeFingerprint::of(new))
 }
 
 /// The events for a Node update, one per changed property (empty: fire nothing).

@@ -16,8 +16,9 @@ mod timing;
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
 pub use events::{
-    ActionType, ClusterEvent, EventResource, PluginEvents, node_info_update_actions,
-    node_update_actions, node_update_events, pod_update_actions, pod_update_events,
+    ActionType, ClusterEvent, EventResource, NodeFingerprint, PluginEvents,
+    node_info_update_actions, node_update_actions, node_update_events, pod_update_actions,
+    pod_update_events,
 };
 pub use extension_point::ExtensionPoint;
 pub use interface::*;
