@@ -4,7 +4,7 @@
 //! (core, apps, node, policy, scheduling, coordination, storage, and our
 //! SchedulingPolicy) the way a real API server does, for the subset ferrosched uses:
 //!
-//! - LIST and WATCH, cluster-wide or in a namespace, with `fieldSelector` (`a.b=v`,
+//! - LIST (paged with `limit`/`continue`) and WATCH, cluster-wide or in a namespace, with `fieldSelector` (`a.b=v`,
 //!   `a.b!=v`) and `labelSelector` (`k=v`, `k!=v`, `k`, `!k`); watches resume after a
 //!   resourceVersion, send a BOOKMARK when asked (`allowWatchBookmarks`), send objects
 //!   that stop matching as DELETED, and answer `410 Expired` after [`FakeApiServer::expire_watches`];
@@ -738,17 +738,57 @@ async fn list_or_watch(
     let r = resource(collection);
     if !watch {
         let mut st = inner.store.lock().unwrap();
-        *st.lists.entry(collection.to_string()).or_default() += 1;
-        let items: Vec<Value> = st
+        // Pages (`limit`, `continue`) as kube's watcher asks for them (500 a page). The
+        // token carries the first page's resourceVersion, which every page reports, so a
+        // watch started after the last page replays whatever changed meanwhile (a real
+        // API server serves all pages from that one snapshot instead).
+        let limit = params
+            .get("limit")
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&n| n > 0);
+        let token = params.get("continue").filter(|t| !t.is_empty());
+        let (list_rv, after) = match token.and_then(|t| t.split_once(':')) {
+            Some((rv, key)) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", key));
+                (
+                    rv.parse().unwrap_or(st.rv),
+                    Some((ns.to_string(), name.to_string())),
+                )
+            }
+            None => {
+                *st.lists.entry(collection.to_string()).or_default() += 1;
+                (st.rv, None)
+            }
+        };
+        let mut matching = st
             .objects
             .iter()
-            .filter(|((c, _, _), v)| c == collection && filter.matches(v))
-            .map(|(_, v)| v.clone())
-            .collect();
+            .filter(|((c, ns, name), v)| {
+                c == collection
+                    && after
+                        .as_ref()
+                        .is_none_or(|(a_ns, a_name)| (ns, name) > (a_ns, a_name))
+                    && filter.matches(v)
+            })
+            .peekable();
+        let mut items = Vec::new();
+        let mut last = None;
+        for ((_, ns, name), v) in matching.by_ref() {
+            items.push(v.clone());
+            last = Some(format!("{list_rv}:{ns}/{name}"));
+            if limit.is_some_and(|n| items.len() >= n) {
+                break;
+            }
+        }
+        let more = matching.peek().is_some();
+        let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+        if more && let Some(t) = last {
+            metadata["continue"] = json!(t);
+        }
         let body = json!({
             "apiVersion": r.api_version(),
             "kind": format!("{}List", r.kind),
-            "metadata": {"resourceVersion": st.rv.to_string()},
+            "metadata": metadata,
             "items": items,
         });
         return axum::Json(body).into_response();

@@ -285,3 +285,43 @@ async fn subject_access_reviews_answer_from_the_grants() {
         assert_eq!(r.status.unwrap().allowed, allowed, "{ns} {name}");
     }
 }
+
+#[tokio::test]
+async fn lists_come_in_pages_that_report_the_first_pages_resource_version() {
+    let server = FakeApiServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(client(&server).await, "a");
+    for i in 0..5 {
+        pods.create(
+            &PostParams::default(),
+            &pod("a", &format!("p{i}"), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut token: Option<String> = None;
+    let mut versions = Vec::new();
+    let mut pages = 0;
+    loop {
+        let mut lp = ListParams::default().limit(2);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = pods.list(&lp).await.unwrap();
+        pages += 1;
+        names.extend(page.items.iter().filter_map(|p| p.metadata.name.clone()));
+        versions.push(page.metadata.resource_version.clone().unwrap());
+        if pages == 1 {
+            // A write between pages: later pages still report the first page's version.
+            server.delete("pods", "a", "p0");
+        }
+        match page.metadata.continue_.filter(|t| !t.is_empty()) {
+            Some(t) => token = Some(t),
+            None => break,
+        }
+    }
+    assert_eq!(names, ["p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(pages, 3);
+    assert!(versions.iter().all(|v| *v == versions[0]), "{versions:?}");
+    assert_eq!(server.list_count("pods"), 1, "one list, three pages");
+}
