@@ -10,8 +10,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p ferrosched \
-    && install -D -m 0755 target/release/ferrosched /out/ferrosched
+    cargo build --profile dist --locked -p ferrosched \
+    && install -D -m 0755 target/dist/ferrosched /out/ferrosched
 
 # distroless/cc: glibc, libgcc and CA certificates; no shell, no package manager.
 FROM gcr.io/distroless/cc-debian13:nonroot
