@@ -162,6 +162,11 @@ impl Recorder {
             regarding: triple(e.regarding),
             related: e.related.map(triple),
         };
+        // A pod is bound once per UID: its Scheduled event can never repeat, so it opens no
+        // series (remembering one per pod for the window would cost memory per pod bound).
+        if e.reason == REASON_SCHEDULED {
+            return (key, Write::Create);
+        }
         let mut guard = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let sc = &mut *guard;
         if sc
@@ -293,6 +298,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn scheduled_events_open_no_series() {
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let r = Recorder::new(ApiClient::new(client, 50.0, 100), "h".into());
+        let pod = PodRef {
+            namespace: "d".into(),
+            name: "p".into(),
+            uid: "u".into(),
+        };
+        let spec = EventSpec {
+            controller: "default-scheduler",
+            regarding: &pod,
+            related: None,
+            type_: EventType::Normal,
+            reason: REASON_SCHEDULED,
+            action: ACTION_BINDING,
+            note: "Successfully assigned d/p to n",
+        };
+        let (_, w) = r.plan(&spec, Instant::now());
+        assert_eq!(w, Write::Create);
+        assert!(r.cache.lock().unwrap().series.is_empty());
+    }
+
+    #[tokio::test]
     async fn expired_series_are_ignored_before_a_sweep_and_dropped_by_it() {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
@@ -310,8 +340,8 @@ mod tests {
             regarding: pod,
             related: None,
             type_: EventType::Normal,
-            reason: "Scheduled",
-            action: "Binding",
+            reason: REASON_FAILED_SCHEDULING,
+            action: ACTION_SCHEDULING,
             note: "n",
         };
         let t0 = Instant::now();
