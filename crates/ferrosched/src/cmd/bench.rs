@@ -213,16 +213,9 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match super::runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let mut results: Vec<ClusterBenchResult> = Vec::new();
     let mut ok = true;
