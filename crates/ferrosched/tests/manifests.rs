@@ -522,7 +522,8 @@ fn the_image_holds_the_binary_the_manifests_run() {
         .collect();
     assert_eq!(froms.len(), 2, "multi-stage: {froms:?}");
     assert!(froms[0].starts_with("FROM rust:1.95"), "{}", froms[0]);
-    assert!(dockerfile.contains("cargo build --release --locked -p ferrosched"));
+    assert!(dockerfile.contains("cargo build --profile dist --locked -p ferrosched"));
+    assert!(dockerfile.contains("target/dist/ferrosched"));
     let last_stage = dockerfile.split("\nFROM ").last().unwrap();
     assert!(last_stage.contains("USER 65532:65532"));
     let copies: Vec<&str> = last_stage
