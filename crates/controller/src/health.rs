@@ -43,10 +43,13 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let pending = shared.lock().queue.pending_pods();
+    let (pending, counters) = {
+        let st = shared.lock();
+        (st.queue.pending_pods(), st.queue.counters().clone())
+    };
     (
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        shared.metrics.render(pending),
+        shared.metrics.render(pending, &counters),
     )
 }
 

@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -55,6 +56,36 @@ pub trait Handler<K>: Send + Sync + 'static {
     fn delete(&self, shared: &Shared, st: &mut State, old: &Self::View);
     /// The view of an object deleted before this informer kept anything of it.
     fn view(&self, obj: K) -> Self::View;
+    /// The `event` label of `scheduler_event_handling_duration_seconds` for an add (`old`
+    /// is `None`), update or delete (`new` is `None`): upstream's `<Resource><Action>`.
+    /// `None`: not timed (upstream has no handler for the kind).
+    fn event_label(
+        &self,
+        kind: &str,
+        old: Option<&Self::View>,
+        new: Option<&Self::View>,
+    ) -> Option<String> {
+        let action = match (old, new) {
+            (_, None) => "Delete",
+            (None, Some(_)) => "Add",
+            (Some(_), Some(_)) => "Update",
+        };
+        Some(format!("{kind}{action}"))
+    }
+}
+
+/// Observes one handled event (from `start`, the wait for the state lock included).
+fn observe<K, H: Handler<K>>(
+    shared: &Shared,
+    handler: &H,
+    kind: &str,
+    start: Instant,
+    old: Option<&H::View>,
+    new: Option<&H::View>,
+) {
+    if let Some(event) = handler.event_label(kind, old, new) {
+        shared.metrics.event_handled(event, start.elapsed());
+    }
 }
 
 /// A handler that keeps whole objects: for the small, rarely changing kinds.
@@ -96,6 +127,27 @@ impl Handler<Pod> for Pods {
     }
     fn view(&self, obj: Pod) -> Arc<PodInfo> {
         Arc::new(PodInfo::from_pod(&obj))
+    }
+    /// As upstream's pod handlers: `AssignedPod*` for bound pods (a binding is an add to
+    /// the cache), `UnschedulablePod*` for the others.
+    fn event_label(
+        &self,
+        _: &str,
+        old: Option<&Arc<PodInfo>>,
+        new: Option<&Arc<PodInfo>>,
+    ) -> Option<String> {
+        let assigned = |p: &Arc<PodInfo>| p.node_name.is_some();
+        let (assigned, action) = match (old, new) {
+            (_, None) => (old.is_some_and(assigned), "Delete"),
+            (Some(o), Some(n)) if assigned(o) == assigned(n) => (assigned(n), "Update"),
+            (_, Some(n)) => (assigned(n), "Add"),
+        };
+        let resource = if assigned {
+            "AssignedPod"
+        } else {
+            "UnschedulablePod"
+        };
+        Some(format!("{resource}{action}"))
     }
 }
 
@@ -207,7 +259,9 @@ pub async fn run_informer_with<K, H>(
             watcher::Event::Init => listed = Some(HashSet::new()),
             watcher::Event::InitApply(o) => {
                 let k = key_of(&o);
+                let start = Instant::now();
                 let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                observe(&shared, &handler, &kind, start, store.get(&k), Some(&view));
                 store.insert(k.clone(), view);
                 listed.get_or_insert_default().insert(k);
             }
@@ -218,7 +272,9 @@ pub async fn run_informer_with<K, H>(
                     store.retain(|k, old| {
                         let keep = listed.contains(k);
                         if !keep {
+                            let start = Instant::now();
                             handler.delete(&shared, &mut st, old);
+                            observe(&shared, &handler, &kind, start, Some(old), None);
                         }
                         keep
                     });
@@ -232,7 +288,9 @@ pub async fn run_informer_with<K, H>(
             }
             watcher::Event::Apply(o) => {
                 let k = key_of(&o);
+                let start = Instant::now();
                 let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                observe(&shared, &handler, &kind, start, store.get(&k), Some(&view));
                 store.insert(k, view);
                 shared.notify();
             }
@@ -242,7 +300,9 @@ pub async fn run_informer_with<K, H>(
                     Some(v) => v,
                     None => handler.view(o),
                 };
+                let start = Instant::now();
                 handler.delete(&shared, &mut shared.lock(), &old);
+                observe(&shared, &handler, &kind, start, Some(&old), None);
                 shared.notify();
             }
         }
@@ -395,6 +455,14 @@ impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
     }
     fn view(&self, obj: K) -> WorkloadEntry {
         (self.entry)(&obj)
+    }
+    fn event_label(
+        &self,
+        _: &str,
+        _: Option<&WorkloadEntry>,
+        _: Option<&WorkloadEntry>,
+    ) -> Option<String> {
+        None
     }
 }
 

@@ -21,7 +21,17 @@
 //!   cycle in ten (upstream samples 10%), each plugin call at the once-per-cycle points; for
 //!   Filter and Score, one observation per plugin and status: its total over the nodes of
 //!   that cycle (upstream observes every per-node call).
+//! - `scheduler_queue_incoming_pods_total{queue,event}` and
+//!   `scheduler_unschedulable_pods{plugin,profile}`: read at scrape time from the queue's
+//!   [`QueueCounters`]. A pod counts under its rejecting plugins (or its gating PreEnqueue
+//!   plugin) from the rejection until it is popped again, as upstream, or deleted (upstream
+//!   leaves deleted pods counted).
+//! - `scheduler_event_handling_duration_seconds{event}`: each informer event's handling,
+//!   waiting for the state lock included, labelled `<Resource><Action>` as upstream's
+//!   handlers (`NodeAdd`, `AssignedPodUpdate`, `UnschedulablePodDelete`, ...); one
+//!   observation per event (upstream observes a node update once per classified change).
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
@@ -31,7 +41,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use scheduler_core::framework::{CycleTimings, ExtensionPoint};
-use scheduler_core::queue::PendingCounts;
+use scheduler_core::queue::{PendingCounts, QueueCounters, QueueKind};
 
 type Labels<const N: usize> = [(&'static str, String); N];
 type HistogramFamily<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
@@ -60,8 +70,18 @@ fn extension_point_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 12))
 }
 
+fn event_handling_buckets() -> Histogram {
+    // Upstream: ExponentialBuckets(0.0001, 2, 12).
+    Histogram::new(exponential_buckets(0.0001, 2.0, 12))
+}
+
 pub struct Metrics {
     registry: Registry,
+    /// Serialises [`render`](Self::render)'s catching up of the incoming-pods counters.
+    render_lock: Mutex<()>,
+    incoming_pods: Family<Labels<2>, Counter>,
+    unschedulable_pods: Family<Labels<2>, Gauge>,
+    event_handling: HistogramFamily<1>,
     schedule_attempts: Family<Labels<2>, Counter>,
     attempt_duration: HistogramFamily<2>,
     sli_duration: HistogramFamily<1>,
@@ -134,8 +154,31 @@ impl Metrics {
             "Duration for running a plugin at a specific extension point.",
             plugin_duration.clone(),
         );
+        let incoming_pods = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            incoming_pods.clone(),
+        );
+        let unschedulable_pods = Family::<Labels<2>, Gauge>::default();
+        registry.register(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins that caused it to not schedule and so this metric have meaning only when broken down by plugin.",
+            unschedulable_pods.clone(),
+        );
+        let event_handling: HistogramFamily<1> =
+            Family::new_with_constructor(event_handling_buckets as fn() -> Histogram);
+        registry.register(
+            "scheduler_event_handling_duration_seconds",
+            "Event handling latency in seconds.",
+            event_handling.clone(),
+        );
         Metrics {
             registry,
+            render_lock: Mutex::new(()),
+            incoming_pods,
+            unschedulable_pods,
+            event_handling,
             schedule_attempts,
             attempt_duration,
             sli_duration,
@@ -219,8 +262,35 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// The exposition, with `scheduler_pending_pods` set from `pending`.
-    pub fn render(&self, pending: PendingCounts) -> String {
+    /// One informer event handled; `event` is upstream's label (`NodeAdd`, ...).
+    pub fn event_handled(&self, event: String, took: Duration) {
+        self.event_handling
+            .get_or_create(&[("event", event)])
+            .observe(took.as_secs_f64());
+    }
+
+    /// The exposition, with `scheduler_pending_pods` set from `pending` and the queue's
+    /// metrics from `counters`.
+    pub fn render(&self, pending: PendingCounts, counters: &QueueCounters) -> String {
+        let guard = self.render_lock.lock().unwrap_or_else(|e| e.into_inner());
+        for ((kind, event), n) in &counters.incoming {
+            let queue = match kind {
+                QueueKind::Active => "active",
+                QueueKind::Backoff => "backoff",
+                QueueKind::Unschedulable | QueueKind::Gated => "unschedulable",
+            };
+            let c = self
+                .incoming_pods
+                .get_or_create(&[("queue", queue.to_string()), ("event", event.label())]);
+            c.inc_by(n.saturating_sub(c.get()));
+        }
+        for (profile, plugins) in &counters.unschedulable {
+            for (plugin, n) in plugins {
+                self.unschedulable_pods
+                    .get_or_create(&[("plugin", plugin.to_string()), ("profile", profile.clone())])
+                    .set(*n);
+            }
+        }
         for (queue, n) in [
             ("active", pending.active),
             ("backoff", pending.backoff),
@@ -235,6 +305,7 @@ impl Metrics {
         if let Err(e) = encode(&mut out, &self.registry) {
             tracing::warn!(error = %e, "could not encode metrics");
         }
+        drop(guard);
         out
     }
 }
@@ -247,6 +318,7 @@ mod tests {
     use super::*;
 
     use scheduler_core::framework::{Code, ExtensionPoint, PluginTiming, PointTiming};
+    use scheduler_core::queue::IncomingEvent;
 
     #[test]
     fn renders_upstream_names() {
@@ -282,12 +354,28 @@ mod tests {
                 }],
             },
         );
-        let text = m.render(PendingCounts {
+        m.event_handled("NodeAdd".into(), Duration::from_micros(30));
+        let mut counters = QueueCounters::default();
+        counters
+            .incoming
+            .insert((QueueKind::Gated, IncomingEvent::ScheduleAttemptFailure), 2);
+        counters.unschedulable.insert(
+            "default-scheduler".into(),
+            [("NodeResourcesFit", 3), ("NodeAffinity", 0)].into(),
+        );
+        let pending = PendingCounts {
             active: 1,
             backoff: 2,
             unschedulable: 3,
             gated: 4,
-        });
+        };
+        m.render(pending, &counters);
+        // Counters catch up with the queue's counts, never count twice.
+        counters
+            .incoming
+            .insert((QueueKind::Gated, IncomingEvent::ScheduleAttemptFailure), 5);
+        m.render(pending, &counters);
+        let text = m.render(pending, &counters);
         for line in [
             "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"} 1",
             "scheduler_scheduling_attempt_duration_seconds_count{result=\"scheduled\",profile=\"default-scheduler\"} 1",
@@ -295,6 +383,10 @@ mod tests {
             "scheduler_pending_pods{queue=\"unschedulable\"} 3",
             "scheduler_pending_pods{queue=\"gated\"} 4",
             "scheduler_preemption_attempts_total 1",
+            "scheduler_queue_incoming_pods_total{queue=\"unschedulable\",event=\"ScheduleAttemptFailure\"} 5",
+            "scheduler_unschedulable_pods{plugin=\"NodeResourcesFit\",profile=\"default-scheduler\"} 3",
+            "scheduler_unschedulable_pods{plugin=\"NodeAffinity\",profile=\"default-scheduler\"} 0",
+            "scheduler_event_handling_duration_seconds_count{event=\"NodeAdd\"} 1",
             "scheduler_preemption_victims_sum 2.0",
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",status=\"Success\",profile=\"default-scheduler\"} 1",
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Filter\",status=\"Success\",profile=\"default-scheduler\"} 1",

@@ -81,6 +81,8 @@ async fn wait_for_metric(addr: std::net::SocketAddr, sample: &str, want: f64) {
 
 const UNSCHEDULABLE_ATTEMPTS: &str =
     "scheduler_schedule_attempts_total{result=\"unschedulable\",profile=\"default-scheduler\"}";
+const UNSCHEDULABLE_BY_FIT: &str =
+    "scheduler_unschedulable_pods{plugin=\"NodeResourcesFit\",profile=\"default-scheduler\"}";
 const SCHEDULED_ATTEMPTS: &str =
     "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"}";
 
@@ -575,6 +577,7 @@ async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_
     wait_for_metric(m, UNSCHEDULABLE_ATTEMPTS, 1.0).await;
     wait_for_metric(m, SCHEDULED_ATTEMPTS, 1.0).await;
     wait_for_metric(m, "scheduler_pending_pods{queue=\"unschedulable\"}", 1.0).await;
+    assert_eq!(metric(m, UNSCHEDULABLE_BY_FIT).await, Some(1.0));
 
     server.apply(
         "runtimeclasses",
@@ -647,6 +650,39 @@ async fn an_unfit_pod_is_retried_only_on_events_that_can_help_and_metrics_count_
         // DefaultPreemption ran (and found nothing) for huge's failed attempt.
         ("scheduler_preemption_attempts_total", 1.0),
         ("scheduler_preemption_victims_count", 0.0),
+        // huge left the pool and was bound: no pod is held back any more.
+        (UNSCHEDULABLE_BY_FIT, 0.0),
+        // Both pods entered activeQ when added; huge went to the pool after its failed
+        // attempt and back to activeQ (its backoff long over) when the node was added.
+        (
+            "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"UnschedulablePodAdd\"}",
+            2.0,
+        ),
+        (
+            "scheduler_queue_incoming_pods_total{queue=\"unschedulable\",event=\"ScheduleAttemptFailure\"}",
+            1.0,
+        ),
+        (
+            "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"NodeAdd\"}",
+            1.0,
+        ),
+        // Informer events handled, labelled as upstream's handlers.
+        (
+            "scheduler_event_handling_duration_seconds_count{event=\"NodeAdd\"}",
+            2.0,
+        ),
+        (
+            "scheduler_event_handling_duration_seconds_count{event=\"UnschedulablePodAdd\"}",
+            2.0,
+        ),
+        (
+            "scheduler_event_handling_duration_seconds_count{event=\"AssignedPodAdd\"}",
+            2.0,
+        ),
+        (
+            "scheduler_event_handling_duration_seconds_count{event=\"RuntimeClassAdd\"}",
+            1.0,
+        ),
     ] {
         assert_eq!(metric(m, sample).await, Some(want), "{sample}");
     }

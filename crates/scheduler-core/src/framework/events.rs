@@ -215,10 +215,12 @@ impl ClusterEvent {
 
     /// Metric/log label, e.g. `NodeAdd`, `AssignedPodDelete`, `UnschedulableTimeout`.
     pub fn label(&self) -> String {
-        if self.is_wildcard() {
-            return "UnschedulableTimeout".into();
+        match self.resource {
+            _ if self.is_wildcard() => "UnschedulableTimeout".into(),
+            // Upstream's resource name for pods not bound yet.
+            EventResource::UnscheduledPod => format!("UnschedulablePod{}", self.action),
+            r => format!("{r:?}{}", self.action),
         }
-        format!("{:?}{}", self.resource, self.action)
     }
 }
 
@@ -610,6 +612,10 @@ mod tests {
         assert_eq!(
             ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT).label(),
             "NodeUpdateNodeTaint"
+        );
+        assert_eq!(
+            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD).label(),
+            "UnschedulablePodAdd"
         );
         assert_eq!(
             ClusterEvent::UNSCHEDULABLE_TIMEOUT.label(),

@@ -228,6 +228,86 @@ pub enum QueueKind {
     Gated,
 }
 
+/// What put a pod into a sub-queue, for `scheduler_queue_incoming_pods_total`'s `event`
+/// label (upstream's event strings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IncomingEvent {
+    /// A failed attempt requeued the pod.
+    ScheduleAttemptFailure,
+    /// The pod's backoff expired.
+    BackoffComplete,
+    /// The pod itself was added or updated, or a cluster event moved it out of the pool.
+    Cluster(ClusterEvent),
+}
+
+impl IncomingEvent {
+    pub fn label(&self) -> String {
+        match self {
+            IncomingEvent::ScheduleAttemptFailure => "ScheduleAttemptFailure".into(),
+            IncomingEvent::BackoffComplete => "BackoffComplete".into(),
+            IncomingEvent::Cluster(e) => e.label(),
+        }
+    }
+}
+
+const POD_ADD: IncomingEvent = IncomingEvent::Cluster(ClusterEvent::new(
+    EventResource::UnscheduledPod,
+    crate::framework::ActionType::ADD,
+));
+const POD_UPDATE: IncomingEvent = IncomingEvent::Cluster(ClusterEvent::new(
+    EventResource::UnscheduledPod,
+    crate::framework::ActionType::UPDATE,
+));
+
+/// Counts the queue keeps for metrics, updated with a few integer operations per pod move
+/// and read at scrape time ([`SchedulingQueue::counters`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounters {
+    /// Pods added to activeQ, backoffQ or the unschedulable pool (gated pods count as
+    /// [`QueueKind::Unschedulable`]), by what moved them (`scheduler_queue_incoming_pods_total`).
+    /// A pod that stays in the pool (an event that cannot help it) is not counted again.
+    pub incoming: BTreeMap<(QueueKind, IncomingEvent), u64>,
+    /// Waiting pods per profile (the pod's schedulerName) and rejecting plugin: the plugins
+    /// that rejected the last attempt (unschedulable and pending ones), or the PreEnqueue
+    /// plugin gating the pod (`scheduler_unschedulable_pods`). A pod counts from its
+    /// rejection until it is popped again or deleted. Entries that drop to 0 stay.
+    pub unschedulable: BTreeMap<String, BTreeMap<&'static str, i64>>,
+}
+
+impl QueueCounters {
+    fn incoming(&mut self, kind: QueueKind, event: IncomingEvent) {
+        let kind = match kind {
+            QueueKind::Gated => QueueKind::Unschedulable,
+            k => k,
+        };
+        *self.incoming.entry((kind, event)).or_default() += 1;
+    }
+
+    /// Adds `delta` for each plugin holding `info` back.
+    fn rejectors(&mut self, info: &QueuedPodInfo, delta: i64) {
+        let gating = info.gating_plugin.is_some();
+        if !gating && info.unschedulable_plugins.is_empty() && info.pending_plugins.is_empty() {
+            return;
+        }
+        let profile = info.pod.scheduler_name.as_str();
+        let plugins = match self.unschedulable.get_mut(profile) {
+            Some(p) => p,
+            None => self.unschedulable.entry(profile.to_string()).or_default(),
+        };
+        let mut add = |plugin| *plugins.entry(plugin).or_default() += delta;
+        match info.gating_plugin {
+            Some(p) => add(p),
+            None => {
+                info.unschedulable_plugins.iter().for_each(|&p| add(p));
+                info.pending_plugins
+                    .iter()
+                    .filter(|p| !info.unschedulable_plugins.contains(*p))
+                    .for_each(|&p| add(p));
+            }
+        }
+    }
+}
+
 /// Pending pods per sub-queue, for the `scheduler_pending_pods` metric.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PendingCounts {
@@ -311,6 +391,7 @@ pub struct SchedulingQueue {
     scheduling_cycle: u64,
     seq: u64,
     nominator: NominatedPods,
+    counters: QueueCounters,
 }
 
 impl fmt::Debug for SchedulingQueue {
@@ -362,6 +443,7 @@ impl SchedulingQueue {
             scheduling_cycle: 0,
             seq: 0,
             nominator: NominatedPods::new(),
+            counters: QueueCounters::default(),
         }
     }
 
@@ -376,6 +458,11 @@ impl SchedulingQueue {
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
+    }
+
+    /// Counts for the incoming-pods and unschedulable-pods metrics.
+    pub fn counters(&self) -> &QueueCounters {
+        &self.counters
     }
 
     /// The number of pods popped so far; the cycle of the last popped pod.
@@ -435,14 +522,15 @@ impl SchedulingQueue {
             return self.update(None, pod);
         }
         self.remove_waiting(&key);
-        Some(self.enqueue_new(pod))
+        Some(self.enqueue_new(pod, POD_ADD))
     }
 
     /// A pod the queue did not hold: PreEnqueue, then activeQ (nominated if it carries a
     /// nominatedNodeName) or the gated pool.
-    fn enqueue_new(&mut self, pod: Arc<PodInfo>) -> QueueKind {
+    fn enqueue_new(&mut self, pod: Arc<PodInfo>, event: IncomingEvent) -> QueueKind {
         let info = QueuedPodInfo::new(Arc::clone(&pod), self.now());
         let kind = self.move_to_active(info, true);
+        self.counters.incoming(kind, event);
         if kind == QueueKind::Active {
             self.add_nominated(&pod, None);
         }
@@ -493,18 +581,28 @@ impl SchedulingQueue {
         }
 
         if let Some(mut info) = self.unschedulable.remove(&key) {
+            self.counters.rejectors(&info, -1);
             info.pod = Arc::clone(&new);
             self.update_nominated(old, &new);
-            let strategy = events
-                .iter()
-                .map(|e| self.worth_requeuing(&info, e))
-                .max()
-                .unwrap_or(Strategy::Skip);
-            return Some(self.requeue(info, strategy));
+            // The first event that decides the strategy labels the move.
+            let (strategy, event) = events.iter().fold((Strategy::Skip, None), |best, e| {
+                let s = self.worth_requeuing(&info, e);
+                if best.1.is_none() || s > best.0 {
+                    (s, Some(*e))
+                } else {
+                    best
+                }
+            });
+            let kind = self.requeue(info, strategy);
+            if !matches!(kind, QueueKind::Unschedulable | QueueKind::Gated) {
+                let event = event.map_or(POD_UPDATE, IncomingEvent::Cluster);
+                self.counters.incoming(kind, event);
+            }
+            return Some(kind);
         }
 
         // Not known yet (e.g. the add was missed): treat as new.
-        Some(self.enqueue_new(new))
+        Some(self.enqueue_new(new, POD_UPDATE))
     }
 
     /// The pod is gone (deleted, or bound by someone else). Returns whether it was waiting.
@@ -530,6 +628,7 @@ impl SchedulingQueue {
             None => return None,
         };
         let mut info = entry.info;
+        self.counters.rejectors(&info, -1);
         info.attempts += 1;
         self.scheduling_cycle += 1;
         let (key, uid) = (info.pod.key().clone(), info.pod.uid.clone());
@@ -626,6 +725,8 @@ impl SchedulingQueue {
         };
         let pod = Arc::clone(&info.pod);
         let kind = self.requeue(info.clone(), strategy);
+        self.counters
+            .incoming(kind, IncomingEvent::ScheduleAttemptFailure);
         self.add_nominated(&pod, None);
         Ok(kind)
     }
@@ -660,10 +761,10 @@ impl SchedulingQueue {
                 continue;
             }
             let info = self.unschedulable.remove(&key).expect("present");
-            if !matches!(
-                self.requeue(info, strategy),
-                QueueKind::Unschedulable | QueueKind::Gated
-            ) {
+            self.counters.rejectors(&info, -1);
+            let kind = self.requeue(info, strategy);
+            if !matches!(kind, QueueKind::Unschedulable | QueueKind::Gated) {
+                self.counters.incoming(kind, IncomingEvent::Cluster(event));
                 moved += 1;
             }
         }
@@ -699,9 +800,12 @@ impl SchedulingQueue {
             let entry = heap
                 .pop(&backoff_less(&self.config, &*self.profiles))
                 .expect("peeked");
+            self.counters.rejectors(&entry.info, -1);
             // PreEnqueue already ran when the pod entered backoffQ.
             let rerun = !self.config.pop_from_backoff;
-            if self.move_to_active(entry.info, rerun) == QueueKind::Active {
+            let kind = self.move_to_active(entry.info, rerun);
+            self.counters.incoming(kind, IncomingEvent::BackoffComplete);
+            if kind == QueueKind::Active {
                 moved += 1;
             }
         }
@@ -805,6 +909,12 @@ impl SchedulingQueue {
 
     /// Removes a waiting pod from whichever sub-queue holds it.
     fn remove_waiting(&mut self, key: &PodKey) -> Option<QueuedPodInfo> {
+        let info = self.take_waiting(key)?;
+        self.counters.rejectors(&info, -1);
+        Some(info)
+    }
+
+    fn take_waiting(&mut self, key: &PodKey) -> Option<QueuedPodInfo> {
         let profiles = &*self.profiles;
         if let Some(e) = self.active.remove(key, &active_less(profiles)) {
             return Some(e.info);
@@ -815,6 +925,14 @@ impl SchedulingQueue {
             }
         }
         self.unschedulable.remove(key)
+    }
+
+    /// Puts a pod (in no sub-queue) into the unschedulable pool.
+    fn insert_unschedulable(&mut self, info: QueuedPodInfo) {
+        self.counters.rejectors(&info, 1);
+        if let Some(old) = self.unschedulable.insert(info.pod.key().clone(), info) {
+            self.counters.rejectors(&old, -1);
+        }
     }
 
     /// Runs PreEnqueue; true if the pod may proceed. Records the gating plugin otherwise.
@@ -835,12 +953,13 @@ impl SchedulingQueue {
 
     fn move_to_active(&mut self, mut info: QueuedPodInfo, run_pre_enqueue: bool) -> QueueKind {
         if run_pre_enqueue && !self.pass_pre_enqueue(&mut info) {
-            self.unschedulable.insert(info.pod.key().clone(), info);
+            self.insert_unschedulable(info);
             return QueueKind::Gated;
         }
         if info.initial_attempt_timestamp.is_none() {
             info.initial_attempt_timestamp = Some(self.now());
         }
+        self.counters.rejectors(&info, 1);
         let seq = self.next_seq();
         self.active.push(
             info.pod.key().clone(),
@@ -852,9 +971,10 @@ impl SchedulingQueue {
 
     fn move_to_backoff(&mut self, mut info: QueuedPodInfo) -> QueueKind {
         if self.config.pop_from_backoff && !self.pass_pre_enqueue(&mut info) {
-            self.unschedulable.insert(info.pod.key().clone(), info);
+            self.insert_unschedulable(info);
             return QueueKind::Gated;
         }
+        self.counters.rejectors(&info, 1);
         let seq = self.next_seq();
         let key = info.pod.key().clone();
         // Upstream: no unschedulable and no pending plugin means the attempt hit an error.
@@ -880,7 +1000,7 @@ impl SchedulingQueue {
                 } else {
                     QueueKind::Unschedulable
                 };
-                self.unschedulable.insert(info.pod.key().clone(), info);
+                self.insert_unschedulable(info);
                 kind
             }
             Strategy::AfterBackoff if self.is_backing_off(&info) => self.move_to_backoff(info),

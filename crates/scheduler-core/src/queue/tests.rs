@@ -653,6 +653,24 @@ impl Rng {
 }
 
 fn check_invariants(q: &SchedulingQueue, live: &BTreeMap<String, Arc<PodInfo>>) {
+    // The per-plugin counts are exactly those of the waiting pods.
+    let mut recount = QueueCounters::default();
+    let waiting = q
+        .active
+        .iter()
+        .chain(q.backoff.iter())
+        .chain(q.error_backoff.iter());
+    for info in waiting.map(|e| &e.info).chain(q.unschedulable.values()) {
+        recount.rejectors(info, 1);
+    }
+    let nonzero = |c: &QueueCounters| -> Vec<(String, &'static str, i64)> {
+        c.unschedulable
+            .iter()
+            .flat_map(|(p, m)| m.iter().map(move |(pl, n)| (p.clone(), *pl, *n)))
+            .filter(|(_, _, n)| *n != 0)
+            .collect()
+    };
+    assert_eq!(nonzero(q.counters()), nonzero(&recount));
     let mut seen: BTreeMap<PodKey, &str> = BTreeMap::new();
     let mut note = |k: &PodKey, where_: &'static str| {
         if let Some(prev) = seen.insert(k.clone(), where_) {
@@ -802,4 +820,135 @@ fn randomized_operations_never_duplicate_or_lose_pods() {
             check_invariants(&q, &live);
         }
     }
+}
+
+/// `scheduler_queue_incoming_pods_total`'s counts, labelled as upstream writes them.
+fn incoming(q: &SchedulingQueue) -> BTreeMap<(QueueKind, String), u64> {
+    q.counters()
+        .incoming
+        .iter()
+        .map(|((kind, event), n)| ((*kind, event.label()), *n))
+        .collect()
+}
+
+#[test]
+fn incoming_pods_are_counted_by_queue_and_event() {
+    let (mut q, clock) = queue();
+    q.add(pod("a", 0));
+    q.add(pod("b", 0));
+    q.add(gated("g", &["x"]));
+    fail(&mut q, "a", &[names::NODE_RESOURCES_FIT]);
+    fail(&mut q, "b", &[]);
+    // Events that cannot help a leave it in the pool, uncounted.
+    q.move_all_to_active_or_backoff(ev(EventResource::RuntimeClass, ActionType::ADD), None);
+    q.update(Some(&pod("a", 0)), pod("a", 0));
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(q.flush_backoff_completed(), 2);
+    clock.advance(Duration::from_secs(600));
+    assert_eq!(q.flush_unschedulable_left_over(), 0, "gated stays");
+
+    let want: BTreeMap<(QueueKind, String), u64> = [
+        ((QueueKind::Active, "UnschedulablePodAdd"), 2),
+        ((QueueKind::Unschedulable, "UnschedulablePodAdd"), 1),
+        ((QueueKind::Unschedulable, "ScheduleAttemptFailure"), 1),
+        ((QueueKind::Backoff, "ScheduleAttemptFailure"), 1),
+        ((QueueKind::Backoff, "NodeAdd"), 1),
+        ((QueueKind::Active, "BackoffComplete"), 2),
+    ]
+    .into_iter()
+    .map(|((k, e), n)| ((k, e.to_string()), n))
+    .collect();
+    assert_eq!(incoming(&q), want);
+
+    // A pod update that may help moves it, labelled with the update's event.
+    q.add(pod("t", 0));
+    let (old, new) = (
+        pod("t", 0),
+        Arc::new(PodInfo::test("ns", "t").label("a", "b").build()),
+    );
+    fail(&mut q, "a", &[names::NODE_AFFINITY]);
+    fail(&mut q, "b", &[names::NODE_AFFINITY]);
+    fail(&mut q, "t", &[names::TAINT_TOLERATION]);
+    assert_eq!(
+        q.update(Some(&old), Arc::clone(&new)),
+        Some(QueueKind::Unschedulable)
+    );
+    assert_eq!(
+        incoming(&q)[&(QueueKind::Unschedulable, "ScheduleAttemptFailure".into())],
+        4
+    );
+    let tolerating = Arc::new(
+        PodInfo::test("ns", "t")
+            .label("a", "b")
+            .toleration("k", "Exists", "", "NoSchedule")
+            .build(),
+    );
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(q.update(Some(&new), tolerating), Some(QueueKind::Active));
+    assert_eq!(
+        incoming(&q)[&(
+            QueueKind::Active,
+            "UnschedulablePodUpdatePodToleration".into()
+        )],
+        1
+    );
+}
+
+/// `scheduler_unschedulable_pods` for the default profile: plugin -> pods.
+fn reasons(q: &SchedulingQueue) -> BTreeMap<&'static str, i64> {
+    q.counters()
+        .unschedulable
+        .get(crate::framework::DEFAULT_SCHEDULER_NAME)
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn unschedulable_pods_per_plugin_follow_pods_in_and_out() {
+    let (mut q, clock) = queue();
+    q.add(pod("a", 0));
+    q.add(pod("b", 0));
+    q.add(gated("g", &["x"]));
+    assert_eq!(reasons(&q), BTreeMap::from([(names::SCHEDULING_GATES, 1)]));
+    fail(
+        &mut q,
+        "a",
+        &[names::NODE_RESOURCES_FIT, names::NODE_AFFINITY],
+    );
+    fail(&mut q, "b", &[names::NODE_RESOURCES_FIT]);
+    let want = BTreeMap::from([
+        (names::NODE_AFFINITY, 1),
+        (names::NODE_RESOURCES_FIT, 2),
+        (names::SCHEDULING_GATES, 1),
+    ]);
+    assert_eq!(reasons(&q), want);
+    // Updates that keep pods where they are, and a re-add, change nothing.
+    q.update(Some(&pod("b", 0)), pod("b", 0));
+    q.update(Some(&gated("g", &["x"])), gated("g", &["x", "y"]));
+    assert_eq!(reasons(&q), want);
+
+    // Moved to backoffQ by a node add, they still count until popped (as upstream).
+    q.move_all_to_active_or_backoff(ev(EventResource::Node, ActionType::ADD), None);
+    assert_eq!(q.queue_of(&key("a")), Some(QueueKind::Backoff));
+    assert_eq!(reasons(&q), want);
+    assert!(q.delete(&key("a")));
+    clock.advance(Duration::from_secs(2));
+    q.flush_backoff_completed();
+    assert_eq!(reasons(&q)[names::NODE_RESOURCES_FIT], 1);
+    let b = q.pop().unwrap();
+    assert_eq!(reasons(&q)[names::NODE_RESOURCES_FIT], 0);
+    // Rejected again, then deleted while waiting.
+    let cycle = q.scheduling_cycle();
+    q.add_unschedulable_if_not_present(b, Some(&rejected_by(&[names::TAINT_TOLERATION])), cycle)
+        .unwrap();
+    assert_eq!(reasons(&q)[names::TAINT_TOLERATION], 1);
+    assert!(q.delete(&key("b")));
+    // The gate lifted: the pod leaves the pool.
+    assert_eq!(
+        q.update(Some(&gated("g", &["x", "y"])), gated("g", &[])),
+        Some(QueueKind::Active)
+    );
+    assert!(reasons(&q).values().all(|n| *n == 0), "{:?}", reasons(&q));
+    assert_eq!(reasons(&q).len(), 4);
 }
