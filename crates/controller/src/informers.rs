@@ -90,18 +90,18 @@ fn observe<K, H: Handler<K>>(
 
 /// A handler that keeps whole objects: for the small, rarely changing kinds.
 struct Fns<K> {
-    apply: fn(&Shared, &mut State, Option<&K>, &K),
-    delete: fn(&Shared, &mut State, &K),
+    apply: fn(&mut State, Option<&K>, &K),
+    delete: fn(&mut State, &K),
 }
 
 impl<K: Send + Sync + 'static> Handler<K> for Fns<K> {
     type View = K;
-    fn apply(&self, shared: &Shared, st: &mut State, old: Option<&K>, new: K) -> K {
-        (self.apply)(shared, st, old, &new);
+    fn apply(&self, _: &Shared, st: &mut State, old: Option<&K>, new: K) -> K {
+        (self.apply)(st, old, &new);
         new
     }
-    fn delete(&self, shared: &Shared, st: &mut State, old: &K) {
-        (self.delete)(shared, st, old)
+    fn delete(&self, _: &Shared, st: &mut State, old: &K) {
+        (self.delete)(st, old)
     }
     fn view(&self, obj: K) -> K {
         obj
@@ -309,9 +309,38 @@ pub async fn run_informer_with<K, H>(
     }
 }
 
+/// One informer over every `K` in the cluster.
+fn spawn<K, H>(
+    client: &Client,
+    shared: &Arc<Shared>,
+    presence: Presence,
+    handler: H,
+) -> tokio::task::JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+{
+    tokio::spawn(run_informer_with(
+        Api::<K>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+        presence,
+        Arc::clone(shared),
+        handler,
+    ))
+}
+
+/// A whole-object handler from the state's add/update and delete functions.
+fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> Fns<K> {
+    Fns { apply, delete }
+}
+
 /// Starts the informers the scheduler needs: twelve (the storage ones feed the volume
 /// plugins and the binding cycle's wait for claims to be bound) plus the workload ones.
 pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
+    // without them on servers that lack the APIs.
+    let (req, opt) = (Presence::Required, Presence::Optional);
     let mut informers = vec![
         tokio::spawn(run_informer(
             Api::<Pod>::all(client.clone()),
@@ -321,107 +350,76 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
             Arc::clone(shared),
             Pods,
         )),
-        tokio::spawn(run_informer(
-            Api::<Node>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Nodes,
-        )),
-        tokio::spawn(run_informer(
-            Api::<RuntimeClass>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<RuntimeClass> {
-                apply: |_, st, old, new| st.on_runtime_class(old, new),
-                delete: |_, st, old| st.on_runtime_class_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer(
-            Api::<PodDisruptionBudget>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<PodDisruptionBudget> {
-                apply: |_, st, old, new| st.on_pdb(old, new),
-                delete: |_, st, old| st.on_pdb_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer(
-            Api::<Namespace>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<Namespace> {
-                apply: |_, st, old, new| st.on_namespace(old, new),
-                delete: |_, st, old| st.on_namespace_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer(
-            Api::<PersistentVolumeClaim>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<PersistentVolumeClaim> {
-                apply: |_, st, old, new| st.on_pvc(old, new),
-                delete: |_, st, old| st.on_pvc_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer(
-            Api::<PersistentVolume>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<PersistentVolume> {
-                apply: |_, st, old, new| st.on_pv(old, new),
-                delete: |_, st, old| st.on_pv_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer(
-            Api::<StorageClass>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<StorageClass> {
-                apply: |_, st, old, new| st.on_storage_class(old, new),
-                delete: |_, st, old| st.on_storage_class_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer(
-            Api::<CSINode>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<CSINode> {
-                apply: |_, st, old, new| st.on_csi_node(old, new),
-                delete: |_, st, old| st.on_csi_node_delete(old),
-            },
-        )),
+        spawn(client, shared, req, Nodes),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<RuntimeClass>(State::on_runtime_class, State::on_runtime_class_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<PodDisruptionBudget>(State::on_pdb, State::on_pdb_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<Namespace>(State::on_namespace, State::on_namespace_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<PersistentVolumeClaim>(State::on_pvc, State::on_pvc_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<PersistentVolume>(State::on_pv, State::on_pv_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<StorageClass>(State::on_storage_class, State::on_storage_class_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<CSINode>(State::on_csi_node, State::on_csi_node_delete),
+        ),
         // NodeVolumeLimits counts volumes still attached to a node.
-        tokio::spawn(run_informer(
-            Api::<VolumeAttachment>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Fns::<VolumeAttachment> {
-                apply: |_, st, old, new| st.on_volume_attachment(old, new),
-                delete: |_, st, old| st.on_volume_attachment_delete(old),
-            },
-        )),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<VolumeAttachment>(
+                State::on_volume_attachment,
+                State::on_volume_attachment_delete,
+            ),
+        ),
         // VolumeBinding's storage-capacity check; GA since 1.24, optional for older or
         // trimmed-down servers.
-        tokio::spawn(run_informer_with(
-            Api::<CSIDriver>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Presence::Optional,
-            Arc::clone(shared),
-            Fns::<CSIDriver> {
-                apply: |_, st, old, new| st.on_csi_driver(old, new),
-                delete: |_, st, old| st.on_csi_driver_delete(old),
-            },
-        )),
-        tokio::spawn(run_informer_with(
-            Api::<CSIStorageCapacity>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Presence::Optional,
-            Arc::clone(shared),
-            Fns::<CSIStorageCapacity> {
-                apply: |_, st, old, new| st.on_storage_capacity(old, new),
-                delete: |_, st, old| st.on_storage_capacity_delete(old),
-            },
-        )),
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<CSIDriver>(State::on_csi_driver, State::on_csi_driver_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<CSIStorageCapacity>(
+                State::on_storage_capacity,
+                State::on_storage_capacity_delete,
+            ),
+        ),
     ];
     informers.extend(spawn_workloads(client, shared));
     informers
@@ -467,26 +465,39 @@ impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
 }
 
 fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
-    fn one<K>(
-        client: &Client,
-        shared: &Arc<Shared>,
-        entry: fn(&K) -> WorkloadEntry,
-    ) -> tokio::task::JoinHandle<()>
-    where
-        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-        K::DynamicType: Default,
-    {
-        tokio::spawn(run_informer(
-            Api::<K>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-            Arc::clone(shared),
-            Workloads { entry },
-        ))
-    }
+    let required = Presence::Required;
     vec![
-        one::<Service>(client, shared, workloads::service_entry),
-        one::<ReplicationController>(client, shared, workloads::replication_controller_entry),
-        one::<ReplicaSet>(client, shared, workloads::replica_set_entry),
-        one::<StatefulSet>(client, shared, workloads::stateful_set_entry),
+        spawn::<Service, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workloads::service_entry,
+            },
+        ),
+        spawn::<ReplicationController, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workloads::replication_controller_entry,
+            },
+        ),
+        spawn::<ReplicaSet, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workloads::replica_set_entry,
+            },
+        ),
+        spawn::<StatefulSet, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workloads::stateful_set_entry,
+            },
+        ),
     ]
 }
