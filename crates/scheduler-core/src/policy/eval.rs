@@ -156,7 +156,7 @@ impl PodFields {
                     toleration_seconds: t.toleration_seconds,
                 })
                 .collect(),
-            affinity: pod.affinity.clone(),
+            affinity: pod.affinity.as_deref().cloned(),
         }
     }
 }

@@ -134,7 +134,8 @@ pub struct PodInfo {
     /// Init containers plus regular containers; ImageLocality scales its upper size threshold
     /// by it (a container without an image still counts).
     pub num_containers: usize,
-    pub affinity: Option<k8s::Affinity>,
+    /// Boxed: most pods have none, and inline it would add 144 bytes to every PodInfo.
+    pub affinity: Option<Box<k8s::Affinity>>,
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
     pub pvc_names: Vec<String>,
     /// Claims (incl. generic ephemeral) and in-tree disks, for the volume plugins.
@@ -304,7 +305,7 @@ impl PodInfo {
                 .collect(),
             images,
             num_containers: init_containers.len() + spec.containers.len(),
-            affinity: spec.affinity.clone(),
+            affinity: spec.affinity.clone().map(Box::new),
             topology_spread_constraints: spec
                 .topology_spread_constraints
                 .clone()
