@@ -183,3 +183,35 @@ async fn https_get(port: u16, path: &str) -> (u16, String) {
     assert!(!head.to_ascii_lowercase().contains("chunked"), "{head}");
     (status, body.to_string())
 }
+
+#[test]
+fn a_bad_serving_certificate_exits_1_before_touching_the_cluster() {
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--tls-cert-file",
+            "/nonexistent/tls.crt",
+            "--tls-private-key-file",
+            "/nonexistent/tls.key",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/tls.crt"), "{stderr}");
+    assert!(
+        !stderr.contains("kubeconfig"),
+        "no client was built: {stderr}"
+    );
+
+    // A certificate without its key is a usage error.
+    let out = Command::new(BIN)
+        .args(["run", "--tls-cert-file", "/nonexistent/tls.crt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--tls-private-key-file"), "{stderr}");
+}
