@@ -164,7 +164,6 @@ impl State {
                 old = None;
             }
         }
-        let old_info = old;
         if info.node_name.is_some() {
             // Upstream: leaving the unscheduled-pod handler is a delete from the queue.
             self.queue.delete(&key);
@@ -176,9 +175,9 @@ impl State {
                 }
                 return;
             }
-            let was_assigned = old_info.as_ref().is_some_and(|o| o.node_name.is_some());
+            let was_assigned = old.as_ref().is_some_and(|o| o.node_name.is_some());
             self.upsert_assigned(Arc::clone(info));
-            match old_info {
+            match old {
                 // Upstream updatePodInCache: the classified update events.
                 Some(o) if was_assigned => {
                     for event in pod_update_events(o, info) {
@@ -205,7 +204,7 @@ impl State {
             Some(c) => self.conditions.insert(key.clone(), c),
             None => self.conditions.remove(&key),
         };
-        match old_info {
+        match old {
             Some(o) if o.node_name.is_none() => {
                 self.queue.update(Some(o), Arc::clone(info));
             }
