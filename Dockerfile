@@ -18,7 +18,7 @@ FROM gcr.io/distroless/cc-debian13:nonroot
 COPY --from=build /out/ferrosched /usr/local/bin/ferrosched
 # The distroless `nonroot` user; manifests/deployment.yaml sets the same ids.
 USER 65532:65532
-# Health endpoints (and /metrics), plain HTTP.
+# /healthz, /livez, /readyz and /metrics over HTTPS (--secure-port, as kube-scheduler).
 EXPOSE 10259
 ENTRYPOINT ["/usr/local/bin/ferrosched"]
 CMD ["run"]
