@@ -6,6 +6,7 @@
 //! into the controller.
 #![forbid(unsafe_code)]
 
+pub mod bench_workloads;
 pub mod cache;
 pub mod config;
 pub mod framework;
@@ -15,4 +16,3 @@ pub mod queue;
 pub mod schedule_one;
 pub mod simulate;
 pub mod types;
-pub mod workloads;

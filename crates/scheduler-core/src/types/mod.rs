@@ -5,13 +5,13 @@
 
 pub mod label_selector;
 pub mod node;
+pub mod node_selector;
 pub mod pdb;
 pub mod pod;
 pub mod pod_affinity;
 pub mod quantity;
 pub mod resource;
 pub mod runtime_class;
-pub mod selector;
 pub mod taint;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -21,6 +21,10 @@ pub mod volume;
 
 pub use label_selector::LabelSelector;
 pub use node::{HostPortInfo, NodeInfo, next_generation};
+pub use node_selector::{
+    FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
+    PreferredSchedulingTerm,
+};
 pub use pdb::PdbInfo;
 pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
@@ -34,10 +38,6 @@ pub use resource::{
     is_scalar_resource_name,
 };
 pub use runtime_class::RuntimeClassInfo;
-pub use selector::{
-    FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
-    PreferredSchedulingTerm,
-};
 pub use taint::{
     Taint, TaintEffect, Toleration, TolerationOperator, find_untolerated_taint,
     tolerations_tolerate_taint,

@@ -15,7 +15,7 @@ use crate::framework::{
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::plugin_points;
-use crate::types::selector::FIELD_METADATA_NAME;
+use crate::types::node_selector::FIELD_METADATA_NAME;
 use crate::types::{NodeInfo, NodeSelector, NodeSelectorTerm, PodInfo, PreferredSchedulingTerm};
 
 use super::helper::default_normalize_score;

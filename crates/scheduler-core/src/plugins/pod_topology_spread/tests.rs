@@ -5,7 +5,7 @@ use super::filtering::{CriticalPaths, PreFilterState};
 use super::scoring::PreScoreState;
 use super::*;
 use crate::cache::WorkloadSelectors;
-use crate::cache::workloads::service_entry;
+use crate::cache::workload_selectors::service_entry;
 use crate::framework::{
     Code, CycleState, FilterPlugin, NodeScore, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status,
 };

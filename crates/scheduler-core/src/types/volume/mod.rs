@@ -18,8 +18,8 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::storage::v1 as storage;
 
 use super::label_selector::LabelSelector;
+use super::node_selector::NodeSelector;
 use super::quantity::parse_k8s_quantity;
-use super::selector::NodeSelector;
 use in_tree::{inline_in_tree_source, pv_in_tree_source};
 
 pub use in_tree::{
@@ -267,7 +267,7 @@ impl PvInfo {
                 if r.key != "kubernetes.io/hostname" {
                     continue;
                 }
-                let super::selector::LabelOperator::In(values) = &r.op else {
+                let super::node_selector::LabelOperator::In(values) = &r.op else {
                     continue;
                 };
                 nodes = Some(match nodes {
