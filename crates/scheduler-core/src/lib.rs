@@ -10,6 +10,7 @@ pub mod bench_workloads;
 pub mod cache;
 pub mod config;
 pub mod framework;
+mod k8s_names;
 pub mod plugins;
 pub mod policy;
 pub mod queue;

@@ -13,7 +13,6 @@ mod defaults;
 mod duration;
 mod error;
 mod expand;
-mod k8s_names;
 mod k8s_schema;
 mod legacy;
 mod messages;

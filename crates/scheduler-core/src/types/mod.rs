@@ -16,7 +16,6 @@ pub mod taint;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topology_spread;
-mod validation;
 pub mod volume;
 
 pub use label_selector::LabelSelector;
