@@ -1,11 +1,12 @@
 //! What filtering and scoring share (upstream `common.go`): which nodes count for a
 //! constraint, how matching pods are counted, and the per-node fold that counts them.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use rayon::prelude::*;
+// Maps keyed by topology values are hashed millions of times a second and the keys are not
+// attacker-chosen in a way that matters here, so Fx hashing instead of SipHash.
+use rustc_hash::FxHashMap;
 
 use crate::framework::Status;
 use crate::types::{
@@ -17,33 +18,6 @@ use crate::types::{
 const PARALLEL_NODES: usize = 512;
 /// Smallest chunk of nodes one rayon task counts, so partial maps stay few.
 const MIN_NODES_PER_TASK: usize = 256;
-
-/// A small multiply-rotate hasher (the Fx scheme) for maps keyed by topology values: they
-/// are hashed millions of times per second and never attacker-chosen in a way that matters
-/// here, so SipHash's cost buys nothing.
-#[derive(Default, Clone, Copy)]
-pub(super) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let word = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(super) type FxBuild = BuildHasherDefault<FxHasher>;
-pub(super) type FxMap<K, V> = HashMap<K, V, FxBuild>;
-pub(super) type FxSet<K> = HashSet<K, FxBuild>;
 
 pub(super) fn has_all_topology_keys(node: &NodeInfo, constraints: &[SpreadConstraint]) -> bool {
     constraints
@@ -123,7 +97,7 @@ pub(super) fn count_matching(
         .count() as i64
 }
 
-pub(super) type DomainCounts<'n> = Vec<FxMap<&'n str, i64>>;
+pub(super) type DomainCounts<'n> = Vec<FxHashMap<&'n str, i64>>;
 
 /// Folds `visit` over the nodes into one map per constraint, on rayon for large clusters.
 /// Keys borrow the nodes' label values, so the loop allocates only when a map grows.
@@ -135,7 +109,7 @@ pub(super) fn fold_nodes<'n, F>(
 where
     F: Fn(&'n NodeInfo, &mut DomainCounts<'n>) + Sync,
 {
-    let empty = || vec![FxMap::default(); width];
+    let empty = || vec![FxHashMap::default(); width];
     if nodes.len() < PARALLEL_NODES {
         let mut acc = empty();
         for n in nodes {

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
 use super::PodTopologySpread;
-use super::common::{
-    FxBuild, FxMap, Inclusion, count_matching, fold_nodes, has_all_topology_keys, missing_state,
-};
+use super::common::{Inclusion, count_matching, fold_nodes, has_all_topology_keys, missing_state};
 use crate::cache::Snapshot;
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, PreFilterResult, Status};
 use crate::plugins::helper::{PodDelta, apply_pod_delta};
@@ -72,7 +72,7 @@ pub(super) struct PreFilterState {
     self_match: Arc<[bool]>,
     /// Per constraint: topology value -> matching pods, for every eligible domain.
     /// Shared copy-on-write so cloning the state for nominated pods stays cheap.
-    pub(super) counts: Vec<Arc<FxMap<String, i64>>>,
+    pub(super) counts: Vec<Arc<FxHashMap<String, i64>>>,
     pub(super) paths: Vec<CriticalPaths>,
 }
 
@@ -154,7 +154,7 @@ impl PreFilterPlugin for PodTopologySpread {
         let mut paths = Vec::with_capacity(counted.len());
         for per_value in counted {
             let mut p = CriticalPaths::new();
-            let mut owned = FxMap::with_capacity_and_hasher(per_value.len(), FxBuild::default());
+            let mut owned = FxHashMap::with_capacity_and_hasher(per_value.len(), FxBuildHasher);
             for (value, n) in per_value {
                 p.update(value, n);
                 owned.insert(value.to_string(), n);

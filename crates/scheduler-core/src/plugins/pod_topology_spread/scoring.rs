@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use super::PodTopologySpread;
-use super::common::{
-    FxMap, FxSet, Inclusion, count_matching, fold_nodes, has_all_topology_keys, missing_state,
-};
+use super::common::{Inclusion, count_matching, fold_nodes, has_all_topology_keys, missing_state};
 use crate::cache::Snapshot;
 use crate::framework::{
     CycleState, MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin, Status,
@@ -25,10 +25,10 @@ pub(super) struct PreScoreState(pub(super) Arc<PreScoreData>);
 pub(super) struct PreScoreData {
     constraints: Vec<SpreadConstraint>,
     /// Feasible nodes missing a topology key; they score 0.
-    pub(super) ignored: FxSet<String>,
+    pub(super) ignored: FxHashSet<String>,
     /// Per non-hostname constraint: topology value of a feasible node -> matching pods
     /// over all eligible nodes. Hostname constraints are counted per node in Score.
-    pub(super) counts: Vec<FxMap<String, i64>>,
+    pub(super) counts: Vec<FxHashMap<String, i64>>,
     /// `ln(domains + 2)`, so constraints with few domains are not watered down.
     pub(super) weights: Vec<f64>,
 }
@@ -67,8 +67,8 @@ impl PreScorePlugin for PodTopologySpread {
             return Status::skip();
         }
 
-        let mut ignored = FxSet::default();
-        let mut domains: Vec<FxSet<&str>> = vec![FxSet::default(); constraints.len()];
+        let mut ignored = FxHashSet::default();
+        let mut domains: Vec<FxHashSet<&str>> = vec![FxHashSet::default(); constraints.len()];
         for node in nodes {
             if require_all && !has_all_topology_keys(node, &constraints) {
                 ignored.insert(node.name.clone());

@@ -1,6 +1,5 @@
 //! PodTopologySpread's unit tests, after upstream's filtering and scoring test tables.
 
-use super::common::{FxMap, FxSet};
 use super::filtering::{CriticalPaths, PreFilterState};
 use super::scoring::PreScoreState;
 use super::*;
@@ -13,6 +12,7 @@ use crate::plugins::catalog;
 use crate::types::{NodeInfo, PodBuilder, TaintEffect};
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 const NS: &str = "default";
 const HOST: &str = LABEL_HOSTNAME;
@@ -492,10 +492,10 @@ fn pre_score_state_weights_domains_of_feasible_nodes() {
             .is_success()
     );
     let s = &state.read::<PreScoreState>().unwrap().0;
-    assert_eq!(s.ignored, FxSet::from_iter(["nozone".to_string()]));
+    assert_eq!(s.ignored, FxHashSet::from_iter(["nozone".to_string()]));
     assert_eq!(
         s.counts[0],
-        FxMap::from_iter([("zone1".to_string(), 1), ("zone2".to_string(), 0)]),
+        FxHashMap::from_iter([("zone1".to_string(), 1), ("zone2".to_string(), 0)]),
         "zone3 has no feasible node"
     );
     assert!(s.counts[1].is_empty(), "hostname counts are taken in Score");
@@ -524,8 +524,9 @@ fn pre_score_honours_node_inclusion_policies() {
         );
         state.read::<PreScoreState>().unwrap().0.counts[0].clone()
     };
-    let counts =
-        |z1: i64, z2: i64| FxMap::from_iter([("zone1".to_string(), z1), ("zone2".to_string(), z2)]);
+    let counts = |z1: i64, z2: i64| {
+        FxHashMap::from_iter([("zone1".to_string(), z1), ("zone2".to_string(), z2)])
+    };
     let mut c = soft(1, "zone", "foo");
     assert_eq!(
         count_in(&incoming().spread(c.clone()).build()),
@@ -974,7 +975,7 @@ fn pre_filtered(pl: &PodTopologySpread, pod: &PodInfo, snap: &Snapshot) -> Cycle
     state
 }
 
-fn counts_of(state: &CycleState) -> Vec<FxMap<String, i64>> {
+fn counts_of(state: &CycleState) -> Vec<FxHashMap<String, i64>> {
     let s = state.read::<PreFilterState>().unwrap();
     s.counts.iter().map(|c| (**c).clone()).collect()
 }
