@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use scheduler_core::bench_workloads::{self, Runner};
 use scheduler_core::types::PodInfo;
-use scheduler_core::workloads::{self, Runner};
 
 const NODES: usize = 5_000;
 /// Enough measured pods for criterion's warm-up and samples at these speeds.
@@ -27,7 +27,7 @@ fn bench(c: &mut Criterion) {
         "TopologySpreading",
         "PreemptionBasic",
     ] {
-        let w = workloads::build(name, NODES, 1_000, POOL).expect("known workload");
+        let w = bench_workloads::build(name, NODES, 1_000, POOL).expect("known workload");
         let mut runner = Runner::new(&w);
         for p in &w.init_pods {
             runner.schedule(&Arc::new(PodInfo::from_pod(p)));

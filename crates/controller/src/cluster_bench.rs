@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
-use scheduler_core::workloads::{self, Workload};
+use scheduler_core::bench_workloads::{self, Workload};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -524,7 +524,7 @@ pub async fn run_workload(
     init: usize,
     measured: usize,
 ) -> Result<ClusterBenchResult, BenchError> {
-    let w = workloads::build(name, nodes, init, measured)
+    let w = bench_workloads::build(name, nodes, init, measured)
         .ok_or_else(|| BenchError::UnknownWorkload(name.to_string()))?;
     let run = RunNames::fresh();
     let dir = std::env::temp_dir().join(format!("ferrosched-bench-{}", run.id));
@@ -803,7 +803,7 @@ mod tests {
     #[test]
     fn pods_and_nodes_belong_to_the_run_only() {
         let run = RunNames::new("abc");
-        let w = workloads::build("PreemptionBasic", 3, 0, 2).unwrap();
+        let w = bench_workloads::build("PreemptionBasic", 3, 0, 2).unwrap();
         let n = bench_node(&run, 7, &w.nodes[0]);
         assert_eq!(
             n.metadata.name.as_deref(),
@@ -853,7 +853,7 @@ mod tests {
             assert!(!loaded.config.leader_election.leader_elect);
             assert_eq!(loaded.config.client_connection.qps, 5000.0);
         }
-        let mixed = workloads::build("MixedProfiles", 1, 0, 2).unwrap();
+        let mixed = bench_workloads::build("MixedProfiles", 1, 0, 2).unwrap();
         let p = bench_pod(&run, "measured", &mixed.measured_pods[1]);
         assert_eq!(
             p.spec.unwrap().scheduler_name.as_deref(),

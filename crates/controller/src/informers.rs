@@ -28,7 +28,7 @@ use k8s_openapi::api::storage::v1::{
 };
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
-use scheduler_core::cache::{WorkloadEntry, workloads};
+use scheduler_core::cache::{WorkloadEntry, workload_selectors};
 use scheduler_core::framework::NodeFingerprint;
 use scheduler_core::types::PodInfo;
 use serde::de::DeserializeOwned;
@@ -472,7 +472,7 @@ fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Jo
             shared,
             required,
             Workloads {
-                entry: workloads::service_entry,
+                entry: workload_selectors::service_entry,
             },
         ),
         spawn::<ReplicationController, _>(
@@ -480,7 +480,7 @@ fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Jo
             shared,
             required,
             Workloads {
-                entry: workloads::replication_controller_entry,
+                entry: workload_selectors::replication_controller_entry,
             },
         ),
         spawn::<ReplicaSet, _>(
@@ -488,7 +488,7 @@ fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Jo
             shared,
             required,
             Workloads {
-                entry: workloads::replica_set_entry,
+                entry: workload_selectors::replica_set_entry,
             },
         ),
         spawn::<StatefulSet, _>(
@@ -496,7 +496,7 @@ fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Jo
             shared,
             required,
             Workloads {
-                entry: workloads::stateful_set_entry,
+                entry: workload_selectors::stateful_set_entry,
             },
         ),
     ]

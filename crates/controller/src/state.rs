@@ -572,7 +572,7 @@ mod tests {
     /// default constraints take a pod's selector.
     #[test]
     fn workload_selectors_follow_informer_events() {
-        use scheduler_core::cache::workloads::{replica_set_entry, service_entry};
+        use scheduler_core::cache::workload_selectors::{replica_set_entry, service_entry};
         let loaded = scheduler_core::config::from_flags(None, None).unwrap();
         let profiles =
             Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());

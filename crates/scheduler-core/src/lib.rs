@@ -6,13 +6,14 @@
 //! into the controller.
 #![forbid(unsafe_code)]
 
+pub mod bench_workloads;
 pub mod cache;
 pub mod config;
 pub mod framework;
+mod k8s_names;
 pub mod plugins;
 pub mod policy;
 pub mod queue;
 pub mod schedule_one;
 pub mod simulate;
 pub mod types;
-pub mod workloads;

@@ -47,27 +47,18 @@ pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usiz
     n.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
-/// A small, seedable PRNG (xorshift64*) for breaking score ties; tests seed it.
+/// Breaks score ties; seeded so tests and `simulate` runs are reproducible.
 #[derive(Clone, Debug)]
-pub struct TieBreaker(u64);
+pub struct TieBreaker(fastrand::Rng);
 
 impl TieBreaker {
     pub fn new(seed: u64) -> Self {
-        TieBreaker(seed.max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        TieBreaker(fastrand::Rng::with_seed(seed))
     }
 
     /// Uniform in `0..n` (n > 0).
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.u64(..n)
     }
 }
 

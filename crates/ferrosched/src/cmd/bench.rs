@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use controller::cluster_bench::{self, BenchError, BenchOptions, ClusterBenchResult};
-use scheduler_core::workloads::{self, WORKLOADS};
+use scheduler_core::bench_workloads::{self, WORKLOADS};
 use serde::{Deserialize, Serialize};
 
 #[derive(Args, Debug)]
@@ -141,8 +141,8 @@ pub fn run(args: &BenchArgs) -> ExitCode {
 }
 
 fn run_one(name: &str, nodes: usize, init: usize, measured: usize) -> BenchResult {
-    let w = workloads::build(name, nodes, init, measured).expect("known workload");
-    let s = workloads::run(&w);
+    let w = bench_workloads::build(name, nodes, init, measured).expect("known workload");
+    let s = bench_workloads::run(&w);
     BenchResult {
         workload: name.to_string(),
         nodes,

@@ -13,7 +13,7 @@ use k8s_openapi::api::storage::v1::{
 
 use super::node_tree::{NodeTree, zone_key};
 use super::snapshot::{NamespaceLabels, Snapshot};
-use super::workloads::{WorkloadSelector, WorkloadSelectors};
+use super::workload_selectors::{WorkloadSelector, WorkloadSelectors};
 use crate::types::{
     CsiDriverInfo, CsiNodeInfo, CsiStorageCapacityInfo, NodeInfo, PdbInfo, PodInfo, PodKey,
     PodVolumes, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo, VolumeAttachmentInfo,
@@ -384,8 +384,8 @@ impl Cache {
 
     // ---- workload selectors (default topology spreading) ----
 
-    /// Records a Service/RC/ReplicaSet/StatefulSet selector (see `cache::workloads` for the
-    /// helpers that turn API objects into arguments). Unchanged selectors copy nothing.
+    /// Records a Service/RC/ReplicaSet/StatefulSet selector (see `cache::workload_selectors`
+    /// for the helpers that turn API objects into arguments). Unchanged selectors copy nothing.
     pub fn upsert_workload_selector(
         &mut self,
         kind: WorkloadKind,

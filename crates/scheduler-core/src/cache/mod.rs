@@ -10,9 +10,9 @@
 mod cache;
 mod node_tree;
 mod snapshot;
-pub mod workloads;
+pub mod workload_selectors;
 
 pub use cache::{Cache, CacheDump, CacheError, SnapshotUpdate};
 pub use node_tree::zone_key;
 pub use snapshot::{ImageSpread, Snapshot};
-pub use workloads::{WorkloadEntry, WorkloadSelector, WorkloadSelectors};
+pub use workload_selectors::{WorkloadEntry, WorkloadSelector, WorkloadSelectors};

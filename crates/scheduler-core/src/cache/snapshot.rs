@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::workloads::WorkloadSelectors;
+use super::workload_selectors::WorkloadSelectors;
 use crate::types::{
     CsiNodeInfo, NodeInfo, PdbInfo, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo,
     VolumeObjects,

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use super::duration::parse_go_duration;
 use super::messages as msg;
-use super::node::{Entry, Node, Value};
 use super::spans::{Report, child, index};
 use super::suggest::closest;
+use super::yaml_tree::{Entry, Node, Value};
 
 /// A mapping read as an object with a fixed set of fields.
 pub(crate) struct Obj<'n> {

@@ -7,7 +7,6 @@ use crate::plugins::catalog;
 use super::decode::{Obj, field};
 use super::k8s_schema::{self, NODE_AFFINITY, TOPOLOGY_SPREAD_CONSTRAINT, is_non_empty};
 use super::messages as msg;
-use super::node::Node;
 use super::spans::{Report, index};
 use super::spec::ArgsSpec;
 use super::suggest::quoted_list;
@@ -16,6 +15,7 @@ use super::types::{
     NodeResourcesFitArgs, PodTopologySpreadConstraintsDefaulting, RequestedToCapacityRatioParam,
     ResourceSpec, ScoringStrategy, ScoringStrategyType, UtilizationShapePoint,
 };
+use super::yaml_tree::Node;
 
 fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {

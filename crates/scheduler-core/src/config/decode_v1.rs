@@ -5,13 +5,13 @@ use crate::framework::ExtensionPoint;
 use super::decode::field;
 use super::decode_args::decode_args;
 use super::messages as msg;
-use super::node::{Node, Value};
 use super::spans::{Report, index};
 use super::spec::{ConfigSpec, LeaderElectionSpec, PluginConfigSpec, ProfileSpec};
 use super::types::{
     ClientConnectionConfiguration, Extender, ExtenderManagedResource, ExtenderTlsConfig, PluginRef,
     PluginSet, Plugins,
 };
+use super::yaml_tree::{Node, Value};
 
 pub(crate) const TOP_FIELDS: &[&str] = &[
     "apiVersion",

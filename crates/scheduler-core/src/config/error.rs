@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::node::Pos;
+use super::yaml_tree::Pos;
 
 /// One problem that stops the config from loading.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 use serde::de::DeserializeOwned;
 
 use super::messages as msg;
-use super::node::{Node, Value};
 use super::spans::{Report, child, index};
+use super::yaml_tree::{Node, Value};
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Shape {

@@ -12,10 +12,10 @@ use super::decode_v1::{
     decode_client_connection, decode_leader_election_with, decode_plugin_config, decode_plugin_set,
 };
 use super::messages as msg;
-use super::node::Node;
 use super::spans::{Report, child};
 use super::spec::{ArgsSpec, ConfigSpec, PluginConfigSpec, ProfileSpec};
 use super::types::Plugins;
+use super::yaml_tree::Node;
 
 const LEGACY_FIELDS: &[&str] = &[
     "apiVersion",
@@ -140,7 +140,7 @@ pub(crate) fn decode_legacy(r: &mut Report, root: &Node) -> ConfigSpec {
     // Synthesized entries go after every entry of the file's list, kept or dropped, so
     // their paths never alias a real entry.
     let file_entries = match top.get("pluginConfig").map(|n| &n.value) {
-        Some(super::node::Value::Seq(items)) => items.len(),
+        Some(super::yaml_tree::Value::Seq(items)) => items.len(),
         _ => 0,
     };
     let next_index = |p: &ProfileSpec| {

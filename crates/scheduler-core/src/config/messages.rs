@@ -2,9 +2,9 @@
 //! docs/configuration.md quote the same words. Field-error wording follows upstream's
 //! `field.Error` style ("Invalid value: 200: not in valid range [0-100]").
 
-use super::node::Node;
 use super::suggest::quoted_list;
 use super::types::{API_VERSION, KIND, LEGACY_API_VERSION};
+use super::yaml_tree::Node;
 
 // --- YAML syntax -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 //! Component config: `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration.
 //!
-//! Loading runs: YAML text -> spanned tree ([`node`], [`source`]) -> the document as
+//! Loading runs: YAML text -> spanned tree ([`yaml_tree`], [`source`]) -> the document as
 //! written (decode_v1 / legacy) -> upstream defaults -> validation, which also expands
 //! multiPoint ([`expand`]). Every problem is collected and reported with file, line,
 //! column, field path and fix; see docs/configuration.md for the rules.
@@ -13,11 +13,9 @@ mod defaults;
 mod duration;
 mod error;
 mod expand;
-mod k8s_names;
 mod k8s_schema;
 mod legacy;
 mod messages;
-mod node;
 mod print;
 mod source;
 mod spans;
@@ -26,6 +24,7 @@ mod suggest;
 mod types;
 mod validation;
 mod validation_args;
+mod yaml_tree;
 
 use std::path::Path;
 
@@ -43,9 +42,9 @@ pub mod message {
     pub use super::messages::*;
 }
 
-use node::{Node, Value};
 use spans::Report;
 use spec::{ArgsSpec, ConfigSpec, PluginConfigSpec, ProfileSpec};
+use yaml_tree::{Node, Value};
 
 /// A loaded, defaulted and validated configuration.
 #[derive(Debug, Clone, PartialEq)]

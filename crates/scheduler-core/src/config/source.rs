@@ -8,7 +8,7 @@ use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, ScanError,
 
 use super::error::ConfigError;
 use super::messages as msg;
-use super::node::{Entry, Node, Pos, Value};
+use super::yaml_tree::{Entry, Node, Pos, Value};
 
 fn pos_of(m: Marker) -> Pos {
     Pos {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::error::{ConfigError, ConfigWarning};
-use super::node::Pos;
+use super::yaml_tree::Pos;
 
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Spans {

@@ -4,11 +4,11 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 
-use super::k8s_names::{is_qualified_name, is_valid_label_value};
 use super::messages as msg;
 use super::spans::{Report, child, index};
 use super::spec::ArgsSpec;
 use super::types::*;
+use crate::k8s_names::{label_value_errors, qualified_name_errors};
 
 /// Highest score a shape point may give (upstream `MaxCustomPriorityScore`).
 pub const MAX_CUSTOM_PRIORITY_SCORE: i32 = 10;
@@ -84,7 +84,7 @@ fn default_preemption(r: &mut Report, path: &str, a: &DefaultPreemptionArgs) {
 }
 
 fn label_name(r: &mut Report, path: &str, value: &str) {
-    let errs = is_qualified_name(value);
+    let errs = qualified_name_errors(value);
     if !errs.is_empty() {
         r.error(path, msg::invalid(&format!("{value:?}"), &errs.join("; ")));
     }
@@ -187,7 +187,7 @@ fn label_requirement(r: &mut Report, path: &str, req: &NodeSelectorRequirement) 
         _ => {}
     }
     for (i, v) in values.iter().enumerate() {
-        let errs = is_valid_label_value(v);
+        let errs = label_value_errors(v);
         if !errs.is_empty() {
             r.error(
                 &index(&vp, i),

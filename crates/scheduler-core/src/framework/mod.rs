@@ -1,8 +1,8 @@
 //! The plugin framework: extension points, statuses, cycle state and per-profile frameworks.
 
+mod cluster_events;
 mod cycle_state;
 mod diagnosis;
-mod events;
 mod extension_point;
 mod interface;
 mod nominator;
@@ -13,13 +13,13 @@ mod runtime;
 mod status;
 mod timing;
 
-pub use cycle_state::{CycleState, StateData};
-pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
-pub use events::{
+pub use cluster_events::{
     ActionType, ClusterEvent, EventResource, NodeFingerprint, PluginEvents,
     node_info_update_actions, node_update_actions, node_update_events, pod_update_actions,
     pod_update_events,
 };
+pub use cycle_state::{CycleState, StateData};
+pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
 pub use extension_point::ExtensionPoint;
 pub use interface::*;
 pub use nominator::NominatedPods;

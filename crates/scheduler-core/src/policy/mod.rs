@@ -10,6 +10,7 @@
 //! operations). Which policies a service account may use (RBAC `use` verb) is an input: a
 //! list of policy names. See `docs/scheduling-policy.md`.
 
+mod defaulting;
 mod eval;
 mod merge;
 #[cfg(test)]
@@ -23,10 +24,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-pub use eval::{
-    Admission, Defaulted, PatchOp, PodFields, TolerationView, Verdict, admit, apply_defaults,
-    evaluate, expand_default_tolerations,
+pub use defaulting::{
+    Admission, Defaulted, PatchOp, admit, apply_defaults, expand_default_tolerations,
 };
+pub use eval::{PodFields, TolerationView, Verdict, evaluate};
 pub use merge::{MergeStrategy, effective_policy, merge, merge_with};
 pub use validate::validate;
 

@@ -29,87 +29,38 @@
 //! The queue does not own frameworks: PreEnqueue, QueueSort and the plugins' events come
 //! through [`QueueProfiles`], which [`ProfileRegistry`] implements. Time comes from a
 //! [`Clock`], so tests drive it with [`FakeClock`].
+//!
+//! Files follow upstream's: this one has `SchedulingQueue` itself (adding, updating,
+//! deleting and requeueing pods); `active`, `backoff` and `unschedulable` the sub-queues;
+//! `clock` the clocks. The nominations are `framework::NominatedPods`, which filters read.
 
+mod active;
+mod backoff;
+mod clock;
 mod heap;
 #[cfg(test)]
 mod tests;
+mod unschedulable;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::framework::{
     ClusterEvent, Diagnosis, EventResource, NominatedPods, PluginEvents, ProfileRegistry,
     QueuedPodInfo, Status, pod_update_events,
 };
 use crate::types::{PodInfo, PodKey};
+use active::active_less;
+use backoff::backoff_less;
+use clock::nanos;
 use heap::KeyedHeap;
+
+pub use clock::{Clock, FakeClock, SystemClock};
 
 /// Upstream `DefaultPodMaxInUnschedulablePodsDuration`.
 pub const DEFAULT_MAX_IN_UNSCHEDULABLE_PODS: Duration = Duration::from_secs(5 * 60);
-
-/// A monotonic clock; `now()` is the time since an arbitrary fixed origin.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Duration;
-}
-
-/// The real clock: time since the queue's clock was created.
-#[derive(Debug)]
-pub struct SystemClock {
-    origin: Instant,
-}
-
-impl SystemClock {
-    pub fn new() -> Self {
-        SystemClock {
-            origin: Instant::now(),
-        }
-    }
-}
-
-impl Default for SystemClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Clock for SystemClock {
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
-    }
-}
-
-/// A clock tests move by hand; clones share the same time.
-#[derive(Clone, Debug, Default)]
-pub struct FakeClock {
-    nanos: Arc<AtomicU64>,
-}
-
-impl FakeClock {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn advance(&self, by: Duration) {
-        self.nanos.fetch_add(nanos(by), Ordering::SeqCst);
-    }
-
-    pub fn set(&self, to: Duration) {
-        self.nanos.store(nanos(to), Ordering::SeqCst);
-    }
-}
-
-impl Clock for FakeClock {
-    fn now(&self) -> Duration {
-        Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
-    }
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 /// What the queue needs from the profiles, without owning them.
 pub trait QueueProfiles: Send + Sync {
@@ -404,25 +355,6 @@ impl fmt::Debug for SchedulingQueue {
     }
 }
 
-fn active_less(p: &dyn QueueProfiles) -> impl Fn(&Entry, &Entry) -> bool + '_ {
-    move |a, b| p.less(&a.info, &b.info) || (!p.less(&b.info, &a.info) && a.seq < b.seq)
-}
-
-fn backoff_expiry(cfg: &QueueConfig, info: &QueuedPodInfo) -> u64 {
-    info.timestamp
-        .saturating_add(nanos(cfg.backoff_duration(info.attempts)))
-}
-
-fn backoff_less<'a>(
-    cfg: &'a QueueConfig,
-    p: &'a dyn QueueProfiles,
-) -> impl Fn(&Entry, &Entry) -> bool + 'a {
-    move |a, b| {
-        let (ea, eb) = (backoff_expiry(cfg, &a.info), backoff_expiry(cfg, &b.info));
-        ea < eb || (ea == eb && active_less(p)(a, b))
-    }
-}
-
 impl SchedulingQueue {
     pub fn new(
         config: QueueConfig,
@@ -487,12 +419,6 @@ impl SchedulingQueue {
         }
     }
 
-    /// Whether the pod waits in the error backoffQ (its last attempt failed with an error,
-    /// not a rejection): it leaves only when its backoff expires.
-    pub fn in_error_backoff(&self, key: &PodKey) -> bool {
-        self.error_backoff.contains(key)
-    }
-
     /// The queued entry of a waiting pod.
     pub fn get(&self, key: &PodKey) -> Option<&QueuedPodInfo> {
         self.active
@@ -501,16 +427,6 @@ impl SchedulingQueue {
             .or_else(|| self.error_backoff.get(key))
             .map(|e| &e.info)
             .or_else(|| self.unschedulable.get(key))
-    }
-
-    /// Whether the pod was popped and its attempt is not done yet.
-    pub fn is_in_flight(&self, key: &PodKey) -> bool {
-        self.in_flight_by_key.contains_key(key)
-    }
-
-    fn in_flight_of(&mut self, key: &PodKey) -> Option<&mut InFlight> {
-        let uid = self.in_flight_by_key.get(key)?;
-        self.in_flight.get_mut(&(key.clone(), uid.clone()))
     }
 
     /// A new unscheduled pod (informer add): PreEnqueue decides activeQ or the gated pool.
@@ -615,51 +531,6 @@ impl SchedulingQueue {
         self.remove_waiting(key).is_some()
     }
 
-    /// Takes the next pod to schedule: activeQ's head, else the head of the backoffQ of
-    /// rejected pods (if enabled; never the error backoffQ). The pod is in flight until
-    /// [`done`](Self::done).
-    pub fn pop(&mut self) -> Option<QueuedPodInfo> {
-        let profiles = &*self.profiles;
-        let entry = match self.active.pop(&active_less(profiles)) {
-            Some(e) => e,
-            None if self.config.pop_from_backoff => {
-                self.backoff.pop(&backoff_less(&self.config, profiles))?
-            }
-            None => return None,
-        };
-        let mut info = entry.info;
-        self.counters.rejectors(&info, -1);
-        info.attempts += 1;
-        self.scheduling_cycle += 1;
-        let (key, uid) = (info.pod.key().clone(), info.pod.uid.clone());
-        self.in_flight_by_key.insert(key.clone(), uid.clone());
-        self.in_flight.insert(
-            (key, uid),
-            InFlight {
-                cycle: self.scheduling_cycle,
-                latest: None,
-                deleted: false,
-            },
-        );
-        Some(info)
-    }
-
-    /// The attempt for `pod` (as popped) is over: bound, or given up. Requeueing through
-    /// [`add_unschedulable_if_not_present`](Self::add_unschedulable_if_not_present) calls it.
-    pub fn done(&mut self, pod: &PodInfo) {
-        let id = (pod.key().clone(), pod.uid.clone());
-        if self.in_flight.remove(&id).is_none() {
-            return;
-        }
-        if self.in_flight_by_key.get(&id.0) == Some(&id.1) {
-            self.in_flight_by_key.remove(&id.0);
-        }
-        match self.in_flight.values().map(|f| f.cycle).min() {
-            None => self.in_flight_events.clear(),
-            Some(oldest) => self.in_flight_events.retain(|e| e.cycle >= oldest),
-        }
-    }
-
     /// Puts a pod whose attempt failed back. `diagnosis` is `None` for an error (the pod
     /// then always goes through backoff); otherwise its unschedulable/pending plugins decide
     /// which events may help. If a matching event arrived during the attempt (since
@@ -729,104 +600,6 @@ impl SchedulingQueue {
             .incoming(kind, IncomingEvent::ScheduleAttemptFailure);
         self.add_nominated(&pod, None);
         Ok(kind)
-    }
-
-    /// A cluster event happened: moves every unschedulable pod it may help (and that passes
-    /// `pre_check`) to activeQ or backoffQ. Returns how many pods left the pool.
-    pub fn move_all_to_active_or_backoff(
-        &mut self,
-        event: ClusterEvent,
-        pre_check: Option<&dyn Fn(&PodInfo) -> bool>,
-    ) -> usize {
-        if !self.profiles.event_of_interest(&event) {
-            return 0;
-        }
-        let keys: Vec<PodKey> = self
-            .unschedulable
-            .iter()
-            .filter(|(_, i)| pre_check.is_none_or(|f| f(&i.pod)))
-            .map(|(k, _)| k.clone())
-            .collect();
-        self.move_pods(keys, event)
-    }
-
-    fn move_pods(&mut self, keys: Vec<PodKey>, event: ClusterEvent) -> usize {
-        let mut moved = 0;
-        for key in keys {
-            let Some(info) = self.unschedulable.get(&key) else {
-                continue;
-            };
-            let strategy = self.worth_requeuing(info, &event);
-            if strategy == Strategy::Skip {
-                continue;
-            }
-            let info = self.unschedulable.remove(&key).expect("present");
-            self.counters.rejectors(&info, -1);
-            let kind = self.requeue(info, strategy);
-            if !matches!(kind, QueueKind::Unschedulable | QueueKind::Gated) {
-                self.counters.incoming(kind, IncomingEvent::Cluster(event));
-                moved += 1;
-            }
-        }
-        if !self.in_flight.is_empty() {
-            self.in_flight_events.push(RecordedEvent {
-                cycle: self.scheduling_cycle,
-                event,
-                only_for: None,
-            });
-        }
-        moved
-    }
-
-    /// Moves pods whose backoff has expired from backoffQ to activeQ (upstream runs this
-    /// every second). Returns how many moved.
-    pub fn flush_backoff_completed(&mut self) -> usize {
-        self.flush_backoff_heap(false) + self.flush_backoff_heap(true)
-    }
-
-    fn flush_backoff_heap(&mut self, errors: bool) -> usize {
-        let now = self.now();
-        let mut moved = 0;
-        loop {
-            let heap = if errors {
-                &mut self.error_backoff
-            } else {
-                &mut self.backoff
-            };
-            match heap.peek() {
-                Some(e) if backoff_expiry(&self.config, &e.info) <= now => {}
-                _ => break,
-            }
-            let entry = heap
-                .pop(&backoff_less(&self.config, &*self.profiles))
-                .expect("peeked");
-            self.counters.rejectors(&entry.info, -1);
-            // PreEnqueue already ran when the pod entered backoffQ.
-            let rerun = !self.config.pop_from_backoff;
-            let kind = self.move_to_active(entry.info, rerun);
-            self.counters.incoming(kind, IncomingEvent::BackoffComplete);
-            if kind == QueueKind::Active {
-                moved += 1;
-            }
-        }
-        moved
-    }
-
-    /// Retries pods that waited in the unschedulable pool longer than the limit (upstream
-    /// runs this every 30 seconds). Returns how many left the pool.
-    pub fn flush_unschedulable_left_over(&mut self) -> usize {
-        let now = self.now();
-        let limit = nanos(self.config.max_in_unschedulable_pods);
-        let keys: Vec<PodKey> = self
-            .unschedulable
-            .iter()
-            .filter(|(_, i)| now.saturating_sub(i.timestamp) > limit)
-            .map(|(k, _)| k.clone())
-            .collect();
-        if keys.is_empty() {
-            return 0;
-        }
-        self.move_pods(keys, ClusterEvent::UNSCHEDULABLE_TIMEOUT)
     }
 
     /// Pending pods per sub-queue (in-flight pods are not pending).
@@ -927,14 +700,6 @@ impl SchedulingQueue {
         self.unschedulable.remove(key)
     }
 
-    /// Puts a pod (in no sub-queue) into the unschedulable pool.
-    fn insert_unschedulable(&mut self, info: QueuedPodInfo) {
-        self.counters.rejectors(&info, 1);
-        if let Some(old) = self.unschedulable.insert(info.pod.key().clone(), info) {
-            self.counters.rejectors(&old, -1);
-        }
-    }
-
     /// Runs PreEnqueue; true if the pod may proceed. Records the gating plugin otherwise.
     fn pass_pre_enqueue(&self, info: &mut QueuedPodInfo) -> bool {
         let status = self.profiles.pre_enqueue(&info.pod);
@@ -945,50 +710,6 @@ impl SchedulingQueue {
             info.gating_plugin = Some(status.plugin().unwrap_or("PreEnqueue"));
             false
         }
-    }
-
-    fn is_backing_off(&self, info: &QueuedPodInfo) -> bool {
-        backoff_expiry(&self.config, info) > self.now()
-    }
-
-    fn move_to_active(&mut self, mut info: QueuedPodInfo, run_pre_enqueue: bool) -> QueueKind {
-        if run_pre_enqueue && !self.pass_pre_enqueue(&mut info) {
-            self.insert_unschedulable(info);
-            return QueueKind::Gated;
-        }
-        if info.initial_attempt_timestamp.is_none() {
-            info.initial_attempt_timestamp = Some(self.now());
-        }
-        self.counters.rejectors(&info, 1);
-        let seq = self.next_seq();
-        self.active.push(
-            info.pod.key().clone(),
-            Entry { info, seq },
-            &active_less(&*self.profiles),
-        );
-        QueueKind::Active
-    }
-
-    fn move_to_backoff(&mut self, mut info: QueuedPodInfo) -> QueueKind {
-        if self.config.pop_from_backoff && !self.pass_pre_enqueue(&mut info) {
-            self.insert_unschedulable(info);
-            return QueueKind::Gated;
-        }
-        self.counters.rejectors(&info, 1);
-        let seq = self.next_seq();
-        let key = info.pod.key().clone();
-        // Upstream: no unschedulable and no pending plugin means the attempt hit an error.
-        let heap = if info.unschedulable_plugins.is_empty() && info.pending_plugins.is_empty() {
-            &mut self.error_backoff
-        } else {
-            &mut self.backoff
-        };
-        heap.push(
-            key,
-            Entry { info, seq },
-            &backoff_less(&self.config, &*self.profiles),
-        );
-        QueueKind::Backoff
     }
 
     /// Upstream `requeuePodWithQueueingStrategy`. The pod must not be in any sub-queue.
@@ -1006,24 +727,5 @@ impl SchedulingQueue {
             Strategy::AfterBackoff if self.is_backing_off(&info) => self.move_to_backoff(info),
             _ => self.move_to_active(info, true),
         }
-    }
-
-    /// Upstream `isPodWorthRequeuing` with every queueing hint answering "Queue".
-    fn worth_requeuing(&self, info: &QueuedPodInfo, event: &ClusterEvent) -> Strategy {
-        let rejectors: BTreeSet<&'static str> = info.rejector_plugins();
-        if rejectors.is_empty() || event.is_wildcard() {
-            return Strategy::AfterBackoff;
-        }
-        let Some(events) = self.profiles.plugin_events(&info.pod.scheduler_name) else {
-            return Strategy::AfterBackoff;
-        };
-        let mut strategy = Strategy::Skip;
-        for plugin in events.interested(event, &rejectors) {
-            if info.gating_plugin.is_none() && info.pending_plugins.contains(plugin) {
-                return Strategy::Immediately;
-            }
-            strategy = Strategy::AfterBackoff;
-        }
-        strategy
     }
 }

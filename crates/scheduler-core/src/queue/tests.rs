@@ -637,21 +637,6 @@ fn default_profile_registers_upstream_events() {
     assert!(reg.event_of_interest(&ClusterEvent::UNSCHEDULABLE_TIMEOUT));
 }
 
-/// A small deterministic PRNG (no new dependencies).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn check_invariants(q: &SchedulingQueue, live: &BTreeMap<String, Arc<PodInfo>>) {
     // The per-plugin counts are exactly those of the waiting pods.
     let mut recount = QueueCounters::default();
@@ -717,7 +702,7 @@ fn check_invariants(q: &SchedulingQueue, live: &BTreeMap<String, Arc<PodInfo>>) 
 fn randomized_operations_never_duplicate_or_lose_pods() {
     for seed in [1u64, 7, 42, 0xdead_beef, 2026] {
         let (mut q, clock) = queue();
-        let mut rng = Rng(seed);
+        let mut rng = fastrand::Rng::with_seed(seed);
         let mut live: BTreeMap<String, Arc<PodInfo>> = BTreeMap::new();
         let mut in_flight: Vec<(QueuedPodInfo, u64)> = Vec::new();
         let plugins = [
@@ -736,15 +721,15 @@ fn randomized_operations_never_duplicate_or_lose_pods() {
         ];
         let mut uid = 0u64;
         for step in 0..3000 {
-            let name = format!("p{}", rng.below(40));
-            match rng.below(10) {
+            let name = format!("p{}", rng.u64(..40));
+            match rng.u64(..10) {
                 0 | 1 => {
                     if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(name) {
                         let name = slot.key().clone();
-                        let p = if rng.below(5) == 0 {
+                        let p = if rng.u64(..5) == 0 {
                             gated(&name, &["g"])
                         } else {
-                            pod(&name, i32::try_from(rng.below(3)).unwrap())
+                            pod(&name, i32::try_from(rng.u64(..3)).unwrap())
                         };
                         // Each incarnation of a name is another pod.
                         uid += 1;
@@ -780,10 +765,10 @@ fn randomized_operations_never_duplicate_or_lose_pods() {
                 }
                 6 => {
                     if !in_flight.is_empty() {
-                        let i = usize::try_from(rng.below(in_flight.len() as u64)).unwrap();
+                        let i = usize::try_from(rng.u64(..in_flight.len() as u64)).unwrap();
                         let (info, cycle) = in_flight.swap_remove(i);
                         let k = info.pod.key().clone();
-                        match rng.below(3) {
+                        match rng.u64(..3) {
                             0 => {
                                 // Bound: the pod leaves the pending set, unless this was
                                 // an attempt of an incarnation deleted meanwhile.
@@ -797,7 +782,7 @@ fn randomized_operations_never_duplicate_or_lose_pods() {
                                 let _ = q.add_unschedulable_if_not_present(info, None, cycle);
                             }
                             _ => {
-                                let p = plugins[usize::try_from(rng.below(5)).unwrap()];
+                                let p = plugins[usize::try_from(rng.u64(..5)).unwrap()];
                                 let d = rejected_by(&[p]);
                                 let _ = q.add_unschedulable_if_not_present(info, Some(&d), cycle);
                             }
@@ -805,15 +790,15 @@ fn randomized_operations_never_duplicate_or_lose_pods() {
                     }
                 }
                 7 => {
-                    let e = events[usize::try_from(rng.below(5)).unwrap()];
+                    let e = events[usize::try_from(rng.u64(..5)).unwrap()];
                     q.move_all_to_active_or_backoff(e, None);
                 }
                 8 => {
-                    clock.advance(Duration::from_millis(rng.below(20_000)));
+                    clock.advance(Duration::from_millis(rng.u64(..20_000)));
                     q.flush_backoff_completed();
                 }
                 _ => {
-                    clock.advance(Duration::from_secs(rng.below(120)));
+                    clock.advance(Duration::from_secs(rng.u64(..120)));
                     q.flush_unschedulable_left_over();
                 }
             }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
-use super::selector::{LabelOperator, LabelRequirement};
+use super::node_selector::{LabelOperator, LabelRequirement};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LabelSelector {

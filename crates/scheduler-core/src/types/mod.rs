@@ -5,22 +5,25 @@
 
 pub mod label_selector;
 pub mod node;
+pub mod node_selector;
 pub mod pdb;
 pub mod pod;
 pub mod pod_affinity;
 pub mod quantity;
 pub mod resource;
 pub mod runtime_class;
-pub mod selector;
 pub mod taint;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topology_spread;
-mod validation;
 pub mod volume;
 
 pub use label_selector::LabelSelector;
 pub use node::{HostPortInfo, NodeInfo, next_generation};
+pub use node_selector::{
+    FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
+    PreferredSchedulingTerm,
+};
 pub use pdb::PdbInfo;
 pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,
@@ -34,10 +37,6 @@ pub use resource::{
     is_scalar_resource_name,
 };
 pub use runtime_class::RuntimeClassInfo;
-pub use selector::{
-    FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
-    PreferredSchedulingTerm,
-};
 pub use taint::{
     Taint, TaintEffect, Toleration, TolerationOperator, find_untolerated_taint,
     tolerations_tolerate_taint,

@@ -7,13 +7,13 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::node_selector::{NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm};
 use super::pod_affinity::PodAffinityTerms;
 use super::quantity::{Quantity, parse_quantity};
 use super::resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, HUGEPAGES_PREFIX, RESOURCE_CPU,
     RESOURCE_MEMORY, Resource,
 };
-use super::selector::{NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm};
 use super::taint::Toleration;
 
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";

@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use super::label_selector::LabelSelector;
-use super::validation::{is_label_value, is_qualified_name};
+use crate::k8s_names::{is_label_value, is_qualified_name};
 
 /// Labels of a namespace that is not known: upstream treats it as an empty label set.
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
 use super::quantity::{Quantity, parse_quantity};
-use super::validation::is_qualified_name;
+use crate::k8s_names::is_qualified_name;
 
 /// Interned resource name, cheap to clone into every pod and node.
 pub type ResourceName = Arc<str>;

@@ -5,16 +5,28 @@
 //! Everything is parsed once per object change: quantities become bytes, node affinity and
 //! claim selectors are compiled, and API defaults the server would apply (volumeBindingMode
 //! Immediate, volumeMode Filesystem) are filled in, so plugins never parse in a cycle.
+//!
+//! `in_tree` translates in-tree volume sources to their CSI drivers; `store` holds
+//! [`VolumeObjects`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+mod in_tree;
+mod store;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::storage::v1 as storage;
 
 use super::label_selector::LabelSelector;
+use super::node_selector::NodeSelector;
 use super::quantity::parse_k8s_quantity;
-use super::selector::NodeSelector;
+use in_tree::{inline_in_tree_source, pv_in_tree_source};
+
+pub use in_tree::{
+    AWS_EBS_PLUGIN, AZURE_DISK_PLUGIN, CINDER_PLUGIN, DiskVolume, GCE_PD_PLUGIN, InTreeVolume,
+    PORTWORX_PLUGIN, migrated_csi_driver,
+};
+pub use store::VolumeObjects;
 
 /// Set by the scheduler on a claim it wants provisioned on a node.
 pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
@@ -27,84 +39,6 @@ pub const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 pub const READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
 /// CSINode annotation: comma-separated in-tree plugins the node runs through CSI.
 pub const ANN_MIGRATED_PLUGINS: &str = "storage.alpha.kubernetes.io/migrated-plugins";
-
-pub const AWS_EBS_PLUGIN: &str = "kubernetes.io/aws-ebs";
-pub const GCE_PD_PLUGIN: &str = "kubernetes.io/gce-pd";
-pub const AZURE_DISK_PLUGIN: &str = "kubernetes.io/azure-disk";
-pub const CINDER_PLUGIN: &str = "kubernetes.io/cinder";
-pub const PORTWORX_PLUGIN: &str = "kubernetes.io/portworx-volume";
-
-/// The CSI driver an in-tree plugin migrates to, for the plugins whose migration upstream's
-/// scheduler honours (1.33: AWS EBS, GCE PD, Azure Disk, Cinder, Portworx; Azure File and
-/// vSphere are translatable but never counted as migrated).
-pub fn migrated_csi_driver(plugin: &str) -> Option<&'static str> {
-    Some(match plugin {
-        AWS_EBS_PLUGIN => "ebs.csi.aws.com",
-        GCE_PD_PLUGIN => "pd.csi.storage.gke.io",
-        AZURE_DISK_PLUGIN => "disk.csi.azure.com",
-        CINDER_PLUGIN => "cinder.csi.openstack.org",
-        PORTWORX_PLUGIN => "pxd.portworx.com",
-        _ => return None,
-    })
-}
-
-/// An in-tree volume (inline in a pod or a PersistentVolume's source) as its CSI driver sees
-/// it once migrated: upstream csi-translation-lib's driver name and volume handle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InTreeVolume {
-    pub plugin: &'static str,
-    pub driver: &'static str,
-    pub handle: String,
-}
-
-impl InTreeVolume {
-    fn new(plugin: &'static str, handle: String) -> Option<Self> {
-        Some(InTreeVolume {
-            plugin,
-            driver: migrated_csi_driver(plugin)?,
-            handle,
-        })
-    }
-
-    /// `driver/handle`, the key attach limits count unique volumes by.
-    pub fn unique_name(&self) -> String {
-        format!("{}/{}", self.driver, self.handle)
-    }
-}
-
-/// An EBS volume ID as the CSI driver names it: `aws://<zone>/<id>` becomes `<id>`.
-fn ebs_volume_handle(id: &str) -> String {
-    match id.strip_prefix("aws://") {
-        Some(rest) => rest
-            .split_once('/')
-            .map_or(rest, |(_, path)| path)
-            .trim_matches('/')
-            .to_string(),
-        None => id.to_string(),
-    }
-}
-
-const GCE_UNSPECIFIED: &str = "UNSPECIFIED";
-
-/// A PD's CSI handle: zonal `projects/UNSPECIFIED/zones/<zone>/disks/<pd>`, or regional
-/// (`a__b` multi-zone label) `projects/UNSPECIFIED/regions/<region>/disks/<pd>`.
-fn gce_pd_handle(pd: &str, zone_label: Option<&str>) -> String {
-    let zone = zone_label.unwrap_or(GCE_UNSPECIFIED);
-    let zones: Vec<&str> = zone.split("__").collect();
-    if zones.len() > 1 {
-        let regions: Vec<&str> = zones
-            .iter()
-            .map(|z| z.rsplit_once('-').map_or(*z, |(r, _)| r))
-            .collect();
-        if regions.iter().all(|r| *r == regions[0]) {
-            return format!(
-                "projects/{GCE_UNSPECIFIED}/regions/{}/disks/{pd}",
-                regions[0]
-            );
-        }
-    }
-    format!("projects/{GCE_UNSPECIFIED}/zones/{zone}/disks/{pd}")
-}
 
 /// `namespace/name` of a claim.
 pub fn claim_key(namespace: &str, name: &str) -> String {
@@ -333,7 +267,7 @@ impl PvInfo {
                 if r.key != "kubernetes.io/hostname" {
                     continue;
                 }
-                let super::selector::LabelOperator::In(values) = &r.op else {
+                let super::node_selector::LabelOperator::In(values) = &r.op else {
                     continue;
                 };
                 nodes = Some(match nodes {
@@ -350,56 +284,6 @@ impl PvInfo {
         out.sort();
         out
     }
-}
-
-/// The migratable in-tree source of a PersistentVolume (translation of a PV source).
-fn pv_in_tree_source(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    spec: &k8s::PersistentVolumeSpec,
-) -> Option<InTreeVolume> {
-    if let Some(s) = &spec.aws_elastic_block_store {
-        return InTreeVolume::new(AWS_EBS_PLUGIN, ebs_volume_handle(&s.volume_id));
-    }
-    if let Some(s) = &spec.gce_persistent_disk {
-        let labels = meta.labels.as_ref();
-        let zone = labels
-            .and_then(|l| l.get("topology.kubernetes.io/zone"))
-            .or_else(|| labels.and_then(|l| l.get("failure-domain.beta.kubernetes.io/zone")));
-        return InTreeVolume::new(
-            GCE_PD_PLUGIN,
-            gce_pd_handle(&s.pd_name, zone.map(String::as_str)),
-        );
-    }
-    if let Some(s) = &spec.azure_disk {
-        return InTreeVolume::new(AZURE_DISK_PLUGIN, s.disk_uri.clone());
-    }
-    if let Some(s) = &spec.cinder {
-        return InTreeVolume::new(CINDER_PLUGIN, s.volume_id.clone());
-    }
-    if let Some(s) = &spec.portworx_volume {
-        return InTreeVolume::new(PORTWORX_PLUGIN, s.volume_id.clone());
-    }
-    None
-}
-
-/// The migratable in-tree source of a pod's inline volume (a zone is not known inline).
-fn inline_in_tree_source(v: &k8s::Volume) -> Option<InTreeVolume> {
-    if let Some(s) = &v.aws_elastic_block_store {
-        return InTreeVolume::new(AWS_EBS_PLUGIN, ebs_volume_handle(&s.volume_id));
-    }
-    if let Some(s) = &v.gce_persistent_disk {
-        return InTreeVolume::new(GCE_PD_PLUGIN, gce_pd_handle(&s.pd_name, None));
-    }
-    if let Some(s) = &v.azure_disk {
-        return InTreeVolume::new(AZURE_DISK_PLUGIN, s.disk_uri.clone());
-    }
-    if let Some(s) = &v.cinder {
-        return InTreeVolume::new(CINDER_PLUGIN, s.volume_id.clone());
-    }
-    if let Some(s) = &v.portworx_volume {
-        return InTreeVolume::new(PORTWORX_PLUGIN, s.volume_id.clone());
-    }
-    None
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -605,72 +489,6 @@ impl VolumeAttachmentInfo {
     }
 }
 
-/// An in-tree volume that VolumeRestrictions checks for disk conflicts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DiskVolume {
-    GcePd {
-        name: String,
-        read_only: bool,
-    },
-    AwsEbs {
-        volume_id: String,
-    },
-    Iscsi {
-        iqn: String,
-        read_only: bool,
-    },
-    Rbd {
-        monitors: Vec<String>,
-        pool: String,
-        image: String,
-        read_only: bool,
-    },
-}
-
-impl DiskVolume {
-    /// Upstream `isVolumeConflict` for one pair of volumes.
-    pub fn conflicts_with(&self, other: &DiskVolume) -> bool {
-        use DiskVolume::*;
-        match (self, other) {
-            (
-                GcePd { name, read_only },
-                GcePd {
-                    name: n2,
-                    read_only: r2,
-                },
-            ) => name == n2 && !(*read_only && *r2),
-            (AwsEbs { volume_id }, AwsEbs { volume_id: v2 }) => volume_id == v2,
-            (
-                Iscsi { iqn, read_only },
-                Iscsi {
-                    iqn: i2,
-                    read_only: r2,
-                },
-            ) => iqn == i2 && !(*read_only && *r2),
-            (
-                Rbd {
-                    monitors,
-                    pool,
-                    image,
-                    read_only,
-                },
-                Rbd {
-                    monitors: m2,
-                    pool: p2,
-                    image: i2,
-                    read_only: r2,
-                },
-            ) => {
-                monitors.iter().any(|m| m2.contains(m))
-                    && pool == p2
-                    && image == i2
-                    && !(*read_only && *r2)
-            }
-            _ => false,
-        }
-    }
-}
-
 /// A claim a pod uses: a `persistentVolumeClaim` volume or a generic ephemeral volume
 /// (whose claim is named `<pod>-<volume>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -770,258 +588,6 @@ impl PodVolumes {
     }
 }
 
-/// Claims, volumes, classes, CSINodes, CSIDrivers, CSIStorageCapacities and
-/// VolumeAttachments, each map copy-on-write: the cache edits its own
-/// copy with `Arc::make_mut` and snapshots share the maps until one changes.
-#[derive(Debug, Clone, Default)]
-pub struct VolumeObjects {
-    /// Keyed by `namespace/name`.
-    pub(crate) pvcs: Arc<HashMap<String, Arc<PvcInfo>>>,
-    /// Sorted by name, so matching a claim to the smallest volume breaks ties the same way
-    /// every time.
-    pub(crate) pvs: Arc<BTreeMap<String, Arc<PvInfo>>>,
-    pub(crate) classes: Arc<HashMap<String, Arc<StorageClassInfo>>>,
-    pub(crate) csi_nodes: Arc<HashMap<String, Arc<CsiNodeInfo>>>,
-    pub(crate) csi_drivers: Arc<HashMap<String, Arc<CsiDriverInfo>>>,
-    /// Keyed by `namespace/name`.
-    pub(crate) capacities: Arc<BTreeMap<String, Arc<CsiStorageCapacityInfo>>>,
-    /// Node name -> its VolumeAttachments by name (attach limits look them up per node).
-    pub(crate) attachments: Arc<HashMap<String, BTreeMap<String, Arc<VolumeAttachmentInfo>>>>,
-}
-
-impl VolumeObjects {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn pvc(&self, namespace: &str, name: &str) -> Option<&Arc<PvcInfo>> {
-        self.pvcs.get(&claim_key(namespace, name))
-    }
-    pub fn pv(&self, name: &str) -> Option<&Arc<PvInfo>> {
-        self.pvs.get(name)
-    }
-    pub fn storage_class(&self, name: &str) -> Option<&Arc<StorageClassInfo>> {
-        self.classes.get(name)
-    }
-    pub fn csi_node(&self, name: &str) -> Option<&Arc<CsiNodeInfo>> {
-        self.csi_nodes.get(name)
-    }
-    pub fn csi_driver(&self, name: &str) -> Option<&Arc<CsiDriverInfo>> {
-        self.csi_drivers.get(name)
-    }
-    /// Every CSIStorageCapacity, by namespace and name.
-    pub fn storage_capacities(&self) -> impl Iterator<Item = &Arc<CsiStorageCapacityInfo>> {
-        self.capacities.values()
-    }
-    /// The VolumeAttachments of one node, by name.
-    pub fn volume_attachments(
-        &self,
-        node: &str,
-    ) -> impl Iterator<Item = &Arc<VolumeAttachmentInfo>> {
-        self.attachments
-            .get(node)
-            .into_iter()
-            .flat_map(|m| m.values())
-    }
-    /// Every volume, by name.
-    pub fn pvs(&self) -> impl Iterator<Item = &Arc<PvInfo>> {
-        self.pvs.values()
-    }
-
-    /// Inserts or replaces; returns false (and copies nothing) when it was unchanged.
-    pub fn put_pvc(&mut self, info: PvcInfo) -> bool {
-        let key = info.key();
-        if self.pvcs.get(&key).is_some_and(|o| **o == info) {
-            return false;
-        }
-        Arc::make_mut(&mut self.pvcs).insert(key, Arc::new(info));
-        true
-    }
-    pub fn delete_pvc(&mut self, namespace: &str, name: &str) -> bool {
-        let key = claim_key(namespace, name);
-        if !self.pvcs.contains_key(&key) {
-            return false;
-        }
-        Arc::make_mut(&mut self.pvcs).remove(&key);
-        true
-    }
-    pub fn put_pv(&mut self, info: PvInfo) -> bool {
-        if self.pvs.get(&info.name).is_some_and(|o| **o == info) {
-            return false;
-        }
-        Arc::make_mut(&mut self.pvs).insert(info.name.clone(), Arc::new(info));
-        true
-    }
-    pub fn delete_pv(&mut self, name: &str) -> bool {
-        if !self.pvs.contains_key(name) {
-            return false;
-        }
-        Arc::make_mut(&mut self.pvs).remove(name);
-        true
-    }
-    pub fn put_storage_class(&mut self, info: StorageClassInfo) -> bool {
-        if self.classes.get(&info.name).is_some_and(|o| **o == info) {
-            return false;
-        }
-        Arc::make_mut(&mut self.classes).insert(info.name.clone(), Arc::new(info));
-        true
-    }
-    pub fn delete_storage_class(&mut self, name: &str) -> bool {
-        if !self.classes.contains_key(name) {
-            return false;
-        }
-        Arc::make_mut(&mut self.classes).remove(name);
-        true
-    }
-    pub fn put_csi_node(&mut self, info: CsiNodeInfo) -> bool {
-        if self.csi_nodes.get(&info.name).is_some_and(|o| **o == info) {
-            return false;
-        }
-        Arc::make_mut(&mut self.csi_nodes).insert(info.name.clone(), Arc::new(info));
-        true
-    }
-    pub fn delete_csi_node(&mut self, name: &str) -> bool {
-        if !self.csi_nodes.contains_key(name) {
-            return false;
-        }
-        Arc::make_mut(&mut self.csi_nodes).remove(name);
-        true
-    }
-
-    pub fn put_csi_driver(&mut self, info: CsiDriverInfo) -> bool {
-        if self
-            .csi_drivers
-            .get(&info.name)
-            .is_some_and(|o| **o == info)
-        {
-            return false;
-        }
-        Arc::make_mut(&mut self.csi_drivers).insert(info.name.clone(), Arc::new(info));
-        true
-    }
-    pub fn delete_csi_driver(&mut self, name: &str) -> bool {
-        if !self.csi_drivers.contains_key(name) {
-            return false;
-        }
-        Arc::make_mut(&mut self.csi_drivers).remove(name);
-        true
-    }
-    pub fn put_storage_capacity(&mut self, info: CsiStorageCapacityInfo) -> bool {
-        let key = info.key();
-        if self.capacities.get(&key).is_some_and(|o| **o == info) {
-            return false;
-        }
-        Arc::make_mut(&mut self.capacities).insert(key, Arc::new(info));
-        true
-    }
-    pub fn delete_storage_capacity(&mut self, namespace: &str, name: &str) -> bool {
-        let key = claim_key(namespace, name);
-        if !self.capacities.contains_key(&key) {
-            return false;
-        }
-        Arc::make_mut(&mut self.capacities).remove(&key);
-        true
-    }
-
-    /// Inserts or replaces (by name; `spec.nodeName` is immutable).
-    pub fn put_volume_attachment(&mut self, info: VolumeAttachmentInfo) -> bool {
-        let same = self
-            .attachments
-            .get(&info.node_name)
-            .and_then(|m| m.get(&info.name))
-            .is_some_and(|o| **o == info);
-        if same {
-            return false;
-        }
-        Arc::make_mut(&mut self.attachments)
-            .entry(info.node_name.clone())
-            .or_default()
-            .insert(info.name.clone(), Arc::new(info));
-        true
-    }
-    pub fn delete_volume_attachment(&mut self, node: &str, name: &str) -> bool {
-        if !self
-            .attachments
-            .get(node)
-            .is_some_and(|m| m.contains_key(name))
-        {
-            return false;
-        }
-        let all = Arc::make_mut(&mut self.attachments);
-        if let Some(m) = all.get_mut(node) {
-            m.remove(name);
-            if m.is_empty() {
-                all.remove(node);
-            }
-        }
-        true
-    }
-
-    /// Records a decision as if the API updates were done (upstream `AssumePodVolumes`):
-    /// each chosen volume gets a claimRef to its claim, each claim to provision gets the
-    /// selected-node annotation. Later cycles then neither reuse the volume nor move the claim.
-    pub fn assume_pod_volumes(&mut self, decided: &PodVolumes, node: &str) {
-        for b in &decided.static_bindings {
-            let uid = self
-                .pvc(&b.pvc_namespace, &b.pvc_name)
-                .map(|c| c.uid.clone())
-                .unwrap_or_default();
-            if let Some(pv) = self.pv(&b.pv) {
-                let mut pv = (**pv).clone();
-                pv.claim_ref = Some(ClaimRef {
-                    namespace: b.pvc_namespace.clone(),
-                    name: b.pvc_name.clone(),
-                    uid,
-                });
-                self.put_pv(pv);
-            }
-        }
-        for (ns, name) in &decided.dynamic_provisions {
-            if let Some(pvc) = self.pvc(ns, name) {
-                let mut pvc = (**pvc).clone();
-                pvc.selected_node = Some(node.to_string());
-                self.put_pvc(pvc);
-            }
-        }
-    }
-
-    /// Shares every map of `other` that differs from ours (pointer comparison only).
-    pub(crate) fn sync_from(&mut self, other: &VolumeObjects) {
-        if !Arc::ptr_eq(&self.pvcs, &other.pvcs) {
-            self.pvcs = other.pvcs.clone();
-        }
-        if !Arc::ptr_eq(&self.pvs, &other.pvs) {
-            self.pvs = other.pvs.clone();
-        }
-        if !Arc::ptr_eq(&self.classes, &other.classes) {
-            self.classes = other.classes.clone();
-        }
-        if !Arc::ptr_eq(&self.csi_nodes, &other.csi_nodes) {
-            self.csi_nodes = other.csi_nodes.clone();
-        }
-        if !Arc::ptr_eq(&self.csi_drivers, &other.csi_drivers) {
-            self.csi_drivers = other.csi_drivers.clone();
-        }
-        if !Arc::ptr_eq(&self.capacities, &other.capacities) {
-            self.capacities = other.capacities.clone();
-        }
-        if !Arc::ptr_eq(&self.attachments, &other.attachments) {
-            self.attachments = other.attachments.clone();
-        }
-    }
-
-    /// Whether every map is shared with `other` (nothing to copy).
-    pub fn shares_all(&self, other: &VolumeObjects) -> bool {
-        Arc::ptr_eq(&self.pvcs, &other.pvcs)
-            && Arc::ptr_eq(&self.pvs, &other.pvs)
-            && Arc::ptr_eq(&self.classes, &other.classes)
-            && Arc::ptr_eq(&self.csi_nodes, &other.csi_nodes)
-            && Arc::ptr_eq(&self.csi_drivers, &other.csi_drivers)
-            && Arc::ptr_eq(&self.capacities, &other.capacities)
-            && Arc::ptr_eq(&self.attachments, &other.attachments)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1057,45 +623,6 @@ mod tests {
         assert!(sc.allows_node(&labels));
         sc.allowed_topologies = vec![vec![]];
         assert!(!sc.allows_node(&labels));
-    }
-
-    #[test]
-    fn disk_conflicts_need_a_writer() {
-        let ro = DiskVolume::GcePd {
-            name: "d".into(),
-            read_only: true,
-        };
-        let rw = DiskVolume::GcePd {
-            name: "d".into(),
-            read_only: false,
-        };
-        assert!(!ro.conflicts_with(&ro));
-        assert!(rw.conflicts_with(&ro));
-        let ebs = DiskVolume::AwsEbs {
-            volume_id: "v".into(),
-        };
-        assert!(ebs.conflicts_with(&ebs));
-        assert!(!ebs.conflicts_with(&rw));
-    }
-    #[test]
-    fn in_tree_sources_translate_to_csi_handles() {
-        assert_eq!(ebs_volume_handle("aws://us-east-1a/vol-1"), "vol-1");
-        assert_eq!(ebs_volume_handle("aws:///vol-2"), "vol-2");
-        assert_eq!(ebs_volume_handle("vol-3"), "vol-3");
-        assert_eq!(
-            gce_pd_handle("d", Some("us-central1-a")),
-            "projects/UNSPECIFIED/zones/us-central1-a/disks/d"
-        );
-        assert_eq!(
-            gce_pd_handle("d", Some("us-central1-a__us-central1-b")),
-            "projects/UNSPECIFIED/regions/us-central1/disks/d"
-        );
-        assert_eq!(
-            gce_pd_handle("d", None),
-            "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d"
-        );
-        // vSphere can be translated upstream, but the scheduler never counts it as migrated.
-        assert_eq!(migrated_csi_driver("kubernetes.io/vsphere-volume"), None);
     }
 
     #[test]

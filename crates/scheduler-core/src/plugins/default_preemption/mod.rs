@@ -8,8 +8,7 @@
 //! (candidate search in parallel, node choice, result) is in [`evaluator`].
 
 use std::cmp::Ordering as CmpOrdering;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::{DefaultPreemptionArgs, PluginArgs};
 use crate::framework::{
@@ -49,28 +48,24 @@ const DEFAULT_OFFSET_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 /// so that repeated preemptions spread over the cluster.
 #[derive(Debug)]
 enum Offsets {
-    /// xorshift64* state, advanced atomically (the plugin is shared across threads).
-    Seeded(AtomicU64),
+    /// Behind a lock because the plugin is shared across threads; taken once per preemption.
+    Seeded(Mutex<fastrand::Rng>),
     Fixed(usize),
 }
 
 impl Offsets {
+    fn seeded(seed: u64) -> Self {
+        Offsets::Seeded(Mutex::new(fastrand::Rng::with_seed(seed)))
+    }
+
     fn next(&self, n: usize) -> usize {
         match self {
             Offsets::Fixed(k) => k % n,
-            Offsets::Seeded(state) => {
-                let step = |mut x: u64| {
-                    x ^= x >> 12;
-                    x ^= x << 25;
-                    x ^= x >> 27;
-                    x
-                };
-                let prev = state
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(step(x)))
-                    .expect("the update closure always returns Some");
-                let x = step(prev).wrapping_mul(0x2545_F491_4F6C_DD1D);
-                (x % n as u64) as usize
-            }
+            // A panic elsewhere cannot leave the generator's state invalid.
+            Offsets::Seeded(rng) => rng
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .usize(..n),
         }
     }
 }
@@ -122,13 +117,13 @@ impl DefaultPreemption {
         }
         Ok(DefaultPreemption {
             args,
-            offsets: Offsets::Seeded(AtomicU64::new(DEFAULT_OFFSET_SEED)),
+            offsets: Offsets::seeded(DEFAULT_OFFSET_SEED),
         })
     }
 
     /// Reseeds the random start of the candidate search.
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.offsets = Offsets::Seeded(AtomicU64::new(seed.max(1)));
+        self.offsets = Offsets::seeded(seed);
         self
     }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as k8s;
 
-use super::validation::{is_label_value, is_qualified_name};
+use crate::k8s_names::{is_label_value, is_qualified_name};
 
 /// The only field a node selector may use.
 pub const FIELD_METADATA_NAME: &str = "metadata.name";
