@@ -9,7 +9,6 @@
 pub mod actions;
 pub mod authz;
 pub mod binder;
-pub mod cluster_bench;
 pub mod error;
 pub mod events;
 pub mod health;
