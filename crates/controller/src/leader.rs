@@ -5,7 +5,6 @@
 //! every `retryPeriod` and gives up when it could not renew for `renewDeadline`. On a clean
 //! shutdown the lease is released so a standby takes over at once.
 
-use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -30,11 +29,6 @@ pub struct Elector {
     observed: Option<(LeaseSpec, Instant)>,
 }
 
-/// A random number without a dependency: std's per-process random hasher keys.
-fn random_u64() -> u64 {
-    RandomState::new().hash_one(std::process::id())
-}
-
 impl Elector {
     /// `instance_id` is the hostname; a random suffix keeps two processes on one host apart
     /// (upstream: `hostname_uuid`).
@@ -42,7 +36,7 @@ impl Elector {
         Elector {
             api: Api::namespaced(client, &cfg.resource_namespace),
             name: cfg.resource_name.clone(),
-            identity: format!("{instance_id}_{:016x}", random_u64()),
+            identity: format!("{instance_id}_{:016x}", fastrand::u64(..)),
             lease_duration: cfg.lease_duration,
             renew_deadline: cfg.renew_deadline,
             retry_period: cfg.retry_period,
@@ -147,7 +141,7 @@ impl Elector {
     }
 
     fn jittered(&self) -> Duration {
-        let r = (random_u64() % 1000) as f64 / 1000.0;
+        let r = f64::from(fastrand::u32(..1000)) / 1000.0;
         self.retry_period.mul_f64(1.0 + r * JITTER)
     }
 
