@@ -18,7 +18,7 @@ use tokio::time::Instant;
 /// client-go's JitterFactor for the acquire loop.
 const JITTER: f64 = 1.2;
 
-pub struct Elector {
+pub(crate) struct Elector {
     api: Api<Lease>,
     name: String,
     identity: String,
@@ -32,7 +32,11 @@ pub struct Elector {
 impl Elector {
     /// `instance_id` is the hostname; a random suffix keeps two processes on one host apart
     /// (upstream: `hostname_uuid`).
-    pub fn new(client: Client, cfg: &LeaderElectionConfiguration, instance_id: &str) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        cfg: &LeaderElectionConfiguration,
+        instance_id: &str,
+    ) -> Self {
         Elector {
             api: Api::namespaced(client, &cfg.resource_namespace),
             name: cfg.resource_name.clone(),
@@ -42,10 +46,6 @@ impl Elector {
             retry_period: cfg.retry_period,
             observed: None,
         }
-    }
-
-    pub fn identity(&self) -> &str {
-        &self.identity
     }
 
     fn observe(&mut self, spec: &LeaseSpec) -> Instant {
@@ -82,7 +82,7 @@ impl Elector {
     }
 
     /// One round of client-go's tryAcquireOrRenew.
-    pub async fn try_acquire_or_renew(&mut self) -> bool {
+    pub(crate) async fn try_acquire_or_renew(&mut self) -> bool {
         let lease = match self.api.get_opt(&self.name).await {
             Ok(l) => l,
             Err(e) => {
@@ -146,7 +146,7 @@ impl Elector {
     }
 
     /// Waits until this process holds the lease.
-    pub async fn acquire(&mut self) {
+    pub(crate) async fn acquire(&mut self) {
         tracing::info!(lease = %self.name, identity = %self.identity, "waiting to become leader");
         while !self.try_acquire_or_renew().await {
             tokio::time::sleep(self.jittered()).await;
@@ -156,7 +156,7 @@ impl Elector {
 
     /// Renews the lease every retryPeriod; returns when it could not be renewed for
     /// renewDeadline (leadership lost).
-    pub async fn hold(&mut self) {
+    pub(crate) async fn hold(&mut self) {
         let mut last_renewed = Instant::now();
         loop {
             tokio::time::sleep(self.retry_period).await;
@@ -170,7 +170,7 @@ impl Elector {
     }
 
     /// Gives the lease up (client-go's ReleaseOnCancel): empty holder, 1 s duration.
-    pub async fn release(&mut self) {
+    pub(crate) async fn release(&mut self) {
         let Ok(Some(mut lease)) = self.api.get_opt(&self.name).await else {
             return;
         };

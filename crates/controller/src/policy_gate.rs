@@ -27,12 +27,12 @@ use scheduler_core::plugins::scheduling_policy::{
 use scheduler_core::types::{PodInfo, PodKey};
 use tokio::sync::mpsc;
 
-use crate::actions::Action;
 use crate::authz::{Authorizer, ServiceAccount, usable_policies};
-use crate::podref::PodRef;
+use crate::binding::executor::Action;
+use crate::binding::pod_status::Nomination;
+use crate::binding::podref::PodRef;
 use crate::policies::Policies;
 use crate::state::Shared;
-use crate::status::Nomination;
 
 /// Starts the message of the FailedScheduling event of a pod the policies keep out.
 pub const KEPT_OUT: &str =
@@ -260,7 +260,7 @@ pub async fn report(
         let failure = Action::Failure {
             pod: n.pod,
             scheduler_name: n.scheduler_name,
-            reason: crate::status::REASON_UNSCHEDULABLE,
+            reason: crate::binding::pod_status::REASON_UNSCHEDULABLE,
             message: n.message,
             condition,
             nomination: Nomination::Keep,

@@ -262,7 +262,7 @@ podMaxBackoffSeconds: {MAX}
         attempts += 1;
         backoff = (backoff * 2).min(MAX);
     }
-    let bound = usize::try_from(attempts * controller::retry::ATTEMPTS).unwrap();
+    let bound = usize::try_from(attempts * controller::client::ATTEMPTS).unwrap();
     assert!(
         (1..=bound).contains(&seen),
         "{seen} binding requests in {WINDOW:?}, at most {bound} expected"

@@ -35,7 +35,7 @@ use tokio::net::TcpListener;
 
 use crate::authz::{Authorizer, ServiceAccount, usable_policies};
 use crate::policies::Policies;
-use crate::tls;
+use crate::serving::tls;
 use crate::{Error, Result};
 
 /// Starts every denial; the service account, its usable policies and each violation follow.

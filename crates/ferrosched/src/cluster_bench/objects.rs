@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use controller::retry::status_code;
+use controller::client::status_code;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, Pod, Taint, Toleration};
 use k8s_openapi::api::scheduling::v1::PriorityClass;

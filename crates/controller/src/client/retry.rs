@@ -14,7 +14,7 @@ pub const ATTEMPTS: u32 = 5;
 const FIRST_DELAY: Duration = Duration::from_millis(100);
 const MAX_DELAY: Duration = Duration::from_secs(2);
 
-pub fn is_transient(e: &kube::Error) -> bool {
+pub(crate) fn is_transient(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => s.code == 429 || s.code >= 500,
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
@@ -33,7 +33,7 @@ pub fn status_code(e: &kube::Error) -> Option<u16> {
 /// A token bucket: `burst` requests at once, refilled at `qps` per second. Callers over the
 /// limit reserve a future token and sleep until it is due, so they are served in order.
 #[derive(Debug)]
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     qps: f64,
     burst: f64,
     bucket: Mutex<(f64, Instant)>,
@@ -41,7 +41,7 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// `qps <= 0` disables the limit (client-go: a negative qps means no limit).
-    pub fn new(qps: f32, burst: i32) -> Self {
+    pub(crate) fn new(qps: f32, burst: i32) -> Self {
         let burst = f64::from(burst.max(1));
         RateLimiter {
             qps: f64::from(qps),
@@ -50,7 +50,7 @@ impl RateLimiter {
         }
     }
 
-    pub async fn acquire(&self) {
+    pub(crate) async fn acquire(&self) {
         if self.qps <= 0.0 {
             return;
         }
@@ -71,13 +71,13 @@ impl RateLimiter {
 
 /// A kube client plus the rate limit all of the controller's writes share.
 #[derive(Clone)]
-pub struct ApiClient {
-    pub client: kube::Client,
-    pub limiter: Arc<RateLimiter>,
+pub(crate) struct ApiClient {
+    pub(crate) client: kube::Client,
+    pub(crate) limiter: Arc<RateLimiter>,
 }
 
 impl ApiClient {
-    pub fn new(client: kube::Client, qps: f32, burst: i32) -> Self {
+    pub(crate) fn new(client: kube::Client, qps: f32, burst: i32) -> Self {
         ApiClient {
             client,
             limiter: Arc::new(RateLimiter::new(qps, burst)),
@@ -85,7 +85,7 @@ impl ApiClient {
     }
 
     /// Runs one request, rate limited, retrying transient failures.
-    pub async fn call<T, F, Fut>(&self, what: &str, f: F) -> Result<T, kube::Error>
+    pub(crate) async fn call<T, F, Fut>(&self, what: &str, f: F) -> Result<T, kube::Error>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, kube::Error>>,

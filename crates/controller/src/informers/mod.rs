@@ -36,11 +36,11 @@ use serde::de::DeserializeOwned;
 use crate::state::{Shared, State};
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub const INFORMER_COUNT: usize = 12 + WORKLOAD_INFORMER_COUNT;
+pub(crate) const INFORMER_COUNT: usize = 12 + WORKLOAD_INFORMER_COUNT;
 
 /// How one kind's add/update/delete events change the state, and what the informer keeps
 /// of each object between events.
-pub trait Handler<K>: Send + Sync + 'static {
+pub(crate) trait Handler<K>: Send + Sync + 'static {
     /// Kept per object to compare the next event with (and for deletes). Pods and Nodes
     /// keep compact views, not the objects: full objects would dominate the scheduler's
     /// memory (a Pod deserializes to kilobytes; a real Node carries its images list).
@@ -185,11 +185,11 @@ fn key_of<K: Resource>(o: &K) -> String {
 
 /// Like upstream's pod informer: terminal pods are not watched at all (a pod that turns
 /// terminal arrives as a delete).
-pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
 /// Whether a kind must be served, or may be missing from the server (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Presence {
+pub(crate) enum Presence {
     Required,
     Optional,
 }
@@ -203,7 +203,7 @@ fn is_missing_api(e: &watcher::Error) -> bool {
 }
 
 /// Runs one informer until the task is aborted.
-pub async fn run_informer<K, H>(
+pub(crate) async fn run_informer<K, H>(
     api: Api<K>,
     config: watcher::Config,
     shared: Arc<Shared>,
@@ -217,7 +217,7 @@ pub async fn run_informer<K, H>(
 }
 
 /// [`run_informer`] for a kind that may be [`Presence::Optional`].
-pub async fn run_informer_with<K, H>(
+pub(crate) async fn run_informer_with<K, H>(
     api: Api<K>,
     config: watcher::Config,
     presence: Presence,
@@ -337,7 +337,7 @@ fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> 
 
 /// Starts the informers the scheduler needs: twelve (the storage ones feed the volume
 /// plugins and the binding cycle's wait for claims to be bound) plus the workload ones.
-pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
     // without them on servers that lack the APIs.
     let (req, opt) = (Presence::Required, Presence::Optional);
@@ -428,7 +428,7 @@ pub fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::Join
 /// Services, ReplicationControllers, ReplicaSets and StatefulSets, as upstream's
 /// PodTopologySpread listers: only their selectors are kept (`Cache` workload selectors),
 /// from which the system default constraints take a pod's selector.
-pub const WORKLOAD_INFORMER_COUNT: usize = 4;
+pub(crate) const WORKLOAD_INFORMER_COUNT: usize = 4;
 
 /// Turns one workload kind's objects into cache workload-selector entries.
 struct Workloads<K> {
