@@ -3,6 +3,7 @@
 //! state, queue or cache here.
 
 mod error;
+pub(crate) mod rate_limit;
 pub(crate) mod retry;
 
 use std::path::Path;
