@@ -19,6 +19,7 @@
 
 mod binding;
 pub mod client;
+mod extension;
 mod informers;
 mod leader;
 mod run;
@@ -26,13 +27,8 @@ mod scheduler_loop;
 mod serving;
 mod state;
 
-// SchedulingPolicy's API-server side, until it moves to its own crate.
-pub mod authz;
-pub mod policies;
-pub mod policy_gate;
-pub mod webhook;
-
 pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};
+pub use extension::{Extension, FailureReporter, QueueEvents};
 pub use run::{RunOptions, default_instance_id, run};
 pub use serving::tls;

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use kube::Client;
 use scheduler_core::config::Loaded;
-use scheduler_core::framework::{Plugin, ProfileRegistry, Registry};
-use scheduler_core::plugins::names::SCHEDULING_POLICY;
+use scheduler_core::framework::{ProfileRegistry, Registry};
 use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
 use scheduler_core::schedule_one::SchedulingAlgorithm;
 
@@ -19,9 +18,10 @@ use crate::binding::event_recorder;
 use crate::binding::executor::Executor;
 use crate::binding::volumes;
 use crate::client::retry;
+use crate::extension::{Extension, FailureReporter, QueueEvents};
 use crate::serving::health;
 use crate::{Error, Result};
-use crate::{authz, informers, leader, policies, policy_gate, scheduler_loop, state};
+use crate::{informers, leader, scheduler_loop, state};
 
 /// Everything [`run`] needs. The config must already be loaded and validated.
 pub struct RunOptions {
@@ -39,6 +39,9 @@ pub struct RunOptions {
     /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
     /// HTTP (tests).
     pub health_tls: Option<Arc<rustls::ServerConfig>>,
+    /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
+    /// gate when a profile enables it); empty: the in-tree plugins only.
+    pub extensions: Vec<Box<dyn Extension>>,
 }
 
 /// The instance id upstream would use: the hostname.
@@ -100,22 +103,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         seed,
         health,
         health_tls,
+        mut extensions,
     } = opts;
-    // SchedulingPolicy is fed from the cluster only when a profile runs it.
-    let policy_gate = loaded
-        .profiles
-        .iter()
-        .any(|p| p.points.values().flatten().any(|n| n == SCHEDULING_POLICY))
-        .then(|| policy_gate::PolicyGate::new(Arc::default()));
     let mut registry = Registry::in_tree();
-    if let Some((gate, _)) = &policy_gate {
-        let gate = Arc::clone(gate);
-        registry.register_shared(
-            SCHEDULING_POLICY,
-            Arc::new(move |_| {
-                Ok(Arc::new(policy_gate::GatePlugin::new(Arc::clone(&gate))) as Arc<dyn Plugin>)
-            }),
-        );
+    for e in &extensions {
+        e.register(&mut registry);
     }
     let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry)?);
     let cfg = &loaded.config;
@@ -131,30 +123,8 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     alg.set_record_metrics(true);
 
     let mut background = informers::spawn_all(&client, &shared);
-    let mut kept_out = None;
-    if let Some((gate, channels)) = policy_gate {
-        let (g, sh) = (Arc::clone(&gate), Arc::clone(&shared));
-        background.push(tokio::spawn(policies::watch(
-            client.clone(),
-            Arc::clone(&gate.policies),
-            move || {
-                g.request_all();
-                policy_gate::fire(&sh);
-            },
-        )));
-        let authz = authz::CachedAuthorizer::new(
-            authz::SarAuthorizer::new(client.clone()),
-            authz::DEFAULT_ALLOWED_TTL,
-            authz::DEFAULT_DENIED_TTL,
-        );
-        background.push(tokio::spawn(policy_gate::resolve(
-            gate,
-            Arc::new(authz),
-            Arc::clone(&shared),
-            channels.wanted,
-            authz::DEFAULT_ALLOWED_TTL,
-        )));
-        kept_out = Some(channels.notices);
+    for e in &mut extensions {
+        background.extend(e.start(&client, QueueEvents::new(&shared)));
     }
     background.push(tokio::spawn(flush_periodically(
         Arc::clone(&shared),
@@ -201,14 +171,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         shared: Arc::clone(&shared),
         bind_timeouts: volumes::bind_timeouts(cfg),
     });
-    // Reports pods SchedulingPolicy keeps out; holds a sender, so it ends before the executor.
-    let reporter = kept_out.map(|notices| {
-        tokio::spawn(policy_gate::report(
-            notices,
-            Arc::clone(&shared),
-            tx.clone(),
-        ))
-    });
+    // Extensions' reporters hold a sender, so they end before the executor.
+    let leading: Vec<_> = extensions
+        .iter_mut()
+        .flat_map(|e| e.lead(FailureReporter::new(&shared, tx.clone())))
+        .collect();
     let executor = tokio::spawn(executor.run(rx));
     let sched = scheduler_loop::SchedulingLoop {
         shared: Arc::clone(&shared),
@@ -242,7 +209,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     if joined.is_err() {
         return Err(Error::Thread("the scheduling loop panicked".into()));
     }
-    if let Some(r) = reporter {
+    for r in leading {
         r.abort();
         let _ = r.await;
     }
