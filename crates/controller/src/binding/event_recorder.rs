@@ -1,6 +1,8 @@
 //! events.k8s.io/v1 Events, as kube-scheduler's recorder writes them: one recorder per
 //! profile (reportingController = the profile's schedulerName, reportingInstance =
 //! `{schedulerName}-{instance id}`; upstream uses the hostname as instance id).
+//! Kubernetes Event objects only: the cluster events that move queued pods are
+//! scheduler-core's `framework::events`.
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;

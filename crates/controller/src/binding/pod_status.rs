@@ -1,6 +1,7 @@
 //! Pod status patches (strategic merge on `pods/{name}/status`; conditions merge by type):
 //! the PodScheduled=False condition after a failed attempt, `status.nominatedNodeName`
 //! after preemption, and the DisruptionTarget condition on preemption victims.
+//! The pod's API status only; a plugin's verdict is scheduler-core's `framework::Status`.
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
