@@ -57,7 +57,7 @@ pub fn throughput(bound_at: &[Duration]) -> Throughput {
     }
 }
 
-/// CPU seconds (utime + stime) of a process from /proc/<pid>/stat; None off Linux.
+/// CPU seconds (utime + stime) of a process from `/proc/<pid>/stat`; None off Linux.
 pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may contain spaces) start at field 3.
