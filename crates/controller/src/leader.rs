@@ -5,7 +5,6 @@
 //! every `retryPeriod` and gives up when it could not renew for `renewDeadline`. On a clean
 //! shutdown the lease is released so a standby takes over at once.
 
-use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -19,7 +18,7 @@ use tokio::time::Instant;
 /// client-go's JitterFactor for the acquire loop.
 const JITTER: f64 = 1.2;
 
-pub struct Elector {
+pub(crate) struct Elector {
     api: Api<Lease>,
     name: String,
     identity: String,
@@ -30,28 +29,23 @@ pub struct Elector {
     observed: Option<(LeaseSpec, Instant)>,
 }
 
-/// A random number without a dependency: std's per-process random hasher keys.
-fn random_u64() -> u64 {
-    RandomState::new().hash_one(std::process::id())
-}
-
 impl Elector {
     /// `instance_id` is the hostname; a random suffix keeps two processes on one host apart
     /// (upstream: `hostname_uuid`).
-    pub fn new(client: Client, cfg: &LeaderElectionConfiguration, instance_id: &str) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        cfg: &LeaderElectionConfiguration,
+        instance_id: &str,
+    ) -> Self {
         Elector {
             api: Api::namespaced(client, &cfg.resource_namespace),
             name: cfg.resource_name.clone(),
-            identity: format!("{instance_id}_{:016x}", random_u64()),
+            identity: format!("{instance_id}_{:016x}", fastrand::u64(..)),
             lease_duration: cfg.lease_duration,
             renew_deadline: cfg.renew_deadline,
             retry_period: cfg.retry_period,
             observed: None,
         }
-    }
-
-    pub fn identity(&self) -> &str {
-        &self.identity
     }
 
     fn observe(&mut self, spec: &LeaseSpec) -> Instant {
@@ -88,7 +82,7 @@ impl Elector {
     }
 
     /// One round of client-go's tryAcquireOrRenew.
-    pub async fn try_acquire_or_renew(&mut self) -> bool {
+    pub(crate) async fn try_acquire_or_renew(&mut self) -> bool {
         let lease = match self.api.get_opt(&self.name).await {
             Ok(l) => l,
             Err(e) => {
@@ -147,12 +141,12 @@ impl Elector {
     }
 
     fn jittered(&self) -> Duration {
-        let r = (random_u64() % 1000) as f64 / 1000.0;
+        let r = f64::from(fastrand::u32(..1000)) / 1000.0;
         self.retry_period.mul_f64(1.0 + r * JITTER)
     }
 
     /// Waits until this process holds the lease.
-    pub async fn acquire(&mut self) {
+    pub(crate) async fn acquire(&mut self) {
         tracing::info!(lease = %self.name, identity = %self.identity, "waiting to become leader");
         while !self.try_acquire_or_renew().await {
             tokio::time::sleep(self.jittered()).await;
@@ -162,7 +156,7 @@ impl Elector {
 
     /// Renews the lease every retryPeriod; returns when it could not be renewed for
     /// renewDeadline (leadership lost).
-    pub async fn hold(&mut self) {
+    pub(crate) async fn hold(&mut self) {
         let mut last_renewed = Instant::now();
         loop {
             tokio::time::sleep(self.retry_period).await;
@@ -176,7 +170,7 @@ impl Elector {
     }
 
     /// Gives the lease up (client-go's ReleaseOnCancel): empty holder, 1 s duration.
-    pub async fn release(&mut self) {
+    pub(crate) async fn release(&mut self) {
         let Ok(Some(mut lease)) = self.api.get_opt(&self.name).await else {
             return;
         };

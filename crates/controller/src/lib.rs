@@ -2,295 +2,33 @@
 //! scheduling queue from informers, runs the scheduling loop on its own thread and carries
 //! out its decisions (bindings, status patches, events, preemption) asynchronously.
 //!
-//! Data flows one way: informers -> [`state::State`] (cache + queue) -> scheduling loop
-//! (`schedule_one`) -> [`actions::Action`] -> API server -> informers.
+//! Data flows one way: `informers` -> `state` (cache + queue) -> `scheduler_loop`
+//! (`schedule_one`) -> `binding` (actions against the API server) -> informers.
+//!
+//! Modules by concern:
+//! - `run`: wires everything together for [`run`];
+//! - `state`, `informers`, `scheduler_loop`, `binding`: the scheduling runtime;
+//! - `client`, `leader`: API plumbing (client, rate limit and retries, errors, the lease);
+//! - `serving`: HTTPS (certificates, health and metrics endpoints);
+//! - `extension`: the hook for plugins fed from the cluster by other crates
+//!   (SchedulingPolicy lives in the `scheduling-policy` crate, which depends on this one).
+//!
+//! The public surface is what the binary, the tests and `scheduling-policy` use; everything
+//! else is crate-private.
 #![forbid(unsafe_code)]
 
-pub mod actions;
-pub mod authz;
-pub mod binder;
-pub mod cluster_bench;
-pub mod error;
-pub mod events;
-pub mod health;
-pub mod informers;
-pub mod leader;
-pub mod metrics;
-pub mod podref;
-pub mod policies;
-pub mod policy_gate;
-pub mod retry;
-pub mod scheduler_loop;
-pub mod state;
-pub mod status;
-pub mod tls;
-pub mod volumes;
-pub mod webhook;
+mod binding;
+pub mod client;
+mod extension;
+mod informers;
+mod leader;
+mod run;
+mod scheduler_loop;
+mod serving;
+mod state;
 
-use std::future::Future;
-use std::path::Path;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::time::Duration;
-
-use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use scheduler_core::config::Loaded;
-use scheduler_core::framework::{Plugin, ProfileRegistry, Registry};
-use scheduler_core::plugins::names::SCHEDULING_POLICY;
-use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
-use scheduler_core::schedule_one::SchedulingAlgorithm;
-
-pub use error::{Error, Result};
-
-/// Everything [`run`] needs. The config must already be loaded and validated.
-pub struct RunOptions {
-    pub client: Client,
-    pub loaded: Loaded,
-    /// Identifies this process in events (`reportingInstance = {schedulerName}-{id}`);
-    /// upstream uses the hostname.
-    pub instance_id: String,
-    /// Resolves when the controller should stop (SIGTERM/SIGINT in production).
-    pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
-    /// Seed for breaking score ties.
-    pub seed: u64,
-    /// Where to serve /healthz, /livez, /readyz and /metrics; `None` serves nothing.
-    pub health: Option<tokio::net::TcpListener>,
-    /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
-    /// HTTP (tests).
-    pub health_tls: Option<Arc<rustls::ServerConfig>>,
-}
-
-/// Builds a client from a kubeconfig file, or (without one) the way kubectl does:
-/// `$KUBECONFIG`, `~/.kube/config`, then the in-cluster service account.
-pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| Error::Kubeconfig(e.to_string()))?,
-    };
-    Ok(Client::try_from(config)?)
-}
-
-/// The instance id upstream would use: the hostname.
-pub fn default_instance_id() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "ferrosched".to_string())
-}
-
-/// How often backoffQ pods whose backoff expired move to activeQ (upstream: 1 s).
-pub const BACKOFF_FLUSH_PERIOD: Duration = Duration::from_secs(1);
-/// How often pods that waited too long in the unschedulable pool are retried (upstream: 30 s).
-pub const UNSCHEDULABLE_FLUSH_PERIOD: Duration = Duration::from_secs(30);
-
-/// The queue settings from the config. Popping from backoffQ when activeQ is empty is on
-/// (upstream `SchedulerPopFromBackoffQ`): it only takes pods that plugins rejected; pods
-/// whose attempt failed with an error (e.g. a failed binding) wait in the error backoffQ
-/// until their backoff expires, so a persistent API error is retried with backoff.
-pub fn queue_config(cfg: &scheduler_core::config::KubeSchedulerConfiguration) -> QueueConfig {
-    QueueConfig::from_config(cfg)
-}
-
-/// Runs `flush` on the queue every `period` and wakes the scheduling thread when it moved
-/// pods. Runs until the task is aborted.
-async fn flush_periodically(
-    shared: Arc<state::Shared>,
-    period: Duration,
-    flush: fn(&mut SchedulingQueue) -> usize,
-) {
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let moved = flush(&mut shared.lock().queue);
-        if moved > 0 {
-            shared.notify();
-        }
-    }
-}
-
-/// Watches the cluster and schedules pending pods of the config's profiles until
-/// `opts.shutdown` resolves; then stops taking pods, finishes in-flight API calls and
-/// returns.
-pub async fn run(opts: RunOptions) -> Result<()> {
-    let RunOptions {
-        client,
-        loaded,
-        instance_id,
-        mut shutdown,
-        seed,
-        health,
-        health_tls,
-    } = opts;
-    // SchedulingPolicy is fed from the cluster only when a profile runs it.
-    let policy_gate = loaded
-        .profiles
-        .iter()
-        .any(|p| p.points.values().flatten().any(|n| n == SCHEDULING_POLICY))
-        .then(|| policy_gate::PolicyGate::new(Arc::default()));
-    let mut registry = Registry::in_tree();
-    if let Some((gate, _)) = &policy_gate {
-        let gate = Arc::clone(gate);
-        registry.register_shared(
-            SCHEDULING_POLICY,
-            Arc::new(move |_| {
-                Ok(Arc::new(policy_gate::GatePlugin::new(Arc::clone(&gate))) as Arc<dyn Plugin>)
-            }),
-        );
-    }
-    let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry)?);
-    let cfg = &loaded.config;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let queue = SchedulingQueue::new(
-        queue_config(cfg),
-        Arc::clone(&clock),
-        Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
-    );
-    let shared = Arc::new(state::Shared::new(queue, clock, profiles));
-    let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
-    // Extension-point durations every cycle, plugin durations sampled: for /metrics.
-    alg.set_record_metrics(true);
-
-    let mut background = informers::spawn_all(&client, &shared);
-    let mut kept_out = None;
-    if let Some((gate, channels)) = policy_gate {
-        let (g, sh) = (Arc::clone(&gate), Arc::clone(&shared));
-        background.push(tokio::spawn(policies::watch(
-            client.clone(),
-            Arc::clone(&gate.policies),
-            move || {
-                g.request_all();
-                policy_gate::fire(&sh);
-            },
-        )));
-        let authz = authz::CachedAuthorizer::new(
-            authz::SarAuthorizer::new(client.clone()),
-            authz::DEFAULT_ALLOWED_TTL,
-            authz::DEFAULT_DENIED_TTL,
-        );
-        background.push(tokio::spawn(policy_gate::resolve(
-            gate,
-            Arc::new(authz),
-            Arc::clone(&shared),
-            channels.wanted,
-            authz::DEFAULT_ALLOWED_TTL,
-        )));
-        kept_out = Some(channels.notices);
-    }
-    background.push(tokio::spawn(flush_periodically(
-        Arc::clone(&shared),
-        BACKOFF_FLUSH_PERIOD,
-        SchedulingQueue::flush_backoff_completed,
-    )));
-    background.push(tokio::spawn(flush_periodically(
-        Arc::clone(&shared),
-        UNSCHEDULABLE_FLUSH_PERIOD,
-        SchedulingQueue::flush_unschedulable_left_over,
-    )));
-    if let Some(listener) = health {
-        background.push(tokio::spawn(health::serve(
-            listener,
-            health_tls,
-            Arc::clone(&shared),
-        )));
-    }
-    // Informers fill the cache while waiting for the lease, so a new leader starts warm.
-    let mut elector = cfg
-        .leader_election
-        .leader_elect
-        .then(|| leader::Elector::new(client.clone(), &cfg.leader_election, &instance_id));
-    if let Some(e) = &mut elector {
-        tokio::select! {
-            _ = e.acquire() => {}
-            _ = &mut shutdown => {
-                for task in background {
-                    task.abort();
-                }
-                return Ok(());
-            }
-        }
-    }
-    let api = retry::ApiClient::new(
-        client,
-        cfg.client_connection.qps,
-        cfg.client_connection.burst,
-    );
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let executor = Arc::new(actions::Executor {
-        client: api.clone(),
-        recorder: events::Recorder::new(api, instance_id),
-        shared: Arc::clone(&shared),
-        bind_timeouts: volumes::bind_timeouts(cfg),
-    });
-    // Reports pods SchedulingPolicy keeps out; holds a sender, so it ends before the executor.
-    let reporter = kept_out.map(|notices| {
-        tokio::spawn(policy_gate::report(
-            notices,
-            Arc::clone(&shared),
-            tx.clone(),
-        ))
-    });
-    let executor = tokio::spawn(executor.run(rx));
-    let sched = scheduler_loop::SchedulingLoop {
-        shared: Arc::clone(&shared),
-        alg,
-        actions: tx,
-    };
-    let thread = std::thread::Builder::new()
-        .name("scheduling-loop".into())
-        .spawn(move || sched.run())
-        .map_err(|e| Error::Thread(e.to_string()))?;
-    tracing::info!(
-        profiles = shared.profiles.len(),
-        "ferrosched controller started"
-    );
-
-    let lost = async {
-        match &mut elector {
-            Some(e) => e.hold().await,
-            None => std::future::pending().await,
-        }
-    };
-    let outcome = tokio::select! {
-        _ = &mut shutdown => Ok(()),
-        _ = lost => Err(Error::LeaderLost),
-    };
-    tracing::info!("shutting down: no new pods; finishing in-flight bindings");
-    shared.shutdown();
-    let joined = tokio::task::spawn_blocking(move || thread.join())
-        .await
-        .map_err(|e| Error::Thread(e.to_string()))?;
-    if joined.is_err() {
-        return Err(Error::Thread("the scheduling loop panicked".into()));
-    }
-    if let Some(r) = reporter {
-        r.abort();
-        let _ = r.await;
-    }
-    // The loop dropped its sender: the executor drains and ends.
-    let _ = executor.await;
-    if outcome.is_ok()
-        && let Some(e) = &mut elector
-    {
-        e.release().await;
-    }
-    for task in background {
-        task.abort();
-    }
-    outcome
-}
+pub use binding::podref::PodRef;
+pub use client::{Error, Result, client};
+pub use extension::{Extension, FailureReporter, QueueEvents};
+pub use run::{RunOptions, default_instance_id, run};
+pub use serving::tls;

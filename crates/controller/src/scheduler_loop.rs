@@ -13,34 +13,34 @@ use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, assume_decisio
 use scheduler_core::types::PodInfo;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::actions::Action;
+use crate::binding::executor::Action;
+use crate::binding::pod_status::{self as status, Nomination};
+use crate::binding::podref::PodRef;
 use crate::informers::INFORMER_COUNT;
-use crate::metrics;
-use crate::podref::PodRef;
+use crate::serving::metrics;
 use crate::state::Shared;
-use crate::status::{self, Nomination};
 
 /// Longest sleep without a wake-up, so shutdown is noticed even if a notify is missed.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 /// A popped pod and the scheduling cycle its pop started.
-pub struct Popped {
-    pub info: QueuedPodInfo,
-    pub cycle: u64,
+pub(crate) struct Popped {
+    pub(crate) info: QueuedPodInfo,
+    pub(crate) cycle: u64,
     /// When the attempt started, for `scheduler_scheduling_attempt_duration_seconds`.
-    pub started: Instant,
+    pub(crate) started: Instant,
 }
 
-pub struct SchedulingLoop {
-    pub shared: Arc<Shared>,
-    pub alg: SchedulingAlgorithm,
-    pub actions: UnboundedSender<Action>,
+pub(crate) struct SchedulingLoop {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) alg: SchedulingAlgorithm,
+    pub(crate) actions: UnboundedSender<Action>,
 }
 
 impl SchedulingLoop {
     /// Runs until shutdown is requested. Dropping `self` at the end closes the action
     /// channel, which lets the executor finish in-flight bindings and stop.
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut snapshot = Snapshot::new();
         while let Some(q) = self.next_pod() {
             self.schedule(q, &mut snapshot);

@@ -26,35 +26,35 @@ use scheduler_core::framework::{
 use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey};
 
-use crate::metrics::Metrics;
+use crate::serving::metrics::Metrics;
 
-pub struct State {
-    pub cache: Cache,
-    pub queue: SchedulingQueue,
+pub(crate) struct State {
+    pub(crate) cache: Cache,
+    pub(crate) queue: SchedulingQueue,
     /// The PodScheduled condition of each pending pod of ours as last seen, so a failure
     /// that changes nothing needs no status patch.
-    pub conditions: HashMap<PodKey, PodCondition>,
+    pub(crate) conditions: HashMap<PodKey, PodCondition>,
     /// Informers that finished their first list.
-    pub synced: usize,
+    pub(crate) synced: usize,
     /// resourceVersion of each claim and volume as the informer last reported it (keys from
-    /// [`crate::volumes::pvc_version_key`] / [`crate::volumes::pv_version_key`]), so the
+    /// [`crate::binding::volumes::pvc_version_key`] / [`crate::binding::volumes::pv_version_key`]), so the
     /// binding cycle can tell its own writes from older copies.
-    pub volume_versions: HashMap<String, u64>,
-    pub shutting_down: bool,
+    pub(crate) volume_versions: HashMap<String, u64>,
+    pub(crate) shutting_down: bool,
 }
 
 /// The state plus the condition variable the scheduling thread sleeps on.
-pub struct Shared {
+pub(crate) struct Shared {
     state: Mutex<State>,
     wake: Condvar,
-    pub profiles: Arc<ProfileRegistry>,
+    pub(crate) profiles: Arc<ProfileRegistry>,
     /// The queue's clock, for latencies measured from queue timestamps.
-    pub clock: Arc<dyn Clock>,
-    pub metrics: Metrics,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) metrics: Metrics,
 }
 
 impl Shared {
-    pub fn new(
+    pub(crate) fn new(
         queue: SchedulingQueue,
         clock: Arc<dyn Clock>,
         profiles: Arc<ProfileRegistry>,
@@ -77,16 +77,16 @@ impl Shared {
 
     /// Locks the state. A panic while holding the lock is a bug we do not try to survive
     /// quietly, but the data is still consistent enough to shut down, so poisoning is ignored.
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Wakes the scheduling thread (new pods, cluster events, shutdown).
-    pub fn notify(&self) {
+    pub(crate) fn notify(&self) {
         self.wake.notify_all();
     }
 
-    pub fn wait_timeout<'a>(
+    pub(crate) fn wait_timeout<'a>(
         &self,
         guard: MutexGuard<'a, State>,
         timeout: std::time::Duration,
@@ -97,7 +97,7 @@ impl Shared {
         }
     }
 
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.lock().shutting_down = true;
         self.notify();
     }
@@ -111,14 +111,14 @@ fn resource_version(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMe
         .unwrap_or(0)
 }
 
-pub fn is_terminal(pod: &Pod) -> bool {
+pub(crate) fn is_terminal(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
     )
 }
 
-pub fn scheduled_condition(pod: &Pod) -> Option<PodCondition> {
+pub(crate) fn scheduled_condition(pod: &Pod) -> Option<PodCondition> {
     pod.status
         .as_ref()?
         .conditions
@@ -130,14 +130,14 @@ pub fn scheduled_condition(pod: &Pod) -> Option<PodCondition> {
 
 impl State {
     /// Upstream `MoveAllToActiveOrBackoffQueue` for one event.
-    pub fn fire(&mut self, resource: EventResource, action: ActionType) {
+    pub(crate) fn fire(&mut self, resource: EventResource, action: ActionType) {
         self.queue
             .move_all_to_active_or_backoff(ClusterEvent::new(resource, action), None);
     }
 
     /// A pod added or changed; returns its PodInfo for the informer to keep (`old` is what
     /// it kept of the previous version).
-    pub fn on_pod(
+    pub(crate) fn on_pod(
         &mut self,
         profiles: &ProfileRegistry,
         old: Option<&Arc<PodInfo>>,
@@ -233,7 +233,7 @@ impl State {
         }
     }
 
-    pub fn on_pod_delete(&mut self, key: &PodKey) {
+    pub(crate) fn on_pod_delete(&mut self, key: &PodKey) {
         self.queue.delete(key);
         self.conditions.remove(key);
         if self.cache.get_pod(key).is_some() {
@@ -244,7 +244,12 @@ impl State {
 
     /// A node added or changed; `old`/`new` fingerprint what update classification
     /// compares (the informer keeps only the fingerprint).
-    pub fn on_node(&mut self, old: Option<&NodeFingerprint>, node: &Node, new: &NodeFingerprint) {
+    pub(crate) fn on_node(
+        &mut self,
+        old: Option<&NodeFingerprint>,
+        node: &Node,
+        new: &NodeFingerprint,
+    ) {
         self.cache.update_node(node);
         match old {
             None => self.fire(EventResource::Node, ActionType::ADD),
@@ -257,14 +262,14 @@ impl State {
         }
     }
 
-    pub fn on_node_delete(&mut self, name: &str) {
+    pub(crate) fn on_node_delete(&mut self, name: &str) {
         if let Err(e) = self.cache.remove_node(name) {
             tracing::debug!(node = name, error = %e, "node delete");
         }
         self.fire(EventResource::Node, ActionType::DELETE);
     }
 
-    pub fn on_runtime_class(&mut self, old: Option<&RuntimeClass>, rc: &RuntimeClass) {
+    pub(crate) fn on_runtime_class(&mut self, old: Option<&RuntimeClass>, rc: &RuntimeClass) {
         self.cache.update_runtime_class(rc);
         match old {
             None => self.fire(EventResource::RuntimeClass, ActionType::ADD),
@@ -279,13 +284,13 @@ impl State {
         }
     }
 
-    pub fn on_runtime_class_delete(&mut self, rc: &RuntimeClass) {
+    pub(crate) fn on_runtime_class_delete(&mut self, rc: &RuntimeClass) {
         self.cache
             .remove_runtime_class(rc.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::RuntimeClass, ActionType::DELETE);
     }
 
-    pub fn on_pdb(&mut self, old: Option<&PodDisruptionBudget>, pdb: &PodDisruptionBudget) {
+    pub(crate) fn on_pdb(&mut self, old: Option<&PodDisruptionBudget>, pdb: &PodDisruptionBudget) {
         self.cache.update_pdb(pdb);
         let action = if old.is_some() {
             ActionType::UPDATE
@@ -295,7 +300,7 @@ impl State {
         self.fire(EventResource::PodDisruptionBudget, action);
     }
 
-    pub fn on_pdb_delete(&mut self, pdb: &PodDisruptionBudget) {
+    pub(crate) fn on_pdb_delete(&mut self, pdb: &PodDisruptionBudget) {
         self.cache.remove_pdb(
             pdb.metadata.namespace.as_deref().unwrap_or_default(),
             pdb.metadata.name.as_deref().unwrap_or_default(),
@@ -303,7 +308,7 @@ impl State {
         self.fire(EventResource::PodDisruptionBudget, ActionType::DELETE);
     }
 
-    pub fn on_namespace(&mut self, old: Option<&Namespace>, ns: &Namespace) {
+    pub(crate) fn on_namespace(&mut self, old: Option<&Namespace>, ns: &Namespace) {
         self.cache.update_namespace(ns);
         match old {
             None => self.fire(EventResource::Namespace, ActionType::ADD),
@@ -315,7 +320,7 @@ impl State {
         }
     }
 
-    pub fn on_namespace_delete(&mut self, ns: &Namespace) {
+    pub(crate) fn on_namespace_delete(&mut self, ns: &Namespace) {
         self.cache
             .remove_namespace(ns.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::Namespace, ActionType::DELETE);
@@ -339,11 +344,15 @@ impl State {
     /// Claims: VolumeBinding (unbound Immediate claims, WaitForFirstConsumer claims to
     /// match or provision), VolumeRestrictions (ReadWriteOncePod), VolumeZone and
     /// NodeVolumeLimits read them. An update also ends a claim's assumed state.
-    pub fn on_pvc(&mut self, old: Option<&PersistentVolumeClaim>, pvc: &PersistentVolumeClaim) {
+    pub(crate) fn on_pvc(
+        &mut self,
+        old: Option<&PersistentVolumeClaim>,
+        pvc: &PersistentVolumeClaim,
+    ) {
         self.cache.update_pvc(pvc);
         let m = &pvc.metadata;
         self.volume_versions.insert(
-            crate::volumes::pvc_version_key(
+            crate::binding::volumes::pvc_version_key(
                 m.namespace.as_deref().unwrap_or_default(),
                 m.name.as_deref().unwrap_or_default(),
             ),
@@ -352,9 +361,9 @@ impl State {
         self.fire_add_or_update(EventResource::PersistentVolumeClaim, old, pvc);
     }
 
-    pub fn on_pvc_delete(&mut self, pvc: &PersistentVolumeClaim) {
+    pub(crate) fn on_pvc_delete(&mut self, pvc: &PersistentVolumeClaim) {
         self.volume_versions
-            .remove(&crate::volumes::pvc_version_key(
+            .remove(&crate::binding::volumes::pvc_version_key(
                 pvc.metadata.namespace.as_deref().unwrap_or_default(),
                 pvc.metadata.name.as_deref().unwrap_or_default(),
             ));
@@ -365,41 +374,44 @@ impl State {
         self.fire(EventResource::PersistentVolumeClaim, ActionType::DELETE);
     }
 
-    pub fn on_pv(&mut self, old: Option<&PersistentVolume>, pv: &PersistentVolume) {
+    pub(crate) fn on_pv(&mut self, old: Option<&PersistentVolume>, pv: &PersistentVolume) {
         self.cache.update_pv(pv);
         self.volume_versions.insert(
-            crate::volumes::pv_version_key(pv.metadata.name.as_deref().unwrap_or_default()),
+            crate::binding::volumes::pv_version_key(
+                pv.metadata.name.as_deref().unwrap_or_default(),
+            ),
             resource_version(&pv.metadata),
         );
         self.fire_add_or_update(EventResource::PersistentVolume, old, pv);
     }
 
-    pub fn on_pv_delete(&mut self, pv: &PersistentVolume) {
-        self.volume_versions.remove(&crate::volumes::pv_version_key(
-            pv.metadata.name.as_deref().unwrap_or_default(),
-        ));
+    pub(crate) fn on_pv_delete(&mut self, pv: &PersistentVolume) {
+        self.volume_versions
+            .remove(&crate::binding::volumes::pv_version_key(
+                pv.metadata.name.as_deref().unwrap_or_default(),
+            ));
         self.cache
             .remove_pv(pv.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::PersistentVolume, ActionType::DELETE);
     }
 
-    pub fn on_storage_class(&mut self, old: Option<&StorageClass>, sc: &StorageClass) {
+    pub(crate) fn on_storage_class(&mut self, old: Option<&StorageClass>, sc: &StorageClass) {
         self.cache.update_storage_class(sc);
         self.fire_add_or_update(EventResource::StorageClass, old, sc);
     }
 
-    pub fn on_storage_class_delete(&mut self, sc: &StorageClass) {
+    pub(crate) fn on_storage_class_delete(&mut self, sc: &StorageClass) {
         self.cache
             .remove_storage_class(sc.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::StorageClass, ActionType::DELETE);
     }
 
-    pub fn on_csi_node(&mut self, old: Option<&CSINode>, n: &CSINode) {
+    pub(crate) fn on_csi_node(&mut self, old: Option<&CSINode>, n: &CSINode) {
         self.cache.update_csi_node(n);
         self.fire_add_or_update(EventResource::CSINode, old, n);
     }
 
-    pub fn on_csi_node_delete(&mut self, n: &CSINode) {
+    pub(crate) fn on_csi_node_delete(&mut self, n: &CSINode) {
         self.cache
             .remove_csi_node(n.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::CSINode, ActionType::DELETE);
@@ -408,35 +420,39 @@ impl State {
     /// A Service/RC/ReplicaSet/StatefulSet added or changed: its selector feeds
     /// PodTopologySpread's system default constraints. No event is fired: upstream's
     /// PodTopologySpread registers none for these kinds (pod and node events only).
-    pub fn on_workload(&mut self, e: WorkloadEntry) {
+    pub(crate) fn on_workload(&mut self, e: WorkloadEntry) {
         self.cache
             .upsert_workload_selector(e.kind, &e.namespace, &e.name, e.selector);
     }
 
-    pub fn on_workload_delete(&mut self, e: &WorkloadEntry) {
+    pub(crate) fn on_workload_delete(&mut self, e: &WorkloadEntry) {
         self.cache
             .remove_workload_selector(e.kind, &e.namespace, &e.name);
     }
 
     /// VolumeAttachments: NodeVolumeLimits counts volumes attached to a node; one going
     /// away frees an attach slot.
-    pub fn on_volume_attachment(&mut self, old: Option<&VolumeAttachment>, va: &VolumeAttachment) {
+    pub(crate) fn on_volume_attachment(
+        &mut self,
+        old: Option<&VolumeAttachment>,
+        va: &VolumeAttachment,
+    ) {
         self.cache.update_volume_attachment(va);
         self.fire_add_or_update(EventResource::VolumeAttachment, old, va);
     }
 
-    pub fn on_volume_attachment_delete(&mut self, va: &VolumeAttachment) {
+    pub(crate) fn on_volume_attachment_delete(&mut self, va: &VolumeAttachment) {
         self.cache.remove_volume_attachment(va);
         self.fire(EventResource::VolumeAttachment, ActionType::DELETE);
     }
 
     /// CSIDrivers: whether a provisioner opts into VolumeBinding's storage-capacity check.
-    pub fn on_csi_driver(&mut self, old: Option<&CSIDriver>, d: &CSIDriver) {
+    pub(crate) fn on_csi_driver(&mut self, old: Option<&CSIDriver>, d: &CSIDriver) {
         self.cache.update_csi_driver(d);
         self.fire_add_or_update(EventResource::CSIDriver, old, d);
     }
 
-    pub fn on_csi_driver_delete(&mut self, d: &CSIDriver) {
+    pub(crate) fn on_csi_driver_delete(&mut self, d: &CSIDriver) {
         self.cache
             .remove_csi_driver(d.metadata.name.as_deref().unwrap_or_default());
         self.fire(EventResource::CSIDriver, ActionType::DELETE);
@@ -444,7 +460,7 @@ impl State {
 
     /// CSIStorageCapacities: free storage per class and topology segment, for
     /// VolumeBinding's capacity check of claims to provision.
-    pub fn on_storage_capacity(
+    pub(crate) fn on_storage_capacity(
         &mut self,
         old: Option<&CSIStorageCapacity>,
         c: &CSIStorageCapacity,
@@ -453,7 +469,7 @@ impl State {
         self.fire_add_or_update(EventResource::CSIStorageCapacity, old, c);
     }
 
-    pub fn on_storage_capacity_delete(&mut self, c: &CSIStorageCapacity) {
+    pub(crate) fn on_storage_capacity_delete(&mut self, c: &CSIStorageCapacity) {
         self.cache.remove_storage_capacity(
             c.metadata.namespace.as_deref().unwrap_or_default(),
             c.metadata.name.as_deref().unwrap_or_default(),

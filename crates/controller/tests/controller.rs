@@ -125,6 +125,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         seed: 1,
         health: Some(listener),
         health_tls: None,
+        extensions: Vec::new(),
     }));
     Running {
         health,
@@ -908,94 +909,6 @@ async fn a_volume_binding_timeout_fails_the_attempt_and_the_pod_is_retried() {
     wait_for("slow bound once claims get provisioned", || {
         support::pv_controller::reconcile(&server);
         server.node_of("default", "slow").is_some()
-    })
-    .await;
-    running.stop().await;
-}
-
-/// The SchedulingPolicy plugin fed from the cluster: policies from the watch, rights from
-/// SubjectAccessReviews; a pod outside them stays out with a FailedScheduling event listing
-/// the violation, and is scheduled once a policy its service account may use allows it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scheduling_policy_keeps_pods_out_until_a_usable_policy_allows_them() {
-    use fake_apiserver::Grant;
-    let server = FakeApiServer::start().await;
-    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
-    server.apply("nodes", &node("n1", "4", json!({})));
-    let policy = |name: &str, allowed: Value| {
-        json!({"apiVersion": "scheduling.ferrosched.io/v1alpha1", "kind": "SchedulingPolicy",
-               "metadata": {"name": name}, "spec": {"allowed": allowed}})
-    };
-    let use_policy = |subject: &str, name: &str| Grant {
-        subject: subject.into(),
-        namespace: None,
-        verb: "use".into(),
-        group: "scheduling.ferrosched.io".into(),
-        resource: "schedulingpolicies".into(),
-        name: Some(name.into()),
-    };
-    server.apply(
-        "schedulingpolicies",
-        &policy(
-            "restricted",
-            json!({"schedulerNames": ["default-scheduler"]}),
-        ),
-    );
-    server.grant(use_policy("system:authenticated", "restricted"));
-    let config = format!(
-        "{CONFIG}profiles:
-- schedulerName: default-scheduler
-  plugins:
-    preEnqueue:
-      enabled: [{{name: SchedulingPolicy}}]
-"
-    );
-    let running = start_with(&server, &config, "test-host").await;
-    server.apply("pods", &pod("plain", "100m", json!({})));
-    server.apply(
-        "pods",
-        &pod(
-            "tolerant",
-            "100m",
-            json!({"tolerations": [{"key": "k", "operator": "Exists"}]}),
-        ),
-    );
-    wait_for("the allowed pod bound", || {
-        server.node_of("default", "plain").as_deref() == Some("n1")
-    })
-    .await;
-    wait_for("the kept-out pod reported", || {
-        server
-            .events_for("default", "tolerant")
-            .iter()
-            .any(|e| e["reason"] == "FailedScheduling")
-    })
-    .await;
-    let ev = server
-        .events_for("default", "tolerant")
-        .into_iter()
-        .find(|e| e["reason"] == "FailedScheduling")
-        .unwrap();
-    assert_eq!(
-        ev["note"],
-        format!(
-            "{}: spec.tolerations[0] (key \"k\" Exists, any effect) is not allowed",
-            controller::policy_gate::KEPT_OUT
-        )
-    );
-    assert_eq!(server.node_of("default", "tolerant"), None);
-
-    // A policy allowing tolerations, usable by the pod's service account: scheduled.
-    server.grant(use_policy(
-        "system:serviceaccount:default:default",
-        "tolerations",
-    ));
-    server.apply(
-        "schedulingpolicies",
-        &policy("tolerations", json!({"tolerations": []})),
-    );
-    wait_for("the pod bound once allowed", || {
-        server.node_of("default", "tolerant").as_deref() == Some("n1")
     })
     .await;
     running.stop().await;

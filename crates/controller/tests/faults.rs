@@ -76,6 +76,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         seed: 1,
         health: None,
         health_tls: None,
+        extensions: Vec::new(),
     }));
     Running { stop, task }
 }
@@ -262,7 +263,7 @@ podMaxBackoffSeconds: {MAX}
         attempts += 1;
         backoff = (backoff * 2).min(MAX);
     }
-    let bound = usize::try_from(attempts * controller::retry::ATTEMPTS).unwrap();
+    let bound = usize::try_from(attempts * controller::client::ATTEMPTS).unwrap();
     assert!(
         (1..=bound).contains(&seen),
         "{seen} binding requests in {WINDOW:?}, at most {bound} expected"

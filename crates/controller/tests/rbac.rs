@@ -291,6 +291,7 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         seed: 1,
         health: None,
         health_tls: None,
+        extensions: Vec::new(),
     }));
 
     // Volume binding, completed by the test's PV controller.

@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::Args;
-use controller::cluster_bench::{self, BenchError, BenchOptions, ClusterBenchResult};
+use ferrosched::cluster_bench::{self, BenchError, BenchOptions, ClusterBenchResult};
 use scheduler_core::bench_workloads::{self, WORKLOADS};
 use serde::{Deserialize, Serialize};
 

@@ -148,6 +148,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             .clone()
             .or_else(|| (!from_config.is_empty()).then(|| PathBuf::from(from_config)));
         let client = controller::client(kubeconfig.as_deref()).await?;
+        let extensions = scheduling_policy::extensions(&loaded);
         controller::run(controller::RunOptions {
             client,
             loaded,
@@ -156,6 +157,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             seed: args.seed,
             health,
             health_tls: tls,
+            extensions,
         })
         .await
     });

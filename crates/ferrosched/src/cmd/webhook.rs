@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::Args;
 use controller::tls::ReloadingCert;
-use controller::webhook;
+use scheduling_policy::webhook;
 
 #[derive(Args, Debug)]
 pub struct WebhookArgs {

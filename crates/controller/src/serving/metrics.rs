@@ -46,9 +46,9 @@ use scheduler_core::queue::{PendingCounts, QueueCounters, QueueKind};
 type Labels<const N: usize> = [(&'static str, String); N];
 type HistogramFamily<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
 
-pub const RESULT_SCHEDULED: &str = "scheduled";
-pub const RESULT_UNSCHEDULABLE: &str = "unschedulable";
-pub const RESULT_ERROR: &str = "error";
+pub(crate) const RESULT_SCHEDULED: &str = "scheduled";
+pub(crate) const RESULT_UNSCHEDULABLE: &str = "unschedulable";
+pub(crate) const RESULT_ERROR: &str = "error";
 
 fn attempt_buckets() -> Histogram {
     // Upstream: ExponentialBuckets(0.001, 2, 15).
@@ -75,7 +75,7 @@ fn event_handling_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 12))
 }
 
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     /// Serialises [`render`](Self::render)'s catching up of the incoming-pods counters.
     render_lock: Mutex<()>,
@@ -99,7 +99,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut registry = Registry::default();
         let schedule_attempts = Family::<Labels<2>, Counter>::default();
         registry.register(
@@ -191,7 +191,7 @@ impl Metrics {
     }
 
     /// What scheduler-core measured in one scheduling cycle of `profile`.
-    pub fn cycle(&self, profile: &str, t: &CycleTimings) {
+    pub(crate) fn cycle(&self, profile: &str, t: &CycleTimings) {
         // PreBind's point duration is observed once, by the binding cycle, where its real
         // work (VolumeBinding's API writes and the wait) happens; scheduler-core's part is
         // only the decision. Its plugins' sampled timings are still exported below.
@@ -214,7 +214,7 @@ impl Metrics {
     }
 
     /// One finished attempt: `result` is one of the `RESULT_*` constants.
-    pub fn attempt(&self, result: &'static str, profile: &str, took: Duration) {
+    pub(crate) fn attempt(&self, result: &'static str, profile: &str, took: Duration) {
         let labels = [
             ("result", result.to_string()),
             ("profile", profile.to_string()),
@@ -226,7 +226,7 @@ impl Metrics {
     }
 
     /// A pod bound after `attempts` attempts, `took` after its first one started.
-    pub fn scheduled_e2e(&self, attempts: u32, took: Duration) {
+    pub(crate) fn scheduled_e2e(&self, attempts: u32, took: Duration) {
         let label = if attempts >= 15 {
             "15+".to_string()
         } else {
@@ -237,16 +237,16 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    pub fn preemption_attempt(&self) {
+    pub(crate) fn preemption_attempt(&self) {
         self.preemption_attempts.inc();
     }
 
-    pub fn preemption_victims(&self, n: usize) {
+    pub(crate) fn preemption_victims(&self, n: usize) {
         self.preemption_victims.observe(n as f64);
     }
 
     /// `status` is upstream's status code string (`Success`, `Error`, ...).
-    pub fn extension_point(
+    pub(crate) fn extension_point(
         &self,
         point: &'static str,
         status: &str,
@@ -263,7 +263,7 @@ impl Metrics {
     }
 
     /// One informer event handled; `event` is upstream's label (`NodeAdd`, ...).
-    pub fn event_handled(&self, event: String, took: Duration) {
+    pub(crate) fn event_handled(&self, event: String, took: Duration) {
         self.event_handling
             .get_or_create(&[("event", event)])
             .observe(took.as_secs_f64());
@@ -271,7 +271,7 @@ impl Metrics {
 
     /// The exposition, with `scheduler_pending_pods` set from `pending` and the queue's
     /// metrics from `counters`.
-    pub fn render(&self, pending: PendingCounts, counters: &QueueCounters) -> String {
+    pub(crate) fn render(&self, pending: PendingCounts, counters: &QueueCounters) -> String {
         let guard = self.render_lock.lock().unwrap_or_else(|e| e.into_inner());
         for ((kind, event), n) in &counters.incoming {
             let queue = match kind {
@@ -311,7 +311,7 @@ impl Metrics {
 }
 
 /// The content type of [`Metrics::render`]'s output.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[cfg(test)]
 mod tests {

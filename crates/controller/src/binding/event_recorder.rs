@@ -1,6 +1,8 @@
 //! events.k8s.io/v1 Events, as kube-scheduler's recorder writes them: one recorder per
 //! profile (reportingController = the profile's schedulerName, reportingInstance =
 //! `{schedulerName}-{instance id}`; upstream uses the hostname as instance id).
+//! Kubernetes Event objects only: the cluster events that move queued pods are
+//! scheduler-core's `framework::cluster_events`.
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -12,27 +14,27 @@ use std::time::{Duration, Instant};
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 
-use crate::podref::PodRef;
-use crate::retry::ApiClient;
+use crate::binding::podref::PodRef;
+use crate::client::retry::ApiClient;
 
 /// The API server's limit on `note` (upstream truncates to it).
-pub const NOTE_LENGTH_LIMIT: usize = 1024;
+pub(crate) const NOTE_LENGTH_LIMIT: usize = 1024;
 
-pub const REASON_SCHEDULED: &str = "Scheduled";
-pub const REASON_FAILED_SCHEDULING: &str = "FailedScheduling";
-pub const REASON_PREEMPTED: &str = "Preempted";
-pub const ACTION_BINDING: &str = "Binding";
-pub const ACTION_SCHEDULING: &str = "Scheduling";
-pub const ACTION_PREEMPTING: &str = "Preempting";
+pub(crate) const REASON_SCHEDULED: &str = "Scheduled";
+pub(crate) const REASON_FAILED_SCHEDULING: &str = "FailedScheduling";
+pub(crate) const REASON_PREEMPTED: &str = "Preempted";
+pub(crate) const ACTION_BINDING: &str = "Binding";
+pub(crate) const ACTION_SCHEDULING: &str = "Scheduling";
+pub(crate) const ACTION_PREEMPTING: &str = "Preempting";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     Normal,
     Warning,
 }
 
 impl EventType {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
@@ -41,7 +43,7 @@ impl EventType {
 }
 
 /// Cuts `note` to the API limit the way upstream does (`... ` suffix), on a char boundary.
-pub fn truncate_note(note: &str) -> String {
+pub(crate) fn truncate_note(note: &str) -> String {
     if note.len() <= NOTE_LENGTH_LIMIT {
         return note.to_string();
     }
@@ -56,9 +58,9 @@ pub fn truncate_note(note: &str) -> String {
 /// Isomorphic events (same controller, reason, action, regarding and related object; the
 /// note is not part of the key, as upstream) within this window extend a series instead of
 /// creating a new Event.
-pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+pub(crate) const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 /// How often a growing series is written back (upstream refreshes every 30 minutes).
-pub const SERIES_REFRESH: Duration = Duration::from_secs(30 * 60);
+pub(crate) const SERIES_REFRESH: Duration = Duration::from_secs(30 * 60);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct SeriesKey {
@@ -92,7 +94,7 @@ enum Write {
 }
 
 #[derive(Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     client: ApiClient,
     instance_id: String,
     cache: Arc<Mutex<SeriesCache>>,
@@ -110,14 +112,14 @@ struct SeriesCache {
 const SWEEP_PERIOD: Duration = Duration::from_secs(60);
 
 /// One event to write.
-pub struct EventSpec<'a> {
-    pub controller: &'a str,
-    pub regarding: &'a PodRef,
-    pub related: Option<&'a PodRef>,
-    pub type_: EventType,
-    pub reason: &'a str,
-    pub action: &'a str,
-    pub note: &'a str,
+pub(crate) struct EventSpec<'a> {
+    pub(crate) controller: &'a str,
+    pub(crate) regarding: &'a PodRef,
+    pub(crate) related: Option<&'a PodRef>,
+    pub(crate) type_: EventType,
+    pub(crate) reason: &'a str,
+    pub(crate) action: &'a str,
+    pub(crate) note: &'a str,
 }
 
 fn triple(p: &PodRef) -> (String, String, String) {
@@ -125,7 +127,7 @@ fn triple(p: &PodRef) -> (String, String, String) {
 }
 
 impl Recorder {
-    pub fn new(client: ApiClient, instance_id: String) -> Self {
+    pub(crate) fn new(client: ApiClient, instance_id: String) -> Self {
         Recorder {
             client,
             instance_id,
@@ -133,7 +135,7 @@ impl Recorder {
         }
     }
 
-    pub fn build(&self, e: &EventSpec<'_>) -> Event {
+    pub(crate) fn build(&self, e: &EventSpec<'_>) -> Event {
         let now = Timestamp::now();
         Event {
             metadata: ObjectMeta {
@@ -217,7 +219,7 @@ impl Recorder {
 
     /// Writes the event, or extends its series; failures are logged, never fatal (events
     /// are best effort upstream).
-    pub async fn record(&self, e: EventSpec<'_>) {
+    pub(crate) async fn record(&self, e: EventSpec<'_>) {
         let (key, write) = self.plan(&e, Instant::now());
         let ns = &e.regarding.namespace;
         let api: Api<Event> = Api::namespaced(self.client.client.clone(), ns);

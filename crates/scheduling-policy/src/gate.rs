@@ -11,13 +11,19 @@
 //!
 //! Pods the policies keep out get a FailedScheduling event and PodScheduled=False with the
 //! violations, once per distinct message (PreEnqueue runs on every requeue).
+//!
+//! [`GateExtension`] plugs all of this into the controller; it reaches the scheduler only
+//! through the controller's `QueueEvents` and `FailureReporter`, never its state.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use controller::{Extension, FailureReporter, PodRef, QueueEvents};
+use kube::Client;
 use scheduler_core::framework::{
-    ActionType, ClusterEvent, EventResource, Plugin, PluginPoints, PreEnqueuePlugin, Status,
+    ActionType, ClusterEvent, EventResource, Plugin, PluginPoints, PreEnqueuePlugin, Registry,
+    Status,
 };
 use scheduler_core::plugin_points;
 use scheduler_core::plugins::names::SCHEDULING_POLICY;
@@ -26,13 +32,12 @@ use scheduler_core::plugins::scheduling_policy::{
 };
 use scheduler_core::types::{PodInfo, PodKey};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use crate::actions::Action;
-use crate::authz::{Authorizer, ServiceAccount, usable_policies};
-use crate::podref::PodRef;
-use crate::policies::Policies;
-use crate::state::Shared;
-use crate::status::Nomination;
+use crate::authz::{
+    self, Authorizer, CachedAuthorizer, SarAuthorizer, ServiceAccount, usable_policies,
+};
+use crate::informer::{self, Policies};
 
 /// Starts the message of the FailedScheduling event of a pod the policies keep out.
 pub const KEPT_OUT: &str =
@@ -199,11 +204,8 @@ impl PreEnqueuePlugin for GatePlugin {
 }
 
 /// Lets the queue run PreEnqueue again for the pods the plugin holds back.
-pub fn fire(shared: &Shared) {
-    shared
-        .lock()
-        .fire(EventResource::SchedulingPolicy, ActionType::UPDATE);
-    shared.notify();
+pub fn fire(events: &QueueEvents) {
+    events.fire(EventResource::SchedulingPolicy, ActionType::UPDATE);
 }
 
 /// Resolves the service accounts the plugin asks about (and all of them every `refresh`)
@@ -211,7 +213,7 @@ pub fn fire(shared: &Shared) {
 pub async fn resolve(
     gate: Arc<PolicyGate>,
     authz: Arc<dyn Authorizer>,
-    shared: Arc<Shared>,
+    events: QueueEvents,
     mut wanted: mpsc::UnboundedReceiver<ServiceAccount>,
     refresh: Duration,
 ) {
@@ -243,31 +245,89 @@ pub async fn resolve(
             }
         }
         if changed {
-            fire(&shared);
+            fire(&events);
         }
     }
 }
 
 /// Turns kept-out notices into FailedScheduling events and PodScheduled=False (run only
 /// while leading) until the task is aborted.
-pub async fn report(
-    mut notices: mpsc::Receiver<KeptOut>,
-    shared: Arc<Shared>,
-    actions: mpsc::UnboundedSender<Action>,
-) {
+pub async fn report(mut notices: mpsc::Receiver<KeptOut>, reporter: FailureReporter) {
     while let Some(n) = notices.recv().await {
-        let condition = shared.lock().conditions.get(&n.key).cloned();
-        let failure = Action::Failure {
-            pod: n.pod,
-            scheduler_name: n.scheduler_name,
-            reason: crate::status::REASON_UNSCHEDULABLE,
-            message: n.message,
-            condition,
-            nomination: Nomination::Keep,
-        };
-        if actions.send(failure).is_err() {
+        if !reporter.unschedulable(n.pod, &n.key, n.scheduler_name, n.message) {
             return;
         }
+    }
+}
+
+/// The gate as a controller [`Extension`]: registers the plugin, feeds it (the policy
+/// watch and the SubjectAccessReview resolver) and, while leading, reports the pods it
+/// keeps out.
+pub struct GateExtension {
+    gate: Arc<PolicyGate>,
+    wanted: Option<mpsc::UnboundedReceiver<ServiceAccount>>,
+    notices: Option<mpsc::Receiver<KeptOut>>,
+}
+
+impl GateExtension {
+    pub fn new() -> Self {
+        let (gate, channels) = PolicyGate::new(Arc::default());
+        GateExtension {
+            gate,
+            wanted: Some(channels.wanted),
+            notices: Some(channels.notices),
+        }
+    }
+}
+
+impl Default for GateExtension {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Extension for GateExtension {
+    fn register(&self, registry: &mut Registry) {
+        let gate = Arc::clone(&self.gate);
+        registry.register_shared(
+            SCHEDULING_POLICY,
+            Arc::new(move |_| Ok(Arc::new(GatePlugin::new(Arc::clone(&gate))) as Arc<dyn Plugin>)),
+        );
+    }
+
+    fn start(&mut self, client: &Client, events: QueueEvents) -> Vec<JoinHandle<()>> {
+        let Some(wanted) = self.wanted.take() else {
+            return Vec::new();
+        };
+        let (g, ev) = (Arc::clone(&self.gate), events.clone());
+        let watch = tokio::spawn(informer::watch(
+            client.clone(),
+            Arc::clone(&self.gate.policies),
+            move || {
+                g.request_all();
+                fire(&ev);
+            },
+        ));
+        let authz = CachedAuthorizer::new(
+            SarAuthorizer::new(client.clone()),
+            authz::DEFAULT_ALLOWED_TTL,
+            authz::DEFAULT_DENIED_TTL,
+        );
+        let resolver = tokio::spawn(resolve(
+            Arc::clone(&self.gate),
+            Arc::new(authz),
+            events,
+            wanted,
+            authz::DEFAULT_ALLOWED_TTL,
+        ));
+        vec![watch, resolver]
+    }
+
+    fn lead(&mut self, reporter: FailureReporter) -> Vec<JoinHandle<()>> {
+        let Some(notices) = self.notices.take() else {
+            return Vec::new();
+        };
+        vec![tokio::spawn(report(notices, reporter))]
     }
 }
 

@@ -30,19 +30,19 @@ use scheduler_core::types::PodKey;
 use scheduler_core::types::volume::{ANN_SELECTED_NODE, PodVolumes, claim_key};
 use serde_json::json;
 
-use crate::retry::ApiClient;
+use crate::client::retry::ApiClient;
 use crate::state::{Shared, State};
 
 /// How often the binding cycle re-checks the claims (upstream polls every second; this is a
 /// read of the local cache, so it may be shorter).
-pub const POLL_PERIOD: Duration = Duration::from_millis(200);
+pub(crate) const POLL_PERIOD: Duration = Duration::from_millis(200);
 /// Upstream's default `bindTimeoutSeconds`, for a profile without VolumeBinding args.
-pub const DEFAULT_BIND_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_BIND_TIMEOUT: Duration = Duration::from_secs(600);
 /// Upstream's prefix for a failed PreBind plugin.
-pub const PREBIND_PREFIX: &str = "running PreBind plugin \"VolumeBinding\": ";
+pub(crate) const PREBIND_PREFIX: &str = "running PreBind plugin \"VolumeBinding\": ";
 
 /// `bindTimeoutSeconds` of VolumeBinding per profile (schedulerName).
-pub fn bind_timeouts(cfg: &KubeSchedulerConfiguration) -> HashMap<String, Duration> {
+pub(crate) fn bind_timeouts(cfg: &KubeSchedulerConfiguration) -> HashMap<String, Duration> {
     cfg.profiles
         .iter()
         .map(|p| {
@@ -58,10 +58,10 @@ pub fn bind_timeouts(cfg: &KubeSchedulerConfiguration) -> HashMap<String, Durati
 }
 
 /// Key of a claim's or volume's last informer resourceVersion in [`State::volume_versions`].
-pub fn pvc_version_key(namespace: &str, name: &str) -> String {
+pub(crate) fn pvc_version_key(namespace: &str, name: &str) -> String {
     format!("pvc:{}", claim_key(namespace, name))
 }
-pub fn pv_version_key(name: &str) -> String {
+pub(crate) fn pv_version_key(name: &str) -> String {
     format!("pv:{name}")
 }
 
@@ -80,7 +80,7 @@ fn api_message(e: &kube::Error) -> String {
 /// Carries out `decided` for the assumed pod `key` on `node` and waits until every claim is
 /// bound. `Err` is the FailedScheduling message (upstream's wording, with the PreBind
 /// prefix); the caller rolls back (`forget_pod_volumes`, unreserve, forget, requeue).
-pub async fn bind_pod_volumes(
+pub(crate) async fn bind_pod_volumes(
     client: &ApiClient,
     shared: &Shared,
     key: &PodKey,
@@ -175,7 +175,7 @@ async fn bind_api_update(
 
 /// Upstream `checkBindings` over the informer-fed cache: `Ok(true)` when every claim is
 /// fully bound, `Ok(false)` to keep waiting, `Err` when binding must be retried.
-pub fn check_bindings(
+pub(crate) fn check_bindings(
     st: &State,
     key: &PodKey,
     node: &str,

@@ -5,17 +5,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::retry::ApiClient;
+use crate::client::retry::ApiClient;
 use k8s_openapi::api::core::v1::PodCondition;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::binder::{BindError, bind};
-use crate::events::{self, EventSpec, EventType, Recorder};
-use crate::metrics;
-use crate::podref::PodRef;
+use crate::binding::binder::{BindError, bind};
+use crate::binding::event_recorder::{self as events, EventSpec, EventType, Recorder};
+use crate::binding::pod_status::{self as status, Nomination};
+use crate::binding::podref::PodRef;
+use crate::serving::metrics;
 use crate::state::Shared;
-use crate::status::{self, Nomination};
 use scheduler_core::framework::{
     ActionType, ClusterEvent, CycleState, EventResource, QueuedPodInfo,
 };
@@ -23,10 +23,10 @@ use scheduler_core::queue::QueueError;
 use scheduler_core::types::{PodInfo, PodKey, PodVolumes};
 use std::collections::HashMap;
 
-use crate::volumes::{DEFAULT_BIND_TIMEOUT, bind_pod_volumes};
+use crate::binding::volumes::{DEFAULT_BIND_TIMEOUT, bind_pod_volumes};
 
 #[derive(Debug)]
-pub enum Action {
+pub(crate) enum Action {
     /// The binding cycle for an assumed pod.
     Bind {
         pod: PodRef,
@@ -66,16 +66,16 @@ pub enum Action {
     },
 }
 
-pub struct Executor {
-    pub client: ApiClient,
-    pub recorder: Recorder,
-    pub shared: Arc<Shared>,
+pub(crate) struct Executor {
+    pub(crate) client: ApiClient,
+    pub(crate) recorder: Recorder,
+    pub(crate) shared: Arc<Shared>,
     /// VolumeBinding's `bindTimeoutSeconds` per profile.
-    pub bind_timeouts: HashMap<String, Duration>,
+    pub(crate) bind_timeouts: HashMap<String, Duration>,
 }
 
 impl Executor {
-    pub async fn run(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Action>) {
+    pub(crate) async fn run(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Action>) {
         let mut tasks = JoinSet::new();
         while let Some(action) = rx.recv().await {
             let me = Arc::clone(&self);

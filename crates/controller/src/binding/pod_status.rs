@@ -1,6 +1,7 @@
 //! Pod status patches (strategic merge on `pods/{name}/status`; conditions merge by type):
 //! the PodScheduled=False condition after a failed attempt, `status.nominatedNodeName`
 //! after preemption, and the DisruptionTarget condition on preemption victims.
+//! The pod's API status only; a plugin's verdict is scheduler-core's `framework::Status`.
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -9,15 +10,15 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
-use crate::podref::PodRef;
-use crate::retry::{ApiClient, status_code};
+use crate::binding::podref::PodRef;
+use crate::client::retry::{ApiClient, status_code};
 
-pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
-pub const REASON_SCHEDULER_ERROR: &str = "SchedulerError";
+pub(crate) const REASON_UNSCHEDULABLE: &str = "Unschedulable";
+pub(crate) const REASON_SCHEDULER_ERROR: &str = "SchedulerError";
 
 /// What a failed attempt does to `status.nominatedNodeName`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Nomination {
+pub(crate) enum Nomination {
     Keep,
     Set(String),
     Clear,
@@ -29,7 +30,7 @@ fn now() -> Value {
 
 /// The strategic-merge patch for a failed attempt, or `None` when the pod already carries
 /// exactly this condition and nomination (upstream skips the no-op update too).
-pub fn failure_patch(
+pub(crate) fn failure_patch(
     reason: &str,
     message: &str,
     current: Option<&PodCondition>,
@@ -86,7 +87,7 @@ async fn patch_status(client: &ApiClient, pod: &PodRef, patch: &Value) -> Result
     }
 }
 
-pub async fn report_failure(
+pub(crate) async fn report_failure(
     client: &ApiClient,
     pod: &PodRef,
     reason: &str,
@@ -101,7 +102,7 @@ pub async fn report_failure(
     }
 }
 
-pub async fn clear_nomination(client: &ApiClient, pod: &PodRef) {
+pub(crate) async fn clear_nomination(client: &ApiClient, pod: &PodRef) {
     let patch = json!({"status": {"nominatedNodeName": null}});
     if let Err(e) = patch_status(client, pod, &patch).await {
         tracing::warn!(%pod, error = %e, "could not clear nominatedNodeName");
@@ -109,7 +110,11 @@ pub async fn clear_nomination(client: &ApiClient, pod: &PodRef) {
 }
 
 /// Marks a victim with DisruptionTarget (reason PreemptionByScheduler), then deletes it.
-pub async fn preempt_victim(client: &ApiClient, victim: &PodRef, scheduler_name: &str) -> bool {
+pub(crate) async fn preempt_victim(
+    client: &ApiClient,
+    victim: &PodRef,
+    scheduler_name: &str,
+) -> bool {
     let patch = json!({"status": {"conditions": [{
         "type": "DisruptionTarget",
         "status": "True",

@@ -33,10 +33,10 @@ use scheduler_core::policy::{self, PodFields, PolicySpec};
 use serde_json::Value;
 use tokio::net::TcpListener;
 
+use controller::{Error, Result, tls};
+
 use crate::authz::{Authorizer, ServiceAccount, usable_policies};
-use crate::policies::Policies;
-use crate::tls;
-use crate::{Error, Result};
+use crate::informer::Policies;
 
 /// Starts every denial; the service account, its usable policies and each violation follow.
 pub const DENIED: &str = "pod violates the SchedulingPolicies its service account may use";
@@ -206,7 +206,7 @@ pub struct WebhookOptions {
 pub async fn run(opts: WebhookOptions) -> Result<()> {
     let tls = Arc::new(tls::server_config(opts.cert)?);
     let policies = Arc::new(Policies::default());
-    let watch = tokio::spawn(crate::policies::watch(
+    let watch = tokio::spawn(crate::informer::watch(
         opts.client.clone(),
         Arc::clone(&policies),
         || {},

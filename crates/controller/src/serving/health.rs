@@ -1,4 +1,4 @@
-//! `/healthz`, `/livez`, `/readyz` and `/metrics` ([`crate::metrics`]), over HTTPS on
+//! `/healthz`, `/livez`, `/readyz` and `/metrics` ([`crate::serving::metrics`]), over HTTPS on
 //! `--secure-port` (10259) as kube-scheduler serves them, so its probes (`scheme: HTTPS`)
 //! work unchanged; plain HTTP only for tests. No authentication: unlike kube-scheduler,
 //! `/metrics` is not behind delegated authorization (keep the port off the network or
@@ -15,7 +15,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 use crate::informers::INFORMER_COUNT;
-use crate::metrics;
+use crate::serving::metrics;
 use crate::state::Shared;
 
 async fn healthz() -> (StatusCode, &'static str) {
@@ -54,7 +54,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
 }
 
 /// Serves until the task is aborted: over TLS with `tls`, else plain HTTP.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     shared: Arc<Shared>,
@@ -66,7 +66,7 @@ pub async fn serve(
         .route("/metrics", get(metrics))
         .with_state(shared);
     if let Some(tls) = tls {
-        crate::tls::serve(listener, tls, app, std::future::pending()).await;
+        crate::serving::tls::serve(listener, tls, app, std::future::pending()).await;
     } else if let Err(e) = axum::serve(listener, app).await {
         tracing::warn!(error = %e, "health server stopped");
     }

@@ -6,18 +6,18 @@ use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
-use crate::podref::PodRef;
-use crate::retry::{ApiClient, status_code};
+use crate::binding::podref::PodRef;
+use crate::client::retry::{ApiClient, status_code};
 
 #[derive(Debug)]
-pub enum BindError {
+pub(crate) enum BindError {
     /// 404 or 409: the pod is gone, was re-created, or someone else bound it. Dropped quietly.
     Gone(kube::Error),
     /// Anything else, after retries: reported as a scheduling failure and retried.
     Failed(kube::Error),
 }
 
-pub async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result<(), BindError> {
+pub(crate) async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result<(), BindError> {
     let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
     let binding = Binding {
         metadata: ObjectMeta {

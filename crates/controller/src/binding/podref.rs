@@ -1,4 +1,4 @@
-//! The identity of a pod the controller acts on.
+//! The identity of a pod the controller acts on (also what an extension reports pods by).
 
 use std::fmt;
 
@@ -21,7 +21,7 @@ impl PodRef {
         }
     }
 
-    pub fn object_reference(&self) -> ObjectReference {
+    pub(crate) fn object_reference(&self) -> ObjectReference {
         ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Pod".into()),

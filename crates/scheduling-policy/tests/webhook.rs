@@ -2,7 +2,7 @@
 //! here, AdmissionReview v1 bodies sent by a minimal HTTP/1.1 client over tokio-rustls, and
 //! the answers checked as the API server would read them (allowed, the message, the base64
 //! JSON patch applied to the pod). RBAC answers come from a fake authorizer; the
-//! SubjectAccessReview itself is exercised against the fake API server in tests/controller.rs.
+//! SubjectAccessReview itself is exercised against the fake API server in tests/gate.rs.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine;
-use controller::authz::{Authorizer, ServiceAccount};
-use controller::policies::Policies;
 use controller::tls::{ReloadingCert, server_config};
-use controller::webhook::{self, BAD_REVIEW, DENIED, NOT_SYNCED, Webhook};
 use futures::future::BoxFuture;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, ServerName};
 use scheduler_core::policy;
+use scheduling_policy::authz::{Authorizer, ServiceAccount};
+use scheduling_policy::informer::Policies;
+use scheduling_policy::webhook::{self, BAD_REVIEW, DENIED, NOT_SYNCED, Webhook};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -637,8 +637,8 @@ async fn a_replaced_certificate_is_served_on_the_next_handshake() {
 /// one is left out), RBAC from SubjectAccessReviews (cached), answers over HTTPS.
 #[tokio::test]
 async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
-    use controller::authz::{CachedAuthorizer, SarAuthorizer};
     use fake_apiserver::{FakeApiServer, Grant};
+    use scheduling_policy::authz::{CachedAuthorizer, SarAuthorizer};
 
     let api = FakeApiServer::start().await;
     for p in policy::parse(POLICIES).unwrap() {
@@ -670,7 +670,7 @@ async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
 
     let client = controller::client(Some(&api.kubeconfig())).await.unwrap();
     let ps = Arc::new(Policies::default());
-    let watch = tokio::spawn(controller::policies::watch(
+    let watch = tokio::spawn(scheduling_policy::informer::watch(
         client.clone(),
         Arc::clone(&ps),
         || {},

@@ -19,7 +19,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use scheduler_core::policy;
 
-use crate::Result;
+use controller::Result;
 
 /// The RBAC verb that grants a policy.
 pub const USE_VERB: &str = "use";

@@ -1,0 +1,82 @@
+//! The client the controller writes with: every request waits for the client-side rate
+//! limit (`clientConnection.qps`/`burst`, [`RateLimiter`]), and transient
+//! errors (429, 5xx, connection failures) are retried with exponential backoff. Anything
+//! else (404, 409, 422, ...) is returned at once for the caller to judge.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::rate_limit::RateLimiter;
+
+/// Tries per request, the first included.
+pub const ATTEMPTS: u32 = 5;
+const FIRST_DELAY: Duration = Duration::from_millis(100);
+const MAX_DELAY: Duration = Duration::from_secs(2);
+
+pub(crate) fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+/// The HTTP status of an API error, if it is one.
+pub fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// A kube client plus the rate limit all of the controller's writes share.
+#[derive(Clone)]
+pub(crate) struct ApiClient {
+    pub(crate) client: kube::Client,
+    pub(crate) limiter: Arc<RateLimiter>,
+}
+
+impl ApiClient {
+    pub(crate) fn new(client: kube::Client, qps: f32, burst: i32) -> Self {
+        ApiClient {
+            client,
+            limiter: Arc::new(RateLimiter::new(qps, burst)),
+        }
+    }
+
+    /// Runs one request, rate limited, retrying transient failures.
+    pub(crate) async fn call<T, F, Fut>(&self, what: &str, f: F) -> Result<T, kube::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, kube::Error>>,
+    {
+        with_retry(&self.limiter, what, f).await
+    }
+}
+
+async fn with_retry<T, F, Fut>(
+    limiter: &RateLimiter,
+    what: &str,
+    mut f: F,
+) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut delay = FIRST_DELAY;
+    let mut attempt = 1;
+    loop {
+        limiter.acquire().await;
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < ATTEMPTS && is_transient(&e) => {
+                tracing::debug!(what, attempt, error = %e, "transient API error; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(MAX_DELAY);
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Informers: one `kube::runtime::watcher` per kind, each keeping a view of the last object
+//! seen per key ([`Handler::View`]: compact for pods and nodes), feeding
+//! [`crate::state::State`].
+//!
+//! A (re)list arrives as `Init`, `InitApply`..., `InitDone`. Listed objects are applied as
+//! they arrive; at `InitDone` every kept object the list no longer has is deleted, so
+//! deletions missed while the watch was down (expired resourceVersion) are not lost. The
+//! watcher itself relists on `410 Gone` and retries with backoff on errors.
+//!
+//! Optional kinds (CSIDriver, CSIStorageCapacity) tolerate a server that does not serve
+//! them: a 404 on the first list is logged once, the informer counts as synced with no
+//! objects, and it stops, so readiness does not wait for an API that will never answer.
+//!
+//! `watch` runs one informer, `handlers` says what each kind's events do to the state;
+//! this module starts them all. Informers only write to the shared state (briefly, per
+//! event) and never write to the API server.
+
+mod handlers;
+mod watch;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource};
+use scheduler_core::cache::workload_selectors;
+use serde::de::DeserializeOwned;
+
+use crate::state::{Shared, State};
+use handlers::{Fns, Handler, Nodes, Pods, Workloads};
+use watch::{Presence, run_informer, run_informer_with};
+
+/// Like upstream's pod informer: terminal pods are not watched at all (a pod that turns
+/// terminal arrives as a delete).
+pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
+pub(crate) const INFORMER_COUNT: usize = 12 + WORKLOAD_INFORMER_COUNT;
+
+/// One informer over every `K` in the cluster.
+fn spawn<K, H>(
+    client: &Client,
+    shared: &Arc<Shared>,
+    presence: Presence,
+    handler: H,
+) -> tokio::task::JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+{
+    tokio::spawn(run_informer_with(
+        Api::<K>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+        presence,
+        Arc::clone(shared),
+        handler,
+    ))
+}
+
+/// A whole-object handler from the state's add/update and delete functions.
+fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> Fns<K> {
+    Fns { apply, delete }
+}
+
+/// Starts the informers the scheduler needs: twelve (the storage ones feed the volume
+/// plugins and the binding cycle's wait for claims to be bound) plus the workload ones.
+pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
+    // without them on servers that lack the APIs.
+    let (req, opt) = (Presence::Required, Presence::Optional);
+    let mut informers = vec![
+        tokio::spawn(run_informer(
+            Api::<Pod>::all(client.clone()),
+            watcher::Config::default()
+                .any_semantic()
+                .fields(POD_FIELD_SELECTOR),
+            Arc::clone(shared),
+            Pods,
+        )),
+        spawn(client, shared, req, Nodes),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<RuntimeClass>(State::on_runtime_class, State::on_runtime_class_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<PodDisruptionBudget>(State::on_pdb, State::on_pdb_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<Namespace>(State::on_namespace, State::on_namespace_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<PersistentVolumeClaim>(State::on_pvc, State::on_pvc_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<PersistentVolume>(State::on_pv, State::on_pv_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<StorageClass>(State::on_storage_class, State::on_storage_class_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<CSINode>(State::on_csi_node, State::on_csi_node_delete),
+        ),
+        // NodeVolumeLimits counts volumes still attached to a node.
+        spawn(
+            client,
+            shared,
+            req,
+            fns::<VolumeAttachment>(
+                State::on_volume_attachment,
+                State::on_volume_attachment_delete,
+            ),
+        ),
+        // VolumeBinding's storage-capacity check; GA since 1.24, optional for older or
+        // trimmed-down servers.
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<CSIDriver>(State::on_csi_driver, State::on_csi_driver_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<CSIStorageCapacity>(
+                State::on_storage_capacity,
+                State::on_storage_capacity_delete,
+            ),
+        ),
+    ];
+    informers.extend(spawn_workloads(client, shared));
+    informers
+}
+
+/// Services, ReplicationControllers, ReplicaSets and StatefulSets, as upstream's
+/// PodTopologySpread listers: only their selectors are kept (`Cache` workload selectors),
+/// from which the system default constraints take a pod's selector.
+pub(crate) const WORKLOAD_INFORMER_COUNT: usize = 4;
+
+fn spawn_workloads(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    let required = Presence::Required;
+    vec![
+        spawn::<Service, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workload_selectors::service_entry,
+            },
+        ),
+        spawn::<ReplicationController, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workload_selectors::replication_controller_entry,
+            },
+        ),
+        spawn::<ReplicaSet, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workload_selectors::replica_set_entry,
+            },
+        ),
+        spawn::<StatefulSet, _>(
+            client,
+            shared,
+            required,
+            Workloads {
+                entry: workload_selectors::stateful_set_entry,
+            },
+        ),
+    ]
+}

@@ -1,0 +1,159 @@
+//! One informer's watch loop: a `kube::runtime::watcher` stream applied to the state
+//! through its [`Handler`], keeping the last view per key, reconciling relists and timing
+//! each event for `/metrics`. Kind-specific behaviour belongs in `handlers`.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use super::handlers::Handler;
+use crate::state::Shared;
+
+/// Observes one handled event (from `start`, the wait for the state lock included).
+fn observe<K, H: Handler<K>>(
+    shared: &Shared,
+    handler: &H,
+    kind: &str,
+    start: Instant,
+    old: Option<&H::View>,
+    new: Option<&H::View>,
+) {
+    if let Some(event) = handler.event_label(kind, old, new) {
+        shared.metrics.event_handled(event, start.elapsed());
+    }
+}
+
+fn key_of<K: Resource>(o: &K) -> String {
+    match o.meta().namespace.as_deref() {
+        Some(ns) => format!("{ns}/{}", o.name_any()),
+        None => o.name_any(),
+    }
+}
+
+/// Whether a kind must be served, or may be missing from the server (see `informers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Presence {
+    Required,
+    Optional,
+}
+
+/// The server does not serve the kind at all (as opposed to a transient failure).
+fn is_missing_api(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s)) => s.is_not_found(),
+        _ => false,
+    }
+}
+
+/// Runs one informer until the task is aborted.
+pub(crate) async fn run_informer<K, H>(
+    api: Api<K>,
+    config: watcher::Config,
+    shared: Arc<Shared>,
+    handler: H,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+{
+    run_informer_with(api, config, Presence::Required, shared, handler).await
+}
+
+/// [`run_informer`] for a kind that may be [`Presence::Optional`].
+pub(crate) async fn run_informer_with<K, H>(
+    api: Api<K>,
+    config: watcher::Config,
+    presence: Presence,
+    shared: Arc<Shared>,
+    handler: H,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+{
+    let kind = K::kind(&Default::default()).to_string();
+    let mut store: HashMap<String, H::View> = HashMap::new();
+    // Keys seen by the (re)list in progress. Listed objects are applied as they arrive;
+    // at InitDone every kept object the list did not have is deleted, so deletions missed
+    // while the watch was down (expired resourceVersion) are not lost.
+    let mut listed: Option<HashSet<String>> = None;
+    let mut synced = false;
+    let stream = watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    while let Some(item) = stream.next().await {
+        let event = match item {
+            Ok(e) => e,
+            Err(e) if presence == Presence::Optional && !synced && is_missing_api(&e) => {
+                tracing::warn!(
+                    %kind,
+                    error = %e,
+                    "the API server does not serve this kind; continuing without it"
+                );
+                shared.lock().synced += 1;
+                shared.notify();
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(%kind, error = %e, "watch failed; retrying");
+                continue;
+            }
+        };
+        match event {
+            watcher::Event::Init => listed = Some(HashSet::new()),
+            watcher::Event::InitApply(o) => {
+                let k = key_of(&o);
+                let start = Instant::now();
+                let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                observe(&shared, &handler, &kind, start, store.get(&k), Some(&view));
+                store.insert(k.clone(), view);
+                listed.get_or_insert_default().insert(k);
+            }
+            watcher::Event::InitDone => {
+                let listed = listed.take().unwrap_or_default();
+                {
+                    let mut st = shared.lock();
+                    store.retain(|k, old| {
+                        let keep = listed.contains(k);
+                        if !keep {
+                            let start = Instant::now();
+                            handler.delete(&shared, &mut st, old);
+                            observe(&shared, &handler, &kind, start, Some(old), None);
+                        }
+                        keep
+                    });
+                    if !synced {
+                        synced = true;
+                        st.synced += 1;
+                    }
+                }
+                tracing::debug!(%kind, objects = store.len(), "informer synced");
+                shared.notify();
+            }
+            watcher::Event::Apply(o) => {
+                let k = key_of(&o);
+                let start = Instant::now();
+                let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                observe(&shared, &handler, &kind, start, store.get(&k), Some(&view));
+                store.insert(k, view);
+                shared.notify();
+            }
+            watcher::Event::Delete(o) => {
+                let k = key_of(&o);
+                let old = match store.remove(&k) {
+                    Some(v) => v,
+                    None => handler.view(o),
+                };
+                let start = Instant::now();
+                handler.delete(&shared, &mut shared.lock(), &old);
+                observe(&shared, &handler, &kind, start, Some(&old), None);
+                shared.notify();
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Wires the controller together: the registry and profiles, the shared state, the
+//! informers, the periodic queue flushes, the health server, leader election, the binding
+//! executor and the scheduling thread, and the order they start and stop in. Owns no logic
+//! of its own beyond that order.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use scheduler_core::config::Loaded;
+use scheduler_core::framework::{ProfileRegistry, Registry};
+use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
+use scheduler_core::schedule_one::SchedulingAlgorithm;
+
+use crate::binding::event_recorder;
+use crate::binding::executor::Executor;
+use crate::binding::volumes;
+use crate::client::retry;
+use crate::extension::{Extension, FailureReporter, QueueEvents};
+use crate::serving::health;
+use crate::{Error, Result};
+use crate::{informers, leader, scheduler_loop, state};
+
+/// Everything [`run`] needs. The config must already be loaded and validated.
+pub struct RunOptions {
+    pub client: Client,
+    pub loaded: Loaded,
+    /// Identifies this process in events (`reportingInstance = {schedulerName}-{id}`);
+    /// upstream uses the hostname.
+    pub instance_id: String,
+    /// Resolves when the controller should stop (SIGTERM/SIGINT in production).
+    pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Seed for breaking score ties.
+    pub seed: u64,
+    /// Where to serve /healthz, /livez, /readyz and /metrics; `None` serves nothing.
+    pub health: Option<tokio::net::TcpListener>,
+    /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
+    /// HTTP (tests).
+    pub health_tls: Option<Arc<rustls::ServerConfig>>,
+    /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
+    /// gate when a profile enables it); empty: the in-tree plugins only.
+    pub extensions: Vec<Box<dyn Extension>>,
+}
+
+/// The instance id upstream would use: the hostname.
+pub fn default_instance_id() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "ferrosched".to_string())
+}
+
+/// How often backoffQ pods whose backoff expired move to activeQ (upstream: 1 s).
+pub(crate) const BACKOFF_FLUSH_PERIOD: Duration = Duration::from_secs(1);
+/// How often pods that waited too long in the unschedulable pool are retried (upstream: 30 s).
+pub(crate) const UNSCHEDULABLE_FLUSH_PERIOD: Duration = Duration::from_secs(30);
+
+/// The queue settings from the config. Popping from backoffQ when activeQ is empty is on
+/// (upstream `SchedulerPopFromBackoffQ`): it only takes pods that plugins rejected; pods
+/// whose attempt failed with an error (e.g. a failed binding) wait in the error backoffQ
+/// until their backoff expires, so a persistent API error is retried with backoff.
+pub(crate) fn queue_config(
+    cfg: &scheduler_core::config::KubeSchedulerConfiguration,
+) -> QueueConfig {
+    QueueConfig::from_config(cfg)
+}
+
+/// Runs `flush` on the queue every `period` and wakes the scheduling thread when it moved
+/// pods. Runs until the task is aborted.
+async fn flush_periodically(
+    shared: Arc<state::Shared>,
+    period: Duration,
+    flush: fn(&mut SchedulingQueue) -> usize,
+) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let moved = flush(&mut shared.lock().queue);
+        if moved > 0 {
+            shared.notify();
+        }
+    }
+}
+
+/// Watches the cluster and schedules pending pods of the config's profiles until
+/// `opts.shutdown` resolves; then stops taking pods, finishes in-flight API calls and
+/// returns.
+pub async fn run(opts: RunOptions) -> Result<()> {
+    let RunOptions {
+        client,
+        loaded,
+        instance_id,
+        mut shutdown,
+        seed,
+        health,
+        health_tls,
+        mut extensions,
+    } = opts;
+    let mut registry = Registry::in_tree();
+    for e in &extensions {
+        e.register(&mut registry);
+    }
+    let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry)?);
+    let cfg = &loaded.config;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let queue = SchedulingQueue::new(
+        queue_config(cfg),
+        Arc::clone(&clock),
+        Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
+    );
+    let shared = Arc::new(state::Shared::new(queue, clock, profiles));
+    let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
+    // Extension-point durations every cycle, plugin durations sampled: for /metrics.
+    alg.set_record_metrics(true);
+
+    let mut background = informers::spawn_all(&client, &shared);
+    for e in &mut extensions {
+        background.extend(e.start(&client, QueueEvents::new(&shared)));
+    }
+    background.push(tokio::spawn(flush_periodically(
+        Arc::clone(&shared),
+        BACKOFF_FLUSH_PERIOD,
+        SchedulingQueue::flush_backoff_completed,
+    )));
+    background.push(tokio::spawn(flush_periodically(
+        Arc::clone(&shared),
+        UNSCHEDULABLE_FLUSH_PERIOD,
+        SchedulingQueue::flush_unschedulable_left_over,
+    )));
+    if let Some(listener) = health {
+        background.push(tokio::spawn(health::serve(
+            listener,
+            health_tls,
+            Arc::clone(&shared),
+        )));
+    }
+    // Informers fill the cache while waiting for the lease, so a new leader starts warm.
+    let mut elector = cfg
+        .leader_election
+        .leader_elect
+        .then(|| leader::Elector::new(client.clone(), &cfg.leader_election, &instance_id));
+    if let Some(e) = &mut elector {
+        tokio::select! {
+            _ = e.acquire() => {}
+            _ = &mut shutdown => {
+                for task in background {
+                    task.abort();
+                }
+                return Ok(());
+            }
+        }
+    }
+    let api = retry::ApiClient::new(
+        client,
+        cfg.client_connection.qps,
+        cfg.client_connection.burst,
+    );
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let executor = Arc::new(Executor {
+        client: api.clone(),
+        recorder: event_recorder::Recorder::new(api, instance_id),
+        shared: Arc::clone(&shared),
+        bind_timeouts: volumes::bind_timeouts(cfg),
+    });
+    // Extensions' reporters hold a sender, so they end before the executor.
+    let leading: Vec<_> = extensions
+        .iter_mut()
+        .flat_map(|e| e.lead(FailureReporter::new(&shared, tx.clone())))
+        .collect();
+    let executor = tokio::spawn(executor.run(rx));
+    let sched = scheduler_loop::SchedulingLoop {
+        shared: Arc::clone(&shared),
+        alg,
+        actions: tx,
+    };
+    let thread = std::thread::Builder::new()
+        .name("scheduling-loop".into())
+        .spawn(move || sched.run())
+        .map_err(|e| Error::Thread(e.to_string()))?;
+    tracing::info!(
+        profiles = shared.profiles.len(),
+        "ferrosched controller started"
+    );
+
+    let lost = async {
+        match &mut elector {
+            Some(e) => e.hold().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        _ = &mut shutdown => Ok(()),
+        _ = lost => Err(Error::LeaderLost),
+    };
+    tracing::info!("shutting down: no new pods; finishing in-flight bindings");
+    shared.shutdown();
+    let joined = tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .map_err(|e| Error::Thread(e.to_string()))?;
+    if joined.is_err() {
+        return Err(Error::Thread("the scheduling loop panicked".into()));
+    }
+    for r in leading {
+        r.abort();
+        let _ = r.await;
+    }
+    // The loop dropped its sender: the executor drains and ends.
+    let _ = executor.await;
+    if outcome.is_ok()
+        && let Some(e) = &mut elector
+    {
+        e.release().await;
+    }
+    for task in background {
+        task.abort();
+    }
+    outcome
+}

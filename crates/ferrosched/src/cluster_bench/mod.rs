@@ -1,0 +1,370 @@
+//! `ferrosched bench --kubeconfig`: scheduler_perf's method against a real API server.
+//!
+//! One run per workload: a namespace, labelled fake Nodes (kwok-like: capacity, a Ready
+//! condition, no kubelet) tainted so no other scheduler uses them, then init pods and
+//! measured pods whose `schedulerName` and nodeSelector name only this run. The scheduler
+//! runs as a child process (`ferrosched run`), so its CPU time and peak RSS are its own.
+//! A pod watch records when each pod is first seen bound; throughput is taken from the
+//! first to the last measured binding and, like scheduler_perf's throughput collector, as
+//! per-second samples with their average and percentiles. Everything created carries the
+//! run label and is deleted by it at the end, also after a failure or Ctrl-C.
+//!
+//! This module drives a run; `objects` builds what it creates, `measure` watches and
+//! measures, `scheduler` handles the child process. It never runs the controller in this
+//! process (the measurement would include the driver) and uses controller only through its
+//! public API.
+
+mod measure;
+mod objects;
+mod scheduler;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use scheduler_core::bench_workloads::{self, Workload};
+use serde::{Deserialize, Serialize};
+
+use measure::{Tracker, track};
+pub use measure::{process_cpu_seconds, process_peak_rss_mib, throughput};
+pub use objects::{RunNames, bench_node, bench_pod, cleanup, priority_classes, scheduler_config};
+use objects::{create_all, restore_node_status};
+use scheduler::Scheduler;
+
+/// Label on every object a run creates; its value is the run id.
+pub const RUN_LABEL: &str = "ferrosched.io/bench-run";
+/// Label telling init pods from measured ones.
+pub const PHASE_LABEL: &str = "ferrosched.io/bench-phase";
+/// Taint on the fake nodes (value: the run id); only this run's pods tolerate it.
+pub const TAINT_KEY: &str = "ferrosched.io/bench";
+
+/// How a run is driven.
+pub struct BenchOptions {
+    pub client: Client,
+    /// Handed to the scheduler child.
+    pub kubeconfig: PathBuf,
+    /// The `ferrosched` binary to run as the scheduler.
+    pub scheduler_exe: PathBuf,
+    /// Give up (with partial results) when no pod was bound for this long.
+    pub stall_timeout: Duration,
+    /// Leave everything in the cluster.
+    pub keep: bool,
+    /// Concurrent create requests.
+    pub concurrency: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("unknown workload {0:?}")]
+    UnknownWorkload(String),
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{0}")]
+    Io(String),
+    #[error("the scheduler exited early ({status}); its stderr ends with:\n{tail}")]
+    SchedulerDied { status: String, tail: String },
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// scheduler_perf's SchedulingThroughput: per-second samples of newly bound pods.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Throughput {
+    pub samples: usize,
+    pub average: f64,
+    pub perc50: f64,
+    pub perc90: f64,
+    pub perc99: f64,
+}
+
+/// What one workload run measured.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterBenchResult {
+    pub workload: String,
+    pub run_id: String,
+    pub namespace: String,
+    pub nodes: usize,
+    pub init_pods: usize,
+    pub init_scheduled: usize,
+    pub measured_pods: usize,
+    pub scheduled: usize,
+    /// Measured pods bound divided by the time from the first to the last measured binding.
+    pub pods_per_second: f64,
+    pub first_to_last_seconds: f64,
+    pub throughput: Throughput,
+    /// How fast the driver created the measured pods (a ceiling on pods/s).
+    pub create_pods_per_second: f64,
+    /// The scheduler's user+system CPU over its whole life (sync, init and measured pods).
+    pub cpu_seconds: f64,
+    /// The scheduler's CPU while the measured pods were created and scheduled.
+    pub measured_cpu_seconds: f64,
+    pub cpu_ms_per_pod: f64,
+    /// The scheduler's VmHWM.
+    pub peak_rss_mib: f64,
+    /// Every measured pod was bound.
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The end of the scheduler's stderr, when the run did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_stderr_tail: Option<String>,
+}
+
+/// Runs one workload against the cluster and cleans up after it (unless `keep`), also when
+/// it fails or Ctrl-C arrives.
+pub async fn run_workload(
+    opts: &BenchOptions,
+    name: &str,
+    nodes: usize,
+    init: usize,
+    measured: usize,
+) -> Result<ClusterBenchResult, BenchError> {
+    let w = bench_workloads::build(name, nodes, init, measured)
+        .ok_or_else(|| BenchError::UnknownWorkload(name.to_string()))?;
+    let run = RunNames::fresh();
+    let dir = std::env::temp_dir().join(format!("ferrosched-bench-{}", run.id));
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
+    let scheduler = Arc::new(Mutex::new(Scheduler {
+        child: None,
+        stderr: dir.join("scheduler.log"),
+    }));
+    let tracker = Arc::new(Mutex::new(Tracker::default()));
+    let result = tokio::select! {
+        r = drive(opts, &w, &run, &dir, &scheduler, &tracker) => r,
+        _ = tokio::signal::ctrl_c() => Err(BenchError::Interrupted),
+    };
+    scheduler.lock().unwrap().stop();
+    if opts.keep {
+        eprintln!(
+            "kept run {} (namespace {}; delete with label {})",
+            run.id,
+            run.namespace,
+            run.selector()
+        );
+    } else {
+        for e in cleanup(&opts.client, &run).await {
+            eprintln!("cleanup of run {}: {e}", run.id);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn drive(
+    opts: &BenchOptions,
+    w: &Workload,
+    run: &RunNames,
+    dir: &Path,
+    scheduler: &Mutex<Scheduler>,
+    tracker: &Arc<Mutex<Tracker>>,
+) -> Result<ClusterBenchResult, BenchError> {
+    let client = &opts.client;
+    let io = |e: std::io::Error| BenchError::Io(e.to_string());
+    let config = dir.join("scheduler.yaml");
+    std::fs::write(&config, scheduler_config(run, &w.name)).map_err(io)?;
+
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(run.namespace.clone()),
+            labels: Some(run.labels(&[])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces.create(&PostParams::default(), &ns).await?;
+    let all_pods: Vec<Pod> = w
+        .init_pods
+        .iter()
+        .chain(&w.measured_pods)
+        .cloned()
+        .collect();
+    create_all(
+        &Api::<PriorityClass>::all(client.clone()),
+        priority_classes(run, &all_pods),
+        opts.concurrency,
+    )
+    .await?;
+    let nodes: Vec<Node> = w
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| bench_node(run, i, n))
+        .collect();
+    let t = Instant::now();
+    let node_api: Api<Node> = Api::all(client.clone());
+    create_all(&node_api, nodes.clone(), opts.concurrency).await?;
+    restore_node_status(&node_api, run, nodes, opts.concurrency).await?;
+    eprintln!(
+        "{}: created {} nodes in {:.1}s",
+        w.name,
+        w.nodes.len(),
+        t.elapsed().as_secs_f64()
+    );
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &run.namespace);
+    let watch = tokio::spawn(track(pods.clone(), run.selector(), Arc::clone(tracker)));
+    let _abort_watch = AbortOnDrop(watch);
+
+    // The scheduler starts after the nodes exist, so it lists them instead of taking
+    // thousands of watch events.
+    let stderr = std::fs::File::create(&scheduler.lock().unwrap().stderr).map_err(io)?;
+    let child = Command::new(&opts.scheduler_exe)
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg("--kubeconfig")
+        .arg(&opts.kubeconfig)
+        .args(["--secure-port", "0"])
+        // Plain text in the log we show on a stall.
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| BenchError::Io(format!("{}: {e}", opts.scheduler_exe.display())))?;
+    let pid = child.id();
+    scheduler.lock().unwrap().child = Some(child);
+
+    let t = Instant::now();
+    while !tracker.lock().unwrap().synced {
+        if t.elapsed() > opts.stall_timeout {
+            return Err(BenchError::Io(format!(
+                "the watch on pods in {} did not start within {}s",
+                run.namespace,
+                opts.stall_timeout.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let init: Vec<Pod> = w
+        .init_pods
+        .iter()
+        .map(|p| bench_pod(run, "init", p))
+        .collect();
+    let t = Instant::now();
+    create_all(&pods, init, opts.concurrency).await?;
+    let init_done = wait_bound(opts, scheduler, tracker, |t| {
+        t.init_bound >= w.init_pods.len()
+    })
+    .await?;
+    eprintln!(
+        "{}: {} init pods bound in {:.1}s",
+        w.name,
+        tracker.lock().unwrap().init_bound,
+        t.elapsed().as_secs_f64()
+    );
+
+    let cpu_before = process_cpu_seconds(pid).unwrap_or(0.0);
+    let mut stalled_in = (!init_done).then_some("init");
+    let mut create_rate = 0.0;
+    if init_done {
+        let measured: Vec<Pod> = w
+            .measured_pods
+            .iter()
+            .map(|p| bench_pod(run, "measured", p))
+            .collect();
+        let t = Instant::now();
+        create_all(&pods, measured, opts.concurrency).await?;
+        create_rate = w.measured_pods.len() as f64 / t.elapsed().as_secs_f64().max(1e-9);
+        let n = w.measured_pods.len();
+        if !wait_bound(opts, scheduler, tracker, |t| t.measured_bound.len() >= n).await? {
+            stalled_in = Some("measured");
+        }
+    }
+    let cpu_after = process_cpu_seconds(pid).unwrap_or(0.0);
+    let peak_rss_mib = process_peak_rss_mib(pid).unwrap_or(0.0);
+
+    let t = tracker.lock().unwrap();
+    let mut times = t.measured_bound.clone();
+    times.sort_unstable();
+    let origin = times.first().copied();
+    let since: Vec<Duration> = times
+        .iter()
+        .map(|i| i.duration_since(origin.unwrap_or(*i)))
+        .collect();
+    let span = since.last().map_or(0.0, Duration::as_secs_f64);
+    let scheduled = times.len();
+    let measured_cpu = cpu_after - cpu_before;
+    let complete = stalled_in.is_none();
+    Ok(ClusterBenchResult {
+        workload: w.name.clone(),
+        run_id: run.id.clone(),
+        namespace: run.namespace.clone(),
+        nodes: w.nodes.len(),
+        init_pods: w.init_pods.len(),
+        init_scheduled: t.init_bound,
+        measured_pods: w.measured_pods.len(),
+        scheduled,
+        pods_per_second: if scheduled == 0 {
+            0.0
+        } else {
+            scheduled as f64 / span.max(1e-3)
+        },
+        first_to_last_seconds: span,
+        throughput: throughput(&since),
+        create_pods_per_second: create_rate,
+        cpu_seconds: cpu_after,
+        measured_cpu_seconds: measured_cpu,
+        cpu_ms_per_pod: measured_cpu * 1000.0 / scheduled.max(1) as f64,
+        peak_rss_mib,
+        complete,
+        note: stalled_in.map(|phase| {
+            format!(
+                "no {phase} pod was bound for {}s; partial results",
+                opts.stall_timeout.as_secs()
+            )
+        }),
+        scheduler_stderr_tail: (!complete).then(|| scheduler.lock().unwrap().stderr_tail()),
+    })
+}
+
+/// Waits until `done`; false when no pod was bound for the stall timeout. Fails when the
+/// scheduler exits.
+async fn wait_bound(
+    opts: &BenchOptions,
+    scheduler: &Mutex<Scheduler>,
+    tracker: &Mutex<Tracker>,
+    done: impl Fn(&Tracker) -> bool,
+) -> Result<bool, BenchError> {
+    let start = Instant::now();
+    loop {
+        {
+            let t = tracker.lock().unwrap();
+            if done(&t) {
+                return Ok(true);
+            }
+            let progress = t.last_binding.map_or(start, |l| l.max(start));
+            if progress.elapsed() > opts.stall_timeout {
+                return Ok(false);
+            }
+        }
+        {
+            let mut s = scheduler.lock().unwrap();
+            if let Some(status) = s.exited() {
+                return Err(BenchError::SchedulerDied {
+                    status,
+                    tail: s.stderr_tail(),
+                });
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
