@@ -33,36 +33,25 @@
 //! 410 and clients must relist).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 mod selectors;
 mod store;
+mod watch;
 
 use selectors::{FieldSelector, Filter, LabelSelector};
 use store::{Inner, Shared, Store};
 pub use store::{RESOURCES, Resource, resource};
-
-#[derive(Clone, Debug)]
-struct WatchEvent {
-    rv: u64,
-    collection: String,
-    type_: &'static str,
-    object: Value,
-    /// The object before a MODIFIED, for field-selector transitions.
-    old: Option<Value>,
-}
 
 /// One permission for SubjectAccessReviews: `subject` (a user or a group name) may `verb`
 /// the `group`/`resource` object `name` (None: any), in `namespace` (None: cluster-wide, as
@@ -390,140 +379,75 @@ async fn list_or_watch(
         fields: FieldSelector::parse(params.get("fieldSelector")),
         labels: LabelSelector::parse(params.get("labelSelector")),
     };
-    let r = resource(collection);
     if !watch {
-        let mut st = inner.store.lock().unwrap();
-        // Pages (`limit`, `continue`) as kube's watcher asks for them (500 a page). The
-        // token carries the first page's resourceVersion, which every page reports, so a
-        // watch started after the last page replays whatever changed meanwhile (a real
-        // API server serves all pages from that one snapshot instead).
-        let limit = params
-            .get("limit")
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|&n| n > 0);
-        let token = params.get("continue").filter(|t| !t.is_empty());
-        let (list_rv, after) = match token.and_then(|t| t.split_once(':')) {
-            Some((rv, key)) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", key));
-                (
-                    rv.parse().unwrap_or(st.rv),
-                    Some((ns.to_string(), name.to_string())),
-                )
-            }
-            None => {
-                *st.lists.entry(collection.to_string()).or_default() += 1;
-                (st.rv, None)
-            }
-        };
-        let mut matching = st
-            .objects
-            .iter()
-            .filter(|((c, ns, name), v)| {
-                c == collection
-                    && after
-                        .as_ref()
-                        .is_none_or(|(a_ns, a_name)| (ns, name) > (a_ns, a_name))
-                    && filter.matches(v)
-            })
-            .peekable();
-        let mut items = Vec::new();
-        let mut last = None;
-        for ((_, ns, name), v) in matching.by_ref() {
-            items.push(v.clone());
-            last = Some(format!("{list_rv}:{ns}/{name}"));
-            if limit.is_some_and(|n| items.len() >= n) {
-                break;
-            }
-        }
-        let more = matching.peek().is_some();
-        let mut metadata = json!({"resourceVersion": list_rv.to_string()});
-        if more && let Some(t) = last {
-            metadata["continue"] = json!(t);
-        }
-        let body = json!({
-            "apiVersion": r.api_version(),
-            "kind": format!("{}List", r.kind),
-            "metadata": metadata,
-            "items": items,
-        });
-        return axum::Json(body).into_response();
+        return list(&inner, collection, &filter, &params);
     }
-    let since: u64 = params
-        .get("resourceVersion")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let bookmarks = params.get("allowWatchBookmarks").map(String::as_str) == Some("true");
-    // Subscribe before reading the log so nothing falls between the two.
-    let rx = inner.tx.subscribe();
-    let mut gen_rx = inner.generation.subscribe();
-    gen_rx.mark_unchanged();
-    let (backlog, now) = {
-        let st = inner.store.lock().unwrap();
-        if since < st.compacted {
-            // What a real API server sends: HTTP 200, then an ERROR event with 410.
-            let body = json!({"type": "ERROR", "object": {
-                "apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410,
-                "reason": "Expired",
-                "message": format!("too old resource version: {since} ({})", st.compacted),
-            }})
-            .to_string()
-                + "\n";
-            return Response::builder()
-                .header("content-type", "application/json")
-                .body(Body::from(body))
-                .unwrap();
+    watch::watch(&inner, collection, filter, &params)
+}
+
+/// LIST, paged with `limit` and `continue`.
+fn list(
+    inner: &Inner,
+    collection: &'static str,
+    filter: &Filter,
+    params: &BTreeMap<String, String>,
+) -> Response {
+    let r = resource(collection);
+    let mut st = inner.store.lock().unwrap();
+    // Pages (`limit`, `continue`) as kube's watcher asks for them (500 a page). The
+    // token carries the first page's resourceVersion, which every page reports, so a
+    // watch started after the last page replays whatever changed meanwhile (a real
+    // API server serves all pages from that one snapshot instead).
+    let limit = params
+        .get("limit")
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|&n| n > 0);
+    let token = params.get("continue").filter(|t| !t.is_empty());
+    let (list_rv, after) = match token.and_then(|t| t.split_once(':')) {
+        Some((rv, key)) => {
+            let (ns, name) = key.split_once('/').unwrap_or(("", key));
+            (
+                rv.parse().unwrap_or(st.rv),
+                Some((ns.to_string(), name.to_string())),
+            )
         }
-        let backlog: Vec<WatchEvent> = st
-            .log
-            .iter()
-            .filter(|e| e.rv > since && e.collection == collection)
-            .cloned()
-            .collect();
-        (backlog, st.rv)
+        None => {
+            *st.lists.entry(collection.to_string()).or_default() += 1;
+            (st.rv, None)
+        }
     };
-    let last = backlog.last().map_or(since, |e| e.rv);
-    let line = move |e: &WatchEvent| -> Option<Result<Bytes, Infallible>> {
-        let type_ = filter.view(e)?;
-        let mut s = json!({"type": type_, "object": e.object}).to_string();
-        s.push('\n');
-        Some(Ok(Bytes::from(s)))
-    };
-    let mut first: Vec<Result<Bytes, Infallible>> = backlog.iter().filter_map(&line).collect();
-    if bookmarks {
-        // A bookmark after the backlog: the client may resume from `now` even if none of
-        // the events since matched its selector.
-        let mut s = json!({"type": "BOOKMARK", "object": {
-            "apiVersion": r.api_version(), "kind": r.kind,
-            "metadata": {"resourceVersion": now.to_string()},
-        }})
-        .to_string();
-        s.push('\n');
-        first.push(Ok(Bytes::from(s)));
+    let mut matching = st
+        .objects
+        .iter()
+        .filter(|((c, ns, name), v)| {
+            c == collection
+                && after
+                    .as_ref()
+                    .is_none_or(|(a_ns, a_name)| (ns, name) > (a_ns, a_name))
+                && filter.matches(v)
+        })
+        .peekable();
+    let mut items = Vec::new();
+    let mut last = None;
+    for ((_, ns, name), v) in matching.by_ref() {
+        items.push(v.clone());
+        last = Some(format!("{list_rv}:{ns}/{name}"));
+        if limit.is_some_and(|n| items.len() >= n) {
+            break;
+        }
     }
-    let live = futures::stream::unfold((rx, gen_rx), move |(mut rx, mut gen_rx)| async move {
-        loop {
-            tokio::select! {
-                // expire_watches(): end the stream, as a dropped connection would.
-                _ = gen_rx.changed() => return None,
-                r = rx.recv() => match r {
-                    Ok(e) if e.collection == collection && e.rv > last => {
-                        return Some((e, (rx, gen_rx)));
-                    }
-                    Ok(_) => continue,
-                    // Events were dropped for this slow watcher: end the stream (as a real
-                    // API server ends a watch that falls behind) so the client resumes from
-                    // its last resourceVersion and gets the missed events from the log.
-                    Err(broadcast::error::RecvError::Lagged(_)) => return None,
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
-            }
-        }
-    })
-    .filter_map(move |e| futures::future::ready(line(&e)));
-    Response::builder()
-        .header("content-type", "application/json")
-        .body(Body::from_stream(futures::stream::iter(first).chain(live)))
-        .unwrap()
+    let more = matching.peek().is_some();
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if more && let Some(t) = last {
+        metadata["continue"] = json!(t);
+    }
+    let body = json!({
+        "apiVersion": r.api_version(),
+        "kind": format!("{}List", r.kind),
+        "metadata": metadata,
+        "items": items,
+    });
+    axum::Json(body).into_response()
 }
 
 fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Response {

@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use crate::WatchEvent;
-
 /// A field selector of `path=value` / `path!=value` terms joined by commas (dotted paths
 /// such as `status.phase`; a missing field reads as "").
 #[derive(Clone, Debug, Default)]
@@ -105,22 +103,5 @@ impl Filter {
             .is_none_or(|ns| obj["metadata"]["namespace"].as_str() == Some(ns))
             && self.fields.matches(obj)
             && self.labels.matches(obj)
-    }
-
-    /// How a watcher with this filter sees the event, if at all.
-    pub(crate) fn view(&self, e: &WatchEvent) -> Option<&'static str> {
-        let now = self.matches(&e.object);
-        match e.type_ {
-            "MODIFIED" => {
-                let before = e.old.as_ref().is_some_and(|o| self.matches(o));
-                match (before, now) {
-                    (true, true) => Some("MODIFIED"),
-                    (true, false) => Some("DELETED"),
-                    (false, true) => Some("ADDED"),
-                    (false, false) => None,
-                }
-            }
-            t => now.then_some(t),
-        }
     }
 }

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::{Fault, Grant, RequestRecord, WatchEvent};
+use crate::watch::WatchEvent;
+use crate::{Fault, Grant, RequestRecord};
 
 /// (collection, namespace, name); cluster-scoped objects have an empty namespace.
 pub(crate) type Key = (String, String, String);
