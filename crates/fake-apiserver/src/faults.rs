@@ -8,9 +8,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use crate::handlers::status;
 use crate::requests::RequestRecord;
 use crate::store::{Shared, resource};
-use crate::{FakeApiServer, serve, status};
+use crate::{FakeApiServer, serve};
 
 /// Requests to fail: HTTP method, resource and subresource (`None`: the resource itself,
 /// not a subresource), answered with `code` and a Kubernetes `Status` body.
