@@ -16,6 +16,7 @@ use crate::store::{Inner, RESOURCES, Resource, Shared, resource};
 use crate::watch;
 
 mod access_review;
+mod events;
 
 pub use access_review::Grant;
 
@@ -79,9 +80,9 @@ pub(crate) async fn dispatch(
     if t.group == "events.k8s.io" && t.collection == "events" {
         let ns = t.namespace.as_deref().unwrap_or("");
         return match (&method, &t.name) {
-            (&Method::POST, None) => create_event(&inner, ns, &body),
-            (&Method::PATCH, Some(name)) => patch_event(&inner, ns, name, &body),
-            (&Method::GET, None) => list_events(&inner, t.namespace.as_deref()),
+            (&Method::POST, None) => events::create_event(&inner, ns, &body),
+            (&Method::PATCH, Some(name)) => events::patch_event(&inner, ns, name, &body),
+            (&Method::GET, None) => events::list_events(&inner, t.namespace.as_deref()),
             _ => unknown(),
         };
     }
@@ -540,58 +541,4 @@ fn patch_status(inner: &Inner, collection: &str, ns: &str, name: &str, body: &By
         strategic_merge(&mut object["status"], s);
     }
     axum::Json(inner.put(collection, object)).into_response()
-}
-
-fn create_event(inner: &Inner, ns: &str, body: &Bytes) -> Response {
-    let Ok(mut event) = serde_json::from_slice::<Value>(body) else {
-        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad event".into());
-    };
-    event["metadata"]["namespace"] = json!(ns);
-    inner.store.lock().unwrap().events.push(event.clone());
-    (StatusCode::CREATED, axum::Json(event)).into_response()
-}
-
-/// LIST of events (no watch), in one namespace or all: the e2e scenarios read events
-/// through the API, as they must on a real cluster.
-fn list_events(inner: &Inner, ns: Option<&str>) -> Response {
-    let st = inner.store.lock().unwrap();
-    let items: Vec<Value> = st
-        .events
-        .iter()
-        .filter(|e| ns.is_none_or(|ns| e["metadata"]["namespace"] == ns))
-        .map(|e| {
-            let mut e = e.clone();
-            e["apiVersion"] = json!("events.k8s.io/v1");
-            e["kind"] = json!("Event");
-            e
-        })
-        .collect();
-    axum::Json(json!({
-        "apiVersion": "events.k8s.io/v1", "kind": "EventList",
-        "metadata": {"resourceVersion": st.rv.to_string()}, "items": items,
-    }))
-    .into_response()
-}
-
-fn patch_event(inner: &Inner, ns: &str, name: &str, body: &Bytes) -> Response {
-    let Ok(patch) = serde_json::from_slice::<Value>(body) else {
-        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
-    };
-    let mut st = inner.store.lock().unwrap();
-    let found = st
-        .events
-        .iter_mut()
-        .find(|e| e["metadata"]["namespace"] == ns && e["metadata"]["name"] == name);
-    match found {
-        Some(e) => {
-            // JSON merge patch: maps merge, null deletes, everything else replaces.
-            strategic_merge(e, &patch);
-            axum::Json(e.clone()).into_response()
-        }
-        None => status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("events.events.k8s.io \"{name}\" not found"),
-        ),
-    }
 }
