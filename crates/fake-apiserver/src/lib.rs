@@ -31,6 +31,36 @@
 //! open watches end, new connections are refused and requests on open connections get 503
 //! until it comes back with the same store (optionally compacted, so resumed watches get
 //! 410 and clients must relist).
+//!
+//! # How a request flows
+//!
+//! ```text
+//! client ──HTTP──▶ axum, on 127.0.0.1:<port>
+//!   │
+//!   ▼ faults::record_request   logs the RequestRecord; while down answers 503 and closes
+//!   │                          the connection, else the first Fault with requests left
+//!   │                          answers instead of the server
+//!   ▼ handlers::dispatch       path → Target (group, version, namespace, collection,
+//!   │                          name, subresource); events and SubjectAccessReviews
+//!   │                          first, then the Resource in RESOURCES (404 when unknown
+//!   │                          or disabled), then the method:
+//!   ├─ handlers::objects       LIST or WATCH, POST, PUT, PATCH, DELETE (one or a
+//!   │                          collection)
+//!   ├─ handlers::subresources  pods/{name}/binding, {resource}/{name}/status
+//!   ├─ handlers::events        events.k8s.io/v1: POST, PATCH, LIST
+//!   └─ handlers::access_review SubjectAccessReviews, from the grants
+//!   ▼ store                    one Mutex<Store>: objects by (collection, namespace,
+//!   │                          name), one global resourceVersion; every put and remove
+//!   │                          appends a WatchEvent to the log and broadcasts it
+//!   ▼ watch                    a WATCH replays the log after its resourceVersion, then
+//!                              follows the broadcast, each event seen through the
+//!                              watcher's Filter (selectors)
+//! ```
+//!
+//! Requests that check, then write (create, replace, patch, delete, binding, status) hold
+//! one write lock, so two of them never interleave. Tests reach the same store through
+//! the helpers on [`FakeApiServer`]; their writes (`apply`, `delete`) bump the
+//! resourceVersion and reach watchers like API writes do.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -53,6 +83,9 @@ pub use requests::RequestRecord;
 use store::{Inner, Shared, Store};
 pub use store::{RESOURCES, Resource, resource};
 
+/// A running fake API server: its address, the shared store, and the accept loop (which
+/// [`FakeApiServer::go_down`] stops and [`FakeApiServer::come_back`] restarts). Dropping
+/// it stops the server and removes its kubeconfig directory.
 pub struct FakeApiServer {
     pub addr: SocketAddr,
     inner: Shared,
@@ -71,6 +104,7 @@ impl Drop for FakeApiServer {
     }
 }
 
+/// Serves `app` on `listener` until aborted.
 fn serve(listener: tokio::net::TcpListener, app: Router) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
