@@ -1,0 +1,56 @@
+//! SubjectAccessReviews (authorization.k8s.io/v1): answered from the [`Grant`]s a test
+//! added, with no RBAC objects evaluated.
+
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::status;
+use crate::store::Inner;
+
+/// One permission for SubjectAccessReviews: `subject` (a user or a group name) may `verb`
+/// the `group`/`resource` object `name` (None: any), in `namespace` (None: cluster-wide, as
+/// a ClusterRoleBinding; Some: as a RoleBinding there).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grant {
+    pub subject: String,
+    pub namespace: Option<String>,
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub name: Option<String>,
+}
+
+impl Grant {
+    fn allows(&self, spec: &Value) -> bool {
+        let a = &spec["resourceAttributes"];
+        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        let subject = s(&spec["user"]) == self.subject
+            || spec["groups"]
+                .as_array()
+                .is_some_and(|gs| gs.iter().any(|g| g.as_str() == Some(&self.subject)));
+        subject
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == s(&a["namespace"]))
+            && s(&a["verb"]) == self.verb
+            && s(&a["group"]) == self.group
+            && s(&a["resource"]) == self.resource
+            && self.name.as_ref().is_none_or(|n| *n == s(&a["name"]))
+    }
+}
+
+/// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`: the review with its status.
+pub(super) fn subject_access_review(inner: &Inner, body: &Bytes) -> Response {
+    let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad review".into());
+    };
+    let allowed = {
+        let st = inner.store.lock().unwrap();
+        st.grants.iter().any(|g| g.allows(&review["spec"]))
+    };
+    review["status"] = json!({"allowed": allowed});
+    (StatusCode::CREATED, axum::Json(review)).into_response()
+}

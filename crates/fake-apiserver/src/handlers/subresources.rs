@@ -1,0 +1,113 @@
+//! Subresources: `POST pods/{name}/binding` (with its injected failures and lost races)
+//! and `PATCH {resource}/{name}/status`.
+
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::{not_found, status, strategic_merge};
+use crate::store::Inner;
+
+pub(super) fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Response {
+    {
+        let mut st = inner.store.lock().unwrap();
+        if st.failing_bindings > 0 {
+            st.failing_bindings -= 1;
+            return status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request".into(),
+            );
+        }
+    }
+    let Some(mut pod) = inner.get("pods", ns, name) else {
+        return not_found("pods", name);
+    };
+    if let Some(uid) = binding["metadata"]["uid"].as_str()
+        && pod["metadata"]["uid"].as_str() != Some(uid)
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!("Operation cannot be fulfilled on pods/binding \"{name}\": UID mismatch"),
+        );
+    }
+    if pod["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty())
+    {
+        inner
+            .store
+            .lock()
+            .unwrap()
+            .double_bindings
+            .push(format!("{ns}/{name}"));
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{}\"",
+                pod["spec"]["nodeName"].as_str().unwrap()
+            ),
+        );
+    }
+    let stolen = inner
+        .store
+        .lock()
+        .unwrap()
+        .steal
+        .remove(&format!("{ns}/{name}"));
+    if let Some(other) = stolen {
+        pod["spec"]["nodeName"] = json!(other);
+        inner.put("pods", pod);
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{other}\""
+            ),
+        );
+    }
+    let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
+    pod["spec"]["nodeName"] = json!(node);
+    strategic_merge(
+        &mut pod,
+        &json!({"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}),
+    );
+    inner.put("pods", pod);
+    inner
+        .store
+        .lock()
+        .unwrap()
+        .bindings
+        .push((format!("{ns}/{name}"), node));
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"apiVersion": "v1", "kind": "Status", "status": "Success", "code": 201})),
+    )
+        .into_response()
+}
+
+/// PATCH of a status subresource: only `status` may change.
+pub(super) fn patch_status(
+    inner: &Inner,
+    collection: &str,
+    ns: &str,
+    name: &str,
+    body: &Bytes,
+) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
+    };
+    let Some(mut object) = inner.get(collection, ns, name) else {
+        return not_found(collection, name);
+    };
+    if let Some(s) = patch.get("status") {
+        if object.get("status").is_none() {
+            object["status"] = json!({});
+        }
+        strategic_merge(&mut object["status"], s);
+    }
+    axum::Json(inner.put(collection, object)).into_response()
+}
