@@ -76,3 +76,20 @@ async fn benches_against_an_api_server_and_cleans_up() {
         assert_eq!(server.list(collection), Vec::<Value>::new(), "{collection}");
     }
 }
+
+#[test]
+fn a_missing_kube_scheduler_binary_is_refused_before_touching_the_cluster() {
+    // The kubeconfig points nowhere: the check must come before any API call.
+    let out = Command::new(BIN)
+        .args(["bench", "--kubeconfig", "/nonexistent/kubeconfig"])
+        .args(["--kube-scheduler", "/nonexistent/kube-scheduler"])
+        .args(["--workload", "SchedulingBasic", "--nodes", "5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--kube-scheduler /nonexistent/kube-scheduler: no such file"),
+        "{stderr}"
+    );
+}

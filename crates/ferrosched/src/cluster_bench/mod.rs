@@ -3,7 +3,8 @@
 //! One run per workload: a namespace, labelled fake Nodes (kwok-like: capacity, a Ready
 //! condition, no kubelet) tainted so no other scheduler uses them, then init pods and
 //! measured pods whose `schedulerName` and nodeSelector name only this run. The scheduler
-//! runs as a child process (`ferrosched run`), so its CPU time and peak RSS are its own.
+//! runs as a child process (`ferrosched run`, or upstream's kube-scheduler for a
+//! side-by-side run against the same server), so its CPU time and peak RSS are its own.
 //! A pod watch records when each pod is first seen bound; throughput is taken from the
 //! first to the last measured binding and, like scheduler_perf's throughput collector, as
 //! per-second samples with their average and percentiles. Everything created carries the
@@ -34,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use measure::{Tracker, track};
 pub use measure::{process_cpu_seconds, process_peak_rss_mib, throughput};
 pub use objects::{RunNames, bench_node, bench_pod, cleanup, priority_classes, scheduler_config};
-use objects::{create_all, restore_node_status};
+use objects::{create_all, create_default_service_account, restore_node_status};
 use scheduler::Scheduler;
 
 /// Label on every object a run creates; its value is the run id.
@@ -49,8 +50,8 @@ pub struct BenchOptions {
     pub client: Client,
     /// Handed to the scheduler child.
     pub kubeconfig: PathBuf,
-    /// The `ferrosched` binary to run as the scheduler.
-    pub scheduler_exe: PathBuf,
+    /// The scheduler under test.
+    pub scheduler: SchedulerUnderTest,
     /// Give up (with partial results) when no pod was bound for this long.
     pub stall_timeout: Duration,
     /// Leave everything in the cluster.
@@ -73,6 +74,44 @@ pub enum BenchError {
     Interrupted,
 }
 
+/// Which scheduler a run starts as its child. Both read the same
+/// KubeSchedulerConfiguration (the run's profiles, `clientConnection.kubeconfig`), so one
+/// config file serves either.
+#[derive(Clone, Debug)]
+pub enum SchedulerUnderTest {
+    /// This `ferrosched` binary: `ferrosched run --config FILE --secure-port 0`.
+    Ferrosched(PathBuf),
+    /// An upstream kube-scheduler binary: `kube-scheduler --config FILE --secure-port 0`.
+    KubeScheduler(PathBuf),
+}
+
+impl SchedulerUnderTest {
+    /// The name reports use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerUnderTest::Ferrosched(_) => "ferrosched",
+            SchedulerUnderTest::KubeScheduler(_) => "kube-scheduler",
+        }
+    }
+
+    pub fn exe(&self) -> &Path {
+        match self {
+            SchedulerUnderTest::Ferrosched(p) | SchedulerUnderTest::KubeScheduler(p) => p,
+        }
+    }
+
+    /// The child's command line for a run whose config is `config`.
+    pub fn command(&self, config: &Path) -> Command {
+        let mut cmd = Command::new(self.exe());
+        if let SchedulerUnderTest::Ferrosched(_) = self {
+            cmd.arg("run");
+        }
+        // No serving port: runs never collide on it, and neither scheduler spends CPU on it.
+        cmd.arg("--config").arg(config).args(["--secure-port", "0"]);
+        cmd
+    }
+}
+
 /// scheduler_perf's SchedulingThroughput: per-second samples of newly bound pods.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -88,6 +127,9 @@ pub struct Throughput {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterBenchResult {
+    /// `ferrosched` or `kube-scheduler`.
+    #[serde(default)]
+    pub scheduler: String,
     pub workload: String,
     pub run_id: String,
     pub namespace: String,
@@ -169,7 +211,11 @@ async fn drive(
     let client = &opts.client;
     let io = |e: std::io::Error| BenchError::Io(e.to_string());
     let config = dir.join("scheduler.yaml");
-    std::fs::write(&config, scheduler_config(run, &w.name)).map_err(io)?;
+    std::fs::write(
+        &config,
+        scheduler_config(run, &w.name, Some(&opts.kubeconfig)),
+    )
+    .map_err(io)?;
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns = Namespace {
@@ -181,6 +227,7 @@ async fn drive(
         ..Default::default()
     };
     namespaces.create(&PostParams::default(), &ns).await?;
+    create_default_service_account(client, run).await?;
     let all_pods: Vec<Pod> = w
         .init_pods
         .iter()
@@ -217,20 +264,16 @@ async fn drive(
     // The scheduler starts after the nodes exist, so it lists them instead of taking
     // thousands of watch events.
     let stderr = std::fs::File::create(&scheduler.lock().unwrap().stderr).map_err(io)?;
-    let child = Command::new(&opts.scheduler_exe)
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .arg("--kubeconfig")
-        .arg(&opts.kubeconfig)
-        .args(["--secure-port", "0"])
+    let child = opts
+        .scheduler
+        .command(&config)
         // Plain text in the log we show on a stall.
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
-        .map_err(|e| BenchError::Io(format!("{}: {e}", opts.scheduler_exe.display())))?;
+        .map_err(|e| BenchError::Io(format!("{}: {e}", opts.scheduler.exe().display())))?;
     let pid = child.id();
     scheduler.lock().unwrap().child = Some(child);
 
@@ -297,6 +340,7 @@ async fn drive(
     let measured_cpu = cpu_after - cpu_before;
     let complete = stalled_in.is_none();
     Ok(ClusterBenchResult {
+        scheduler: opts.scheduler.name().to_string(),
         workload: w.name.clone(),
         run_id: run.id.clone(),
         namespace: run.namespace.clone(),
@@ -366,5 +410,43 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cmd: &Command) -> Vec<String> {
+        cmd.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn both_schedulers_read_the_same_config_and_serve_nothing() {
+        let config = Path::new("/tmp/run/scheduler.yaml");
+        let ferro = SchedulerUnderTest::Ferrosched("/bin/ferrosched".into());
+        let kube = SchedulerUnderTest::KubeScheduler("/opt/kube-scheduler".into());
+        assert_eq!(
+            args(&ferro.command(config)),
+            [
+                "run",
+                "--config",
+                "/tmp/run/scheduler.yaml",
+                "--secure-port",
+                "0"
+            ]
+        );
+        // kube-scheduler has no subcommand; it takes the kubeconfig from the config file.
+        assert_eq!(
+            args(&kube.command(config)),
+            ["--config", "/tmp/run/scheduler.yaml", "--secure-port", "0"]
+        );
+        assert_eq!(kube.command(config).get_program(), "/opt/kube-scheduler");
+        assert_eq!(
+            (ferro.name(), kube.name()),
+            ("ferrosched", "kube-scheduler")
+        );
     }
 }

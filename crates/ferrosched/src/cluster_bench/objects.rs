@@ -3,11 +3,14 @@
 //! Must not watch or measure anything: that is `measure`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::time::Duration;
 
 use controller::client::status_code;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, NodeCondition, Pod, ServiceAccount, Taint, Toleration,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -66,10 +69,19 @@ impl RunNames {
 }
 
 /// The scheduler's config: leader election off, client qps/burst 5000 as scheduler_perf,
+/// the kubeconfig to reach the server (in the config, where kube-scheduler reads it too),
 /// the run's profile name(s).
-pub fn scheduler_config(run: &RunNames, workload: &str) -> String {
+pub fn scheduler_config(run: &RunNames, workload: &str, kubeconfig: Option<&Path>) -> String {
+    let kubeconfig = kubeconfig
+        .map(|k| {
+            format!(
+                "  kubeconfig: {}\n",
+                serde_json::to_string(&k.display().to_string()).expect("a string serializes")
+            )
+        })
+        .unwrap_or_default();
     let mut text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nclientConnection:\n  qps: 5000\n  burst: 5000\nprofiles:\n- schedulerName: {}\n",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nclientConnection:\n{kubeconfig}  qps: 5000\n  burst: 5000\nprofiles:\n- schedulerName: {}\n",
         run.scheduler_name
     );
     if workload == "MixedProfiles" {
@@ -80,6 +92,31 @@ pub fn scheduler_config(run: &RunNames, workload: &str) -> String {
         ));
     }
     text
+}
+
+/// The namespace's `default` ServiceAccount, which a real API server's ServiceAccount
+/// admission requires before it accepts pods. kube-controller-manager creates it in a full
+/// cluster; a bare control plane has none, so the run creates it. Already there (409) is
+/// fine, and so is a server that does not serve ServiceAccounts at all (404: it cannot
+/// require them either).
+pub(super) async fn create_default_service_account(
+    client: &Client,
+    run: &RunNames,
+) -> Result<(), kube::Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), &run.namespace);
+    let sa = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some("default".into()),
+            labels: Some(run.labels(&[])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &sa).await {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(status_code(&e), Some(404 | 409)) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The workload's node as a fake node of this run: unique name, run label, the run's
@@ -340,10 +377,16 @@ mod tests {
     fn generated_configs_are_valid() {
         let run = RunNames::new("abc");
         for w in ["SchedulingBasic", "MixedProfiles"] {
-            let loaded = scheduler_core::config::load_str(&scheduler_config(&run, w), "<bench>")
-                .unwrap_or_else(|e| panic!("{w}: {e}"));
+            let loaded = scheduler_core::config::load_str(
+                &scheduler_config(&run, w, Some(Path::new("/tmp/k 1"))),
+                "<bench>",
+            )
+            .unwrap_or_else(|e| panic!("{w}: {e}"));
             assert!(!loaded.config.leader_election.leader_elect);
             assert_eq!(loaded.config.client_connection.qps, 5000.0);
+            // kube-scheduler reads the kubeconfig from the config too; a path with a space
+            // survives the YAML.
+            assert_eq!(loaded.config.client_connection.kubeconfig, "/tmp/k 1");
         }
         let mixed = bench_workloads::build("MixedProfiles", 1, 0, 2).unwrap();
         let p = bench_pod(&run, "measured", &mixed.measured_pods[1]);

@@ -7,7 +7,9 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::Args;
-use ferrosched::cluster_bench::{self, BenchError, BenchOptions, ClusterBenchResult};
+use ferrosched::cluster_bench::{
+    self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
+};
 use scheduler_core::bench_workloads::{self, WORKLOADS};
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +46,11 @@ pub struct BenchArgs {
     /// seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     stall_timeout: u64,
+    /// With --kubeconfig: after each ferrosched run, run the same workload on the same
+    /// server with this upstream kube-scheduler binary as the scheduler, and report both
+    /// side by side with ferrosched's ratios.
+    #[arg(long, value_name = "PATH", requires = "kubeconfig")]
+    kube_scheduler: Option<PathBuf>,
     /// With --kubeconfig: concurrent create requests.
     #[arg(long, value_name = "N", default_value_t = 32)]
     concurrency: usize,
@@ -213,6 +220,17 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut schedulers = vec![SchedulerUnderTest::Ferrosched(scheduler_exe)];
+    if let Some(kube) = &args.kube_scheduler {
+        if !kube.is_file() {
+            eprintln!(
+                "error: --kube-scheduler {}: no such file; give the path of an upstream kube-scheduler binary",
+                kube.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        schedulers.push(SchedulerUnderTest::KubeScheduler(kube.clone()));
+    }
     let rt = match super::runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -228,44 +246,49 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
                 return;
             }
         };
-        let opts = BenchOptions {
-            client,
-            kubeconfig: kubeconfig.to_path_buf(),
-            scheduler_exe,
-            stall_timeout: Duration::from_secs(args.stall_timeout),
-            keep: args.keep,
-            concurrency: args.concurrency,
-        };
         for name in names {
             for &nodes in &args.nodes {
-                eprintln!("running {name} on {nodes} nodes against the API server ...");
-                match cluster_bench::run_workload(
-                    &opts,
-                    name,
-                    nodes,
-                    args.init_pods,
-                    args.measured_pods,
-                )
-                .await
-                {
-                    Ok(r) => {
-                        if let Some(note) = &r.note {
-                            ok = false;
-                            eprintln!("{name}/{nodes}: {note}");
-                            if let Some(tail) = &r.scheduler_stderr_tail {
-                                eprintln!("scheduler stderr (end):\n{tail}");
+                for scheduler in &schedulers {
+                    let opts = BenchOptions {
+                        client: client.clone(),
+                        kubeconfig: kubeconfig.to_path_buf(),
+                        scheduler: scheduler.clone(),
+                        stall_timeout: Duration::from_secs(args.stall_timeout),
+                        keep: args.keep,
+                        concurrency: args.concurrency,
+                    };
+                    let who = scheduler.name();
+                    eprintln!(
+                        "running {name} on {nodes} nodes against the API server with {who} ..."
+                    );
+                    match cluster_bench::run_workload(
+                        &opts,
+                        name,
+                        nodes,
+                        args.init_pods,
+                        args.measured_pods,
+                    )
+                    .await
+                    {
+                        Ok(r) => {
+                            if let Some(note) = &r.note {
+                                ok = false;
+                                eprintln!("{name}/{nodes}: {note}");
+                                if let Some(tail) = &r.scheduler_stderr_tail {
+                                    eprintln!("scheduler stderr (end):\n{tail}");
+                                }
                             }
+                            results.push(r);
                         }
-                        results.push(r);
-                    }
-                    Err(BenchError::Interrupted) => {
-                        eprintln!("interrupted; cleaned up");
-                        ok = false;
-                        return;
-                    }
-                    Err(e) => {
-                        eprintln!("{name}/{nodes}: {e}");
-                        ok = false;
+                        Err(BenchError::Interrupted) => {
+                            eprintln!("interrupted; cleaned up");
+                            ok = false;
+                            return;
+                        }
+                        Err(e) => {
+                            eprintln!("{name}/{nodes} ({who}): {e}");
+                            ok = false;
+                        }
                     }
                 }
             }
@@ -290,7 +313,8 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<18} {:>6} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}",
+        "{:<14} {:<18} {:>6} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}",
+        "SCHEDULER",
         "WORKLOAD",
         "NODES",
         "INIT",
@@ -304,10 +328,11 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
         "MS/POD",
         "RSS MiB"
     );
-    for r in results {
+    for (i, r) in results.iter().enumerate() {
         let _ = writeln!(
             out,
-            "{:<18} {:>6} {:>6} {:>5}/{:<5} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>7.2} {:>7.2} {:>8.1}",
+            "{:<14} {:<18} {:>6} {:>6} {:>5}/{:<5} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>7.2} {:>7.2} {:>8.1}",
+            r.scheduler,
             r.workload,
             r.nodes,
             r.init_pods,
@@ -322,6 +347,27 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
             r.cpu_ms_per_pod,
             r.peak_rss_mib
         );
+        // A kube-scheduler row right after ferrosched's on the same workload: the ratios.
+        let prev = i.checked_sub(1).map(|j| &results[j]);
+        if let Some(f) = prev.filter(|f| {
+            f.scheduler == "ferrosched"
+                && r.scheduler == "kube-scheduler"
+                && (f.workload.as_str(), f.nodes) == (r.workload.as_str(), r.nodes)
+        }) {
+            let _ = writeln!(out, "{:<14} {}", "", ratios(f, r));
+        }
     }
     out
+}
+
+/// ferrosched against kube-scheduler on one workload: pods/s as a multiple, CPU per pod
+/// and peak memory as fractions of kube-scheduler's.
+fn ratios(ferrosched: &ClusterBenchResult, kube: &ClusterBenchResult) -> String {
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+    format!(
+        "ferrosched/kube-scheduler: pods/s {:.2}x, CPU per pod {:.3}x, peak RSS {:.3}x",
+        ratio(ferrosched.pods_per_second, kube.pods_per_second),
+        ratio(ferrosched.cpu_ms_per_pod, kube.cpu_ms_per_pod),
+        ratio(ferrosched.peak_rss_mib, kube.peak_rss_mib),
+    )
 }
