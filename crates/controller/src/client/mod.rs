@@ -3,6 +3,7 @@
 //! state, queue or cache here.
 
 mod error;
+mod http;
 pub(crate) mod rate_limit;
 pub(crate) mod retry;
 
@@ -29,5 +30,5 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
             .await
             .map_err(|e| Error::Kubeconfig(e.to_string()))?,
     };
-    Ok(Client::try_from(config)?)
+    http::client(config)
 }
