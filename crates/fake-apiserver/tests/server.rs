@@ -325,3 +325,39 @@ async fn lists_come_in_pages_that_report_the_first_pages_resource_version() {
     assert!(versions.iter().all(|v| *v == versions[0]), "{versions:?}");
     assert_eq!(server.list_count("pods"), 1, "one list, three pages");
 }
+
+/// As kube-apiserver's watch cache: a list at resourceVersion 0 ignores `limit` and comes
+/// whole, with no continue token; a list at the latest version ("") is paged. (kube's own
+/// ListParams never sends both, so the requests are written out.)
+#[tokio::test]
+async fn a_list_at_resource_version_zero_ignores_limit() {
+    let server = FakeApiServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "a");
+    for i in 0..5 {
+        pods.create(
+            &PostParams::default(),
+            &pod("a", &format!("p{i}"), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let list = |query: &'static str| {
+        let client = client.clone();
+        async move {
+            let req = axum::http::Request::get(format!("/api/v1/namespaces/a/pods?{query}"))
+                .body(Vec::new())
+                .unwrap();
+            let text = client.request_text(req).await.unwrap();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let items = v["items"].as_array().unwrap().len();
+            let cont = v["metadata"]["continue"].as_str().unwrap_or("").to_string();
+            (items, cont)
+        }
+    };
+    let (items, cont) = list("limit=2&resourceVersion=0").await;
+    assert_eq!((items, cont.as_str()), (5, ""));
+    let (items, cont) = list("limit=2").await;
+    assert_eq!(items, 2);
+    assert!(!cont.is_empty());
+}

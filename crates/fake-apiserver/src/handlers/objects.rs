@@ -33,7 +33,7 @@ pub(super) async fn list_or_watch(
     watch::watch(&inner, collection, filter, &params)
 }
 
-/// LIST, paged with `limit` and `continue`.
+/// LIST, paged with `limit` and `continue` (except at `resourceVersion=0`, see below).
 fn list(
     inner: &Inner,
     collection: &'static str,
@@ -46,11 +46,16 @@ fn list(
     // token carries the first page's resourceVersion, which every page reports, so a
     // watch started after the last page replays whatever changed meanwhile (a real
     // API server serves all pages from that one snapshot instead).
+    let token = params.get("continue").filter(|t| !t.is_empty());
+    // `resourceVersion=0` (any version; kube's watcher with `any_semantic`) is served
+    // whole from kube-apiserver's watch cache, `limit` ignored: 1.28 does so, and so the
+    // client must cope with one body holding every object.
+    let from_watch_cache =
+        token.is_none() && params.get("resourceVersion").is_some_and(|v| v == "0");
     let limit = params
         .get("limit")
         .and_then(|s| s.parse::<usize>().ok())
-        .filter(|&n| n > 0);
-    let token = params.get("continue").filter(|t| !t.is_empty());
+        .filter(|&n| n > 0 && !from_watch_cache);
     let (list_rv, after) = match token.and_then(|t| t.split_once(':')) {
         Some((rv, key)) => {
             let (ns, name) = key.split_once('/').unwrap_or(("", key));
