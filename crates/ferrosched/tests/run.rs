@@ -81,11 +81,8 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
         metrics.contains("scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"} 1"),
         "{metrics}"
     );
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    use rustix::process::{Pid, Signal, kill_process};
+    kill_process(Pid::from_child(&child), Signal::TERM).expect("SIGTERM");
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
