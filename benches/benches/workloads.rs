@@ -1,4 +1,4 @@
-//! scheduler_perf-like workloads on 5,000 nodes (issue 5's targets): time per scheduled pod
+//! scheduler_perf-like workloads on 5,000 nodes, the cases that must stay fast: time per scheduled pod
 //! with pod anti-affinity, pod affinity, topology spreading and preemption, plus the basic
 //! workload for reference. The cluster keeps growing across iterations, as in scheduler_perf
 //! where measured pods accumulate.
