@@ -1,8 +1,9 @@
 //! The SchedulingPolicy admission webhook over real HTTPS: a CA and serving certificates made
 //! here, AdmissionReview v1 bodies sent by a minimal HTTP/1.1 client over tokio-rustls, and
 //! the answers checked as the API server would read them (allowed, the message, the base64
-//! JSON patch applied to the pod). RBAC answers come from a fake authorizer; the
-//! SubjectAccessReview itself is exercised against the fake API server in tests/gate.rs.
+//! JSON patch applied to the pod). Most RBAC answers come from a fake authorizer;
+//! `policies_from_the_watch_and_rbac_from_subject_access_reviews` (and tests/gate.rs) ask
+//! the fake API server's SubjectAccessReviews.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! SchedulingPolicy (issue 9): an admin policy over the scheduling fields of pods
+//! SchedulingPolicy: an admin policy over the scheduling fields of pods
 //! (`schedulerName`, `priorityClassName`, `nodeSelector`, `tolerations`, `affinity`), after
 //! the upstream "Scheduling Policy" design proposal, in ferrosched's own API group
 //! [`API_VERSION`].

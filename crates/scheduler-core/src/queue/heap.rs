@@ -152,13 +152,10 @@ mod tests {
     fn pops_in_order_after_updates_and_removals() {
         let less: Less<'_, i64> = &|a, b| a < b;
         let mut h = KeyedHeap::default();
-        let mut state = 12345u64;
+        let mut rng = fastrand::Rng::with_seed(12345);
         let mut model: HashMap<PodKey, i64> = HashMap::new();
         for step in 0..2000u32 {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let r = (state >> 33) as u32;
+            let r = rng.u32(..);
             let k = key(r % 50);
             match step % 4 {
                 0 | 1 => {
