@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Check, explain and print scheduler configuration files.
+    /// Check and print scheduler configuration files.
     #[command(subcommand)]
     Config(cmd::config::ConfigCommand),
     /// Schedule pending pods of a cluster dump (or the built-in example) offline with the

@@ -15,8 +15,11 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Cluster objects: YAML/JSON files or directories (multi-document files and
-    /// `kubectl get -o yaml` Lists of Nodes, Pods, RuntimeClasses, PriorityClasses, PDBs).
-    /// Without it, the built-in GPU case study runs.
+    /// `kubectl get -o yaml` Lists of Nodes, Pods, RuntimeClasses, PriorityClasses, PDBs,
+    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and
+    /// VolumeAttachments). Dump them with `kubectl get
+    /// nodes,pods,runtimeclasses,priorityclasses,pdb,pvc,pv,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments
+    /// -A -o yaml > cluster.yaml`. Without it, the built-in GPU case study runs.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     cluster: Vec<PathBuf>,
     /// Output format.
