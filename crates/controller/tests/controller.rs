@@ -563,6 +563,92 @@ async fn a_leader_that_loses_its_lease_stops() {
     );
 }
 
+/// A renew that the API server accepts and never answers: the leader must stop within
+/// renewDeadline (not kube's minutes-long read timeout), the standby takes over once the
+/// lease expires, and across the hand-over no pod is bound twice and no node overcommitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_renew_hangs_stops_within_renew_deadline_and_the_standby_takes_over() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("nodes", &node("n2", "2", json!({})));
+    let mut a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    const LEADING: &str = "leader_election_master_status{name=\"ferrosched\"}";
+    wait_for_metric(a.health, LEADING, 1.0).await;
+    wait_for_metric(b.health, LEADING, 0.0).await;
+    // 10 pods of 500m on 4 CPUs: 8 fit, 2 stay pending.
+    let pods: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+    for p in &pods[..5] {
+        server.apply("pods", &pod(p, "500m", json!({})));
+    }
+    // Only the leader PUTs the lease while it is held: a's next renew hangs.
+    server.fail_next(1, fake_apiserver::Fault::hang("PUT", "leases"));
+    for p in &pods[5..] {
+        server.apply("pods", &pod(p, "500m", json!({})));
+    }
+    let hung_at = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(5), &mut a.task)
+        .await
+        .expect("a stops within renewDeadline, not kube's read timeout")
+        .expect("task");
+    assert!(
+        matches!(result, Err(controller::Error::LeaderLost)),
+        "{result:?}"
+    );
+    // renewDeadline (1s) after the last renew was sent, plus a retryPeriod and slack.
+    assert!(hung_at.elapsed() < Duration::from_millis(2500), "{:?}", hung_at.elapsed());
+    assert_eq!(server.faults_left(), 0, "a's renew hung");
+    wait_for("b leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("b_"))
+    })
+    .await;
+    wait_for_metric(b.health, LEADING, 1.0).await;
+    // Pods created after a stopped are b's.
+    server.apply("pods", &pod("late", "500m", json!({"nodeSelector": {"none": "x"}})));
+    wait_for("8 of 10 bound", || {
+        pods.iter()
+            .filter(|p| server.node_of("default", p).is_some())
+            .count()
+            == 8
+    })
+    .await;
+    wait_for("late reported unschedulable", || {
+        server
+            .events_for("default", "late")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    // Give a stale scheduler time to overcommit, if one were still running.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    b.stop().await;
+    assert_eq!(server.double_bindings(), Vec::<String>::new());
+    let mut per_pod = std::collections::BTreeMap::<String, usize>::new();
+    let mut per_node = std::collections::BTreeMap::<String, usize>::new();
+    for (p, n) in server.bindings() {
+        *per_pod.entry(p).or_default() += 1;
+        *per_node.entry(n).or_default() += 1;
+    }
+    assert!(per_pod.values().all(|&c| c == 1), "{per_pod:?}");
+    assert_eq!(per_pod.len(), 8, "{per_pod:?}");
+    // 4 pods of 500m fill a 2-CPU node.
+    assert!(per_node.values().all(|&c| c <= 4), "{per_node:?}");
+    let late_failed = server
+        .events_for("default", "late")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .map(|e| e["reportingInstance"].clone());
+    assert_eq!(late_failed, Some(json!("default-scheduler-b")));
+}
+
 /// Upstream's queueing: a pod rejected by NodeResourcesFit waits in the unschedulable pool
 /// through events that cannot help it (a RuntimeClass added, well past its 1 s backoff) and
 /// is retried when a node is added. Observed through `/metrics`.

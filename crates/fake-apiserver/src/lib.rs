@@ -26,7 +26,8 @@
 //! namespace, name), for RBAC tests.
 //!
 //! Faults, for robustness tests: [`FakeApiServer::fail_next`] answers the next N requests
-//! matching a method, resource and subresource with an error code (and `Retry-After`);
+//! matching a method, resource and subresource with an error code (and `Retry-After`), or
+//! never answers them ([`Fault::hang`]);
 //! [`FakeApiServer::go_down`] / [`FakeApiServer::come_back`] simulate an API server restart:
 //! open watches end, new connections are refused and requests on open connections get 503
 //! until it comes back with the same store (optionally compacted, so resumed watches get
@@ -384,6 +385,8 @@ pub struct Fault {
     pub code: u16,
     /// Seconds for a `Retry-After` header (the API server sends one with 429s).
     pub retry_after: Option<u64>,
+    /// Accept the request and never answer (a hung server or a partition); `code` unused.
+    pub hang: bool,
 }
 
 impl Fault {
@@ -395,6 +398,15 @@ impl Fault {
             subresource: None,
             code,
             retry_after: None,
+            hang: false,
+        }
+    }
+
+    /// Matching requests are read and never answered (the client has to time out).
+    pub fn hang(method: &str, resource: &str) -> Fault {
+        Fault {
+            hang: true,
+            ..Fault::new(method, resource, 0)
         }
     }
 
@@ -534,7 +546,7 @@ async fn record_request(
             .find(|(f, left)| *left > 0 && f.matches(method, &record))
             .map(|(f, left)| {
                 *left -= 1;
-                f.response()
+                if f.hang { None } else { Some(f.response()) }
             });
         st.requests.push(record);
         if down {
@@ -548,13 +560,14 @@ async fn record_request(
                 axum::http::header::CONNECTION,
                 axum::http::HeaderValue::from_static("close"),
             );
-            Some(resp)
+            Some(Some(resp))
         } else {
             fault
         }
     };
     match injected {
-        Some(resp) => resp,
+        Some(Some(resp)) => resp,
+        Some(None) => std::future::pending().await,
         None => next.run(req).await,
     }
 }

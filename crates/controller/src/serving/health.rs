@@ -18,8 +18,16 @@ use crate::informers::INFORMER_COUNT;
 use crate::serving::metrics;
 use crate::state::Shared;
 
-async fn healthz() -> (StatusCode, &'static str) {
-    (StatusCode::OK, "ok")
+/// /healthz and /livez: fail when this process leads but has stopped renewing its lease
+/// (as kube-scheduler's leaderElection check), so the kubelet restarts a stuck leader.
+async fn healthz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
+    match shared.leader.check(tokio::time::Instant::now()) {
+        Ok(()) => (StatusCode::OK, "ok".into()),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]leaderElection failed: {e}\n"),
+        ),
+    }
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
@@ -27,7 +35,12 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
         let st = shared.lock();
         (st.synced, st.shutting_down)
     };
-    if stopping {
+    if let Err(e) = shared.leader.check(tokio::time::Instant::now()) {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]leaderElection failed: {e}\n"),
+        )
+    } else if stopping {
         (
             StatusCode::INTERNAL_SERVER_ERROR,
             "[-]shutdown failed: process is shutting down\n".into(),
