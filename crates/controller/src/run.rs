@@ -39,6 +39,9 @@ pub struct RunOptions {
     /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
     /// HTTP (tests).
     pub health_tls: Option<Arc<rustls::ServerConfig>>,
+    /// Delegated authentication and authorization for those endpoints (`ferrosched run`
+    /// always sets it); `None`: served to anyone (tests).
+    pub health_auth: Option<Arc<crate::serving::auth::DelegatedAuth>>,
     /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
     /// gate when a profile enables it); empty: the in-tree plugins only.
     pub extensions: Vec<Box<dyn Extension>>,
@@ -103,6 +106,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         seed,
         health,
         health_tls,
+        health_auth,
         mut extensions,
     } = opts;
     let mut registry = Registry::in_tree();
@@ -141,6 +145,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             listener,
             health_tls,
             Arc::clone(&shared),
+            health_auth,
         )));
     }
     // Informers fill the cache while waiting for the lease, so a new leader starts warm.

@@ -76,6 +76,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         seed: 1,
         health: None,
         health_tls: None,
+        health_auth: None,
         extensions: Vec::new(),
     }));
     Running { stop, task }

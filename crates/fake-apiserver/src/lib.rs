@@ -15,6 +15,8 @@
 //!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
 //!   (only status changes; conditions merge by type, null deletes);
 //! - `POST events`, `PATCH events/{name}` and LIST (events.k8s.io/v1), kept in creation order;
+//! - `POST tokenreviews` (authentication.k8s.io/v1), answered from the tokens added with
+//!   [`FakeApiServer::add_token`];
 //! - `POST subjectaccessreviews` (authorization.k8s.io/v1), answered from the grants added
 //!   with [`FakeApiServer::grant`] (no RBAC objects are evaluated).
 //!
@@ -321,6 +323,8 @@ struct Store {
     disabled: std::collections::BTreeSet<&'static str>,
     /// What SubjectAccessReviews allow.
     grants: Vec<Grant>,
+    /// Bearer tokens TokenReviews accept: token -> (username, groups).
+    tokens: BTreeMap<String, (String, Vec<String>)>,
     /// Pods a Binding was POSTed for although they were already bound.
     double_bindings: Vec<String>,
     /// Injected faults and how many more requests each fails.
@@ -343,6 +347,16 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// A grant for a non-resource URL (`/metrics`): `resource` holds the path.
+    pub fn non_resource(subject: &str, verb: &str, path: &str) -> Grant {
+        Grant {
+            subject: subject.into(),
+            verb: verb.into(),
+            resource: path.into(),
+            ..Grant::default()
+        }
+    }
+
     fn allows(&self, spec: &Value) -> bool {
         let a = &spec["resourceAttributes"];
         let s = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -350,6 +364,12 @@ impl Grant {
             || spec["groups"]
                 .as_array()
                 .is_some_and(|gs| gs.iter().any(|g| g.as_str() == Some(&self.subject)));
+        if let Some(nr) = spec.get("nonResourceAttributes") {
+            return subject
+                && self.resource.starts_with('/')
+                && s(&nr["path"]) == self.resource
+                && s(&nr["verb"]) == self.verb;
+        }
         subject
             && self
                 .namespace
@@ -372,6 +392,24 @@ fn subject_access_review(inner: &Inner, body: &Bytes) -> Response {
         st.grants.iter().any(|g| g.allows(&review["spec"]))
     };
     review["status"] = json!({"allowed": allowed});
+    (StatusCode::CREATED, axum::Json(review)).into_response()
+}
+
+/// `POST /apis/authentication.k8s.io/v1/tokenreviews`: authenticated when the token was
+/// added with [`FakeApiServer::add_token`].
+fn token_review(inner: &Inner, body: &Bytes) -> Response {
+    let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad review".into());
+    };
+    let token = review["spec"]["token"].as_str().unwrap_or("").to_string();
+    let user = inner.store.lock().unwrap().tokens.get(&token).cloned();
+    review["status"] = match user {
+        Some((name, groups)) => json!({
+            "authenticated": true,
+            "user": {"username": name, "uid": format!("uid-{name}"), "groups": groups},
+        }),
+        None => json!({"authenticated": false, "error": "invalid bearer token"}),
+    };
     (StatusCode::CREATED, axum::Json(review)).into_response()
 }
 
@@ -1127,6 +1165,13 @@ async fn dispatch(
     {
         return subject_access_review(&inner, &body);
     }
+    if t.group == "authentication.k8s.io"
+        && t.collection == "tokenreviews"
+        && t.name.is_none()
+        && method == Method::POST
+    {
+        return token_review(&inner, &body);
+    }
     let Some(r) = RESOURCES
         .iter()
         .find(|r| r.collection == t.collection && r.group == t.group && r.version == t.version)
@@ -1418,6 +1463,14 @@ impl FakeApiServer {
             .unwrap()
             .disabled
             .insert(r.collection);
+    }
+
+    /// Lets TokenReviews authenticate `token` as `user` in `groups`.
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        self.inner.store.lock().unwrap().tokens.insert(
+            token.into(),
+            (user.into(), groups.iter().map(|g| g.to_string()).collect()),
+        );
     }
 
     /// Lets SubjectAccessReviews allow what `grant` describes.
