@@ -296,7 +296,11 @@ mod tests {
             err.starts_with("failed election to renew leadership on lease kube-system/ferrosched"),
             "{err}"
         );
-        h.renewed("kube-system/ferrosched", Duration::from_secs(15), t0 + Duration::from_secs(30));
+        h.renewed(
+            "kube-system/ferrosched",
+            Duration::from_secs(15),
+            t0 + Duration::from_secs(30),
+        );
         assert_eq!(h.check(t0 + Duration::from_secs(36)), Ok(()));
     }
 }

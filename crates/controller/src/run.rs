@@ -155,7 +155,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .then(|| leader::Elector::new(client.clone(), &cfg.leader_election, &instance_id));
     let mut led_since = None;
     if let Some(e) = &mut elector {
-        shared.metrics.leading(&cfg.leader_election.resource_name, false);
+        shared
+            .metrics
+            .leading(&cfg.leader_election.resource_name, false);
         tokio::select! {
             sent = e.acquire(&shared.leader) => {
                 led_since = Some(sent);
@@ -215,7 +217,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     if outcome.is_err() {
         // Another replica may take the lease from now on: send nothing more.
         let _ = fence.send(true);
-        shared.metrics.leading(&cfg.leader_election.resource_name, false);
+        shared
+            .metrics
+            .leading(&cfg.leader_election.resource_name, false);
         tracing::error!("leadership lost: no new pods; in-flight API calls cancelled");
     } else {
         tracing::info!("shutting down: no new pods; finishing in-flight bindings");
@@ -238,7 +242,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         && let Some(e) = &mut elector
     {
         e.release().await;
-        shared.metrics.leading(&cfg.leader_election.resource_name, false);
+        shared
+            .metrics
+            .leading(&cfg.leader_election.resource_name, false);
     }
     for task in background {
         task.abort();

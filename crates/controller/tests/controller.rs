@@ -622,7 +622,11 @@ async fn a_leader_whose_renew_hangs_stops_within_renew_deadline_and_the_standby_
         "{result:?}"
     );
     // renewDeadline (1s) after the last renew was sent, plus a retryPeriod and slack.
-    assert!(hung_at.elapsed() < Duration::from_millis(2500), "{:?}", hung_at.elapsed());
+    assert!(
+        hung_at.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        hung_at.elapsed()
+    );
     assert_eq!(server.faults_left(), 0, "a's renew hung");
     wait_for("b leads", || {
         server
@@ -632,7 +636,10 @@ async fn a_leader_whose_renew_hangs_stops_within_renew_deadline_and_the_standby_
     .await;
     wait_for_metric(b.health, LEADING, 1.0).await;
     // Pods created after a stopped are b's.
-    server.apply("pods", &pod("late", "500m", json!({"nodeSelector": {"none": "x"}})));
+    server.apply(
+        "pods",
+        &pod("late", "500m", json!({"nodeSelector": {"none": "x"}})),
+    );
     wait_for("8 of 10 bound", || {
         pods.iter()
             .filter(|p| server.node_of("default", p).is_some())
@@ -687,10 +694,16 @@ async fn shutdown_mid_burst_binds_each_pod_once_loses_none_and_releases_the_leas
     for p in &pods {
         server.apply("pods", &pod(p, "100m", json!({})));
     }
-    wait_for("the burst started binding", || !server.bindings().is_empty()).await;
+    wait_for("the burst started binding", || {
+        !server.bindings().is_empty()
+    })
+    .await;
     a.stop().await;
     let bound_by_a = server.bindings().len();
-    println!("{bound_by_a} of {} bound before the shutdown ended", pods.len());
+    println!(
+        "{bound_by_a} of {} bound before the shutdown ended",
+        pods.len()
+    );
     assert_eq!(
         server.lease_holder("kube-system", "ferrosched"),
         None,
@@ -724,7 +737,9 @@ async fn metrics_need_an_authenticated_and_authorized_token_health_paths_do_not(
     const PROMETHEUS: &str = "system:serviceaccount:monitoring:prometheus";
     server.add_token("scraper-token", PROMETHEUS, &["system:serviceaccounts"]);
     server.add_token("alice-token", "alice", &["system:authenticated"]);
-    server.grant(fake_apiserver::Grant::non_resource(PROMETHEUS, "get", "/metrics"));
+    server.grant(fake_apiserver::Grant::non_resource(
+        PROMETHEUS, "get", "/metrics",
+    ));
     let client = controller::client(Some(&server.kubeconfig()))
         .await
         .unwrap();
@@ -735,7 +750,13 @@ async fn metrics_need_an_authenticated_and_authorized_token_health_paths_do_not(
             .map(String::from)
             .to_vec(),
     );
-    let running = start_full(&server, CONFIG, "test-host", Some(std::sync::Arc::new(auth))).await;
+    let running = start_full(
+        &server,
+        CONFIG,
+        "test-host",
+        Some(std::sync::Arc::new(auth)),
+    )
+    .await;
     let addr = running.health;
     let (status, body) = http_get(addr, "/healthz").await;
     assert!(status.contains("200"), "{status} {body}");
@@ -770,10 +791,17 @@ async fn metrics_need_an_authenticated_and_authorized_token_health_paths_do_not(
     assert!(status.contains("200"), "{status} {body}");
     assert!(body.contains("scheduler_pending_pods"), "{body}");
     let after_first = reviews(&server);
-    assert!(after_first >= 2, "a TokenReview and a SubjectAccessReview were made");
+    assert!(
+        after_first >= 2,
+        "a TokenReview and a SubjectAccessReview were made"
+    );
     let (status, _) = http_get_as(addr, "/metrics", Some("scraper-token")).await;
     assert!(status.contains("200"), "{status}");
-    assert_eq!(reviews(&server), after_first, "the second scrape is answered from the cache");
+    assert_eq!(
+        reviews(&server),
+        after_first,
+        "the second scrape is answered from the cache"
+    );
     running.stop().await;
 }
 

@@ -336,7 +336,10 @@ async fn a_throttling_storm_costs_at_most_attempts_requests_per_write_and_honour
         "the first write gave up after {attempts} requests: {:?}",
         server.events_for("default", "throttled")
     );
-    assert!(took >= Duration::from_secs(2), "Retry-After ignored: {took:?}");
+    assert!(
+        took >= Duration::from_secs(2),
+        "Retry-After ignored: {took:?}"
+    );
     assert_bound_exactly_once(&server, &pods);
 }
 

@@ -315,7 +315,10 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
             .unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).await.unwrap();
-        assert!(out.starts_with("HTTP/1.0 403"), "no grant for prometheus: {out}");
+        assert!(
+            out.starts_with("HTTP/1.0 403"),
+            "no grant for prometheus: {out}"
+        );
     }
 
     // Volume binding, completed by the test's PV controller.

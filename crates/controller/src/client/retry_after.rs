@@ -87,12 +87,27 @@ mod tests {
     #[test]
     fn only_throttling_and_server_errors_with_seconds_delay() {
         let s = Duration::from_secs;
-        assert_eq!(delay_of(StatusCode::TOO_MANY_REQUESTS, &headers("2")), Some(s(2)));
-        assert_eq!(delay_of(StatusCode::SERVICE_UNAVAILABLE, &headers("1")), Some(s(1)));
-        assert_eq!(delay_of(StatusCode::TOO_MANY_REQUESTS, &headers("3600")), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            delay_of(StatusCode::TOO_MANY_REQUESTS, &headers("2")),
+            Some(s(2))
+        );
+        assert_eq!(
+            delay_of(StatusCode::SERVICE_UNAVAILABLE, &headers("1")),
+            Some(s(1))
+        );
+        assert_eq!(
+            delay_of(StatusCode::TOO_MANY_REQUESTS, &headers("3600")),
+            Some(MAX_RETRY_AFTER)
+        );
         assert_eq!(delay_of(StatusCode::CONFLICT, &headers("2")), None);
         assert_eq!(delay_of(StatusCode::OK, &headers("2")), None);
-        assert_eq!(delay_of(StatusCode::TOO_MANY_REQUESTS, &headers("soon")), None);
-        assert_eq!(delay_of(StatusCode::TOO_MANY_REQUESTS, &hyper::HeaderMap::new()), None);
+        assert_eq!(
+            delay_of(StatusCode::TOO_MANY_REQUESTS, &headers("soon")),
+            None
+        );
+        assert_eq!(
+            delay_of(StatusCode::TOO_MANY_REQUESTS, &hyper::HeaderMap::new()),
+            None
+        );
     }
 }

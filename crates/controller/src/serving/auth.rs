@@ -95,10 +95,11 @@ impl DelegatedAuth {
             ..Default::default()
         };
         let api: Api<TokenReview> = Api::all(client.clone());
-        let answer = tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
-            .await
-            .map_err(|_| "TokenReview timed out".to_string())?
-            .map_err(|e| format!("TokenReview failed: {e}"))?;
+        let answer =
+            tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
+                .await
+                .map_err(|_| "TokenReview timed out".to_string())?
+                .map_err(|e| format!("TokenReview failed: {e}"))?;
         let user = answer
             .status
             .filter(|s| s.authenticated == Some(true))
@@ -139,11 +140,14 @@ impl DelegatedAuth {
             ..Default::default()
         };
         let api: Api<SubjectAccessReview> = Api::all(client.clone());
-        let answer = tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
-            .await
-            .map_err(|_| "SubjectAccessReview timed out".to_string())?
-            .map_err(|e| format!("SubjectAccessReview failed: {e}"))?;
-        let allowed = answer.status.is_some_and(|s| s.allowed && s.denied != Some(true));
+        let answer =
+            tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
+                .await
+                .map_err(|_| "SubjectAccessReview timed out".to_string())?
+                .map_err(|e| format!("SubjectAccessReview failed: {e}"))?;
+        let allowed = answer
+            .status
+            .is_some_and(|s| s.allowed && s.denied != Some(true));
         let mut cache = lock(&self.decisions);
         cache.retain(|_, (at, _)| now.duration_since(*at) < AUTHZ_CACHE_TTL);
         cache.insert(key, (now, allowed));
@@ -169,7 +173,10 @@ pub fn check_file(flag: &str, path: &std::path::Path) -> crate::Result<()> {
 /// be read), else the in-cluster service account, as kube-scheduler (its remote kubeconfig
 /// is optional, and then it does not fall back to `--kubeconfig`). Not in a cluster: `None`
 /// and a warning: tokens are not checked and only always-allowed paths are served.
-pub async fn review_client(flag: &str, path: Option<&std::path::Path>) -> crate::Result<Option<Client>> {
+pub async fn review_client(
+    flag: &str,
+    path: Option<&std::path::Path>,
+) -> crate::Result<Option<Client>> {
     if let Some(path) = path {
         check_file(flag, path)?;
         return crate::client(Some(path))
@@ -214,7 +221,12 @@ fn bearer(req: &Request) -> Option<&str> {
 }
 
 fn refuse(code: StatusCode, message: String) -> Response {
-    (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message).into_response()
+    (
+        code,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        message,
+    )
+        .into_response()
 }
 
 /// axum middleware: authenticate, then authorize unless the path is always allowed.
@@ -243,7 +255,10 @@ pub(crate) async fn guard(
         Ok(true) => next.run(req).await,
         Ok(false) => refuse(
             StatusCode::FORBIDDEN,
-            format!("forbidden: User \"{}\" cannot {verb} path \"{path}\"\n", user.name),
+            format!(
+                "forbidden: User \"{}\" cannot {verb} path \"{path}\"\n",
+                user.name
+            ),
         ),
         Err(e) => {
             tracing::warn!(error = %e, "cannot authorize a request to the secure port");

@@ -104,8 +104,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     }
     for (flag, path) in [
-        ("--authentication-kubeconfig", &flags.authentication_kubeconfig),
-        ("--authorization-kubeconfig", &flags.authorization_kubeconfig),
+        (
+            "--authentication-kubeconfig",
+            &flags.authentication_kubeconfig,
+        ),
+        (
+            "--authorization-kubeconfig",
+            &flags.authorization_kubeconfig,
+        ),
     ] {
         if let Some(p) = path
             && let Err(e) = controller::auth::check_file(flag, p)
