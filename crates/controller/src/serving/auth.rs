@@ -44,6 +44,9 @@ struct User {
     groups: Vec<String>,
 }
 
+/// An authorization question: user, verb, path.
+type Decision = (User, String, String);
+
 /// The authenticator and authorizer the health server asks.
 pub struct DelegatedAuth {
     /// TokenReviews go here; `None` (no kubeconfig, not in a cluster): tokens are not
@@ -53,7 +56,7 @@ pub struct DelegatedAuth {
     authz: Option<Client>,
     always_allow: Vec<String>,
     tokens: Mutex<HashMap<String, (Instant, Option<User>)>>,
-    decisions: Mutex<HashMap<(User, String, String), (Instant, bool)>>,
+    decisions: Mutex<HashMap<Decision, (Instant, bool)>>,
 }
 
 impl DelegatedAuth {
