@@ -75,7 +75,18 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
 
     assert_eq!(parse(&["--leader-elect=false"]).leader_elect, Some(false));
     assert_eq!(parse(&["--leader-elect=true"]).leader_elect, Some(true));
-    assert_eq!(parse(&[]), KubeSchedulerFlags::default());
+    // Nothing given: nothing set but the always-allowed paths' default.
+    assert_eq!(
+        parse(&[]),
+        KubeSchedulerFlags {
+            authorization_always_allow_paths: vec![
+                "/healthz".into(),
+                "/readyz".into(),
+                "/livez".into()
+            ],
+            ..KubeSchedulerFlags::default()
+        }
+    );
     // klog spellings of the verbosity.
     for args in [&["-v=3"][..], &["-v", "3"], &["--v", "3"], &["-v3"]] {
         assert_eq!(parse(args).verbosity, Some(3), "{args:?}");
