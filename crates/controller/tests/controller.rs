@@ -676,6 +676,67 @@ async fn a_leader_whose_renew_hangs_stops_within_renew_deadline_and_the_standby_
     assert_eq!(late_failed, Some(json!("default-scheduler-b")));
 }
 
+/// A binding hangs when leadership is lost: the leader does not wait for it (nor retry it),
+/// it stops within renewDeadline, and the new leader binds the pod once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binding_in_flight_when_leadership_is_lost_is_cancelled_not_retried() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    let mut a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    let binding_requests = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.resource == "pods" && r.subresource == "binding")
+            .count()
+    };
+    server.fail_next(
+        1,
+        fake_apiserver::Fault::hang("POST", "pods").subresource("binding"),
+    );
+    server.apply("pods", &pod("stuck", "100m", json!({})));
+    wait_for("the binding is in flight", || {
+        binding_requests(&server) == 1
+    })
+    .await;
+    server.fail_next(1, fake_apiserver::Fault::hang("PUT", "leases"));
+    let hung_at = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(5), &mut a.task)
+        .await
+        .expect("a does not wait for its hung binding")
+        .expect("task");
+    assert!(
+        matches!(result, Err(controller::Error::LeaderLost)),
+        "{result:?}"
+    );
+    assert!(
+        hung_at.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        hung_at.elapsed()
+    );
+    assert_eq!(
+        binding_requests(&server),
+        1,
+        "a sent nothing after losing the lease"
+    );
+    wait_for("b binds the pod", || {
+        server.node_of("default", "stuck").is_some()
+    })
+    .await;
+    b.stop().await;
+    assert_eq!(
+        server.bindings(),
+        vec![("default/stuck".into(), "n1".into())]
+    );
+}
+
 /// SIGTERM (the shutdown future) in the middle of a burst of bindings: in-flight bindings
 /// finish, no pod is bound twice or lost (a new leader binds the rest), and the lease is
 /// released at once.
