@@ -371,6 +371,7 @@ profiles:
             seed: 1,
             health: None,
             health_tls: None,
+            health_auth: None,
             extensions: Vec::new(),
         }));
         self.scheduler = Some(Scheduler { stop, task });

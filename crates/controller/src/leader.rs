@@ -4,7 +4,13 @@
 //! saw the record change, so clock skew between machines does not matter); the leader renews
 //! every `retryPeriod` and gives up when it could not renew for `renewDeadline`. On a clean
 //! shutdown the lease is released so a standby takes over at once.
+//!
+//! Every lease request is bounded by the time left before renewDeadline (a hung API server
+//! must not keep a stale leader scheduling: kube's own read timeout is minutes), and the
+//! renew deadline is counted from when the last successful request was *sent*, so the
+//! leader stops before any other replica can see the lease as expired.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -18,9 +24,45 @@ use tokio::time::Instant;
 /// client-go's JitterFactor for the acquire loop.
 const JITTER: f64 = 1.2;
 
+/// How long past leaseDuration a leader may go unrenewed before /healthz fails (the
+/// tolerance kube-scheduler gives client-go's leader-election health check).
+pub(crate) const HEALTHZ_TOLERANCE: Duration = Duration::from_secs(20);
+
+/// What /healthz needs to know about leadership: set while this process leads.
+#[derive(Default)]
+pub(crate) struct Health {
+    /// Lease name, leaseDuration and when the last successful renew was sent.
+    leading: Mutex<Option<(String, Duration, Instant)>>,
+}
+
+impl Health {
+    fn renewed(&self, name: &str, lease_duration: Duration, at: Instant) {
+        *self.leading.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((name.to_string(), lease_duration, at));
+    }
+
+    /// `Err` (the message for /healthz) when this process leads but has not renewed its
+    /// lease for leaseDuration + [`HEALTHZ_TOLERANCE`]; a standby is healthy.
+    pub(crate) fn check(&self, now: Instant) -> Result<(), String> {
+        match &*self.leading.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some((name, duration, at))
+                if now.saturating_duration_since(*at) > *duration + HEALTHZ_TOLERANCE =>
+            {
+                Err(format!(
+                    "failed election to renew leadership on lease {name}: last renewed {:.1}s ago",
+                    now.saturating_duration_since(*at).as_secs_f64()
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 pub(crate) struct Elector {
     api: Api<Lease>,
     name: String,
+    /// `namespace/name`, for /healthz.
+    described: String,
     identity: String,
     lease_duration: Duration,
     renew_deadline: Duration,
@@ -40,6 +82,7 @@ impl Elector {
         Elector {
             api: Api::namespaced(client, &cfg.resource_namespace),
             name: cfg.resource_name.clone(),
+            described: format!("{}/{}", cfg.resource_namespace, cfg.resource_name),
             identity: format!("{instance_id}_{:016x}", fastrand::u64(..)),
             lease_duration: cfg.lease_duration,
             renew_deadline: cfg.renew_deadline,
@@ -145,32 +188,75 @@ impl Elector {
         self.retry_period.mul_f64(1.0 + r * JITTER)
     }
 
-    /// Waits until this process holds the lease.
-    pub(crate) async fn acquire(&mut self) {
-        tracing::info!(lease = %self.name, identity = %self.identity, "waiting to become leader");
-        while !self.try_acquire_or_renew().await {
-            tokio::time::sleep(self.jittered()).await;
-        }
-        tracing::info!(lease = %self.name, identity = %self.identity, "became leader");
-    }
-
-    /// Renews the lease every retryPeriod; returns when it could not be renewed for
-    /// renewDeadline (leadership lost).
-    pub(crate) async fn hold(&mut self) {
-        let mut last_renewed = Instant::now();
-        loop {
-            tokio::time::sleep(self.retry_period).await;
-            if self.try_acquire_or_renew().await {
-                last_renewed = Instant::now();
-            } else if last_renewed.elapsed() >= self.renew_deadline {
-                tracing::error!(lease = %self.name, "leader lease lost");
-                return;
+    /// One round bounded by `budget`: a request that does not answer in time counts as a
+    /// failed round (the lease may or may not have been written; we cannot know).
+    async fn bounded_round(&mut self, budget: Duration) -> bool {
+        match tokio::time::timeout(budget, self.try_acquire_or_renew()).await {
+            Ok(ok) => ok,
+            Err(_) => {
+                tracing::warn!(
+                    lease = %self.name,
+                    timeout = ?budget,
+                    "leader lease request timed out"
+                );
+                false
             }
         }
     }
 
-    /// Gives the lease up (client-go's ReleaseOnCancel): empty holder, 1 s duration.
+    /// Waits until this process holds the lease; returns when the successful request was
+    /// sent (the renew deadline counts from there).
+    pub(crate) async fn acquire(&mut self, health: &Health) -> Instant {
+        tracing::info!(lease = %self.name, identity = %self.identity, "waiting to become leader");
+        loop {
+            let sent = Instant::now();
+            // A late answer would leave us leading on an already old lease: bound it too.
+            if self.bounded_round(self.renew_deadline).await {
+                health.renewed(&self.described, self.lease_duration, sent);
+                tracing::info!(lease = %self.name, identity = %self.identity, "became leader");
+                return sent;
+            }
+            tokio::time::sleep(self.jittered()).await;
+        }
+    }
+
+    /// Renews the lease every retryPeriod; returns as soon as renewDeadline has passed
+    /// since the last successful renew was sent (leadership lost). No request outlives that
+    /// deadline.
+    pub(crate) async fn hold(&mut self, mut last_renewed: Instant, health: &Health) {
+        loop {
+            let deadline = last_renewed + self.renew_deadline;
+            tokio::time::sleep_until((Instant::now() + self.retry_period).min(deadline)).await;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::error!(
+                    lease = %self.name,
+                    renew_deadline = ?self.renew_deadline,
+                    "leader lease lost: could not renew within renewDeadline; stopping"
+                );
+                return;
+            }
+            let sent = Instant::now();
+            if self.bounded_round(left).await {
+                last_renewed = sent;
+                health.renewed(&self.described, self.lease_duration, sent);
+            }
+        }
+    }
+
+    /// Gives the lease up (client-go's ReleaseOnCancel): empty holder, 1 s duration. Bounded
+    /// by renewDeadline so a hung server cannot hold up shutdown.
     pub(crate) async fn release(&mut self) {
+        let budget = self.renew_deadline;
+        if tokio::time::timeout(budget, self.release_unbounded())
+            .await
+            .is_err()
+        {
+            tracing::warn!(lease = %self.name, "releasing the leader lease timed out");
+        }
+    }
+
+    async fn release_unbounded(&mut self) {
         let Ok(Some(mut lease)) = self.api.get_opt(&self.name).await else {
             return;
         };
@@ -191,5 +277,30 @@ impl Elector {
         {
             tracing::warn!(error = %e, "could not release the leader lease");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn healthz_fails_only_for_a_leader_unrenewed_past_lease_duration_plus_tolerance() {
+        let h = Health::default();
+        let t0 = Instant::now();
+        assert_eq!(h.check(t0 + Duration::from_secs(3600)), Ok(()), "standby");
+        h.renewed("kube-system/ferrosched", Duration::from_secs(15), t0);
+        assert_eq!(h.check(t0 + Duration::from_secs(35)), Ok(()));
+        let err = h.check(t0 + Duration::from_secs(36)).unwrap_err();
+        assert!(
+            err.starts_with("failed election to renew leadership on lease kube-system/ferrosched"),
+            "{err}"
+        );
+        h.renewed(
+            "kube-system/ferrosched",
+            Duration::from_secs(15),
+            t0 + Duration::from_secs(30),
+        );
+        assert_eq!(h.check(t0 + Duration::from_secs(36)), Ok(()));
     }
 }

@@ -39,6 +39,9 @@ pub struct RunOptions {
     /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
     /// HTTP (tests).
     pub health_tls: Option<Arc<rustls::ServerConfig>>,
+    /// Delegated authentication and authorization for those endpoints (`ferrosched run`
+    /// always sets it); `None`: served to anyone (tests).
+    pub health_auth: Option<Arc<crate::serving::auth::DelegatedAuth>>,
     /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
     /// gate when a profile enables it); empty: the in-tree plugins only.
     pub extensions: Vec<Box<dyn Extension>>,
@@ -103,6 +106,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         seed,
         health,
         health_tls,
+        health_auth,
         mut extensions,
     } = opts;
     let mut registry = Registry::in_tree();
@@ -141,6 +145,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             listener,
             health_tls,
             Arc::clone(&shared),
+            health_auth,
         )));
     }
     // Informers fill the cache while waiting for the lease, so a new leader starts warm.
@@ -148,9 +153,16 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .leader_election
         .leader_elect
         .then(|| leader::Elector::new(client.clone(), &cfg.leader_election, &instance_id));
+    let mut led_since = None;
     if let Some(e) = &mut elector {
+        shared
+            .metrics
+            .leading(&cfg.leader_election.resource_name, false);
         tokio::select! {
-            _ = e.acquire() => {}
+            sent = e.acquire(&shared.leader) => {
+                led_since = Some(sent);
+                shared.metrics.leading(&cfg.leader_election.resource_name, true);
+            }
             _ = &mut shutdown => {
                 for task in background {
                     task.abort();
@@ -176,7 +188,8 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .iter_mut()
         .flat_map(|e| e.lead(FailureReporter::new(&shared, tx.clone())))
         .collect();
-    let executor = tokio::spawn(executor.run(rx));
+    let (fence, fenced) = tokio::sync::watch::channel(false);
+    let executor = tokio::spawn(executor.run(rx, fenced));
     let sched = scheduler_loop::SchedulingLoop {
         shared: Arc::clone(&shared),
         alg,
@@ -192,16 +205,25 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     );
 
     let lost = async {
-        match &mut elector {
-            Some(e) => e.hold().await,
-            None => std::future::pending().await,
+        match (&mut elector, led_since) {
+            (Some(e), Some(since)) => e.hold(since, &shared.leader).await,
+            _ => std::future::pending().await,
         }
     };
     let outcome = tokio::select! {
         _ = &mut shutdown => Ok(()),
         _ = lost => Err(Error::LeaderLost),
     };
-    tracing::info!("shutting down: no new pods; finishing in-flight bindings");
+    if outcome.is_err() {
+        // Another replica may take the lease from now on: send nothing more.
+        let _ = fence.send(true);
+        shared
+            .metrics
+            .leading(&cfg.leader_election.resource_name, false);
+        tracing::error!("leadership lost: no new pods; in-flight API calls cancelled");
+    } else {
+        tracing::info!("shutting down: no new pods; finishing in-flight bindings");
+    }
     shared.shutdown();
     let joined = tokio::task::spawn_blocking(move || thread.join())
         .await
@@ -215,10 +237,14 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     }
     // The loop dropped its sender: the executor drains and ends.
     let _ = executor.await;
+    drop(fence);
     if outcome.is_ok()
         && let Some(e) = &mut elector
     {
         e.release().await;
+        shared
+            .metrics
+            .leading(&cfg.leader_election.resource_name, false);
     }
     for task in background {
         task.abort();

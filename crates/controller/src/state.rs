@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     /// The queue's clock, for latencies measured from queue timestamps.
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) metrics: Metrics,
+    /// Leadership, for /healthz.
+    pub(crate) leader: crate::leader::Health,
 }
 
 impl Shared {
@@ -72,6 +74,7 @@ impl Shared {
             profiles,
             clock,
             metrics: Metrics::new(),
+            leader: crate::leader::Health::default(),
         }
     }
 

@@ -34,9 +34,19 @@ fn pod(name: &str, cpu: &str, extra_spec: Value) -> Value {
 
 /// GET over plain HTTP/1.0; returns the status line and body.
 async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    http_get_as(addr, path, None).await
+}
+
+/// GET with `Authorization: Bearer <token>` when given.
+async fn http_get_as(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> (String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n").as_bytes())
         .await
         .unwrap();
     let mut out = String::new();
@@ -108,6 +118,15 @@ async fn start_controller(server: &FakeApiServer) -> Running {
 }
 
 async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Running {
+    start_full(server, config, instance, None).await
+}
+
+async fn start_full(
+    server: &FakeApiServer,
+    config: &str,
+    instance: &str,
+    health_auth: Option<std::sync::Arc<controller::auth::DelegatedAuth>>,
+) -> Running {
     let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
     let client = controller::client(Some(&server.kubeconfig()))
         .await
@@ -125,6 +144,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         seed: 1,
         health: Some(listener),
         health_tls: None,
+        health_auth,
         extensions: Vec::new(),
     }));
     Running {
@@ -561,6 +581,289 @@ async fn a_leader_that_loses_its_lease_stops() {
         Some("intruder"),
         "a lost leader does not release someone else's lease"
     );
+}
+
+/// A renew that the API server accepts and never answers: the leader must stop within
+/// renewDeadline (not kube's minutes-long read timeout), the standby takes over once the
+/// lease expires, and across the hand-over no pod is bound twice and no node overcommitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_renew_hangs_stops_within_renew_deadline_and_the_standby_takes_over() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("nodes", &node("n2", "2", json!({})));
+    let mut a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    const LEADING: &str = "leader_election_master_status{name=\"ferrosched\"}";
+    wait_for_metric(a.health, LEADING, 1.0).await;
+    wait_for_metric(b.health, LEADING, 0.0).await;
+    // 10 pods of 500m on 4 CPUs: 8 fit, 2 stay pending.
+    let pods: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+    for p in &pods[..5] {
+        server.apply("pods", &pod(p, "500m", json!({})));
+    }
+    // Only the leader PUTs the lease while it is held: a's next renew hangs.
+    server.fail_next(1, fake_apiserver::Fault::hang("PUT", "leases"));
+    for p in &pods[5..] {
+        server.apply("pods", &pod(p, "500m", json!({})));
+    }
+    let hung_at = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(5), &mut a.task)
+        .await
+        .expect("a stops within renewDeadline, not kube's read timeout")
+        .expect("task");
+    assert!(
+        matches!(result, Err(controller::Error::LeaderLost)),
+        "{result:?}"
+    );
+    // renewDeadline (1s) after the last renew was sent, plus a retryPeriod and slack.
+    assert!(
+        hung_at.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        hung_at.elapsed()
+    );
+    assert_eq!(server.faults_left(), 0, "a's renew hung");
+    wait_for("b leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("b_"))
+    })
+    .await;
+    wait_for_metric(b.health, LEADING, 1.0).await;
+    // Pods created after a stopped are b's.
+    server.apply(
+        "pods",
+        &pod("late", "500m", json!({"nodeSelector": {"none": "x"}})),
+    );
+    wait_for("8 of 10 bound", || {
+        pods.iter()
+            .filter(|p| server.node_of("default", p).is_some())
+            .count()
+            == 8
+    })
+    .await;
+    wait_for("late reported unschedulable", || {
+        server
+            .events_for("default", "late")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    // Give a stale scheduler time to overcommit, if one were still running.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    b.stop().await;
+    assert_eq!(server.double_bindings(), Vec::<String>::new());
+    let mut per_pod = std::collections::BTreeMap::<String, usize>::new();
+    let mut per_node = std::collections::BTreeMap::<String, usize>::new();
+    for (p, n) in server.bindings() {
+        *per_pod.entry(p).or_default() += 1;
+        *per_node.entry(n).or_default() += 1;
+    }
+    assert!(per_pod.values().all(|&c| c == 1), "{per_pod:?}");
+    assert_eq!(per_pod.len(), 8, "{per_pod:?}");
+    // 4 pods of 500m fill a 2-CPU node.
+    assert!(per_node.values().all(|&c| c <= 4), "{per_node:?}");
+    let late_failed = server
+        .events_for("default", "late")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .map(|e| e["reportingInstance"].clone());
+    assert_eq!(late_failed, Some(json!("default-scheduler-b")));
+}
+
+/// A binding hangs when leadership is lost: the leader does not wait for it (nor retry it),
+/// it stops within renewDeadline, and the new leader binds the pod once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binding_in_flight_when_leadership_is_lost_is_cancelled_not_retried() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    let mut a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    let binding_requests = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.resource == "pods" && r.subresource == "binding")
+            .count()
+    };
+    server.fail_next(
+        1,
+        fake_apiserver::Fault::hang("POST", "pods").subresource("binding"),
+    );
+    server.apply("pods", &pod("stuck", "100m", json!({})));
+    wait_for("the binding is in flight", || {
+        binding_requests(&server) == 1
+    })
+    .await;
+    server.fail_next(1, fake_apiserver::Fault::hang("PUT", "leases"));
+    let hung_at = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(5), &mut a.task)
+        .await
+        .expect("a does not wait for its hung binding")
+        .expect("task");
+    assert!(
+        matches!(result, Err(controller::Error::LeaderLost)),
+        "{result:?}"
+    );
+    assert!(
+        hung_at.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        hung_at.elapsed()
+    );
+    assert_eq!(
+        binding_requests(&server),
+        1,
+        "a sent nothing after losing the lease"
+    );
+    wait_for("b binds the pod", || {
+        server.node_of("default", "stuck").is_some()
+    })
+    .await;
+    b.stop().await;
+    assert_eq!(
+        server.bindings(),
+        vec![("default/stuck".into(), "n1".into())]
+    );
+}
+
+/// SIGTERM (the shutdown future) in the middle of a burst of bindings: in-flight bindings
+/// finish, no pod is bound twice or lost (a new leader binds the rest), and the lease is
+/// released at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_mid_burst_binds_each_pod_once_loses_none_and_releases_the_lease() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "64", json!({})));
+    let a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("a leads", || {
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    })
+    .await;
+    let pods: Vec<String> = (0..60).map(|i| format!("burst-{i}")).collect();
+    for p in &pods {
+        server.apply("pods", &pod(p, "100m", json!({})));
+    }
+    wait_for("the burst started binding", || {
+        !server.bindings().is_empty()
+    })
+    .await;
+    a.stop().await;
+    let bound_by_a = server.bindings().len();
+    println!(
+        "{bound_by_a} of {} bound before the shutdown ended",
+        pods.len()
+    );
+    assert_eq!(
+        server.lease_holder("kube-system", "ferrosched"),
+        None,
+        "the lease is released"
+    );
+    // Nothing more from a after it returned.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.bindings().len(), bound_by_a);
+
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    wait_for("all bound", || {
+        pods.iter().all(|p| server.node_of("default", p).is_some())
+    })
+    .await;
+    b.stop().await;
+    assert_eq!(server.double_bindings(), Vec::<String>::new());
+    let mut per_pod = std::collections::BTreeMap::<String, usize>::new();
+    for (p, _) in server.bindings() {
+        *per_pod.entry(p).or_default() += 1;
+    }
+    assert_eq!(per_pod.len(), pods.len());
+    assert!(per_pod.values().all(|&c| c == 1), "{per_pod:?}");
+}
+
+/// The secure port as kube-scheduler guards it: health paths for anyone (the kubelet's
+/// probes carry no token), `/metrics` only for a token the API server authenticates
+/// (TokenReview) whose user may `get /metrics` (SubjectAccessReview); reviews are cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_an_authenticated_and_authorized_token_health_paths_do_not() {
+    let server = FakeApiServer::start().await;
+    const PROMETHEUS: &str = "system:serviceaccount:monitoring:prometheus";
+    server.add_token("scraper-token", PROMETHEUS, &["system:serviceaccounts"]);
+    server.add_token("alice-token", "alice", &["system:authenticated"]);
+    server.grant(fake_apiserver::Grant::non_resource(
+        PROMETHEUS, "get", "/metrics",
+    ));
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let auth = controller::auth::DelegatedAuth::new(
+        Some(client.clone()),
+        Some(client),
+        controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS
+            .map(String::from)
+            .to_vec(),
+    );
+    let running = start_full(
+        &server,
+        CONFIG,
+        "test-host",
+        Some(std::sync::Arc::new(auth)),
+    )
+    .await;
+    let addr = running.health;
+    let (status, body) = http_get(addr, "/healthz").await;
+    assert!(status.contains("200"), "{status} {body}");
+    let (status, _) = http_get(addr, "/livez").await;
+    assert!(status.contains("200"), "{status}");
+
+    // No token: system:anonymous, which may not get /metrics.
+    let (status, body) = http_get(addr, "/metrics").await;
+    assert!(status.contains("403"), "{status}");
+    assert!(
+        body.contains("User \"system:anonymous\" cannot get path \"/metrics\""),
+        "{body}"
+    );
+    // A token the API server does not know: 401, health paths included.
+    for path in ["/metrics", "/healthz"] {
+        let (status, _) = http_get_as(addr, path, Some("stolen-token")).await;
+        assert!(status.contains("401"), "{path}: {status}");
+    }
+    // Authenticated but not authorized.
+    let (status, body) = http_get_as(addr, "/metrics", Some("alice-token")).await;
+    assert!(status.contains("403"), "{status}");
+    assert!(body.contains("User \"alice\" cannot get path"), "{body}");
+    // The scraper's service account.
+    let reviews = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.resource == "tokenreviews" || r.resource == "subjectaccessreviews")
+            .count()
+    };
+    let (status, body) = http_get_as(addr, "/metrics", Some("scraper-token")).await;
+    assert!(status.contains("200"), "{status} {body}");
+    assert!(body.contains("scheduler_pending_pods"), "{body}");
+    let after_first = reviews(&server);
+    assert!(
+        after_first >= 2,
+        "a TokenReview and a SubjectAccessReview were made"
+    );
+    let (status, _) = http_get_as(addr, "/metrics", Some("scraper-token")).await;
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(
+        reviews(&server),
+        after_first,
+        "the second scrape is answered from the cache"
+    );
+    running.stop().await;
 }
 
 /// Upstream's queueing: a pod rejected by NodeResourcesFit waits in the unschedulable pool

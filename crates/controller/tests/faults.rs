@@ -76,6 +76,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         seed: 1,
         health: None,
         health_tls: None,
+        health_auth: None,
         extensions: Vec::new(),
     }));
     Running { stop, task }
@@ -290,6 +291,56 @@ podMaxBackoffSeconds: {MAX}
     .await;
     running.stop().await;
     assert_bound_exactly_once(&server, &stuck);
+}
+
+/// A 429 storm with `Retry-After` on Bindings: the only retry layer gives one logical write
+/// exactly `ATTEMPTS` requests (kube's own retry layer under ours would have made up to 16
+/// per attempt and hidden the failure), waits as long as the server asked between them,
+/// and then fails into backoff; the next attempt binds the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttling_storm_costs_at_most_attempts_requests_per_write_and_honours_retry_after() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4"));
+    let attempts = usize::try_from(controller::client::ATTEMPTS).unwrap();
+    let binding_429 = |secs| {
+        Fault::new("POST", "pods", 429)
+            .subresource("binding")
+            .retry_after(secs)
+    };
+    // The first two answers ask for 1 s each, the rest of the storm for none (fast test).
+    server.fail_next(2, binding_429(1));
+    server.fail_next(attempts - 2, binding_429(0));
+    let running = start(&server, CONFIG).await;
+    let started = Instant::now();
+    server.apply("pods", &pod("throttled", "100m"));
+    let pods = vec!["throttled".to_string()];
+    wait_for("throttled bound", Duration::from_secs(15), || {
+        all_bound(&server, &pods)
+    })
+    .await;
+    let took = started.elapsed();
+    running.stop().await;
+    assert_eq!(
+        binding_requests(&server),
+        attempts + 1,
+        "one failed write of ATTEMPTS requests, then one that succeeds"
+    );
+    assert!(
+        server
+            .events_for("default", "throttled")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("binding rejected"))),
+        "the first write gave up after {attempts} requests: {:?}",
+        server.events_for("default", "throttled")
+    );
+    assert!(
+        took >= Duration::from_secs(2),
+        "Retry-After ignored: {took:?}"
+    );
+    assert_bound_exactly_once(&server, &pods);
 }
 
 /// (d) Watches expire again and again (410 on resume) while pods keep arriving: each relist

@@ -281,6 +281,17 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         .await
         .unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    // The secure port reviews tokens with the controller's own client (as
+    // --authentication-kubeconfig/--authorization-kubeconfig default to its account).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = listener.local_addr().unwrap();
+    let auth = controller::auth::DelegatedAuth::new(
+        Some(client.clone()),
+        Some(client.clone()),
+        controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS
+            .map(String::from)
+            .to_vec(),
+    );
     let task = tokio::spawn(controller::run(controller::RunOptions {
         client,
         loaded,
@@ -289,10 +300,26 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
             let _ = rx.await;
         }),
         seed: 1,
-        health: None,
+        health: Some(listener),
         health_tls: None,
+        health_auth: Some(std::sync::Arc::new(auth)),
         extensions: Vec::new(),
     }));
+    // A scrape with a token: one TokenReview and one SubjectAccessReview.
+    server.add_token("scraper", "prometheus", &[]);
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(health).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\nAuthorization: Bearer scraper\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(
+            out.starts_with("HTTP/1.0 403"),
+            "no grant for prometheus: {out}"
+        );
+    }
 
     // Volume binding, completed by the test's PV controller.
     wait_for("db bound", || {
@@ -382,6 +409,8 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("get", "coordination.k8s.io", "leases"),
         ("create", "coordination.k8s.io", "leases"),
         ("update", "coordination.k8s.io", "leases"),
+        ("create", "authentication.k8s.io", "tokenreviews"),
+        ("create", "authorization.k8s.io", "subjectaccessreviews"),
     ] {
         assert!(
             distinct

@@ -23,6 +23,8 @@ pub struct Fault {
     pub code: u16,
     /// Seconds for a `Retry-After` header (the API server sends one with 429s).
     pub retry_after: Option<u64>,
+    /// Accept the request and never answer (a hung server or a partition); `code` unused.
+    pub hang: bool,
 }
 
 impl Fault {
@@ -34,6 +36,15 @@ impl Fault {
             subresource: None,
             code,
             retry_after: None,
+            hang: false,
+        }
+    }
+
+    /// Matching requests are read and never answered (the client has to time out).
+    pub fn hang(method: &str, resource: &str) -> Fault {
+        Fault {
+            hang: true,
+            ..Fault::new(method, resource, 0)
         }
     }
 
@@ -95,7 +106,7 @@ pub(crate) async fn record_request(
             .find(|(f, left)| *left > 0 && f.matches(method, &record))
             .map(|(f, left)| {
                 *left -= 1;
-                f.response()
+                if f.hang { None } else { Some(f.response()) }
             });
         st.requests.push(record);
         if down {
@@ -109,13 +120,14 @@ pub(crate) async fn record_request(
                 axum::http::header::CONNECTION,
                 axum::http::HeaderValue::from_static("close"),
             );
-            Some(resp)
+            Some(Some(resp))
         } else {
             fault
         }
     };
     match injected {
-        Some(resp) => resp,
+        Some(Some(resp)) => resp,
+        Some(None) => std::future::pending().await,
         None => next.run(req).await,
     }
 }

@@ -15,6 +15,8 @@
 //!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
 //!   (only status changes; conditions merge by type, null deletes);
 //! - `POST events`, `PATCH events/{name}` and LIST (events.k8s.io/v1), kept in creation order;
+//! - `POST tokenreviews` (authentication.k8s.io/v1), answered from the tokens added with
+//!   [`FakeApiServer::add_token`];
 //! - `POST subjectaccessreviews` (authorization.k8s.io/v1), answered from the grants added
 //!   with [`FakeApiServer::grant`] (no RBAC objects are evaluated).
 //!
@@ -26,7 +28,8 @@
 //! namespace, name), for RBAC tests.
 //!
 //! Faults, for robustness tests: [`FakeApiServer::fail_next`] answers the next N requests
-//! matching a method, resource and subresource with an error code (and `Retry-After`);
+//! matching a method, resource and subresource with an error code (and `Retry-After`), or
+//! never answers them ([`Fault::hang`]);
 //! [`FakeApiServer::go_down`] / [`FakeApiServer::come_back`] simulate an API server restart:
 //! open watches end, new connections are refused and requests on open connections get 503
 //! until it comes back with the same store (optionally compacted, so resumed watches get
@@ -143,6 +146,14 @@ impl FakeApiServer {
             app,
             dir,
         }
+    }
+
+    /// Lets TokenReviews authenticate `token` as `user` in `groups`.
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        self.inner.store.lock().unwrap().tokens.insert(
+            token.into(),
+            (user.into(), groups.iter().map(|g| g.to_string()).collect()),
+        );
     }
 
     /// Lets SubjectAccessReviews allow what `grant` describes.

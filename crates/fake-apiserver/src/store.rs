@@ -156,6 +156,8 @@ pub(crate) struct Store {
     pub(crate) disabled: std::collections::BTreeSet<&'static str>,
     /// What SubjectAccessReviews allow.
     pub(crate) grants: Vec<Grant>,
+    /// Bearer tokens TokenReviews accept: token -> (username, groups).
+    pub(crate) tokens: BTreeMap<String, (String, Vec<String>)>,
     /// Pods a Binding was POSTed for although they were already bound.
     pub(crate) double_bindings: Vec<String>,
     /// Injected faults and how many more requests each fails.

@@ -7,8 +7,9 @@
 //!   without `--config` (upstream `ApplyDeprecated`); with `--config` they are ignored (with a
 //!   warning here);
 //! * `-v` / `--v=N`: klog verbosity mapped to a tracing filter (`RUST_LOG` wins when set);
-//! * `--authentication-kubeconfig` / `--authorization-kubeconfig`: accepted and ignored with
-//!   a warning (the health and metrics endpoints are unauthenticated plain HTTP).
+//! * `--authentication-kubeconfig` / `--authorization-kubeconfig` /
+//!   `--authorization-always-allow-paths`: delegated authentication and authorization of the
+//!   secure port, as kube-scheduler (`controller::auth`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,14 +73,23 @@ pub struct KubeSchedulerFlags {
     /// everything. RUST_LOG, when set, wins.
     #[arg(short = 'v', long = "v", value_name = "LEVEL")]
     pub verbosity: Option<u8>,
-    /// Accepted for kube-scheduler compatibility and ignored (health and metrics endpoints
-    /// are unauthenticated).
+    /// Kubeconfig for the TokenReviews that authenticate requests to the secure port.
+    /// Without it, the in-cluster service account (as kube-scheduler).
     #[arg(long, value_name = "FILE")]
     pub authentication_kubeconfig: Option<PathBuf>,
-    /// Accepted for kube-scheduler compatibility and ignored (health and metrics endpoints
-    /// are unauthenticated).
+    /// Kubeconfig for the SubjectAccessReviews that authorize requests to the secure port.
+    /// Without it, the in-cluster service account (as kube-scheduler).
     #[arg(long, value_name = "FILE")]
     pub authorization_kubeconfig: Option<PathBuf>,
+    /// Paths served without authorization (a trailing `*` matches a prefix), comma
+    /// separated.
+    #[arg(
+        long,
+        value_name = "PATHS",
+        value_delimiter = ',',
+        default_values_t = controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS.map(String::from)
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
 }
 
 fn go_duration(s: &str) -> Result<Duration, String> {
@@ -146,7 +156,7 @@ impl KubeSchedulerFlags {
         cfg: &mut KubeSchedulerConfiguration,
         from_config_file: bool,
     ) -> Result<Vec<String>, String> {
-        let mut warnings = self.ignored();
+        let mut warnings = Vec::new();
         if from_config_file {
             for (given, flag, field) in [
                 (self.kube_api_qps.is_some(), "--kube-api-qps", "qps"),
@@ -165,26 +175,6 @@ impl KubeSchedulerFlags {
         self.apply_leader_election_to(&mut cfg.leader_election);
         check_leader_election(&cfg.leader_election)?;
         Ok(warnings)
-    }
-
-    /// Warnings for flags accepted only for compatibility.
-    pub fn ignored(&self) -> Vec<String> {
-        [
-            (
-                "--authentication-kubeconfig",
-                &self.authentication_kubeconfig,
-            ),
-            ("--authorization-kubeconfig", &self.authorization_kubeconfig),
-        ]
-        .into_iter()
-        .filter(|(_, v)| v.is_some())
-        .map(|(flag, _)| {
-            format!(
-                "{flag} is ignored: ferrosched's health and metrics endpoints are plain HTTP \
-                 without authentication or authorization"
-            )
-        })
-        .collect()
     }
 
     /// The tracing filter to log with: `RUST_LOG` when set and not empty, else the one for

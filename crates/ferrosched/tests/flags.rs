@@ -75,7 +75,18 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
 
     assert_eq!(parse(&["--leader-elect=false"]).leader_elect, Some(false));
     assert_eq!(parse(&["--leader-elect=true"]).leader_elect, Some(true));
-    assert_eq!(parse(&[]), KubeSchedulerFlags::default());
+    // Nothing given: nothing set but the always-allowed paths' default.
+    assert_eq!(
+        parse(&[]),
+        KubeSchedulerFlags {
+            authorization_always_allow_paths: vec![
+                "/healthz".into(),
+                "/readyz".into(),
+                "/livez".into()
+            ],
+            ..KubeSchedulerFlags::default()
+        }
+    );
     // klog spellings of the verbosity.
     for args in [&["-v=3"][..], &["-v", "3"], &["--v", "3"], &["-v3"]] {
         assert_eq!(parse(args).verbosity, Some(3), "{args:?}");
@@ -191,21 +202,20 @@ fn klog_verbosity_maps_to_tracing_levels_and_rust_log_wins() {
 }
 
 #[test]
-fn authn_and_authz_kubeconfigs_are_accepted_with_a_warning() {
-    let f = parse(&[
-        "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
-        "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
-    ]);
-    let ignored = f.ignored();
-    assert_eq!(ignored.len(), 2);
-    assert!(ignored[0].starts_with("--authentication-kubeconfig is ignored"));
-    assert!(ignored[1].starts_with("--authorization-kubeconfig is ignored"));
+fn always_allow_paths_default_to_the_health_paths_and_take_a_comma_list() {
+    let f = parse(&[]);
+    assert_eq!(
+        f.authorization_always_allow_paths,
+        ["/healthz", "/readyz", "/livez"]
+    );
+    let f = parse(&["--authorization-always-allow-paths=/healthz,/metrics"]);
+    assert_eq!(f.authorization_always_allow_paths, ["/healthz", "/metrics"]);
 }
 
-/// The binary: the lock error is clap's usage error (exit 2); ignored flags warn and the
-/// run goes on (here as far as the missing kubeconfig).
+/// The binary: the lock error is clap's usage error (exit 2); a missing
+/// --authentication-kubeconfig or --authorization-kubeconfig is named and exits 1.
 #[test]
-fn the_binary_rejects_other_locks_and_warns_about_ignored_flags() {
+fn the_binary_rejects_other_locks_and_missing_review_kubeconfigs() {
     let out = Command::new(BIN)
         .args(["run", "--leader-elect-resource-lock=endpoints"])
         .output()
@@ -218,7 +228,6 @@ fn the_binary_rejects_other_locks_and_warns_about_ignored_flags() {
         .args([
             "run",
             "--secure-port=0",
-            "--authentication-kubeconfig=/x",
             "--leader-elect=false",
             "-v=4",
             "--kubeconfig=/nonexistent-kubeconfig",
@@ -227,9 +236,26 @@ fn the_binary_rejects_other_locks_and_warns_about_ignored_flags() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("warning: --authentication-kubeconfig is ignored"),
-        "{stderr}"
-    );
     assert!(stderr.contains("nonexistent-kubeconfig"), "{stderr}");
+
+    for flag in ["--authentication-kubeconfig", "--authorization-kubeconfig"] {
+        let out = Command::new(BIN)
+            .args([
+                "run",
+                "--secure-port=0",
+                "--bind-address=127.0.0.1",
+                "--leader-elect=false",
+                &format!("{flag}=/nonexistent-review-kubeconfig"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "error: kubeconfig: {flag} /nonexistent-review-kubeconfig: no such file"
+            )),
+            "{stderr}"
+        );
+    }
 }

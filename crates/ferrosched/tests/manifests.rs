@@ -504,13 +504,23 @@ fn the_kubeadm_static_pod_replaces_kube_scheduler() {
     assert_eq!(host.as_deref(), flag(&command, "--bind-address"));
     restricted(file, c, &spec);
 
+    // The review kubeconfigs must exist (checked at start); with the port off they are not
+    // read further.
+    let review =
+        std::env::temp_dir().join(format!("ferrosched-review-{}.conf", std::process::id()));
+    std::fs::write(&review, "").unwrap();
+    let review_file = review.clone();
+    let review = review.display().to_string();
     run_command_line(
         &command,
         &[
             ("--kubeconfig=", "/nonexistent-kubeconfig".into()),
             ("--secure-port=", "0".into()),
+            ("--authentication-kubeconfig=", review.clone()),
+            ("--authorization-kubeconfig=", review),
         ],
     );
+    let _ = std::fs::remove_file(review_file);
 }
 
 #[test]

@@ -54,11 +54,21 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
         &json!({"metadata": {"name": "p", "namespace": "default"},
                 "spec": {"containers": [{"name": "c", "image": "i"}]}}),
     );
+    server.add_token("scraper", "prometheus", &[]);
+    server.grant(fake_apiserver::Grant::non_resource(
+        "prometheus",
+        "get",
+        "/metrics",
+    ));
     let port = free_port();
     let mut child = Command::new(BIN)
         .args(["run", "--bind-address", "127.0.0.1", "--secure-port"])
         .arg(port.to_string())
         .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .arg("--authentication-kubeconfig")
+        .arg(server.kubeconfig())
+        .arg("--authorization-kubeconfig")
         .arg(server.kubeconfig())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -75,7 +85,12 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
     // The health port speaks HTTPS (self-signed), as kube-scheduler's does.
     let (status, body) = https_get(port, "/readyz").await;
     assert_eq!((status, body.as_str()), (200, "ok"));
-    let (status, metrics) = https_get(port, "/metrics").await;
+    // /metrics is delegated to the API server, as kube-scheduler's.
+    let (status, body) = https_get(port, "/metrics").await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _) = https_get_as(port, "/metrics", Some("not-a-token")).await;
+    assert_eq!(status, 401);
+    let (status, metrics) = https_get_as(port, "/metrics", Some("scraper")).await;
     assert_eq!(status, 200);
     assert!(
         metrics.contains("scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"} 1"),
@@ -151,6 +166,11 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 
 /// One HTTP/1.1 GET over TLS: (status, body).
 async fn https_get(port: u16, path: &str) -> (u16, String) {
+    https_get_as(port, path, None).await
+}
+
+/// GET with `Authorization: Bearer <token>` when given.
+async fn https_get_as(port: u16, path: &str, token: Option<&str>) -> (u16, String) {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
@@ -165,7 +185,8 @@ async fn https_get(port: u16, path: &str) -> (u16, String) {
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
         .unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n");
     tls.write_all(req.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     let _ = tls.read_to_end(&mut raw).await;

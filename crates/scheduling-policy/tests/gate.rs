@@ -73,6 +73,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         seed: 1,
         health: Some(listener),
         health_tls: None,
+        health_auth: None,
         extensions,
     }));
     Running {

@@ -74,20 +74,56 @@ pub(crate) struct Executor {
     pub(crate) bind_timeouts: HashMap<String, Duration>,
 }
 
+/// True once the fence is raised; false (never, for `select!`) if its sender is gone.
+async fn fenced(fence: &mut tokio::sync::watch::Receiver<bool>) -> bool {
+    fence.wait_for(|f| *f).await.is_ok()
+}
+
 impl Executor {
-    pub(crate) async fn run(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Action>) {
+    /// Runs actions until the channel closes, then waits for the in-flight ones. When
+    /// `fence` turns true (leadership lost) every in-flight action is cancelled and queued
+    /// ones are dropped: a request already sent may still land, but none follows it.
+    pub(crate) async fn run(
+        self: Arc<Self>,
+        mut rx: mpsc::UnboundedReceiver<Action>,
+        mut fence: tokio::sync::watch::Receiver<bool>,
+    ) {
         let mut tasks = JoinSet::new();
-        while let Some(action) = rx.recv().await {
-            let me = Arc::clone(&self);
-            tasks.spawn(async move { me.execute(action).await });
-            // Reap finished tasks so the set does not grow without bound.
-            while tasks.try_join_next().is_some() {}
+        loop {
+            tokio::select! {
+                biased;
+                true = fenced(&mut fence) => {
+                    let cancelled = tasks.len();
+                    tasks.abort_all();
+                    rx.close();
+                    tracing::warn!(cancelled, "leadership lost: cancelled in-flight API calls");
+                    while tasks.join_next().await.is_some() {}
+                    return;
+                }
+                action = rx.recv() => {
+                    let Some(action) = action else { break };
+                    let me = Arc::clone(&self);
+                    tasks.spawn(async move { me.execute(action).await });
+                    // Reap finished tasks so the set does not grow without bound.
+                    while tasks.try_join_next().is_some() {}
+                }
+            }
         }
         let pending = tasks.len();
         if pending > 0 {
             tracing::info!(pending, "waiting for in-flight API calls");
         }
-        while tasks.join_next().await.is_some() {}
+        loop {
+            tokio::select! {
+                biased;
+                true = fenced(&mut fence) => {
+                    tasks.abort_all();
+                    while tasks.join_next().await.is_some() {}
+                    return;
+                }
+                next = tasks.join_next() => if next.is_none() { return },
+            }
+        }
     }
 
     async fn execute(&self, action: Action) {

@@ -16,9 +16,6 @@ use tower::{BoxError, ServiceBuilder};
 
 use super::Error;
 
-/// How long a TCP connect may take (kube's default is 30 s; a control plane that does not
-/// accept within this is better retried).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// HTTP/2 health pings on a quiet connection, so a dead connection under the watches is
 /// noticed (client-go: ReadIdleTimeout 30 s, PingTimeout 15 s).
 const PING_INTERVAL: Duration = Duration::from_secs(30);
@@ -26,13 +23,15 @@ const PING_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A kube client for `config` over HTTP/2 where the server offers it. Authentication,
 /// the base URI and extra headers come from kube's own layers; there is no retry layer
-/// here (the controller's writes retry in `client::retry`; watches restart in kube's
-/// watcher).
+/// here (the controller's writes retry in `client::retry`, after `Retry-After` is honoured
+/// by `client::retry_after`; watches restart in kube's watcher).
 pub(super) fn client(config: kube::Config) -> Result<kube::Client, Error> {
     let tls = config.rustls_client_config()?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
-    http.set_connect_timeout(Some(config.connect_timeout.unwrap_or(CONNECT_TIMEOUT)));
+    http.set_connect_timeout(Some(
+        config.connect_timeout.unwrap_or(super::CONNECT_TIMEOUT),
+    ));
     http.set_nodelay(true);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
@@ -52,6 +51,7 @@ pub(super) fn client(config: kube::Config) -> Result<kube::Client, Error> {
         .layer(config.base_uri_layer())
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
+        .layer(super::retry_after::RetryAfterLayer)
         .map_err(BoxError::from)
         .service(hyper);
     Ok(kube::Client::new(service, config.default_namespace))

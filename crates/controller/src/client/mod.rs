@@ -6,19 +6,31 @@ mod error;
 mod http;
 pub(crate) mod rate_limit;
 pub(crate) mod retry;
+pub(crate) mod retry_after;
 
 use std::path::Path;
+use std::time::Duration;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use error::{Error, Result};
-pub use retry::{ATTEMPTS, status_code};
+pub use retry::{ATTEMPTS, REQUEST_TIMEOUT, status_code};
+pub use retry_after::MAX_RETRY_AFTER;
+
+/// Bound on establishing a connection to the API server.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Builds a client from a kubeconfig file, or (without one) the way kubectl does:
 /// `$KUBECONFIG`, `~/.kube/config`, then the in-cluster service account.
+///
+/// Over HTTP/2 where the server offers it ([`http`]). kube's own retry layer is left out: [`retry`] is the only one, so a logical write is at
+/// most [`ATTEMPTS`] requests; [`retry_after`] only delays a response that carries
+/// `Retry-After`. No read timeout on the connection (it would cut idle watches; kube's
+/// watcher has its own idle timeout): writes are bounded per attempt by
+/// [`REQUEST_TIMEOUT`], lease requests by renewDeadline.
 pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
@@ -30,5 +42,6 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
             .await
             .map_err(|e| Error::Kubeconfig(e.to_string()))?,
     };
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
     http::client(config)
 }

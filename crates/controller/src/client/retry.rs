@@ -1,7 +1,10 @@
-//! The client the controller writes with: every request waits for the client-side rate
-//! limit (`clientConnection.qps`/`burst`, [`RateLimiter`]), and transient
-//! errors (429, 5xx, connection failures) are retried with exponential backoff. Anything
-//! else (404, 409, 422, ...) is returned at once for the caller to judge.
+//! The client the controller writes with, and the only retry layer (kube's is left out of
+//! the client, see [`super::client`]): every attempt, retries included, waits for the
+//! client-side rate limit (`clientConnection.qps`/`burst`, [`RateLimiter`]) and is cut off
+//! after [`REQUEST_TIMEOUT`]; transient errors (429, 5xx, connection failures, timeouts)
+//! are retried with exponential backoff, after the `Retry-After` the server asked for
+//! ([`super::retry_after`]), at most [`ATTEMPTS`] tries in all. Anything else (404, 409,
+//! 422, ...) is returned at once for the caller to judge.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,6 +14,8 @@ use super::rate_limit::RateLimiter;
 
 /// Tries per request, the first included.
 pub const ATTEMPTS: u32 = 5;
+/// Bound on one attempt (a hung request must not hold a binding for kube's minutes).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const FIRST_DELAY: Duration = Duration::from_millis(100);
 const MAX_DELAY: Duration = Duration::from_secs(2);
 
@@ -68,7 +73,13 @@ where
     let mut attempt = 1;
     loop {
         limiter.acquire().await;
-        match f().await {
+        let result = match tokio::time::timeout(REQUEST_TIMEOUT, f()).await {
+            Ok(r) => r,
+            Err(_) => Err(kube::Error::Service(
+                format!("request timed out after {REQUEST_TIMEOUT:?}").into(),
+            )),
+        };
+        match result {
             Ok(v) => return Ok(v),
             Err(e) if attempt < ATTEMPTS && is_transient(&e) => {
                 tracing::debug!(what, attempt, error = %e, "transient API error; retrying");

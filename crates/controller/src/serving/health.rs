@@ -1,8 +1,7 @@
 //! `/healthz`, `/livez`, `/readyz` and `/metrics` ([`crate::serving::metrics`]), over HTTPS on
 //! `--secure-port` (10259) as kube-scheduler serves them, so its probes (`scheme: HTTPS`)
-//! work unchanged; plain HTTP only for tests. No authentication: unlike kube-scheduler,
-//! `/metrics` is not behind delegated authorization (keep the port off the network or
-//! behind a NetworkPolicy).
+//! work unchanged; plain HTTP only for tests. Behind delegated authentication and
+//! authorization ([`crate::serving::auth`]) when given one (`ferrosched run` always does).
 //! Ready once every informer has listed; not ready while shutting down.
 
 use std::sync::Arc;
@@ -15,11 +14,20 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 use crate::informers::INFORMER_COUNT;
+use crate::serving::auth::{self, DelegatedAuth};
 use crate::serving::metrics;
 use crate::state::Shared;
 
-async fn healthz() -> (StatusCode, &'static str) {
-    (StatusCode::OK, "ok")
+/// /healthz and /livez: fail when this process leads but has stopped renewing its lease
+/// (as kube-scheduler's leaderElection check), so the kubelet restarts a stuck leader.
+async fn healthz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
+    match shared.leader.check(tokio::time::Instant::now()) {
+        Ok(()) => (StatusCode::OK, "ok".into()),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]leaderElection failed: {e}\n"),
+        ),
+    }
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
@@ -27,7 +35,12 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
         let st = shared.lock();
         (st.synced, st.shutting_down)
     };
-    if stopping {
+    if let Err(e) = shared.leader.check(tokio::time::Instant::now()) {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]leaderElection failed: {e}\n"),
+        )
+    } else if stopping {
         (
             StatusCode::INTERNAL_SERVER_ERROR,
             "[-]shutdown failed: process is shutting down\n".into(),
@@ -58,13 +71,18 @@ pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     shared: Arc<Shared>,
+    auth: Option<Arc<DelegatedAuth>>,
 ) {
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(shared);
+    if let Some(auth) = auth {
+        // Around the whole router, so unknown paths are authorized too (as upstream).
+        app = app.layer(axum::middleware::from_fn_with_state(auth, auth::guard));
+    }
     if let Some(tls) = tls {
         crate::serving::tls::serve(listener, tls, app, std::future::pending()).await;
     } else if let Err(e) = axum::serve(listener, app).await {

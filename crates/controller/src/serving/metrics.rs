@@ -30,6 +30,8 @@
 //!   waiting for the state lock included, labelled `<Resource><Action>` as upstream's
 //!   handlers (`NodeAdd`, `AssignedPodUpdate`, `UnschedulablePodDelete`, ...); one
 //!   observation per event (upstream observes a node update once per classified change).
+//! - `leader_election_master_status{name}` (client-go's): 1 while this process holds the
+//!   lease `name`, 0 once it lost or released it; absent without leader election.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -90,6 +92,7 @@ pub(crate) struct Metrics {
     preemption_victims: Histogram,
     extension_point_duration: HistogramFamily<3>,
     plugin_duration: HistogramFamily<3>,
+    leader_status: Family<Labels<1>, Gauge>,
 }
 
 impl Default for Metrics {
@@ -173,7 +176,14 @@ impl Metrics {
             "Event handling latency in seconds.",
             event_handling.clone(),
         );
+        let leader_status = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            leader_status.clone(),
+        );
         Metrics {
+            leader_status,
             registry,
             render_lock: Mutex::new(()),
             incoming_pods,
@@ -188,6 +198,13 @@ impl Metrics {
             extension_point_duration,
             plugin_duration,
         }
+    }
+
+    /// Whether this process leads on the lease `name`.
+    pub(crate) fn leading(&self, name: &str, leading: bool) {
+        self.leader_status
+            .get_or_create(&[("name", name.to_string())])
+            .set(i64::from(leading));
     }
 
     /// What scheduler-core measured in one scheduling cycle of `profile`.

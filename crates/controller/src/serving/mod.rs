@@ -3,6 +3,7 @@
 //! (`health`, `metrics`). Reads the shared state for readiness and metrics; never writes
 //! to it or to the API server.
 
+pub mod auth;
 pub(crate) mod health;
 pub(crate) mod metrics;
 pub mod tls;

@@ -1,5 +1,6 @@
 //! SubjectAccessReviews (authorization.k8s.io/v1): answered from the [`Grant`]s a test
-//! added, with no RBAC objects evaluated.
+//! added, with no RBAC objects evaluated; TokenReviews (authentication.k8s.io/v1): answered
+//! from the tokens a test added.
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -23,6 +24,16 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// A grant for a non-resource URL (`/metrics`): `resource` holds the path.
+    pub fn non_resource(subject: &str, verb: &str, path: &str) -> Grant {
+        Grant {
+            subject: subject.into(),
+            verb: verb.into(),
+            resource: path.into(),
+            ..Grant::default()
+        }
+    }
+
     fn allows(&self, spec: &Value) -> bool {
         let a = &spec["resourceAttributes"];
         let s = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -30,6 +41,12 @@ impl Grant {
             || spec["groups"]
                 .as_array()
                 .is_some_and(|gs| gs.iter().any(|g| g.as_str() == Some(&self.subject)));
+        if let Some(nr) = spec.get("nonResourceAttributes") {
+            return subject
+                && self.resource.starts_with('/')
+                && s(&nr["path"]) == self.resource
+                && s(&nr["verb"]) == self.verb;
+        }
         subject
             && self
                 .namespace
@@ -52,5 +69,23 @@ pub(super) fn subject_access_review(inner: &Inner, body: &Bytes) -> Response {
         st.grants.iter().any(|g| g.allows(&review["spec"]))
     };
     review["status"] = json!({"allowed": allowed});
+    (StatusCode::CREATED, axum::Json(review)).into_response()
+}
+
+/// `POST /apis/authentication.k8s.io/v1/tokenreviews`: authenticated when the token was
+/// added with [`FakeApiServer::add_token`](crate::FakeApiServer::add_token).
+pub(super) fn token_review(inner: &Inner, body: &Bytes) -> Response {
+    let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "bad review".into());
+    };
+    let token = review["spec"]["token"].as_str().unwrap_or("").to_string();
+    let user = inner.store.lock().unwrap().tokens.get(&token).cloned();
+    review["status"] = match user {
+        Some((name, groups)) => json!({
+            "authenticated": true,
+            "user": {"username": name, "uid": format!("uid-{name}"), "groups": groups},
+        }),
+        None => json!({"authenticated": false, "error": "invalid bearer token"}),
+    };
     (StatusCode::CREATED, axum::Json(review)).into_response()
 }

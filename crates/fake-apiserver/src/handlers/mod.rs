@@ -93,6 +93,13 @@ pub(crate) async fn dispatch(
     {
         return access_review::subject_access_review(&inner, &body);
     }
+    if t.group == "authentication.k8s.io"
+        && t.collection == "tokenreviews"
+        && t.name.is_none()
+        && method == Method::POST
+    {
+        return access_review::token_review(&inner, &body);
+    }
     let Some(r) = RESOURCES
         .iter()
         .find(|r| r.collection == t.collection && r.group == t.group && r.version == t.version)

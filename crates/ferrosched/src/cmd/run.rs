@@ -103,6 +103,23 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    for (flag, path) in [
+        (
+            "--authentication-kubeconfig",
+            &flags.authentication_kubeconfig,
+        ),
+        (
+            "--authorization-kubeconfig",
+            &flags.authorization_kubeconfig,
+        ),
+    ] {
+        if let Some(p) = path
+            && let Err(e) = controller::auth::check_file(flag, p)
+        {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let rust_log = std::env::var("RUST_LOG").ok();
     let filter = flags.log_filter(rust_log.as_deref());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|e| {
@@ -147,6 +164,26 @@ pub fn run(args: &RunArgs) -> ExitCode {
             .kubeconfig
             .clone()
             .or_else(|| (!from_config.is_empty()).then(|| PathBuf::from(from_config)));
+        // The review clients first: a missing --authentication-kubeconfig is a config error.
+        let health_auth = if health.is_some() {
+            let authn = controller::auth::review_client(
+                "--authentication-kubeconfig",
+                flags.authentication_kubeconfig.as_deref(),
+            )
+            .await?;
+            let authz = controller::auth::review_client(
+                "--authorization-kubeconfig",
+                flags.authorization_kubeconfig.as_deref(),
+            )
+            .await?;
+            Some(Arc::new(controller::auth::DelegatedAuth::new(
+                authn,
+                authz,
+                flags.authorization_always_allow_paths.clone(),
+            )))
+        } else {
+            None
+        };
         let client = controller::client(kubeconfig.as_deref()).await?;
         let extensions = scheduling_policy::extensions(&loaded);
         controller::run(controller::RunOptions {
@@ -157,6 +194,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             seed: args.seed,
             health,
             health_tls: tls,
+            health_auth,
             extensions,
         })
         .await
