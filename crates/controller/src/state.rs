@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
@@ -450,6 +451,16 @@ impl State {
     pub(crate) fn on_csi_driver(&mut self, old: Option<&CSIDriver>, d: &CSIDriver) {
         self.cache.update_csi_driver(d);
         self.fire_add_or_update(EventResource::CSIDriver, old, d);
+    }
+
+    /// ResourceClaims (DRA): only their events for now, so pods DynamicResources refused
+    /// are retried when a claim appears or changes (no allocator yet, issue 17).
+    pub(crate) fn on_resource_claim(&mut self, old: Option<&ResourceClaim>, c: &ResourceClaim) {
+        self.fire_add_or_update(EventResource::ResourceClaim, old, c);
+    }
+
+    pub(crate) fn on_resource_claim_delete(&mut self, _c: &ResourceClaim) {
+        self.fire(EventResource::ResourceClaim, ActionType::DELETE);
     }
 
     pub(crate) fn on_csi_driver_delete(&mut self, d: &CSIDriver) {

@@ -1102,5 +1102,19 @@ async fn a_pod_with_resource_claims_is_never_bound_without_dra() {
             .any(|r| r.name == "gpu-job" && r.subresource == "binding"),
         "no Binding may be POSTed for a pod with unallocated claims"
     );
+    // A claim event retries the pod (DynamicResources registered it): refused again, the
+    // FailedScheduling event's series grows; still no binding.
+    server.apply(
+        "resourceclaims",
+        &json!({"metadata": {"name": "gpu-claim", "namespace": "default"}, "spec": {}}),
+    );
+    wait_for("gpu-job retried after the claim appeared", || {
+        server
+            .events_for("default", "gpu-job")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling" && e["series"]["count"].as_i64() >= Some(2))
+    })
+    .await;
+    assert!(server.node_of("default", "gpu-job").is_none());
     running.stop().await;
 }

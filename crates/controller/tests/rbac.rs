@@ -385,6 +385,8 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "storage.k8s.io", "csidrivers"),
         ("watch", "storage.k8s.io", "csistoragecapacities"),
         ("watch", "storage.k8s.io", "volumeattachments"),
+        ("list", "resource.k8s.io", "resourceclaims"),
+        ("watch", "resource.k8s.io", "resourceclaims"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),
         ("patch", "", "persistentvolumeclaims"),
