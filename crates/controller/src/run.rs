@@ -124,7 +124,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
 
     // Before any pod is scheduled: decides how pods with resource claims are refused.
     let dra = crate::client::discovery::serves_dra(&client).await;
-    tracing::info!(served = dra, "discovery: {}", crate::client::discovery::DRA_GROUP_VERSION);
+    tracing::info!(
+        served = dra,
+        "discovery: {}",
+        crate::client::discovery::DRA_GROUP_VERSION
+    );
     shared.lock().cache.set_dra_api_served(dra);
     let mut background = informers::spawn_all(&client, &shared);
     for e in &mut extensions {

@@ -1073,7 +1073,10 @@ async fn a_pod_with_resource_claims_is_never_bound_without_dra() {
     server.apply("pods", &pod("plain", "100m", json!({})));
     let running = start_controller(&server).await;
 
-    wait_for("plain bound", || server.node_of("default", "plain").is_some()).await;
+    wait_for("plain bound", || {
+        server.node_of("default", "plain").is_some()
+    })
+    .await;
     wait_for("FailedScheduling for gpu-job", || {
         server
             .events_for("default", "gpu-job")

@@ -188,7 +188,13 @@ pub const RESOURCES: &[Resource] = &[
         "VolumeAttachment",
         false,
     ),
-    res("resourceclaims", "resource.k8s.io", "v1", "ResourceClaim", true),
+    res(
+        "resourceclaims",
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        true,
+    ),
     res(
         "schedulingpolicies",
         "scheduling.ferrosched.io",

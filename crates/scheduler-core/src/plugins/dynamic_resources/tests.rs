@@ -27,7 +27,7 @@ fn snapshot(served: bool) -> Snapshot {
         NodeInfo::test("a").pods(10).build(),
         NodeInfo::test("b").pods(10).build(),
     ])
-        .with_dra_api_served(served)
+    .with_dra_api_served(served)
 }
 
 fn framework(yaml: Option<&str>) -> Framework {
@@ -42,7 +42,13 @@ fn framework(yaml: Option<&str>) -> Framework {
 /// (binding a pod with unallocated claims must never happen).
 fn rejected(fw: &Framework, pod: &PodInfo, snap: &Snapshot) -> (String, bool) {
     let mut alg = SchedulingAlgorithm::new(0, 7);
-    match schedule_one(fw, &mut alg, &Arc::new(pod.clone()), snap, &NominatedPods::new()) {
+    match schedule_one(
+        fw,
+        &mut alg,
+        &Arc::new(pod.clone()),
+        snap,
+        &NominatedPods::new(),
+    ) {
         Decision::Unschedulable {
             message,
             resolvable,
@@ -99,7 +105,13 @@ fn default_profile_never_binds_a_pod_with_claims() {
     // The same pod without claims schedules: the rejection is about the claims only.
     let mut alg = SchedulingAlgorithm::new(0, 7);
     let plain = Arc::new(PodInfo::test("ns", "p").build());
-    let d = schedule_one(&fw, &mut alg, &plain, &snapshot(false), &NominatedPods::new());
+    let d = schedule_one(
+        &fw,
+        &mut alg,
+        &plain,
+        &snapshot(false),
+        &NominatedPods::new(),
+    );
     assert!(matches!(d, Decision::Bind { .. }), "{d:?}");
 }
 
@@ -122,7 +134,13 @@ fn profile_without_the_plugin_rejects_pods_with_claims() {
     // Pods without claims are not affected.
     let mut alg = SchedulingAlgorithm::new(0, 7);
     let plain = Arc::new(PodInfo::test("ns", "p").build());
-    let d = schedule_one(&fw, &mut alg, &plain, &snapshot(true), &NominatedPods::new());
+    let d = schedule_one(
+        &fw,
+        &mut alg,
+        &plain,
+        &snapshot(true),
+        &NominatedPods::new(),
+    );
     assert!(matches!(d, Decision::Bind { .. }), "{d:?}");
 }
 
@@ -137,13 +155,18 @@ fn claim_slice_and_class_changes_requeue_the_pod() {
     ] {
         for action in [ActionType::ADD, ActionType::UPDATE] {
             let event = ClusterEvent::new(resource, action);
-            let who: Vec<_> = fw.events_to_register().interested(&event, &rejecting).collect();
+            let who: Vec<_> = fw
+                .events_to_register()
+                .interested(&event, &rejecting)
+                .collect();
             assert_eq!(who, vec![DYNAMIC_RESOURCES], "{resource:?} {action:?}");
         }
     }
     let node_add = ClusterEvent::new(EventResource::Node, ActionType::ADD);
     assert_eq!(
-        fw.events_to_register().interested(&node_add, &rejecting).count(),
+        fw.events_to_register()
+            .interested(&node_add, &rejecting)
+            .count(),
         0
     );
 }
