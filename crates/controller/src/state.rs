@@ -453,13 +453,18 @@ impl State {
         self.fire_add_or_update(EventResource::CSIDriver, old, d);
     }
 
-    /// ResourceClaims (DRA): only their events for now, so pods DynamicResources refused
-    /// are retried when a claim appears or changes (no allocator yet, issue 17).
+    /// ResourceClaims (DRA): kept as views in the cache; their events retry pods
+    /// DynamicResources refused (no allocator yet, issue 17).
     pub(crate) fn on_resource_claim(&mut self, old: Option<&ResourceClaim>, c: &ResourceClaim) {
+        self.cache.dra_mut().update_claim(c);
         self.fire_add_or_update(EventResource::ResourceClaim, old, c);
     }
 
-    pub(crate) fn on_resource_claim_delete(&mut self, _c: &ResourceClaim) {
+    pub(crate) fn on_resource_claim_delete(&mut self, c: &ResourceClaim) {
+        self.cache.dra_mut().remove_claim(
+            c.metadata.namespace.as_deref().unwrap_or_default(),
+            c.metadata.name.as_deref().unwrap_or_default(),
+        );
         self.fire(EventResource::ResourceClaim, ActionType::DELETE);
     }
 

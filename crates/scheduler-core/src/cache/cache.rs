@@ -101,6 +101,9 @@ pub struct Cache {
     /// Whether the API server serves resource.k8s.io/v1 (DRA), from the controller's
     /// discovery at startup. False until told: claims are then never treated as allocatable.
     dra_api_served: bool,
+    /// ResourceClaims, ResourceSlices, DeviceClasses; each map copy-on-write, shared with
+    /// snapshots.
+    dra: crate::types::dra::DraObjects,
 }
 
 impl Cache {
@@ -339,6 +342,11 @@ impl Cache {
     /// Records whether the API server serves resource.k8s.io/v1 (controller discovery).
     pub fn set_dra_api_served(&mut self, served: bool) {
         self.dra_api_served = served;
+    }
+
+    /// ResourceClaims, ResourceSlices and DeviceClasses, to add, update or remove.
+    pub fn dra_mut(&mut self) -> &mut crate::types::dra::DraObjects {
+        &mut self.dra
     }
 
     // ---- runtime classes ----
@@ -641,6 +649,7 @@ impl Cache {
         snapshot.pdbs = self.pdbs.clone();
         snapshot.volumes.sync_from(&self.volumes);
         snapshot.dra_api_served = self.dra_api_served;
+        snapshot.dra.sync_from(&self.dra);
         out
     }
 

@@ -30,6 +30,8 @@ pub struct Snapshot {
     pub(crate) volumes: VolumeObjects,
     /// Whether the API server serves resource.k8s.io/v1 (see `Cache::set_dra_api_served`).
     pub(crate) dra_api_served: bool,
+    /// ResourceClaims, ResourceSlices, DeviceClasses: shared with the cache until they change.
+    pub(crate) dra: crate::types::dra::DraObjects,
     pub(crate) generation: u64,
 }
 
@@ -93,6 +95,11 @@ impl Snapshot {
     /// Whether the API server serves resource.k8s.io/v1 (DRA).
     pub fn dra_api_served(&self) -> bool {
         self.dra_api_served
+    }
+
+    /// ResourceClaims, ResourceSlices and DeviceClasses.
+    pub fn dra(&self) -> &crate::types::dra::DraObjects {
+        &self.dra
     }
 
     /// Adds runtime classes to a snapshot built with [`Self::from_node_infos`].

@@ -1,7 +1,11 @@
 //! Compact views of the DRA objects (resource.k8s.io/v1) DynamicResources will read: built
 //! once per object change, like the volume views. Only what allocation needs is kept.
 //!
-//! Not wired yet (issue 17, step 2): the cache does not hold them and no plugin reads them.
+//! The cache holds them ([`DraObjects`], `Snapshot::dra`); no plugin reads them yet (issue 17,
+//! step 2: the allocator).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1 as dra;
 
@@ -205,11 +209,7 @@ impl DeviceNodes {
     }
 
     /// Whether a node (name, labels) can reach the devices.
-    pub fn reaches(
-        &self,
-        node_name: &str,
-        labels: &std::collections::BTreeMap<String, String>,
-    ) -> bool {
+    pub fn reaches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
         match self {
             DeviceNodes::Node(n) => n == node_name,
             DeviceNodes::Selector(s) => s.matches(node_name, labels),
@@ -277,12 +277,78 @@ impl ResourceSliceInfo {
     }
 }
 
+/// Claims, slices and classes, each map shared copy-on-write between the cache and its
+/// snapshots (like [`super::volume::VolumeObjects`]).
+#[derive(Debug, Clone, Default)]
+pub struct DraObjects {
+    /// Keyed by `namespace/name`.
+    pub(crate) claims: Arc<HashMap<String, Arc<ResourceClaimInfo>>>,
+    /// Sorted by name, so allocation walks devices in the same order every time.
+    pub(crate) slices: Arc<BTreeMap<String, Arc<ResourceSliceInfo>>>,
+    pub(crate) classes: Arc<HashMap<String, Arc<DeviceClassInfo>>>,
+}
+
+impl DraObjects {
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<ResourceClaimInfo>> {
+        self.claims.get(&format!("{namespace}/{name}"))
+    }
+
+    pub fn slices(&self) -> impl Iterator<Item = &Arc<ResourceSliceInfo>> {
+        self.slices.values()
+    }
+
+    pub fn class(&self, name: &str) -> Option<&Arc<DeviceClassInfo>> {
+        self.classes.get(name)
+    }
+
+    pub fn update_claim(&mut self, c: &dra::ResourceClaim) {
+        let v = ResourceClaimInfo::from_claim(c);
+        let key = format!("{}/{}", v.namespace, v.name);
+        Arc::make_mut(&mut self.claims).insert(key, Arc::new(v));
+    }
+
+    pub fn remove_claim(&mut self, namespace: &str, name: &str) -> bool {
+        let key = format!("{namespace}/{name}");
+        self.claims.contains_key(&key) && Arc::make_mut(&mut self.claims).remove(&key).is_some()
+    }
+
+    pub fn update_slice(&mut self, s: &dra::ResourceSlice) {
+        let v = ResourceSliceInfo::from_slice(s);
+        Arc::make_mut(&mut self.slices).insert(v.name.clone(), Arc::new(v));
+    }
+
+    pub fn remove_slice(&mut self, name: &str) -> bool {
+        self.slices.contains_key(name) && Arc::make_mut(&mut self.slices).remove(name).is_some()
+    }
+
+    pub fn update_class(&mut self, c: &dra::DeviceClass) {
+        let v = DeviceClassInfo::from_class(c);
+        Arc::make_mut(&mut self.classes).insert(v.name.clone(), Arc::new(v));
+    }
+
+    pub fn remove_class(&mut self, name: &str) -> bool {
+        self.classes.contains_key(name) && Arc::make_mut(&mut self.classes).remove(name).is_some()
+    }
+
+    /// Takes `other`'s maps, sharing them (only pointers are copied).
+    pub(crate) fn sync_from(&mut self, other: &DraObjects) {
+        if !Arc::ptr_eq(&self.claims, &other.claims) {
+            self.claims = other.claims.clone();
+        }
+        if !Arc::ptr_eq(&self.slices, &other.slices) {
+            self.slices = other.slices.clone();
+        }
+        if !Arc::ptr_eq(&self.classes, &other.classes) {
+            self.classes = other.classes.clone();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1 as k8s;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use std::collections::BTreeMap;
 
     fn exact(
         name: &str,
@@ -458,5 +524,40 @@ mod tests {
         assert_eq!(DeviceClassInfo::from_class(&c).cel_selectors, 0);
         c.spec.get_or_insert_default().selectors = Some(vec![dra::DeviceSelector { cel: None }; 2]);
         assert_eq!(DeviceClassInfo::from_class(&c).cel_selectors, 2);
+    }
+
+    #[test]
+    fn objects_are_shared_until_they_change() {
+        let mut cache = DraObjects::default();
+        let mut c = dra::ResourceClaim::default();
+        c.metadata.namespace = Some("ns".into());
+        c.metadata.name = Some("gpu".into());
+        cache.update_claim(&c);
+        let mut snap = DraObjects::default();
+        snap.sync_from(&cache);
+        assert!(Arc::ptr_eq(&snap.claims, &cache.claims));
+        assert!(snap.claim("ns", "gpu").is_some());
+        assert!(snap.claim("other", "gpu").is_none());
+
+        // A change in the cache does not touch the snapshot taken before it.
+        assert!(cache.remove_claim("ns", "gpu"));
+        assert!(!cache.remove_claim("ns", "gpu"), "already gone");
+        assert!(snap.claim("ns", "gpu").is_some());
+        snap.sync_from(&cache);
+        assert!(snap.claim("ns", "gpu").is_none());
+
+        let mut s = dra::ResourceSlice::default();
+        s.metadata.name = Some("n1-gpus".into());
+        cache.update_slice(&s);
+        let mut cls = dra::DeviceClass::default();
+        cls.metadata.name = Some("gpu.example.com".into());
+        cache.update_class(&cls);
+        snap.sync_from(&cache);
+        assert_eq!(snap.slices().count(), 1);
+        assert!(snap.class("gpu.example.com").is_some());
+        assert!(cache.remove_slice("n1-gpus") && cache.remove_class("gpu.example.com"));
+        snap.sync_from(&cache);
+        assert_eq!(snap.slices().count(), 0);
+        assert!(snap.class("gpu.example.com").is_none());
     }
 }

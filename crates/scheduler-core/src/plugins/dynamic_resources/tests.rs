@@ -170,3 +170,24 @@ fn claim_slice_and_class_changes_requeue_the_pod() {
         0
     );
 }
+
+#[test]
+fn cache_hands_claims_and_the_served_flag_to_snapshots() {
+    use k8s_openapi::api::resource::v1 as dra;
+    let mut cache = crate::cache::Cache::new();
+    assert!(
+        !cache.snapshot().dra_api_served(),
+        "not served until discovery says so"
+    );
+    cache.set_dra_api_served(true);
+    let mut c = dra::ResourceClaim::default();
+    c.metadata.namespace = Some("ns".into());
+    c.metadata.name = Some("gpu-claim".into());
+    cache.dra_mut().update_claim(&c);
+    let mut snap = cache.snapshot();
+    assert!(snap.dra_api_served());
+    assert!(snap.dra().claim("ns", "gpu-claim").is_some());
+    cache.dra_mut().remove_claim("ns", "gpu-claim");
+    cache.update_snapshot(&mut snap);
+    assert!(snap.dra().claim("ns", "gpu-claim").is_none());
+}
