@@ -126,6 +126,14 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     // Extension-point durations every cycle, plugin durations sampled: for /metrics.
     alg.set_record_metrics(true);
 
+    // Before any pod is scheduled: decides how pods with resource claims are refused.
+    let dra = crate::client::discovery::serves_dra(&client).await;
+    tracing::info!(
+        served = dra,
+        "discovery: {}",
+        crate::client::discovery::DRA_GROUP_VERSION
+    );
+    shared.lock().cache.set_dra_api_served(dra);
     let mut background = informers::spawn_all(&client, &shared);
     for e in &mut extensions {
         background.extend(e.start(&client, QueueEvents::new(&shared)));

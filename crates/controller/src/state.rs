@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
@@ -453,6 +454,21 @@ impl State {
     pub(crate) fn on_csi_driver(&mut self, old: Option<&CSIDriver>, d: &CSIDriver) {
         self.cache.update_csi_driver(d);
         self.fire_add_or_update(EventResource::CSIDriver, old, d);
+    }
+
+    /// ResourceClaims (DRA): kept as views in the cache; their events retry pods
+    /// DynamicResources refused (no allocator yet, issue 17).
+    pub(crate) fn on_resource_claim(&mut self, old: Option<&ResourceClaim>, c: &ResourceClaim) {
+        self.cache.dra_mut().update_claim(c);
+        self.fire_add_or_update(EventResource::ResourceClaim, old, c);
+    }
+
+    pub(crate) fn on_resource_claim_delete(&mut self, c: &ResourceClaim) {
+        self.cache.dra_mut().remove_claim(
+            c.metadata.namespace.as_deref().unwrap_or_default(),
+            c.metadata.name.as_deref().unwrap_or_default(),
+        );
+        self.fire(EventResource::ResourceClaim, ActionType::DELETE);
     }
 
     pub(crate) fn on_csi_driver_delete(&mut self, d: &CSIDriver) {

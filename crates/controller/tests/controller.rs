@@ -1357,3 +1357,70 @@ async fn a_volume_still_attached_holds_its_attach_slot_until_detached() {
     .await;
     running.stop().await;
 }
+
+/// A pod with `spec.resourceClaims` on a server without resource.k8s.io/v1 (a 1.28-1.33
+/// cluster): refused with a message saying why, never bound, while its neighbours schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_with_resource_claims_is_never_bound_without_dra() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "pods",
+        &pod(
+            "gpu-job",
+            "100m",
+            json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}),
+        ),
+    );
+    server.apply("pods", &pod("plain", "100m", json!({})));
+    let running = start_controller(&server).await;
+
+    wait_for("plain bound", || {
+        server.node_of("default", "plain").is_some()
+    })
+    .await;
+    wait_for("FailedScheduling for gpu-job", || {
+        server
+            .events_for("default", "gpu-job")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    })
+    .await;
+    let ev = server
+        .events_for("default", "gpu-job")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .unwrap();
+    let note = ev["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "0/1 nodes are available: {}.",
+            scheduler_core::plugins::dynamic_resources::API_NOT_SERVED
+        )),
+        "{note}"
+    );
+    assert!(server.node_of("default", "gpu-job").is_none());
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.name == "gpu-job" && r.subresource == "binding"),
+        "no Binding may be POSTed for a pod with unallocated claims"
+    );
+    // A claim event retries the pod (DynamicResources registered it): refused again, the
+    // FailedScheduling event's series grows; still no binding.
+    server.apply(
+        "resourceclaims",
+        &json!({"metadata": {"name": "gpu-claim", "namespace": "default"}, "spec": {}}),
+    );
+    wait_for("gpu-job retried after the claim appeared", || {
+        server
+            .events_for("default", "gpu-job")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling" && e["series"]["count"].as_i64() >= Some(2))
+    })
+    .await;
+    assert!(server.node_of("default", "gpu-job").is_none());
+    running.stop().await;
+}

@@ -106,6 +106,13 @@ pub const RESOURCES: &[Resource] = &[
         false,
     ),
     res(
+        "resourceclaims",
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        true,
+    ),
+    res(
         "schedulingpolicies",
         "scheduling.ferrosched.io",
         "v1alpha1",

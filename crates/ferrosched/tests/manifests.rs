@@ -312,7 +312,7 @@ fn the_deployment_runs_the_mounted_config_with_probes_on_run_s_port() {
         "deployment.yaml",
         find(&docs, "deployment.yaml", "Deployment"),
     );
-    let spec = d.spec.unwrap();
+    let spec = d.spec;
     assert_eq!(spec.replicas, Some(2), "HA with leader election");
     let pod = spec.template.spec.unwrap();
     assert_eq!(pod.containers.len(), 1);
@@ -549,7 +549,7 @@ fn the_image_holds_the_binary_the_manifests_run() {
         "deployment.yaml",
         find(&docs, "deployment.yaml", "Deployment"),
     );
-    let c = &d.spec.unwrap().template.spec.unwrap().containers[0];
+    let c = &d.spec.template.spec.unwrap().containers[0];
     assert_eq!(c.command.as_deref(), Some(&[binary.to_string()][..]));
     let pod: Pod = typed(
         "kubeadm/kube-scheduler.yaml",
@@ -576,7 +576,7 @@ fn the_policy_webhook_manifests_agree_with_ferrosched_webhook() {
     let docs = documents();
     let file = "policy/webhook.yaml";
     let d: Deployment = typed(file, find(&docs, file, "Deployment"));
-    let pod = d.spec.unwrap().template.spec.unwrap();
+    let pod = d.spec.template.spec.unwrap();
     let c = &pod.containers[0];
     let args = c.args.clone().unwrap();
     assert_eq!(args[0], "webhook");

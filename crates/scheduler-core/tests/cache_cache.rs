@@ -485,7 +485,7 @@ fn pdb(
             ..Default::default()
         }),
         status: Some(PodDisruptionBudgetStatus {
-            disruptions_allowed: allowed,
+            disruptions_allowed: Some(allowed),
             ..Default::default()
         }),
     }

@@ -79,6 +79,7 @@ fn default_plugins_before_expansion() {
         ("VolumeZone", None),
         ("PodTopologySpread", Some(2)),
         ("InterPodAffinity", Some(2)),
+        ("DynamicResources", None),
         ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
@@ -98,7 +99,8 @@ fn default_plugins_before_expansion() {
 }
 
 /// Upstream's `ExpandedPluginsV1` without EBS/GCEPD/AzureDisk limits, plus RuntimeClass
-/// after NodeAffinity in PreFilter and Filter.
+/// after NodeAffinity in PreFilter and Filter. DynamicResources runs at PreFilter only
+/// until its allocator lands (upstream also has it at Filter, PostFilter, Reserve, PreBind).
 #[test]
 fn default_plugins_after_expansion() {
     let e = expand(&default_config().profiles[0]).unwrap();
@@ -118,6 +120,7 @@ fn default_plugins_after_expansion() {
                 "VolumeZone",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
             ],
         ),
         (
@@ -190,7 +193,7 @@ fn default_plugins_after_expansion() {
     assert_eq!(e.score_weights, weights);
     assert_eq!(e.scheduler_name, "default-scheduler");
     // Every running plugin has an args entry; only plugins with an args kind have Some.
-    assert_eq!(e.plugin_args.len(), 19);
+    assert_eq!(e.plugin_args.len(), 20);
     assert_eq!(e.plugin_args["RuntimeClass"], None);
     assert!(matches!(
         e.plugin_args["NodeResourcesFit"],

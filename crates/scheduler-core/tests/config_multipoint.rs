@@ -152,7 +152,7 @@ fn double_registration_in_multi_point() {
         .push(PluginRef::new("ImageLocality", None));
     let errs = expand(&p).unwrap_err();
     assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[19]");
+    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[20]");
     assert_eq!(
         errs[0].message,
         "plugin \"ImageLocality\" already registered as \"ScorePlugin\""

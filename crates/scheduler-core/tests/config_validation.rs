@@ -220,12 +220,6 @@ fn removed_and_unsupported_plugins_say_why() {
         e.message
             .starts_with("plugin \"EBSLimits\" cannot be enabled")
     );
-    expect(
-        "profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: DynamicResources\n",
-        "profiles[0].plugins.multiPoint.enabled[0].name",
-        7,
-        "resource.k8s.io",
-    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! controller writes with, and the crate's error type. Knows nothing of scheduling: no
 //! state, queue or cache here.
 
+pub(crate) mod discovery;
 mod error;
 mod http;
 pub(crate) mod rate_limit;

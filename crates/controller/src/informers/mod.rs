@@ -7,7 +7,7 @@
 //! deletions missed while the watch was down (expired resourceVersion) are not lost. The
 //! watcher itself relists on `410 Gone` and retries with backoff on errors.
 //!
-//! Optional kinds (CSIDriver, CSIStorageCapacity) tolerate a server that does not serve
+//! Optional kinds (CSIDriver, CSIStorageCapacity, ResourceClaim) tolerate a server that does not serve
 //! them: a 404 on the first list is logged once, the informer counts as synced with no
 //! objects, and it stops, so readiness does not wait for an API that will never answer.
 //!
@@ -27,6 +27,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
@@ -44,7 +45,7 @@ use watch::{Presence, run_informer, run_informer_with};
 pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub(crate) const INFORMER_COUNT: usize = 12 + WORKLOAD_INFORMER_COUNT;
+pub(crate) const INFORMER_COUNT: usize = 13 + WORKLOAD_INFORMER_COUNT;
 
 /// One informer over every `K` in the cluster.
 fn spawn<K, H>(
@@ -72,7 +73,7 @@ fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> 
     Fns { apply, delete }
 }
 
-/// Starts the informers the scheduler needs: twelve (the storage ones feed the volume
+/// Starts the informers the scheduler needs: thirteen (the storage ones feed the volume
 /// plugins and the binding cycle's wait for claims to be bound) plus the workload ones.
 pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
@@ -156,6 +157,14 @@ pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::tas
                 State::on_storage_capacity,
                 State::on_storage_capacity_delete,
             ),
+        ),
+        // DRA (resource.k8s.io/v1, 1.34+): claim events retry pods DynamicResources
+        // refused; optional, as servers before 1.34 do not serve it.
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<ResourceClaim>(State::on_resource_claim, State::on_resource_claim_delete),
         ),
     ];
     informers.extend(spawn_workloads(client, shared));

@@ -213,7 +213,7 @@ pub fn priority_classes(run: &RunNames, pods: &[Pod]) -> Vec<PriorityClass> {
                 labels: Some(run.labels(&[])),
                 ..Default::default()
             },
-            value,
+            value: Some(value),
             description: Some("ferrosched bench run".into()),
             ..Default::default()
         })
@@ -369,7 +369,7 @@ mod tests {
             .cloned()
             .collect();
         let classes = priority_classes(&run, &all);
-        let values: Vec<i32> = classes.iter().map(|c| c.value).collect();
+        let values: Vec<i32> = classes.iter().map(|c| c.value.unwrap_or(0)).collect();
         assert_eq!(values, vec![0, 1000]);
     }
 

@@ -98,6 +98,12 @@ pub struct Cache {
     /// informer event for the object supersedes the assumption and drops its entry.
     assumed_pvs: HashMap<String, Arc<PvInfo>>,
     assumed_pvcs: HashMap<String, Arc<PvcInfo>>,
+    /// Whether the API server serves resource.k8s.io/v1 (DRA), from the controller's
+    /// discovery at startup. False until told: claims are then never treated as allocatable.
+    dra_api_served: bool,
+    /// ResourceClaims, ResourceSlices, DeviceClasses; each map copy-on-write, shared with
+    /// snapshots.
+    dra: crate::types::dra::DraObjects,
 }
 
 impl Cache {
@@ -329,6 +335,18 @@ impl Cache {
             Some(s) if !s.assumed => Err(CacheError::NotAssumed(key.clone())),
             Some(_) => self.remove_pod(key),
         }
+    }
+
+    // ---- dynamic resources ----
+
+    /// Records whether the API server serves resource.k8s.io/v1 (controller discovery).
+    pub fn set_dra_api_served(&mut self, served: bool) {
+        self.dra_api_served = served;
+    }
+
+    /// ResourceClaims, ResourceSlices and DeviceClasses, to add, update or remove.
+    pub fn dra_mut(&mut self) -> &mut crate::types::dra::DraObjects {
+        &mut self.dra
     }
 
     // ---- runtime classes ----
@@ -630,6 +648,8 @@ impl Cache {
         snapshot.workloads = self.workloads.clone();
         snapshot.pdbs = self.pdbs.clone();
         snapshot.volumes.sync_from(&self.volumes);
+        snapshot.dra_api_served = self.dra_api_served;
+        snapshot.dra.sync_from(&self.dra);
         out
     }
 

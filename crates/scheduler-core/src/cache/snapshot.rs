@@ -28,6 +28,10 @@ pub struct Snapshot {
     pub(crate) pdbs: Arc<Vec<Arc<PdbInfo>>>,
     /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities: each map shared with the cache until it changes.
     pub(crate) volumes: VolumeObjects,
+    /// Whether the API server serves resource.k8s.io/v1 (see `Cache::set_dra_api_served`).
+    pub(crate) dra_api_served: bool,
+    /// ResourceClaims, ResourceSlices, DeviceClasses: shared with the cache until they change.
+    pub(crate) dra: crate::types::dra::DraObjects,
     pub(crate) generation: u64,
 }
 
@@ -80,6 +84,22 @@ impl Snapshot {
         s.reindex();
         s.rebuild_affinity_lists();
         s
+    }
+
+    /// Marks the API server as serving resource.k8s.io/v1 (DRA).
+    pub fn with_dra_api_served(mut self, served: bool) -> Self {
+        self.dra_api_served = served;
+        self
+    }
+
+    /// Whether the API server serves resource.k8s.io/v1 (DRA).
+    pub fn dra_api_served(&self) -> bool {
+        self.dra_api_served
+    }
+
+    /// ResourceClaims, ResourceSlices and DeviceClasses.
+    pub fn dra(&self) -> &crate::types::dra::DraObjects {
+        &self.dra
     }
 
     /// Adds runtime classes to a snapshot built with [`Self::from_node_infos`].

@@ -73,12 +73,12 @@ pub fn replication_controller_entry(rc: &ReplicationController) -> WorkloadEntry
 }
 
 pub fn replica_set_entry(rs: &ReplicaSet) -> WorkloadEntry {
-    let sel = label_selector(rs.spec.as_ref().map(|s| &s.selector));
+    let sel = label_selector(Some(&rs.spec.selector));
     entry(WorkloadKind::ReplicaSet, &rs.metadata, sel)
 }
 
 pub fn stateful_set_entry(ss: &StatefulSet) -> WorkloadEntry {
-    let sel = label_selector(ss.spec.as_ref().map(|s| &s.selector));
+    let sel = label_selector(Some(&ss.spec.selector));
     entry(WorkloadKind::StatefulSet, &ss.metadata, sel)
 }
 
@@ -260,13 +260,13 @@ mod tests {
                 name: Some(name.into()),
                 ..Default::default()
             },
-            spec: Some(ReplicaSetSpec {
+            spec: ReplicaSetSpec {
                 selector: meta::LabelSelector {
                     match_expressions: Some(vec![expr]),
                     ..Default::default()
                 },
                 ..Default::default()
-            }),
+            },
             ..Default::default()
         }
     }

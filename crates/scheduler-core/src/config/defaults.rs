@@ -28,9 +28,9 @@ pub const DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: i32 = 100;
 pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
 
-/// The default `multiPoint` list: upstream's current list without DynamicResources (needs
-/// resource.k8s.io, which our 1.28 clusters lack) and with ferrosched's RuntimeClass right
-/// after NodeAffinity.
+/// The default `multiPoint` list: upstream's current list (1.34+) with ferrosched's
+/// RuntimeClass right after NodeAffinity. DynamicResources sits before DefaultPreemption as
+/// upstream's, so its rejections skip preemption.
 pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (names::SCHEDULING_GATES, None),
     (names::PRIORITY_SORT, None),
@@ -47,6 +47,7 @@ pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (names::VOLUME_ZONE, None),
     (names::POD_TOPOLOGY_SPREAD, Some(2)),
     (names::INTER_POD_AFFINITY, Some(2)),
+    (names::DYNAMIC_RESOURCES, None),
     (names::DEFAULT_PREEMPTION, None),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, Some(1)),
     (names::IMAGE_LOCALITY, Some(1)),

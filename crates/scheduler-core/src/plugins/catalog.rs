@@ -79,6 +79,8 @@ pub const PLUGINS: &[PluginSpec] = &[
         &[PreFilter, Filter, PreScore, Score],
         Some("InterPodAffinityArgs"),
     ),
+    // Only PreFilter until the allocator lands (issue 17): it rejects pods with claims.
+    spec(DYNAMIC_RESOURCES, &[PreFilter], None),
     spec(
         DEFAULT_PREEMPTION,
         &[PostFilter],
@@ -106,12 +108,6 @@ pub fn lookup(name: &str) -> Option<&'static PluginSpec> {
 
 /// Why a name that is not in [`PLUGINS`] is still not a typo, if it is one of upstream's.
 pub fn known_but_unsupported(name: &str) -> Option<&'static str> {
-    if name == DYNAMIC_RESOURCES {
-        return Some(
-            "DynamicResources (dynamic resource allocation) needs resource.k8s.io, which clusters \
-             before 1.34 do not serve; ferrosched does not implement it yet",
-        );
-    }
     if REMOVED_UPSTREAM.contains(&name) {
         return Some("this plugin was removed from kube-scheduler; drop it from the config");
     }

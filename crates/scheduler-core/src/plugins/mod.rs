@@ -7,6 +7,7 @@ use crate::framework::PluginFactory;
 pub mod catalog;
 pub mod default_binder;
 pub mod default_preemption;
+pub mod dynamic_resources;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -63,6 +64,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         }),
         (names::RUNTIME_CLASS, |_| {
             Ok(Arc::new(runtime_class::RuntimeClass))
+        }),
+        (names::DYNAMIC_RESOURCES, |_| {
+            Ok(Arc::new(dynamic_resources::DynamicResources))
         }),
         (
             names::NODE_RESOURCES_FIT,

@@ -379,7 +379,7 @@ metadata: {name: ignored}
         assert_eq!(o.nodes[0].metadata.name.as_deref(), Some("n1"));
         assert_eq!(o.pods.len(), 1);
         assert_eq!(o.runtime_classes[0].handler, "kata");
-        assert_eq!(o.priority_classes[0].value, 1000);
+        assert_eq!(o.priority_classes[0].value, Some(1000));
         assert_eq!(o.pdbs.len(), 1);
         assert_eq!(o.skipped_kinds.get("Deployment"), Some(&1));
     }

@@ -426,7 +426,7 @@ fn admit(pod: &Pod, objects: &ClusterObjects) -> Result<Pod, String> {
     };
     let mut p = pod.clone();
     let s = p.spec.as_mut().expect("checked");
-    s.priority = Some(class.value);
+    s.priority = Some(class.value.unwrap_or(0));
     if s.preemption_policy.is_none() {
         s.preemption_policy.clone_from(&class.preemption_policy);
     }

@@ -37,7 +37,7 @@ impl PdbInfo {
             namespace: pdb.metadata.namespace.clone().unwrap_or_default(),
             name: pdb.metadata.name.clone().unwrap_or_default(),
             selector,
-            disruptions_allowed: status.map_or(0, |s| s.disruptions_allowed),
+            disruptions_allowed: status.and_then(|s| s.disruptions_allowed).unwrap_or(0),
             disrupted_pods: status
                 .and_then(|s| s.disrupted_pods.as_ref())
                 .map(|m| m.keys().cloned().collect())
@@ -88,7 +88,7 @@ mod tests {
                 ..Default::default()
             }),
             status: Some(PodDisruptionBudgetStatus {
-                disruptions_allowed: allowed,
+                disruptions_allowed: Some(allowed),
                 disrupted_pods: Some(
                     disrupted
                         .iter()

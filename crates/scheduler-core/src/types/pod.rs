@@ -129,6 +129,9 @@ pub struct PodInfo {
     pub runtime_class_name: Option<String>,
     pub has_overhead: bool,
     pub scheduling_gates: Vec<String>,
+    /// Names of `spec.resourceClaims` entries (DRA). Such a pod must never be bound unless
+    /// each claim is allocated and reserved for it.
+    pub resource_claims: Vec<String>,
     /// Init container images then container images, normalized like ImageLocality does.
     pub images: Vec<String>,
     /// Init containers plus regular containers; ImageLocality scales its upper size threshold
@@ -302,6 +305,12 @@ impl PodInfo {
                 .iter()
                 .flatten()
                 .map(|g| g.name.clone())
+                .collect(),
+            resource_claims: spec
+                .resource_claims
+                .iter()
+                .flatten()
+                .map(|c| c.name.clone())
                 .collect(),
             images,
             num_containers: init_containers.len() + spec.containers.len(),

@@ -646,6 +646,7 @@ pub mod volumes {
                     })
                     .collect(),
             },
+            status: None,
         })
     }
 

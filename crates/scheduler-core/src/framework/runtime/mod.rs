@@ -167,6 +167,23 @@ impl Framework {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status, Vec<&'static str>) {
+        // Safety floor: without DynamicResources nothing allocates the pod's claims, and
+        // binding it anyway would start it without its devices.
+        if !pod.resource_claims.is_empty()
+            && !self
+                .pre_filter
+                .iter()
+                .any(|p| p.name == crate::plugins::names::DYNAMIC_RESOURCES)
+        {
+            let s = Status::unresolvable(crate::plugins::dynamic_resources::disabled_in_profile(
+                &self.profile_name,
+            ));
+            return (
+                None,
+                s.with_plugin(crate::plugins::names::DYNAMIC_RESOURCES),
+                Vec::new(),
+            );
+        }
         let mut result: Option<PreFilterResult> = None;
         let mut narrowing: Vec<&'static str> = Vec::new();
         for (i, p) in self.pre_filter.iter().enumerate() {

@@ -306,7 +306,7 @@ fn pdb(name: &str, app: &str, allowed: i32) -> PdbInfo {
             ..Default::default()
         }),
         status: Some(PodDisruptionBudgetStatus {
-            disruptions_allowed: allowed,
+            disruptions_allowed: Some(allowed),
             ..Default::default()
         }),
     })
