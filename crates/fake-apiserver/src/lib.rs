@@ -75,6 +75,7 @@ use tokio::sync::broadcast;
 
 mod faults;
 mod handlers;
+mod managed_fields;
 mod requests;
 mod selectors;
 mod store;

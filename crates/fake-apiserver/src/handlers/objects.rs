@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{not_found, status, strategic_merge};
+use crate::managed_fields;
 use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::store::{Inner, Resource, Shared, resource};
 use crate::watch;
@@ -130,7 +131,13 @@ fn bad_body() -> Response {
 
 /// POST: 409 AlreadyExists when the name is taken; `generateName` gets a unique suffix.
 /// Pods lose any status they were sent, as on a real API server; Nodes keep theirs.
-pub(super) fn create(inner: &Inner, r: &Resource, ns: &str, body: &Bytes) -> Response {
+pub(super) fn create(
+    inner: &Inner,
+    r: &Resource,
+    ns: &str,
+    body: &Bytes,
+    manager: &str,
+) -> Response {
     let Some(mut object) = decode(body) else {
         return bad_body();
     };
@@ -170,6 +177,9 @@ pub(super) fn create(inner: &Inner, r: &Resource, ns: &str, body: &Bytes) -> Res
         o.remove("status");
         object["status"] = json!({"phase": "Pending"});
     }
+    let written = object.clone();
+    object["apiVersion"] = json!(r.api_version());
+    managed_fields::record(&mut object, manager, &written, None);
     (
         StatusCode::CREATED,
         axum::Json(inner.put(r.collection, object)),
@@ -178,7 +188,14 @@ pub(super) fn create(inner: &Inner, r: &Resource, ns: &str, body: &Bytes) -> Res
 }
 
 /// PUT with optimistic concurrency: a resourceVersion in the body must be the stored one.
-pub(super) fn replace(inner: &Inner, r: &Resource, ns: &str, name: &str, body: &Bytes) -> Response {
+pub(super) fn replace(
+    inner: &Inner,
+    r: &Resource,
+    ns: &str,
+    name: &str,
+    body: &Bytes,
+    manager: &str,
+) -> Response {
     let Some(mut object) = decode(body) else {
         return bad_body();
     };
@@ -197,6 +214,10 @@ pub(super) fn replace(inner: &Inner, r: &Resource, ns: &str, name: &str, body: &
     }
     object["metadata"]["uid"] = current["metadata"]["uid"].clone();
     object["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+    let written = object.clone();
+    object["apiVersion"] = json!(r.api_version());
+    object["metadata"]["managedFields"] = current["metadata"]["managedFields"].clone();
+    managed_fields::record(&mut object, manager, &written, None);
     axum::Json(inner.put(r.collection, object)).into_response()
 }
 
@@ -208,6 +229,7 @@ pub(super) fn patch(
     ns: &str,
     name: &str,
     body: &Bytes,
+    manager: &str,
 ) -> Response {
     let Some(patch) = decode(body) else {
         return bad_body();
@@ -222,6 +244,7 @@ pub(super) fn patch(
         return conflict_modified(collection, name);
     }
     strategic_merge(&mut object, &patch);
+    managed_fields::record(&mut object, manager, &patch, None);
     axum::Json(inner.put(collection, object)).into_response()
 }
 

@@ -96,6 +96,7 @@ pub(super) fn patch_status(
     ns: &str,
     name: &str,
     body: &Bytes,
+    manager: &str,
 ) -> Response {
     let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(StatusCode::BAD_REQUEST, "BadRequest", "bad patch".into());
@@ -108,6 +109,8 @@ pub(super) fn patch_status(
             object["status"] = json!({});
         }
         strategic_merge(&mut object["status"], s);
+        let written = json!({ "status": s });
+        crate::managed_fields::record(&mut object, manager, &written, Some("status"));
     }
     axum::Json(inner.put(collection, object)).into_response()
 }
