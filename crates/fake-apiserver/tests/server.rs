@@ -215,7 +215,16 @@ async fn a_disabled_resource_is_not_found_and_bindings_conflict_once_bound() {
         .list(&ListParams::default())
         .await
         .unwrap_err();
-    assert_eq!(code(err), 404);
+    // As kube-apiserver for an API it does not serve: plain text, no Status, so kube makes
+    // up a reason and only the code tells "not served".
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 404);
+            assert_eq!(s.message.trim(), "404 page not found");
+            assert!(!s.is_not_found(), "kube's is_not_found cannot tell: {s:?}");
+        }
+        other => panic!("expected an API error, got {other}"),
+    }
 
     let pods: Api<Pod> = Api::namespaced(c, "a");
     pods.create(&PostParams::default(), &pod("a", "p", json!({})))
@@ -360,4 +369,56 @@ async fn a_list_at_resource_version_zero_ignores_limit() {
     let (items, cont) = list("limit=2").await;
     assert_eq!(items, 2);
     assert!(!cont.is_empty());
+}
+
+/// Every write records its field manager in `metadata.managedFields`, as a real server
+/// does, so clients decode (or skip) entries of realistic size on every object and event.
+#[tokio::test]
+async fn writes_record_managed_fields_per_manager_and_subresource() {
+    let server = FakeApiServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(client(&server).await, "a");
+    let created = pods
+        .create(
+            &PostParams {
+                field_manager: Some("bench".into()),
+                ..Default::default()
+            },
+            &pod("a", "p", json!({"app": "web"})),
+        )
+        .await
+        .unwrap();
+    let entries = created.metadata.managed_fields.clone().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].manager.as_deref(), Some("bench"));
+    assert_eq!(entries[0].operation.as_deref(), Some("Update"));
+    let fields = &entries[0].fields_v1.as_ref().unwrap().0;
+    assert_eq!(fields["f:metadata"]["f:labels"]["f:app"], json!({}));
+    assert!(fields["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["f:image"].is_object());
+
+    let patch = json!({"status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}});
+    let patched = pods
+        .patch_status(
+            "p",
+            &PatchParams {
+                field_manager: Some("ferrosched".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    let entries = patched.metadata.managed_fields.unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1].manager.as_deref(), Some("ferrosched"));
+    assert_eq!(entries[1].subresource.as_deref(), Some("status"));
+    // The watch carries them too.
+    let listed = pods.list(&ListParams::default()).await.unwrap();
+    assert_eq!(
+        listed.items[0]
+            .metadata
+            .managed_fields
+            .as_ref()
+            .map(Vec::len),
+        Some(2)
+    );
 }

@@ -10,7 +10,8 @@ pub const DRA_GROUP_VERSION: &str = "resource.k8s.io/v1";
 pub async fn serves_dra(client: &Client) -> bool {
     match client.list_api_group_resources(DRA_GROUP_VERSION).await {
         Ok(list) => list.resources.iter().any(|r| r.name == "resourceclaims"),
-        Err(kube::Error::Api(s)) if s.is_not_found() => false,
+        // Servers before 1.34 answer a plain-text 404 (no Status, so no reason).
+        Err(e) if super::status_code(&e) == Some(404) => false,
         Err(e) => {
             tracing::warn!(error = %e, "discovery of {DRA_GROUP_VERSION} failed; treating DRA as not served");
             false

@@ -43,10 +43,12 @@ pub(crate) enum Presence {
     Optional,
 }
 
-/// The server does not serve the kind at all (as opposed to a transient failure).
+/// The server does not serve the kind at all (as opposed to a transient failure). A real
+/// API server answers a path of an API it does not serve with a plain-text `404 page not
+/// found`, not a `Status`, so kube reports it with a made-up reason: only the code counts.
 fn is_missing_api(e: &watcher::Error) -> bool {
     match e {
-        watcher::Error::InitialListFailed(kube::Error::Api(s)) => s.is_not_found(),
+        watcher::Error::InitialListFailed(e) => crate::client::status_code(e) == Some(404),
         _ => false,
     }
 }

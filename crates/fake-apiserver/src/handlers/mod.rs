@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -64,15 +64,25 @@ pub(crate) async fn dispatch(
     State(inner): State<Shared>,
     method: Method,
     uri: Uri,
+    headers: HeaderMap,
     Query(params): Query<BTreeMap<String, String>>,
     body: Bytes,
 ) -> Response {
+    let manager = crate::managed_fields::manager(
+        params.get("fieldManager").map(String::as_str),
+        headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    // kube-apiserver answers a path no API serves (an API group or version it lacks, a
+    // resource it does not know) from its not-found handler: plain text, no Status.
     let unknown = || {
-        status(
+        (
             StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("the server could not find the requested resource ({uri})"),
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "404 page not found\n",
         )
+            .into_response()
     };
     let Some(t) = Target::parse(uri.path()) else {
         return unknown();
@@ -126,9 +136,11 @@ pub(crate) async fn dispatch(
             Some(o) => axum::Json(o).into_response(),
             None => not_found(collection, &name),
         },
-        (Method::POST, None, None) => objects::create(&inner, r, &ns, &body),
-        (Method::PUT, Some(name), None) => objects::replace(&inner, r, &ns, &name, &body),
-        (Method::PATCH, Some(name), None) => objects::patch(&inner, collection, &ns, &name, &body),
+        (Method::POST, None, None) => objects::create(&inner, r, &ns, &body, &manager),
+        (Method::PUT, Some(name), None) => objects::replace(&inner, r, &ns, &name, &body, &manager),
+        (Method::PATCH, Some(name), None) => {
+            objects::patch(&inner, collection, &ns, &name, &body, &manager)
+        }
         (Method::DELETE, Some(name), None) => {
             let _guard = inner.write_lock.lock().unwrap();
             objects::delete_object(&inner, collection, &ns, &name, &body)
@@ -145,7 +157,7 @@ pub(crate) async fn dispatch(
         }
         (Method::PATCH, Some(name), Some("status")) => {
             let _guard = inner.write_lock.lock().unwrap();
-            subresources::patch_status(&inner, collection, &ns, &name, &body)
+            subresources::patch_status(&inner, collection, &ns, &name, &body, &manager)
         }
         _ => status(
             StatusCode::METHOD_NOT_ALLOWED,
