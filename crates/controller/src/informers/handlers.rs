@@ -10,6 +10,7 @@ use scheduler_core::cache::WorkloadEntry;
 use scheduler_core::framework::NodeFingerprint;
 use scheduler_core::types::PodInfo;
 
+use super::lean::Lean;
 use crate::state::{Shared, State};
 
 /// How one kind's add/update/delete events change the state, and what the informer keeps
@@ -71,22 +72,22 @@ impl<K: Send + Sync + 'static> Handler<K> for Fns<K> {
 /// Pods: the informer keeps the PodInfo (shared with the cache or the queue).
 pub(super) struct Pods;
 
-impl Handler<Pod> for Pods {
+impl Handler<Lean<Pod>> for Pods {
     type View = Arc<PodInfo>;
     fn apply(
         &self,
         shared: &Shared,
         st: &mut State,
         old: Option<&Arc<PodInfo>>,
-        new: Pod,
+        new: Lean<Pod>,
     ) -> Arc<PodInfo> {
-        st.on_pod(&shared.profiles, old, &new)
+        st.on_pod(&shared.profiles, old, &new.0)
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &Arc<PodInfo>) {
         st.on_pod_delete(old.key());
     }
-    fn view(&self, obj: Pod) -> Arc<PodInfo> {
-        Arc::new(PodInfo::from_pod(&obj))
+    fn view(&self, obj: Lean<Pod>) -> Arc<PodInfo> {
+        Arc::new(PodInfo::from_pod(&obj.0))
     }
     /// As upstream's pod handlers: `AssignedPod*` for bound pods (a binding is an add to
     /// the cache), `UnschedulablePod*` for the others.
@@ -115,14 +116,14 @@ impl Handler<Pod> for Pods {
 /// compares; the cache keeps what scheduling needs.
 pub(super) struct Nodes;
 
-impl Handler<Node> for Nodes {
+impl Handler<Lean<Node>> for Nodes {
     type View = (String, NodeFingerprint);
     fn apply(
         &self,
         _: &Shared,
         st: &mut State,
         old: Option<&(String, NodeFingerprint)>,
-        new: Node,
+        Lean(new): Lean<Node>,
     ) -> (String, NodeFingerprint) {
         let fp = NodeFingerprint::of(&new);
         st.on_node(old.map(|(_, f)| f), &new, &fp);
@@ -131,7 +132,7 @@ impl Handler<Node> for Nodes {
     fn delete(&self, _: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
         st.on_node_delete(&old.0);
     }
-    fn view(&self, obj: Node) -> (String, NodeFingerprint) {
+    fn view(&self, Lean(obj): Lean<Node>) -> (String, NodeFingerprint) {
         (obj.name_any(), NodeFingerprint::of(&obj))
     }
 }

@@ -16,6 +16,7 @@
 //! event) and never write to the API server.
 
 mod handlers;
+mod lean;
 mod watch;
 
 use std::fmt::Debug;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -38,6 +39,7 @@ use serde::de::DeserializeOwned;
 
 use crate::state::{Shared, State};
 use handlers::{Fns, Handler, Nodes, Pods, Workloads};
+use lean::Lean;
 use watch::{Presence, run_informer, run_informer_with};
 
 /// Like upstream's pod informer: terminal pods are not watched at all (a pod that turns
@@ -81,14 +83,14 @@ pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::tas
     let (req, opt) = (Presence::Required, Presence::Optional);
     let mut informers = vec![
         tokio::spawn(run_informer(
-            Api::<Pod>::all(client.clone()),
+            Api::<Lean<Pod>>::all(client.clone()),
             watcher::Config::default()
                 .any_semantic()
                 .fields(POD_FIELD_SELECTOR),
             Arc::clone(shared),
             Pods,
         )),
-        spawn(client, shared, req, Nodes),
+        spawn::<Lean<Node>, _>(client, shared, req, Nodes),
         spawn(
             client,
             shared,
