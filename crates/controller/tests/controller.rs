@@ -737,6 +737,41 @@ async fn a_binding_in_flight_when_leadership_is_lost_is_cancelled_not_retried() 
     );
 }
 
+/// A burst of pods against a server that does not answer bindings: the controller keeps
+/// at most MAX_ACTIONS_IN_FLIGHT bindings in flight and holds the rest back, instead of a
+/// task and a request per assumed pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_in_flight_are_bounded_when_the_server_falls_behind() {
+    let server = FakeApiServer::start().await;
+    for n in ["n1", "n2", "n3"] {
+        server.apply("nodes", &node(n, "64", json!({})));
+    }
+    server.fail_next(
+        10_000,
+        fake_apiserver::Fault::hang("POST", "pods").subresource("binding"),
+    );
+    let burst = controller::MAX_ACTIONS_IN_FLIGHT + 40;
+    for i in 0..burst {
+        server.apply("pods", &pod(&format!("burst-{i}"), "10m", json!({})));
+    }
+    let running = start_controller(&server).await;
+    let binding_requests = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.resource == "pods" && r.subresource == "binding")
+            .count()
+    };
+    wait_for("the bound is reached", || {
+        binding_requests() >= controller::MAX_ACTIONS_IN_FLIGHT
+    })
+    .await;
+    // Every pod was scheduled (assumed) long ago; none past the bound was sent.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(binding_requests(), controller::MAX_ACTIONS_IN_FLIGHT);
+    running.task.abort();
+}
+
 /// SIGTERM (the shutdown future) in the middle of a burst of bindings: in-flight bindings
 /// finish, no pod is bound twice or lost (a new leader binds the rest), and the lease is
 /// released at once.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::retry::ApiClient;
 use k8s_openapi::api::core::v1::PodCondition;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::binding::binder::{BindError, bind};
@@ -66,12 +66,36 @@ pub(crate) enum Action {
     },
 }
 
+impl Action {
+    /// A binding that first waits for its volumes (up to `bindTimeoutSeconds`) must not
+    /// hold a slot meanwhile, or a few slow provisioners would stall every binding.
+    fn may_wait_long(&self) -> bool {
+        matches!(self, Action::Bind { volumes: Some(_), .. })
+    }
+}
+
 pub(crate) struct Executor {
     pub(crate) client: ApiClient,
     pub(crate) recorder: Recorder,
     pub(crate) shared: Arc<Shared>,
     /// VolumeBinding's `bindTimeoutSeconds` per profile.
     pub(crate) bind_timeouts: HashMap<String, Duration>,
+}
+
+/// How many actions may talk to the API server at once. The scheduling loop runs ahead of
+/// a real API server (it accepts a few hundred bindings a second); without a bound every
+/// assumed pod held a task, its request and its response buffers until the server caught
+/// up (~2 KiB of task per pod, thousands at once in a burst). 128 keeps the one HTTP/2
+/// connection busy (kube-apiserver allows 200 mutating requests in flight in all).
+pub const MAX_ACTIONS_IN_FLIGHT: usize = 128;
+
+/// Leadership lost: cancels every in-flight action and drops the queued ones.
+async fn cancel_all(mut tasks: JoinSet<()>, mut rx: mpsc::UnboundedReceiver<Action>) {
+    let cancelled = tasks.len();
+    tasks.abort_all();
+    rx.close();
+    tracing::warn!(cancelled, "leadership lost: cancelled in-flight API calls");
+    while tasks.join_next().await.is_some() {}
 }
 
 /// True once the fence is raised; false (never, for `select!`) if its sender is gone.
@@ -83,27 +107,36 @@ impl Executor {
     /// Runs actions until the channel closes, then waits for the in-flight ones. When
     /// `fence` turns true (leadership lost) every in-flight action is cancelled and queued
     /// ones are dropped: a request already sent may still land, but none follows it.
+    ///
+    /// At most [`MAX_ACTIONS_IN_FLIGHT`] actions run at once (a binding that waits for its
+    /// volumes does not count); the rest wait in the channel as plain values.
     pub(crate) async fn run(
         self: Arc<Self>,
         mut rx: mpsc::UnboundedReceiver<Action>,
         mut fence: tokio::sync::watch::Receiver<bool>,
     ) {
         let mut tasks = JoinSet::new();
+        let permits = Arc::new(Semaphore::new(MAX_ACTIONS_IN_FLIGHT));
         loop {
             tokio::select! {
                 biased;
-                true = fenced(&mut fence) => {
-                    let cancelled = tasks.len();
-                    tasks.abort_all();
-                    rx.close();
-                    tracing::warn!(cancelled, "leadership lost: cancelled in-flight API calls");
-                    while tasks.join_next().await.is_some() {}
-                    return;
-                }
+                true = fenced(&mut fence) => return cancel_all(tasks, rx).await,
                 action = rx.recv() => {
                     let Some(action) = action else { break };
+                    let permit = if action.may_wait_long() {
+                        None
+                    } else {
+                        tokio::select! {
+                            biased;
+                            true = fenced(&mut fence) => return cancel_all(tasks, rx).await,
+                            p = Arc::clone(&permits).acquire_owned() => p.ok(),
+                        }
+                    };
                     let me = Arc::clone(&self);
-                    tasks.spawn(async move { me.execute(action).await });
+                    tasks.spawn(async move {
+                        me.execute(action).await;
+                        drop(permit);
+                    });
                     // Reap finished tasks so the set does not grow without bound.
                     while tasks.try_join_next().is_some() {}
                 }
