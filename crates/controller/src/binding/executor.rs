@@ -70,7 +70,13 @@ impl Action {
     /// A binding that first waits for its volumes (up to `bindTimeoutSeconds`) must not
     /// hold a slot meanwhile, or a few slow provisioners would stall every binding.
     fn may_wait_long(&self) -> bool {
-        matches!(self, Action::Bind { volumes: Some(_), .. })
+        matches!(
+            self,
+            Action::Bind {
+                volumes: Some(_),
+                ..
+            }
+        )
     }
 }
 

@@ -122,13 +122,13 @@ impl PodFields {
                 .tolerations
                 .iter()
                 .map(|t| TolerationView {
-                    key: t.key.clone(),
+                    key: t.key.to_string(),
                     operator: match &t.operator {
                         TolerationOperator::Equal => "Equal".to_string(),
                         TolerationOperator::Exists => "Exists".to_string(),
                         TolerationOperator::Other(o) => o.clone(),
                     },
-                    value: t.value.clone(),
+                    value: t.value.to_string(),
                     effect: t
                         .effect
                         .as_ref()

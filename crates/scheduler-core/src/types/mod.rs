@@ -13,6 +13,7 @@ pub mod pod_affinity;
 pub mod quantity;
 pub mod resource;
 pub mod runtime_class;
+pub mod symbol;
 pub mod taint;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -38,6 +39,7 @@ pub use resource::{
     is_scalar_resource_name,
 };
 pub use runtime_class::RuntimeClassInfo;
+pub use symbol::Sym;
 pub use taint::{
     Taint, TaintEffect, Toleration, TolerationOperator, find_untolerated_taint,
     tolerations_tolerate_taint,

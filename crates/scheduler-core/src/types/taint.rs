@@ -2,6 +2,8 @@
 
 use k8s_openapi::api::core::v1 as k8s;
 
+use super::symbol::Sym;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TaintEffect {
     NoSchedule,
@@ -36,25 +38,26 @@ impl std::fmt::Display for TaintEffect {
     }
 }
 
+/// Keys and values are interned ([`Sym`]): Filter compares them for every node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Taint {
-    pub key: String,
-    pub value: String,
+    pub key: Sym,
+    pub value: Sym,
     pub effect: TaintEffect,
 }
 
 impl Taint {
     pub fn new(key: &str, value: &str, effect: TaintEffect) -> Self {
         Taint {
-            key: key.to_string(),
-            value: value.to_string(),
+            key: Sym::new(key),
+            value: Sym::new(value),
             effect,
         }
     }
     pub fn from_k8s(t: &k8s::Taint) -> Self {
         Taint {
-            key: t.key.clone(),
-            value: t.value.clone().unwrap_or_default(),
+            key: Sym::new(&t.key),
+            value: Sym::new(t.value.as_deref().unwrap_or_default()),
             effect: TaintEffect::parse(&t.effect),
         }
     }
@@ -83,9 +86,9 @@ pub enum TolerationOperator {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// Empty with `Exists` matches every key.
-    pub key: String,
+    pub key: Sym,
     pub operator: TolerationOperator,
-    pub value: String,
+    pub value: Sym,
     /// `None` matches every effect.
     pub effect: Option<TaintEffect>,
     pub toleration_seconds: Option<i64>,
@@ -99,9 +102,9 @@ impl Toleration {
             Some(other) => TolerationOperator::Other(other.to_string()),
         };
         Toleration {
-            key: t.key.clone().unwrap_or_default(),
+            key: Sym::new(t.key.as_deref().unwrap_or_default()),
             operator,
-            value: t.value.clone().unwrap_or_default(),
+            value: Sym::new(t.value.as_deref().unwrap_or_default()),
             effect: t
                 .effect
                 .as_deref()
@@ -113,9 +116,9 @@ impl Toleration {
 
     pub fn exists(key: &str, effect: Option<TaintEffect>) -> Self {
         Toleration {
-            key: key.to_string(),
+            key: Sym::new(key),
             operator: TolerationOperator::Exists,
-            value: String::new(),
+            value: Sym::default(),
             effect,
             toleration_seconds: None,
         }
@@ -123,9 +126,9 @@ impl Toleration {
 
     pub fn equal(key: &str, value: &str, effect: Option<TaintEffect>) -> Self {
         Toleration {
-            key: key.to_string(),
+            key: Sym::new(key),
             operator: TolerationOperator::Equal,
-            value: value.to_string(),
+            value: Sym::new(value),
             effect,
             toleration_seconds: None,
         }
