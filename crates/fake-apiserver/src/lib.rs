@@ -1,8 +1,8 @@
 //! A small in-process Kubernetes API server for ferrosched's tests and e2e scenarios:
 //! objects live in memory as JSON, every write bumps one global resourceVersion and is
 //! appended to a watch log. One generic handler serves every resource in [`RESOURCES`]
-//! (core, apps, node, policy, scheduling, coordination, storage, and our
-//! SchedulingPolicy) the way a real API server does, for the subset ferrosched uses:
+//! (core, apps, node, policy, scheduling, coordination, storage, admissionregistration,
+//! and our SchedulingPolicy) the way a real API server does, for the subset ferrosched uses:
 //!
 //! - LIST (paged with `limit`/`continue`) and WATCH, cluster-wide or in a namespace, with `fieldSelector` (`a.b=v`,
 //!   `a.b!=v`) and `labelSelector` (`k=v`, `k!=v`, `k`, `!k`); watches resume after a

@@ -171,6 +171,18 @@ fn forbidden(pod: &Value, why: String) -> Refusal {
     )))
 }
 
+/// Every stored object of a cluster-scoped `collection` (a range of the store's ordered
+/// keys: admission runs on every pod write and must not scan every object).
+fn objects_of(inner: &Inner, collection: &str) -> Vec<Value> {
+    let st = inner.store.lock().unwrap();
+    let from = (collection.to_string(), String::new(), String::new());
+    st.objects
+        .range(from..)
+        .take_while(|((c, _, _), _)| c == collection)
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
 /// Defaulting and the built-in mutating plugins, in the server's order.
 fn mutate_in_tree(
     inner: &Inner,

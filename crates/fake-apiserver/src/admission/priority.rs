@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Operation, Refusal, Request, forbidden};
+use super::{Operation, Refusal, Request, forbidden, objects_of};
 use crate::store::Inner;
 
 /// The classes every real API server creates at start, resolved when not stored.
@@ -41,11 +41,10 @@ fn class(inner: &Inner, name: &str) -> Option<Class> {
 
 /// The globalDefault class; with several (a race upstream tolerates), the lowest value.
 fn global_default(inner: &Inner) -> Option<Class> {
-    let st = inner.store.lock().unwrap();
-    st.objects
+    objects_of(inner, "priorityclasses")
         .iter()
-        .filter(|((c, _, _), v)| c == "priorityclasses" && v["globalDefault"] == true)
-        .map(|(_, v)| read(v))
+        .filter(|v| v["globalDefault"] == true)
+        .map(read)
         .min_by_key(|(_, value, _)| *value)
 }
 

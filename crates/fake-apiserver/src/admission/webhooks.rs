@@ -19,7 +19,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Map, Value, json};
 
-use super::{Operation, Refusal, Request};
+use super::{Operation, Refusal, Request, objects_of};
 use crate::handlers::status;
 use crate::store::Inner;
 
@@ -92,14 +92,7 @@ fn matching(inner: &Inner, collection: &str, req: &Request, pod: &Value) -> Vec<
             .cloned()
             .unwrap_or_default()
     };
-    let configs: Vec<Value> = {
-        let st = inner.store.lock().unwrap();
-        st.objects
-            .iter()
-            .filter(|((c, _, _), _)| c == collection)
-            .map(|(_, v)| v.clone())
-            .collect()
-    };
+    let configs = objects_of(inner, collection);
     let mut out = Vec::new();
     for config in &configs {
         let config_name = config["metadata"]["name"].as_str().unwrap_or("");
