@@ -11,6 +11,8 @@
 //! list of policy names. See `docs/scheduling-policy.md`.
 
 mod defaulting;
+#[cfg(test)]
+mod defaulting_tests;
 mod eval;
 mod merge;
 #[cfg(test)]
