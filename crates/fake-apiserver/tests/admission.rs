@@ -670,3 +670,81 @@ async fn failure_policy_selectors_and_the_requesting_user() {
     create(&server, pod("unchecked", json!({}))).await.unwrap();
     assert_eq!(hook.seen.lock().unwrap().len(), 2);
 }
+
+/// With a globalDefault class the Priority plugin names it on the pod and copies its
+/// preemptionPolicy; a policy default must replace the class and remove both derived
+/// fields, or the plugin's second run refuses the pod.
+#[tokio::test]
+async fn a_priority_class_default_replaces_the_global_default_class() {
+    let server = FakeApiServer::start().await;
+    priority_class(&server, "gold", 1000, false);
+    server.apply(
+        "priorityclasses",
+        &json!({"metadata": {"name": "cluster-default"}, "value": 5, "globalDefault": true,
+                "preemptionPolicy": "Never"}),
+    );
+    let spec = policy::parse(
+        "apiVersion: scheduling.ferrosched.io/v1alpha1\nkind: SchedulingPolicy\nmetadata: {name: p}\nspec:\n  default:\n    priorityClassName: gold\n",
+    )
+    .unwrap()
+    .remove(0)
+    .spec;
+    let server_set = policy::ServerSet {
+        global_default_class: Some(policy::GlobalDefaultClass {
+            name: "cluster-default".into(),
+            preemption_policy: Some("Never".into()),
+        }),
+    };
+    // Keeping the copied preemptionPolicy: refused by the reinvoked Priority plugin.
+    let (spec2, set2) = (spec.clone(), server_set.clone());
+    let keeps = serve_hook(Box::new(move |req| {
+        let pod: Pod = serde_json::from_value(req["object"].clone()).unwrap();
+        let ops: Vec<Value> = policy::apply_defaults_after(&pod, &spec2, &set2)
+            .patch
+            .iter()
+            .map(|op| serde_json::to_value(op).unwrap())
+            .filter(|op| op["path"] != "/spec/preemptionPolicy")
+            .collect();
+        (true, String::new(), Some(Value::Array(ops)))
+    }))
+    .await;
+    register(
+        &server,
+        "mutating",
+        "policy",
+        &keeps.url,
+        &keeps.ca_bundle,
+        json!({}),
+    );
+    assert_eq!(
+        create(&server, pod("p", json!({}))).await.unwrap_err(),
+        (403, "pods \"p\" is forbidden: the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name".into())
+    );
+    let seen = keeps.seen.lock().unwrap()[0]["object"]["spec"].clone();
+    assert_eq!(seen["priorityClassName"], "cluster-default");
+    assert_eq!(seen["priority"], 5);
+
+    // The whole patch: admitted with gold's value and policy.
+    let full = serve_hook(Box::new(move |req| {
+        let pod: Pod = serde_json::from_value(req["object"].clone()).unwrap();
+        let d = policy::apply_defaults_after(&pod, &spec, &server_set);
+        (
+            true,
+            String::new(),
+            Some(serde_json::to_value(&d.patch).unwrap()),
+        )
+    }))
+    .await;
+    register(
+        &server,
+        "mutating",
+        "policy",
+        &full.url,
+        &full.ca_bundle,
+        json!({}),
+    );
+    let p = create(&server, pod("p", json!({}))).await.unwrap();
+    assert_eq!(p["spec"]["priorityClassName"], "gold");
+    assert_eq!(p["spec"]["priority"], 1000);
+    assert_eq!(p["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+}
