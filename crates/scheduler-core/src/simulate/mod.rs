@@ -18,11 +18,14 @@ use serde::Serialize;
 
 use crate::cache::{Cache, Snapshot};
 use crate::config::Loaded;
+use crate::explain::Explanation;
 use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
-use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
+use crate::schedule_one::{
+    Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
+};
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
 pub use load::{ClusterObjects, LoadError, load_paths, load_str};
@@ -40,6 +43,9 @@ pub struct PodOutcome {
     pub priority: i32,
     #[serde(flatten)]
     pub result: PodResult,
+    /// The last attempt, explained (only for the pods asked about).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -118,12 +124,33 @@ pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Repor
     run_with_registry(objects, loaded, &Registry::in_tree(), seed)
 }
 
+/// [`run`], with each attempt of the pods `explain` selects (by `namespace/name`) explained
+/// by the cycle that decides it; the last attempt's explanation goes with the outcome.
+pub fn run_explained(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    explain: &dyn Fn(&str) -> bool,
+) -> Result<Report, FrameworkError> {
+    simulate(objects, loaded, &Registry::in_tree(), seed, explain)
+}
+
 /// [`run`] with a custom plugin registry (out-of-tree or stand-in plugins).
 pub fn run_with_registry(
     objects: &ClusterObjects,
     loaded: &Loaded,
     registry: &Registry,
     seed: u64,
+) -> Result<Report, FrameworkError> {
+    simulate(objects, loaded, registry, seed, &|_| false)
+}
+
+fn simulate(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    registry: &Registry,
+    seed: u64,
+    explain: &dyn Fn(&str) -> bool,
 ) -> Result<Report, FrameworkError> {
     let profiles = ProfileRegistry::new(&loaded.profiles, registry)?;
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
@@ -228,13 +255,23 @@ pub fn run_with_registry(
     let mut unschedulable: Vec<(QueuedPodInfo, String)> = Vec::new();
     // Pods each preemptor evicted, reported with its placement.
     let mut victims_of: BTreeMap<PodKey, Vec<String>> = BTreeMap::new();
+    let mut explanations: BTreeMap<String, Explanation> = BTreeMap::new();
     while let Some(mut q) = queue.pop_front() {
         q.attempts += 1;
         let fw = profiles
             .for_scheduler_name(&q.pod.scheduler_name)
             .expect("routed above");
         cache.update_snapshot(&mut snapshot);
-        match schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated) {
+        let key = q.pod.key().to_string();
+        let decision = if explain(&key) {
+            let mut e = Explanation::new(&key, fw.profile_name());
+            let d = schedule_one_explained(fw, &mut alg, &q.pod, &snapshot, &nominated, &mut e);
+            explanations.insert(key, e);
+            d
+        } else {
+            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
+        };
+        match decision {
             Decision::Bind {
                 node,
                 pod,
@@ -339,7 +376,11 @@ pub fn run_with_registry(
             profile: fw,
             priority: q.pod.priority,
             result: PodResult::Unschedulable { message },
+            explanation: None,
         });
+    }
+    for o in &mut outcomes {
+        o.explanation = explanations.remove(&o.pod);
     }
 
     cache.update_snapshot(&mut snapshot);
@@ -370,6 +411,7 @@ fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcom
         profile: profile.map(str::to_string),
         priority: pod.priority,
         result,
+        explanation: None,
     }
 }
 
