@@ -31,6 +31,8 @@ enum Command {
     Config(cmd::config::ConfigCommand),
     /// Schedule pending pods of a cluster dump (or the built-in example) offline with the
     /// real scheduling framework, and show where each lands or why it cannot.
+    // Help is not wrapped here, so the dump command in it stays one line to copy.
+    #[command(term_width = 0)]
     Simulate(cmd::simulate::SimulateArgs),
     /// Run scheduler_perf-like workloads in memory and report pods/s, attempt latency and
     /// peak RSS per workload; with --kubeconfig, against an API server with `ferrosched run`

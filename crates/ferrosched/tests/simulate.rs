@@ -167,3 +167,70 @@ fn explain_names_pods_it_cannot_explain() {
         "{err}"
     );
 }
+
+#[test]
+fn one_dump_command_in_readme_docs_and_help() {
+    let help = stdout(&simulate(&["--help"]));
+    let cmd = scheduler_core::simulate::DUMP_COMMAND;
+    // Help breaks the command with shell line continuations; joined, it is the same.
+    let joined = help
+        .replace(" \\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(joined.contains(cmd), "{help}");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    for doc in ["README.md", "docs/operations.md", "docs/plugins.md"] {
+        let text = std::fs::read_to_string(format!("{root}/{doc}")).unwrap();
+        let dumps: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("kubectl get nodes"))
+            .collect();
+        assert!(!dumps.is_empty(), "{doc} shows no dump command");
+        for d in dumps {
+            assert_eq!(d, cmd, "{doc}");
+        }
+    }
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ferrosched-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn table_leaves_out_resources_no_node_has_and_names_what_the_dump_lacks() {
+    let cluster = temp_file(
+        "hugepages.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '10', hugepages-1Gi: '0', hugepages-2Mi: '0', example.com/fpga: '1'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: pg-0, namespace: db}\nspec:\n  containers: [{name: c, image: i}]\n  volumes: [{name: data, persistentVolumeClaim: {claimName: data-pg-0}}]\n",
+    );
+    let out = stdout(&simulate(&["--cluster", cluster.to_str().unwrap()]));
+    assert!(!out.contains("hugepages"), "{out}");
+    assert!(out.contains("example.com/fpga 0/1"), "{out}");
+    assert!(
+        out.contains("missing from the dump: PersistentVolumeClaim db/data-pg-0 (dump persistentvolumeclaims)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_invalid_quantity_in_a_dump_is_refused_with_its_line() {
+    let cluster = temp_file(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources:\n      requests: {cpu: 500mm}\n",
+    );
+    let o = simulate(&["--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:9: Pod d/p: spec.containers[0].resources.requests[cpu]: Invalid value: \"500mm\"",
+            cluster.display()
+        )),
+        "{err}"
+    );
+}

@@ -10,17 +10,18 @@ use scheduler_core::explain;
 use scheduler_core::simulate::{self, PodResult, Report};
 
 #[derive(Args, Debug)]
+#[command(after_help = format!(
+    "Dump a cluster with every kind simulate reads (one line):\n  {}",
+    simulate::DUMP_COMMAND
+))]
 pub struct SimulateArgs {
     /// KubeSchedulerConfiguration to schedule with. Default: the built-in example's config
     /// without --cluster, kube-scheduler's default profile with it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Cluster objects: YAML/JSON files or directories (multi-document files and
-    /// `kubectl get -o yaml` Lists of Nodes, Pods, RuntimeClasses, PriorityClasses, PDBs,
-    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and
-    /// VolumeAttachments). Dump them with `kubectl get
-    /// nodes,pods,runtimeclasses,priorityclasses,pdb,pvc,pv,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments
-    /// -A -o yaml > cluster.yaml`. Without it, the built-in GPU case study runs.
+    /// `kubectl get -o yaml` Lists) of every kind `run` watches; dump them with the command
+    /// below. Without it, the built-in GPU case study runs.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     cluster: Vec<PathBuf>,
     /// Output format.
@@ -205,6 +206,14 @@ pub fn table(r: &Report) -> String {
             "{:pod_w$}  {profile:prof_w$}  {:>8}  {result}",
             o.pod, o.priority
         );
+        if !o.missing_from_dump.is_empty() {
+            let _ = writeln!(
+                out,
+                "{:pod_w$}  missing from the dump: {}",
+                "",
+                o.missing_from_dump.join(", ")
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -226,9 +235,11 @@ pub fn table(r: &Report) -> String {
         "NODE", "PODS", "CPU", "MEMORY"
     );
     for n in &r.nodes {
+        // Resources a node has none of and nobody asks for (hugepages on most nodes) are noise.
         let ext: Vec<String> = n
             .extended
             .iter()
+            .filter(|(_, (req, alloc))| *req != 0 || *alloc != 0)
             .map(|(k, (req, alloc))| format!("{k} {req}/{alloc}"))
             .collect();
         let _ = writeln!(

@@ -13,10 +13,11 @@ mod tests;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use crate::cache::{Cache, Snapshot};
+use crate::cache::{Cache, Snapshot, workload_selectors};
 use crate::config::Loaded;
 use crate::explain::Explanation;
 use crate::framework::{
@@ -28,7 +29,7 @@ use crate::schedule_one::{
 };
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
-pub use load::{ClusterObjects, LoadError, load_paths, load_str};
+pub use load::{ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, load_paths, load_str};
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the
 /// outcome of a retry in a static snapshot.
@@ -43,6 +44,9 @@ pub struct PodOutcome {
     pub priority: i32,
     #[serde(flatten)]
     pub result: PodResult,
+    /// Objects the pod needs that the dump lacks (for pods that were not placed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_from_dump: Vec<String>,
     /// The last attempt, explained (only for the pods asked about).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
@@ -159,6 +163,34 @@ fn simulate(
     let mut cache = Cache::new();
     for n in &objects.nodes {
         cache.add_node(n);
+    }
+    for ns in namespaces(objects) {
+        cache.add_namespace(&ns);
+    }
+    let workloads = objects
+        .services
+        .iter()
+        .map(workload_selectors::service_entry)
+        .chain(
+            objects
+                .replica_sets
+                .iter()
+                .map(workload_selectors::replica_set_entry),
+        )
+        .chain(
+            objects
+                .stateful_sets
+                .iter()
+                .map(workload_selectors::stateful_set_entry),
+        )
+        .chain(
+            objects
+                .replication_controllers
+                .iter()
+                .map(workload_selectors::replication_controller_entry),
+        );
+    for w in workloads {
+        cache.upsert_workload_selector(w.kind, &w.namespace, &w.name, w.selector);
     }
     for rc in &objects.runtime_classes {
         cache.add_runtime_class(rc);
@@ -376,11 +408,24 @@ fn simulate(
             profile: fw,
             priority: q.pod.priority,
             result: PodResult::Unschedulable { message },
+            missing_from_dump: Vec::new(),
             explanation: None,
         });
     }
     for o in &mut outcomes {
         o.explanation = explanations.remove(&o.pod);
+        if matches!(
+            o.result,
+            PodResult::Unschedulable { .. } | PodResult::Error { .. }
+        ) && let Some(raw) = objects.pods.iter().find(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+                p.metadata.name.as_deref().unwrap_or("")
+            ) == o.pod
+        }) {
+            o.missing_from_dump = missing_from_dump(&PodInfo::from_pod(raw), objects);
+        }
     }
 
     cache.update_snapshot(&mut snapshot);
@@ -397,6 +442,94 @@ fn simulate(
     })
 }
 
+/// The dump's namespaces plus every namespace its objects name, each with the
+/// `kubernetes.io/metadata.name` label the API server sets on every namespace (namespace
+/// selectors match on it).
+fn namespaces(objects: &ClusterObjects) -> Vec<Namespace> {
+    let mut all: BTreeMap<String, Namespace> = BTreeMap::new();
+    for ns in &objects.namespaces {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        all.insert(name, ns.clone());
+    }
+    let used = objects
+        .pods
+        .iter()
+        .map(|p| &p.metadata)
+        .chain(objects.pdbs.iter().map(|p| &p.metadata))
+        .chain(objects.pvcs.iter().map(|p| &p.metadata))
+        .chain(objects.services.iter().map(|p| &p.metadata))
+        .chain(objects.replica_sets.iter().map(|p| &p.metadata))
+        .chain(objects.stateful_sets.iter().map(|p| &p.metadata))
+        .chain(objects.replication_controllers.iter().map(|p| &p.metadata))
+        .map(|m| m.namespace.clone().unwrap_or_else(|| "default".to_string()));
+    for name in used {
+        all.entry(name.clone()).or_insert_with(|| Namespace {
+            metadata: ObjectMeta {
+                name: Some(name),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        });
+    }
+    for (name, ns) in &mut all {
+        ns.metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(NAMESPACE_NAME_LABEL.to_string(), name.clone());
+    }
+    all.into_values().collect()
+}
+
+/// The label the API server puts on every namespace, with the namespace's name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// What the pod refers to that the dump does not hold, as `Kind namespace/name` with the
+/// kubectl resource to add to the dump.
+fn missing_from_dump(pod: &PodInfo, objects: &ClusterObjects) -> Vec<String> {
+    let mut out = Vec::new();
+    let ns = pod.namespace();
+    for claim in &pod.pvc_names {
+        let pvc = objects.pvcs.iter().find(|c| {
+            c.metadata.name.as_deref() == Some(claim.as_str())
+                && c.metadata.namespace.as_deref().unwrap_or("default") == ns
+        });
+        let Some(pvc) = pvc else {
+            out.push(format!(
+                "PersistentVolumeClaim {ns}/{claim} (dump persistentvolumeclaims)"
+            ));
+            continue;
+        };
+        let spec = pvc.spec.as_ref();
+        if let Some(pv) = spec.and_then(|s| s.volume_name.as_deref())
+            && !objects
+                .pvs
+                .iter()
+                .any(|v| v.metadata.name.as_deref() == Some(pv))
+        {
+            out.push(format!("PersistentVolume {pv} (dump persistentvolumes)"));
+        }
+        if let Some(sc) = spec.and_then(|s| s.storage_class_name.as_deref())
+            && !sc.is_empty()
+            && !objects
+                .storage_classes
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(sc))
+        {
+            out.push(format!("StorageClass {sc} (dump storageclasses)"));
+        }
+    }
+    if let Some(rc) = pod.runtime_class_name.as_deref()
+        && !objects
+            .runtime_classes
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(rc))
+    {
+        out.push(format!("RuntimeClass {rc} (dump runtimeclasses)"));
+    }
+    out.dedup();
+    out
+}
+
 fn clear_nomination(q: &mut QueuedPodInfo) {
     if q.pod.nominated_node_name.is_some() {
         let mut p = PodInfo::clone(&q.pod);
@@ -411,6 +544,7 @@ fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcom
         profile: profile.map(str::to_string),
         priority: pod.priority,
         result,
+        missing_from_dump: Vec::new(),
         explanation: None,
     }
 }
