@@ -8,6 +8,8 @@ use clap::{Args, Subcommand};
 use scheduler_core::config::{self, Loaded};
 use scheduler_core::framework::{ProfileRegistry, Registry};
 
+mod configmap;
+
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
     /// Validate a config file: print one line per profile, or every error with its line and
@@ -52,30 +54,70 @@ pub fn load_and_build(
 }
 
 fn validate(file: &std::path::Path) -> ExitCode {
-    match load_and_build(config::load_file(file)) {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        // The loader words the error (with its fix) the way every command does.
+        Err(_) => return report(file.display().to_string(), config::load_file(file)),
+    };
+    let source = file.display().to_string();
+    match configmap::embedded_configs(&text, &source) {
+        configmap::Found::NotAConfigMap => report(source.clone(), config::load_str(&text, &source)),
+        configmap::Found::Problem(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+        configmap::Found::Configs(entries) => {
+            let mut code = ExitCode::SUCCESS;
+            for entry in entries {
+                let loaded = config::load_str(&entry.text, &source).map_err(|mut e| {
+                    e.0.iter_mut().for_each(|e| entry.relocate(e));
+                    e
+                });
+                let loaded = loaded.map(|mut l| {
+                    l.warnings
+                        .iter_mut()
+                        .for_each(|w| entry.relocate_warning(w));
+                    l
+                });
+                if report(entry.label.clone(), loaded) != ExitCode::SUCCESS {
+                    code = ExitCode::FAILURE;
+                }
+            }
+            code
+        }
+    }
+}
+
+/// Prints one line per profile (in file order) and the verdict, or the errors.
+fn report(label: String, loaded: Result<Loaded, config::ConfigErrors>) -> ExitCode {
+    match load_and_build(loaded) {
         Ok((loaded, profiles)) => {
             let mut out = std::io::stdout().lock();
             for w in &loaded.warnings {
-                let _ = writeln!(out, "warning: {w}");
+                // The warning's Display starts with "warning: ".
+                let _ = writeln!(out, "{w}");
             }
-            for (name, fw) in profiles.iter() {
+            for p in &loaded.profiles {
+                let name = &p.scheduler_name;
+                let Some(fw) = profiles.for_scheduler_name(name) else {
+                    continue;
+                };
                 let points = fw.list_plugins();
                 let filters = points
                     .get(&scheduler_core::framework::ExtensionPoint::Filter)
                     .map_or(0, Vec::len);
                 let scores = points
                     .get(&scheduler_core::framework::ExtensionPoint::Score)
+                    .filter(|v| !v.is_empty())
                     .map(|v| {
-                        v.iter()
+                        let list: Vec<String> = v
+                            .iter()
                             .map(|(n, w)| format!("{n}:{}", w.unwrap_or(1)))
-                            .collect::<Vec<_>>()
-                            .join(",")
+                            .collect();
+                        format!("score {}", list.join(","))
                     })
-                    .unwrap_or_default();
-                let _ = write!(
-                    out,
-                    "profile {name:?}: ok ({filters} filters; score {scores})"
-                );
+                    .unwrap_or_else(|| "no score plugins".to_string());
+                let _ = write!(out, "profile {name:?}: ok ({filters} filters; {scores})");
                 if !fw.not_built().is_empty() {
                     let _ = write!(
                         out,
@@ -85,12 +127,7 @@ fn validate(file: &std::path::Path) -> ExitCode {
                 }
                 let _ = writeln!(out);
             }
-            let _ = writeln!(
-                out,
-                "{}: valid, {} profile(s)",
-                file.display(),
-                profiles.len()
-            );
+            let _ = writeln!(out, "{label}: valid, {} profile(s)", profiles.len());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -111,7 +148,7 @@ fn print(args: &PrintArgs) -> ExitCode {
     match loaded {
         Ok(l) => {
             for w in &l.warnings {
-                eprintln!("warning: {w}");
+                eprintln!("{w}");
             }
             print!("{}", config::to_yaml(&l.config));
             ExitCode::SUCCESS

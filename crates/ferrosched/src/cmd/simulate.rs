@@ -151,7 +151,7 @@ fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded
     }
     .map_err(|e| e.to_string())?;
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{w}");
     }
     Ok((objects, loaded))
 }
