@@ -7,6 +7,8 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::Args;
+
+use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
@@ -28,8 +30,11 @@ pub struct BenchArgs {
     /// Pods measured.
     #[arg(long, visible_alias = "pods", default_value_t = 1000)]
     measured_pods: usize,
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    output: Output,
+    /// Deprecated: use `-o json`.
+    #[arg(long, hide = true)]
     json: bool,
     /// Internal: run exactly one workload in this process and print one JSON line.
     #[arg(long, hide = true)]
@@ -69,6 +74,17 @@ pub struct BenchResult {
     pub p50_attempt_micros: f64,
     pub p99_attempt_micros: f64,
     pub peak_rss_mib: f64,
+}
+
+impl BenchArgs {
+    /// `-o`, or JSON for the deprecated `--json`.
+    fn format(&self) -> Output {
+        if self.json {
+            eprintln!("warning: --json is deprecated; use -o json");
+            return Output::Json;
+        }
+        self.output
+    }
 }
 
 pub fn run(args: &BenchArgs) -> ExitCode {
@@ -132,13 +148,9 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             }
         }
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&results).expect("serializes")
-        );
-    } else {
-        print!("{}", table(&results));
+    match args.format().serialize(&results) {
+        Some(text) => print!("{text}"),
+        None => print!("{}", table(&results)),
     }
     if results.len() == names.len() * args.nodes.len() {
         ExitCode::SUCCESS
@@ -294,13 +306,9 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
             }
         }
     });
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&results).expect("serializes")
-        );
-    } else {
-        print!("{}", cluster_table(&results));
+    match args.format().serialize(&results) {
+        Some(text) => print!("{text}"),
+        None => print!("{}", cluster_table(&results)),
     }
     if ok {
         ExitCode::SUCCESS

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod config;
+pub mod output;
 pub mod run;
 pub mod simulate;
 pub mod webhook;

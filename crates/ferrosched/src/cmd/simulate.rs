@@ -4,10 +4,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use scheduler_core::config;
 use scheduler_core::explain;
 use scheduler_core::simulate::{self, PodResult, Report};
+
+use super::output::Output;
 
 #[derive(Args, Debug)]
 #[command(after_help = format!(
@@ -45,13 +47,6 @@ pub struct SimulateArgs {
     /// Seed for breaking score ties, so runs are repeatable.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-    Yaml,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
