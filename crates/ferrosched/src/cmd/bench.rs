@@ -33,6 +33,9 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     output: Output,
+    /// In memory: explain every measured attempt, to measure what explanations cost.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    explain: bool,
     /// Deprecated: use `-o json`.
     #[arg(long, hide = true)]
     json: bool,
@@ -106,7 +109,13 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         let (Some(name), Some(&nodes)) = (names.first(), args.nodes.first()) else {
             return ExitCode::FAILURE;
         };
-        let r = run_one(name, nodes, args.init_pods, args.measured_pods);
+        let r = run_one(
+            name,
+            nodes,
+            args.init_pods,
+            args.measured_pods,
+            args.explain,
+        );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
         return ExitCode::SUCCESS;
     }
@@ -132,6 +141,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 ])
                 .args(["--init-pods", &args.init_pods.to_string()])
                 .args(["--measured-pods", &args.measured_pods.to_string()])
+                .args(args.explain.then_some("--explain"))
                 .output();
             match out {
                 Ok(o) if o.status.success() => {
@@ -159,9 +169,9 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
 }
 
-fn run_one(name: &str, nodes: usize, init: usize, measured: usize) -> BenchResult {
+fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
     let w = bench_workloads::build(name, nodes, init, measured).expect("known workload");
-    let s = bench_workloads::run(&w);
+    let s = bench_workloads::run_with(&w, explain);
     BenchResult {
         workload: name.to_string(),
         nodes,
