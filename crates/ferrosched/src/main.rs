@@ -38,6 +38,9 @@ enum Command {
     /// peak RSS per workload; with --kubeconfig, against an API server with `ferrosched run`
     /// as the scheduler (pods/s, throughput percentiles, scheduler CPU and peak RSS).
     Bench(cmd::bench::BenchArgs),
+    /// Explain why a pod of a live cluster is pending, or why it landed where it is: every
+    /// node's verdict, the scores, preemption and what would have to change. Read only.
+    Explain(cmd::explain::ExplainArgs),
     /// Watch a Kubernetes cluster and schedule its pending pods (bindings, events and
     /// PodScheduled conditions as kube-scheduler writes them).
     Run(cmd::run::RunArgs),
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(c),
         Command::Simulate(a) => cmd::simulate::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Explain(a) => cmd::explain::run(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Webhook(a) => cmd::webhook::run(&a),
     }

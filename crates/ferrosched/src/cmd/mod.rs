@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod config;
+pub mod explain;
 pub mod output;
 pub mod run;
 pub mod simulate;

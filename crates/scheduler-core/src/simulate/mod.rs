@@ -6,6 +6,7 @@
 //! [`schedule_one`]. Each placement is assumed in the cache before the next pod, exactly as
 //! the controller does, so later pods see earlier ones.
 
+mod explain_pod;
 pub mod load;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ use crate::schedule_one::{
 };
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
+pub use explain_pod::{ExplainedPod, explain_pod};
 pub use load::{ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, load_paths, load_str};
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the
@@ -160,63 +162,7 @@ fn simulate(
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);
 
-    let mut cache = Cache::new();
-    for n in &objects.nodes {
-        cache.add_node(n);
-    }
-    for ns in namespaces(objects) {
-        cache.add_namespace(&ns);
-    }
-    let workloads = objects
-        .services
-        .iter()
-        .map(workload_selectors::service_entry)
-        .chain(
-            objects
-                .replica_sets
-                .iter()
-                .map(workload_selectors::replica_set_entry),
-        )
-        .chain(
-            objects
-                .stateful_sets
-                .iter()
-                .map(workload_selectors::stateful_set_entry),
-        )
-        .chain(
-            objects
-                .replication_controllers
-                .iter()
-                .map(workload_selectors::replication_controller_entry),
-        );
-    for w in workloads {
-        cache.upsert_workload_selector(w.kind, &w.namespace, &w.name, w.selector);
-    }
-    for rc in &objects.runtime_classes {
-        cache.add_runtime_class(rc);
-    }
-    for pdb in &objects.pdbs {
-        cache.add_pdb(pdb);
-    }
-    objects.pvcs.iter().for_each(|o| cache.add_pvc(o));
-    objects.pvs.iter().for_each(|o| cache.add_pv(o));
-    objects
-        .storage_classes
-        .iter()
-        .for_each(|o| cache.add_storage_class(o));
-    objects.csi_nodes.iter().for_each(|o| cache.add_csi_node(o));
-    objects
-        .csi_drivers
-        .iter()
-        .for_each(|o| cache.add_csi_driver(o));
-    objects
-        .storage_capacities
-        .iter()
-        .for_each(|o| cache.add_storage_capacity(o));
-    objects
-        .volume_attachments
-        .iter()
-        .for_each(|o| cache.add_volume_attachment(o));
+    let mut cache = cluster_cache(objects);
 
     let mut outcomes = Vec::new();
     let mut pending: Vec<QueuedPodInfo> = Vec::new();
@@ -440,6 +386,68 @@ fn simulate(
         nodes,
         skipped_kinds: objects.skipped_kinds.clone(),
     })
+}
+
+/// A cache holding every object of the dump but its pods.
+fn cluster_cache(objects: &ClusterObjects) -> Cache {
+    let mut cache = Cache::new();
+    for n in &objects.nodes {
+        cache.add_node(n);
+    }
+    for ns in namespaces(objects) {
+        cache.add_namespace(&ns);
+    }
+    let workloads = objects
+        .services
+        .iter()
+        .map(workload_selectors::service_entry)
+        .chain(
+            objects
+                .replica_sets
+                .iter()
+                .map(workload_selectors::replica_set_entry),
+        )
+        .chain(
+            objects
+                .stateful_sets
+                .iter()
+                .map(workload_selectors::stateful_set_entry),
+        )
+        .chain(
+            objects
+                .replication_controllers
+                .iter()
+                .map(workload_selectors::replication_controller_entry),
+        );
+    for w in workloads {
+        cache.upsert_workload_selector(w.kind, &w.namespace, &w.name, w.selector);
+    }
+    for rc in &objects.runtime_classes {
+        cache.add_runtime_class(rc);
+    }
+    for pdb in &objects.pdbs {
+        cache.add_pdb(pdb);
+    }
+    objects.pvcs.iter().for_each(|o| cache.add_pvc(o));
+    objects.pvs.iter().for_each(|o| cache.add_pv(o));
+    objects
+        .storage_classes
+        .iter()
+        .for_each(|o| cache.add_storage_class(o));
+    objects.csi_nodes.iter().for_each(|o| cache.add_csi_node(o));
+    objects
+        .csi_drivers
+        .iter()
+        .for_each(|o| cache.add_csi_driver(o));
+    objects
+        .storage_capacities
+        .iter()
+        .for_each(|o| cache.add_storage_capacity(o));
+    objects
+        .volume_attachments
+        .iter()
+        .for_each(|o| cache.add_volume_attachment(o));
+    cache
 }
 
 /// The dump's namespaces plus every namespace its objects name, each with the
