@@ -307,7 +307,7 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
-        mut scope: Option<&mut FilterScope>,
+        scope: Option<&mut FilterScope>,
     ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let start = self.point_start();
@@ -350,7 +350,7 @@ impl SchedulingAlgorithm {
                     .iter()
                     .filter_map(|n| snapshot.get(n).cloned())
                     .collect();
-                if let Some(scope) = scope.as_deref_mut() {
+                if let Some(scope) = scope {
                     scope.narrowed = Some(names.iter().cloned().collect());
                 }
                 let mut plugins = narrowed_by.clone();

@@ -122,7 +122,7 @@ fn closeness(e: &Explanation, n: &NodeVerdict) -> (usize, bool) {
 
 /// The rows shown (best scored first, then the closest rejected) and one line per group
 /// left out.
-fn pick_rows<'a>(e: &'a Explanation, max_rows: usize) -> (Vec<&'a NodeVerdict>, Vec<String>) {
+fn pick_rows(e: &Explanation, max_rows: usize) -> (Vec<&NodeVerdict>, Vec<String>) {
     let by_name: BTreeMap<&str, &NodeVerdict> =
         e.nodes.iter().map(|n| (n.node.as_str(), n)).collect();
     let mut summary = Vec::new();
@@ -132,7 +132,7 @@ fn pick_rows<'a>(e: &'a Explanation, max_rows: usize) -> (Vec<&'a NodeVerdict>, 
         .iter()
         .map(|s| (s.node.as_str(), s.total))
         .collect();
-    scored.sort_by(|a, b| b.1.cmp(&a.1));
+    scored.sort_by_key(|s| std::cmp::Reverse(s.1));
     let mut feasible: Vec<&NodeVerdict> = if scored.is_empty() {
         e.nodes
             .iter()

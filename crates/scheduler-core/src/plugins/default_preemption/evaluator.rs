@@ -286,7 +286,10 @@ const SHIFT: i64 = i32::MAX as i64 + 1;
 
 /// The ordered criteria of [`select_candidate`]: higher is better; each with the words an
 /// explanation uses when a candidate loses on it.
-const CRITERIA: [(fn(&Candidate) -> i64, &str); 5] = [
+/// How a candidate scores on one criterion, and the words for losing on it.
+type Criterion = (fn(&Candidate) -> i64, &'static str);
+
+const CRITERIA: [Criterion; 5] = [
     (
         |c| -(c.num_pdb_violations as i64),
         "more PodDisruptionBudget violations",
