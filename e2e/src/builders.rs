@@ -78,8 +78,8 @@ impl PodBuilder {
         self.0["spec"]["schedulerName"] = json!(name);
         self
     }
-    /// priorityClassName plus the matching spec.priority: a real API server's Priority
-    /// admission fills it in (and accepts an equal value); the fake server has no admission.
+    /// priorityClassName plus the matching spec.priority: the Priority admission plugin
+    /// (a real server's, and the fake server's) fills it in and accepts an equal value.
     pub fn priority(mut self, class: &str, value: i32) -> Self {
         self.0["spec"]["priorityClassName"] = json!(class);
         self.0["spec"]["priority"] = json!(value);

@@ -13,11 +13,15 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition, ServiceAccount,
 };
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -27,8 +31,11 @@ use serde_json::{Value, json};
 
 mod builders;
 pub mod kwok;
+mod policy;
 
 pub use builders::{NodeBuilder, PodBuilder, merge, now};
+pub use fake_apiserver::AdmissionPlugin;
+pub use policy::refusal;
 
 /// On everything a run creates; its value is the run id. Cleanup deletes by this label.
 pub const RUN_LABEL: &str = "ferrosched.io/e2e-run";
@@ -110,6 +117,8 @@ pub struct Env {
     config: kube::Config,
     scheduler: Option<Scheduler>,
     kwok: tokio::task::JoinHandle<()>,
+    /// Served in-process for the scenario (the SchedulingPolicy webhook): aborted at the end.
+    background: Vec<tokio::task::JoinHandle<()>>,
     finished: bool,
     // Dropped after `Drop::drop` ran, so its cleanup still reaches the fake server.
     fake: Option<std::sync::Arc<fake_apiserver::FakeApiServer>>,
@@ -175,6 +184,7 @@ impl Env {
             config,
             scheduler: None,
             kwok,
+            background: Vec::new(),
             finished: false,
             fake,
         };
@@ -204,6 +214,19 @@ impl Env {
     /// (scenarios use the API, or they could not run on a cluster).
     pub fn fake_server(&self) -> Option<std::sync::Arc<fake_apiserver::FakeApiServer>> {
         self.fake.clone()
+    }
+
+    /// Switches one of the API server's admission plugins off for this scenario: possible on
+    /// the fake server (returns true), not through the API of a real one (returns false: the
+    /// scenario should say so and stop).
+    pub fn disable_admission_plugin(&self, plugin: AdmissionPlugin) -> bool {
+        match &self.fake {
+            Some(server) => {
+                server.disable_admission_plugin(plugin);
+                true
+            }
+            None => false,
+        }
     }
 
     /// `labels` for everything this run creates.
@@ -588,6 +611,9 @@ profiles:
                 .expect("the scheduler exits cleanly");
         }
         self.kwok.abort();
+        for t in self.background.drain(..) {
+            t.abort();
+        }
         cleanup(&self.client, &self.id, &self.ns).await;
         // Nodes have no finalizers: they must be gone now (namespaces and volumes on a real
         // cluster finish terminating in the background).
@@ -609,6 +635,9 @@ impl Drop for Env {
     /// failing test never hangs in cleanup.
     fn drop(&mut self) {
         self.kwok.abort();
+        for t in self.background.drain(..) {
+            t.abort();
+        }
         if let Some(s) = self.scheduler.take() {
             s.task.abort();
         }
@@ -682,6 +711,32 @@ pub async fn cleanup(client: &Client, id: &str, ns: &str) {
     delete_labelled(&Api::<StorageClass>::all(client.clone()), &selector, &dp).await;
     delete_labelled(&Api::<PriorityClass>::all(client.clone()), &selector, &dp).await;
     delete_labelled(&Api::<RuntimeClass>::all(client.clone()), &selector, &dp).await;
+    delete_labelled(
+        &Api::<MutatingWebhookConfiguration>::all(client.clone()),
+        &selector,
+        &dp,
+    )
+    .await;
+    delete_labelled(
+        &Api::<ValidatingWebhookConfiguration>::all(client.clone()),
+        &selector,
+        &dp,
+    )
+    .await;
+    delete_labelled(&Api::<ClusterRole>::all(client.clone()), &selector, &dp).await;
+    let policies: Api<DynamicObject> =
+        Api::all_with(client.clone(), &scheduling_policy::informer::api_resource());
+    if let Ok(list) = policies
+        .list(&ListParams::default().labels(&selector))
+        .await
+    {
+        for p in list.items {
+            let name = p.metadata.name.unwrap_or_default();
+            if let Err(e) = policies.delete(&name, &dp).await {
+                eprintln!("e2e cleanup: deleting SchedulingPolicy {name}: {e}");
+            }
+        }
+    }
 }
 
 /// Lists by label and deletes one by one (not every resource serves deletecollection).
@@ -692,6 +747,8 @@ where
     let kind = K::kind(&());
     let items = match api.list(&ListParams::default().labels(selector)).await {
         Ok(l) => l.items,
+        // Not served (the fake server has no RBAC objects): nothing to delete.
+        Err(kube::Error::Api(s)) if s.code == 404 => return,
         Err(e) => {
             eprintln!("e2e cleanup: listing {kind} {selector}: {e}");
             return;

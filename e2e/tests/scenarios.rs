@@ -3,7 +3,12 @@
 
 mod harness;
 
-use ferrosched_e2e::{ANN_SELECTED_NODE, Env};
+use ferrosched_e2e::{
+    ANN_SELECTED_NODE, AdmissionPlugin, E2E_TAINT, Env, PodBuilder, RUN_LABEL, refusal,
+};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// Asserts an event was written by `profile` (events.k8s.io: reportingController).
@@ -75,11 +80,20 @@ async fn multi_profile_routing() {
     env.finish().await;
 }
 
-/// A pod whose RuntimeClass does not exist yet waits with upstream's message; once the class
-/// exists, its nodeSelector and tolerations put the pod on the sandbox node.
+/// With the RuntimeClass admission plugin off (a cluster admin's choice): a pod whose
+/// RuntimeClass does not exist yet is stored and waits with upstream's message; once the
+/// class exists, its nodeSelector and tolerations put the pod on the sandbox node.
+/// Fake server only: the plugin cannot be switched off through a real server's API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtime_class_nodeselector_tolerations_and_late_creation() {
     let mut env = Env::new("runtimeclass").await;
+    if !env.disable_admission_plugin(AdmissionPlugin::RuntimeClass) {
+        eprintln!(
+            "skipped: needs the RuntimeClass admission plugin off (see runtime_class_admission_...)"
+        );
+        env.finish().await;
+        return;
+    }
     let plain = env.create_node(env.node("plain")).await;
     let sandbox = env
         .create_node(
@@ -424,5 +438,271 @@ async fn wait_for_first_consumer_claim_binds_to_a_local_volume_on_its_node() {
             .unwrap_or_default()
             .contains_key(ANN_SELECTED_NODE)
     );
+    env.finish().await;
+}
+
+fn sandbox_class(name: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "handler": "runsc",
+        "scheduling": {
+            "nodeSelector": {"sandbox.example.com/runtime": "gvisor"},
+            "tolerations": [{"key": "sandbox.example.com/runtime", "operator": "Equal",
+                             "value": "gvisor", "effect": "NoSchedule"}],
+        },
+    })
+}
+
+/// With the RuntimeClass admission plugin on (every cluster's default): a pod naming a
+/// missing class is refused at creation; one naming an existing class is stored with the
+/// class's nodeSelector and tolerations merged. What ferrosched's RuntimeClass predicate
+/// adds then: a class deleted after its pod was admitted holds the pod back with
+/// `runtimeclass "…" not found`, and its re-creation lets the pod bind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_class_admission_refuses_missing_classes_and_merges_present_ones() {
+    let mut env = Env::new("runtimeclass-admission").await;
+    let plain = env.create_node(env.node("plain")).await;
+    env.start_default_scheduler().await;
+    let class = env.name("gvisor");
+    let (code, message) = refusal(
+        env.try_create_pod(env.pod("early").runtime_class(&class))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (code, message),
+        (
+            403,
+            format!(
+                "pods \"early\" is forbidden: pod rejected: RuntimeClass \"{class}\" not found"
+            )
+        )
+    );
+
+    env.create_cluster::<RuntimeClass>(sandbox_class(&class))
+        .await;
+    let pod = env
+        .create_pod(env.pod("sandboxed").runtime_class(&class))
+        .await;
+    let spec = pod.spec.unwrap();
+    let selector = spec.node_selector.unwrap();
+    assert_eq!(selector["sandbox.example.com/runtime"], "gvisor");
+    assert_eq!(selector[RUN_LABEL], env.id);
+    assert!(
+        spec.tolerations
+            .unwrap()
+            .iter()
+            .any(|t| t.key.as_deref() == Some("sandbox.example.com/runtime"))
+    );
+    // Only the plain node: the merged nodeSelector keeps the pod off it.
+    env.wait_unschedulable("sandboxed", |m| {
+        m.contains("didn't match Pod's node affinity/selector")
+    })
+    .await;
+
+    // The class goes away after admission; the next attempt (a node appears) says so.
+    let classes: Api<RuntimeClass> = Api::all(env.client.clone());
+    classes
+        .delete(&class, &DeleteParams::default())
+        .await
+        .unwrap();
+    let sandbox = env
+        .create_node(
+            env.node("sandbox")
+                .label("sandbox.example.com/runtime", "gvisor")
+                .taint("sandbox.example.com/runtime", "gvisor", "NoSchedule"),
+        )
+        .await;
+    let not_found = format!("runtimeclass \"{class}\" not found");
+    env.wait_unschedulable("sandboxed", |m| m.contains(&not_found))
+        .await;
+    env.create_cluster::<RuntimeClass>(sandbox_class(&class))
+        .await;
+    assert_eq!(env.wait_bound("sandboxed").await, sandbox);
+    env.create_pod(env.pod("ordinary")).await;
+    assert_eq!(env.wait_bound("ordinary").await, plain);
+    env.finish().await;
+}
+
+/// A pod of `sa` that sets none of the scheduling fields a policy governs.
+fn bare_pod(env: &Env, name: &str, sa: &str) -> PodBuilder {
+    let mut pod = env.pod(name).0;
+    let spec = pod["spec"].as_object_mut().unwrap();
+    for field in ["schedulerName", "nodeSelector", "tolerations"] {
+        spec.remove(field);
+    }
+    spec.insert("serviceAccountName".into(), json!(sa));
+    PodBuilder(pod)
+}
+
+fn as_account(pod: PodBuilder, sa: &str) -> PodBuilder {
+    pod.merge(json!({"spec": {"serviceAccountName": sa}}))
+}
+
+/// `ferrosched webhook` registered with the API server (mutating and validating), pods of
+/// three service accounts: team-a may use one policy, team-b two (their union), nobody
+/// none. Admitted, defaulted through the real admission chain (toleration appended after
+/// the server's, priority class with its value), denied naming the field, and updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduling_policy_webhook_admits_defaults_and_denies() {
+    let mut env = Env::new("schedpol").await;
+    let node = env.create_node(env.node("n")).await;
+    env.start_default_scheduler().await;
+    let gold = env.create_priority_class("gold", 1000).await;
+    let silver = env.create_priority_class("silver", 10).await;
+    let profile = env.profile("a");
+    let id = env.id.clone();
+    let own_toleration =
+        json!({"key": E2E_TAINT, "operator": "Equal", "value": id, "effect": "NoSchedule"});
+    let team = env
+        .create_policy(
+            "team",
+            json!({
+                "required": {"nodeSelectors": {RUN_LABEL: [id]}},
+                "allowed": {
+                    "schedulerNames": [profile], "priorityClassNames": [gold],
+                    "tolerations": [{"keys": [E2E_TAINT], "operators": ["Equal"],
+                                     "values": [id], "effects": ["NoSchedule"]}],
+                },
+                "default": {
+                    "schedulerName": profile, "priorityClassName": gold,
+                    "nodeSelector": {RUN_LABEL: id}, "tolerations": [own_toleration],
+                },
+            }),
+        )
+        .await;
+    let gpu = env
+        .create_policy(
+            "gpu",
+            json!({"allowed": {"tolerations": [{"keys": ["gpu"], "operators": ["Equal"],
+                                                "values": ["a100"], "effects": ["NoSchedule"]}]}}),
+        )
+        .await;
+    for sa in ["team-a", "team-b", "nobody"] {
+        env.create_service_account(sa).await;
+    }
+    env.grant_policy("team-a", &team).await;
+    env.grant_policy("team-b", &team).await;
+    env.grant_policy("team-b", &gpu).await;
+    env.start_policy_webhook().await;
+    let denied = |e| {
+        let (_, message) = refusal(e);
+        assert!(
+            message.contains(scheduling_policy::webhook::DENIED),
+            "{message}"
+        );
+        message
+    };
+
+    // Defaulted: every field, after what the API server set (default-scheduler, priority
+    // 0, the not-ready/unreachable tolerations).
+    let pod = env.create_pod(bare_pod(&env, "defaulted", "team-a")).await;
+    let spec = pod.spec.unwrap();
+    assert_eq!(spec.scheduler_name.as_deref(), Some(profile.as_str()));
+    assert_eq!(spec.priority_class_name.as_deref(), Some(gold.as_str()));
+    assert_eq!(spec.priority, Some(1000));
+    assert_eq!(spec.node_selector.unwrap()[RUN_LABEL], id);
+    let keys: Vec<String> = spec
+        .tolerations
+        .unwrap()
+        .into_iter()
+        .filter_map(|t| t.key)
+        .collect();
+    assert!(keys.contains(&E2E_TAINT.to_string()), "{keys:?}");
+    assert!(
+        keys.contains(&"node.kubernetes.io/not-ready".to_string()),
+        "{keys:?}"
+    );
+    assert_eq!(env.wait_bound("defaulted").await, node);
+
+    // Admitted as written (the priority class still defaulted).
+    env.create_pod(as_account(env.pod("admitted"), "team-a"))
+        .await;
+    assert_eq!(env.wait_bound("admitted").await, node);
+
+    // Denied, naming the field.
+    let message = denied(
+        env.try_create_pod(as_account(env.pod("s").scheduler("other"), "team-a"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("spec.schedulerName \"other\" is not allowed"),
+        "{message}"
+    );
+    let message = denied(
+        env.try_create_pod(as_account(
+            env.pod("t").toleration("gpu", "a100", "NoSchedule"),
+            "team-a",
+        ))
+        .await
+        .unwrap_err(),
+    );
+    assert!(
+        message.contains("spec.tolerations[1] (key \"gpu\""),
+        "{message}"
+    );
+    let message = denied(
+        env.try_create_pod(as_account(
+            env.pod("ns")
+                .merge(json!({"spec": {"nodeSelector": {RUN_LABEL: "other"}}})),
+            "team-a",
+        ))
+        .await
+        .unwrap_err(),
+    );
+    assert!(
+        message.contains(&format!("spec.nodeSelector[{RUN_LABEL}]")),
+        "{message}"
+    );
+    let message = denied(
+        env.try_create_pod(as_account(env.pod("pc").priority(&silver, 10), "team-a"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains(&format!("spec.priorityClassName \"{silver}\"")),
+        "{message}"
+    );
+
+    // The union of two policies: team-b may tolerate the GPU taint.
+    env.create_pod(as_account(
+        env.pod("union").toleration("gpu", "a100", "NoSchedule"),
+        "team-b",
+    ))
+    .await;
+    // An account without any policy: everything is denied.
+    let message = denied(
+        env.try_create_pod(as_account(env.pod("nobody"), "nobody"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("usable policies: none"), "{message}");
+
+    // Updates: adding a toleration the policy does not allow is denied; relabelling passes.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let current = pods.get("admitted").await.unwrap();
+    let mut tolerations = serde_json::to_value(current.spec.unwrap().tolerations).unwrap();
+    tolerations
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"key": "gpu", "operator": "Equal", "value": "a100", "effect": "NoSchedule"}));
+    let err = pods
+        .patch(
+            "admitted",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"tolerations": tolerations}})),
+        )
+        .await
+        .unwrap_err();
+    let message = denied(err);
+    assert!(message.contains("(key \"gpu\""), "{message}");
+    pods.patch(
+        "admitted",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"relabelled": "yes"}}})),
+    )
+    .await
+    .unwrap();
     env.finish().await;
 }

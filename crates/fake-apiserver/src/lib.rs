@@ -1,8 +1,8 @@
 //! A small in-process Kubernetes API server for ferrosched's tests and e2e scenarios:
 //! objects live in memory as JSON, every write bumps one global resourceVersion and is
 //! appended to a watch log. One generic handler serves every resource in [`RESOURCES`]
-//! (core, apps, node, policy, scheduling, coordination, storage, and our
-//! SchedulingPolicy) the way a real API server does, for the subset ferrosched uses:
+//! (core, apps, node, policy, scheduling, coordination, storage, admissionregistration,
+//! and our SchedulingPolicy) the way a real API server does, for the subset ferrosched uses:
 //!
 //! - LIST (paged with `limit`/`continue`) and WATCH, cluster-wide or in a namespace, with `fieldSelector` (`a.b=v`,
 //!   `a.b!=v`) and `labelSelector` (`k=v`, `k!=v`, `k`, `!k`); watches resume after a
@@ -20,8 +20,12 @@
 //! - `POST subjectaccessreviews` (authorization.k8s.io/v1), answered from the grants added
 //!   with [`FakeApiServer::grant`] (no RBAC objects are evaluated).
 //!
-//! It does no admission, defaulting or validation beyond that, and deletes at once (no
-//! finalizers, no grace periods). Tests add objects and read bindings and events with the
+//! Pod CREATE and UPDATE pass the admission steps of a real API server that shape what a
+//! scheduler sees ([`admission`]: schedulerName defaulting, Priority,
+//! DefaultTolerationSeconds, RuntimeClass, then the registered mutating webhooks, the
+//! built-in plugins again after a webhook's patch, and the validating webhooks), each of
+//! which can be switched off ([`FakeApiServer::disable_admission_plugin`]). Beyond that it
+//! does no defaulting or validation, and deletes at once (no finalizers, no grace periods). Tests add objects and read bindings and events with the
 //! helpers on [`FakeApiServer`], and point clients at it with [`FakeApiServer::kubeconfig`]
 //! (plain http). Every request served (also ones nothing matches) is logged as the API
 //! server's authorizer sees it ([`RequestRecord`]: verb, group, resource, subresource,
@@ -47,6 +51,8 @@
 //!   │                          name, subresource); events and SubjectAccessReviews
 //!   │                          first, then the Resource in RESOURCES (404 when unknown
 //!   │                          or disabled), then the method:
+//!   ├─ handlers::pod_admission pods' POST, PUT, PATCH: admission (webhooks over HTTPS),
+//!   │                          then handlers::objects
 //!   ├─ handlers::objects       LIST or WATCH, POST, PUT, PATCH, DELETE (one or a
 //!   │                          collection)
 //!   ├─ handlers::subresources  pods/{name}/binding, {resource}/{name}/status
@@ -73,6 +79,7 @@ use axum::Router;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+mod admission;
 mod faults;
 mod handlers;
 mod managed_fields;
@@ -81,6 +88,7 @@ mod selectors;
 mod store;
 mod watch;
 
+pub use admission::AdmissionPlugin;
 pub use faults::Fault;
 pub use handlers::Grant;
 pub use requests::RequestRecord;
@@ -123,6 +131,7 @@ impl FakeApiServer {
             tx,
             generation: tokio::sync::watch::channel(0).0,
             write_lock: Mutex::new(()),
+            admission: Default::default(),
         });
         let app = Router::new()
             .fallback(handlers::dispatch)
@@ -147,6 +156,16 @@ impl FakeApiServer {
             app,
             dir,
         }
+    }
+
+    /// Switches an emulated admission plugin off (all are on at start), as
+    /// `--disable-admission-plugins` does on a real API server.
+    pub fn disable_admission_plugin(&self, plugin: AdmissionPlugin) {
+        self.inner.admission.set(plugin, false);
+    }
+
+    pub fn enable_admission_plugin(&self, plugin: AdmissionPlugin) {
+        self.inner.admission.set(plugin, true);
     }
 
     /// Lets TokenReviews authenticate `token` as `user` in `groups`.

@@ -82,6 +82,21 @@ pub const RESOURCES: &[Resource] = &[
         true,
     ),
     res("leases", "coordination.k8s.io", "v1", "Lease", true),
+    res("serviceaccounts", "", "v1", "ServiceAccount", true),
+    res(
+        "mutatingwebhookconfigurations",
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        false,
+    ),
+    res(
+        "validatingwebhookconfigurations",
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        false,
+    ),
     res(
         "storageclasses",
         "storage.k8s.io",
@@ -182,6 +197,8 @@ pub(crate) struct Inner {
     pub(crate) generation: tokio::sync::watch::Sender<u64>,
     /// Serialises check-then-write requests (create, replace, patch, delete, binding).
     pub(crate) write_lock: Mutex<()>,
+    /// Which admission plugins are on.
+    pub(crate) admission: crate::admission::Admission,
 }
 
 pub(crate) type Shared = Arc<Inner>;

@@ -31,11 +31,16 @@ enum Command {
     Config(cmd::config::ConfigCommand),
     /// Schedule pending pods of a cluster dump (or the built-in example) offline with the
     /// real scheduling framework, and show where each lands or why it cannot.
+    // Help is not wrapped here, so the dump command in it stays one line to copy.
+    #[command(term_width = 0)]
     Simulate(cmd::simulate::SimulateArgs),
     /// Run scheduler_perf-like workloads in memory and report pods/s, attempt latency and
     /// peak RSS per workload; with --kubeconfig, against an API server with `ferrosched run`
     /// as the scheduler (pods/s, throughput percentiles, scheduler CPU and peak RSS).
     Bench(cmd::bench::BenchArgs),
+    /// Explain why a pod of a live cluster is pending, or why it landed where it is: every
+    /// node's verdict, the scores, preemption and what would have to change. Read only.
+    Explain(cmd::explain::ExplainArgs),
     /// Watch a Kubernetes cluster and schedule its pending pods (bindings, events and
     /// PodScheduled conditions as kube-scheduler writes them).
     Run(cmd::run::RunArgs),
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(c),
         Command::Simulate(a) => cmd::simulate::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Explain(a) => cmd::explain::run(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Webhook(a) => cmd::webhook::run(&a),
     }

@@ -15,9 +15,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use crate::cache::{Cache, Snapshot};
 use crate::config::{self, Loaded};
+use crate::explain::Explanation;
 use crate::framework::CycleState;
 use crate::framework::{NominatedPods, ProfileRegistry, Registry};
-use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
+use crate::schedule_one::{
+    Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
+};
 use crate::types::PodInfo;
 
 /// The workloads `ferrosched bench` knows.
@@ -336,6 +339,9 @@ pub struct Runner {
     profiles: ProfileRegistry,
     alg: SchedulingAlgorithm,
     nominated: NominatedPods,
+    /// Explain every attempt (what `run` would pay with explanations on); the last one is
+    /// kept, as a bounded recorder would.
+    explain: Option<Explanation>,
 }
 
 impl Runner {
@@ -353,6 +359,7 @@ impl Runner {
             profiles,
             alg: SchedulingAlgorithm::new(pct, 1),
             nominated: NominatedPods::new(),
+            explain: None,
         }
     }
 
@@ -364,13 +371,32 @@ impl Runner {
         ok
     }
 
+    /// Explains every attempt from now on.
+    pub fn set_explain(&mut self, on: bool) {
+        self.explain = on.then(|| Explanation::new("", ""));
+    }
+
+    /// The last attempt's explanation, when explaining.
+    pub fn last_explanation(&self) -> Option<&Explanation> {
+        self.explain.as_ref()
+    }
+
+    fn decide(&mut self, pod: &Arc<PodInfo>) -> Option<Decision> {
+        let fw = self.profiles.for_scheduler_name(&pod.scheduler_name)?;
+        let (alg, snap, nom) = (&mut self.alg, &self.snapshot, &self.nominated);
+        Some(match self.explain.as_mut() {
+            None => schedule_one(fw, alg, pod, snap, nom),
+            Some(e) => schedule_one_explained(fw, alg, pod, snap, nom, e),
+        })
+    }
+
     /// One attempt: snapshot, schedule, assume. Returns whether the pod was placed.
     pub fn schedule(&mut self, pod: &Arc<PodInfo>) -> bool {
-        let Some(fw) = self.profiles.for_scheduler_name(&pod.scheduler_name) else {
+        self.cache.update_snapshot(&mut self.snapshot);
+        let Some(decision) = self.decide(pod) else {
             return false;
         };
-        self.cache.update_snapshot(&mut self.snapshot);
-        match schedule_one(fw, &mut self.alg, pod, &self.snapshot, &self.nominated) {
+        match decision {
             Decision::Bind {
                 node, pod, state, ..
             } => self.assume(pod, &node, &state),
@@ -386,14 +412,10 @@ impl Runner {
                 p.nominated_node_name = n.nominated_node_name.clone();
                 let p = Arc::new(p);
                 self.cache.update_snapshot(&mut self.snapshot);
-                let fw = self
-                    .profiles
-                    .for_scheduler_name(&p.scheduler_name)
-                    .expect("checked");
-                match schedule_one(fw, &mut self.alg, &p, &self.snapshot, &self.nominated) {
-                    Decision::Bind {
+                match self.decide(&p) {
+                    Some(Decision::Bind {
                         node, pod, state, ..
-                    } => self.assume(pod, &node, &state),
+                    }) => self.assume(pod, &node, &state),
                     _ => false,
                 }
             }
@@ -404,6 +426,11 @@ impl Runner {
 
 /// Schedules the init pods (unmeasured), then the measured pods, timing each attempt.
 pub fn run(w: &Workload) -> RunStats {
+    run_with(w, false)
+}
+
+/// [`run`], explaining every measured attempt when `explain` is set.
+pub fn run_with(w: &Workload, explain: bool) -> RunStats {
     let mut r = Runner::new(w);
     for p in &w.init_pods {
         r.schedule(&Arc::new(PodInfo::from_pod(p)));
@@ -414,6 +441,7 @@ pub fn run(w: &Workload) -> RunStats {
         .iter()
         .map(|p| Arc::new(PodInfo::from_pod(p)))
         .collect();
+    r.set_explain(explain);
     let mut latencies = Vec::with_capacity(measured.len());
     let mut scheduled = 0;
     let start = Instant::now();
@@ -447,6 +475,9 @@ mod tests {
             assert_eq!(w.measured_pods.len(), 10);
             let stats = run(&w);
             assert_eq!(stats.measured, 10, "{name}");
+            // Explained, the same pods are placed.
+            let explained = run_with(&w, true);
+            assert_eq!(explained.scheduled, stats.scheduled, "{name}");
             assert_eq!(stats.attempt_latencies.len(), 10);
             assert!(stats.scheduled > 0, "{name}: nothing scheduled");
         }

@@ -9,6 +9,7 @@
 pub mod bench_workloads;
 pub mod cache;
 pub mod config;
+pub mod explain;
 pub mod framework;
 mod k8s_names;
 pub mod plugins;

@@ -9,10 +9,11 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::cache::{Cache, CacheError, Snapshot};
+use crate::explain::{Explanation, FilterScope, Preemption};
 use crate::framework::{
     BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
     NodePluginScores, NominatedPods, PluginTimer, PointTiming, PostFilterContext, PostFilterResult,
-    ScoreTable, Status,
+    ScoreDetail, ScoreTable, Status,
 };
 use crate::types::{NodeInfo, PodInfo};
 
@@ -239,11 +240,29 @@ impl SchedulingAlgorithm {
         snapshot: &Snapshot,
         nominated: &NominatedPods,
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule_pod_explained(fw, state, pod, snapshot, nominated, None)
+    }
+
+    /// [`schedule_pod`](Self::schedule_pod), recording each node's verdict, the scores and
+    /// the selection into `rec` when given.
+    pub fn schedule_pod_explained(
+        &mut self,
+        fw: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        mut rec: Option<&mut Explanation>,
+    ) -> Result<ScheduleResult, ScheduleError> {
         if snapshot.num_nodes() == 0 {
             return Err(ScheduleError::NoNodes);
         }
+        let mut scope = rec.as_ref().map(|_| FilterScope::default());
         let (feasible, diagnosis) =
-            self.find_nodes_that_fit(fw, state, pod, snapshot, nominated)?;
+            self.find_nodes_that_fit(fw, state, pod, snapshot, nominated, scope.as_mut())?;
+        if let (Some(r), Some(scope)) = (rec.as_deref_mut(), &scope) {
+            r.record_filter(snapshot, &feasible, &diagnosis, scope);
+        }
         if feasible.is_empty() {
             return Err(ScheduleError::Unfit(Box::new(FitError {
                 pod: pod.key().clone(),
@@ -253,6 +272,9 @@ impl SchedulingAlgorithm {
         }
         let evaluated_nodes = feasible.len() + diagnosis.node_to_status.len();
         if feasible.len() == 1 {
+            if let Some(r) = rec {
+                r.record_only_feasible(&feasible[0].name);
+            }
             return Ok(ScheduleResult {
                 suggested_host: feasible[0].name.clone(),
                 evaluated_nodes,
@@ -261,8 +283,14 @@ impl SchedulingAlgorithm {
                 scores: ScoreTable::default(),
             });
         }
-        let scores = self.prioritize_nodes(fw, state, pod, &feasible, snapshot)?;
-        let host = feasible[self.select_host(&scores.totals)].name.clone();
+        let mut detail = rec.as_ref().map(|_| ScoreDetail::default());
+        let scores = self.prioritize_nodes(fw, state, pod, &feasible, snapshot, detail.as_mut())?;
+        let chosen = self.select_host(&scores.totals);
+        if let (Some(r), Some(detail)) = (rec, &detail) {
+            r.record_scores(&feasible, &scores, detail);
+            r.record_selection(&feasible, &scores.totals, chosen);
+        }
+        let host = feasible[chosen].name.clone();
         Ok(ScheduleResult {
             suggested_host: host,
             evaluated_nodes,
@@ -279,6 +307,7 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
+        scope: Option<&mut FilterScope>,
     ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let start = self.point_start();
@@ -305,6 +334,9 @@ impl SchedulingAlgorithm {
             let feasible =
                 self.find_nodes_that_pass_filters(fw, state, pod, &one, &mut d, nominated, false)?;
             if !feasible.is_empty() {
+                if let Some(scope) = scope {
+                    scope.nominated_fast_path = true;
+                }
                 return Ok((feasible, diagnosis));
             }
         }
@@ -318,6 +350,9 @@ impl SchedulingAlgorithm {
                     .iter()
                     .filter_map(|n| snapshot.get(n).cloned())
                     .collect();
+                if let Some(scope) = scope {
+                    scope.narrowed = Some(names.iter().cloned().collect());
+                }
                 let mut plugins = narrowed_by.clone();
                 plugins.sort_unstable();
                 diagnosis
@@ -455,6 +490,7 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
         snapshot: &Snapshot,
+        detail: Option<&mut ScoreDetail>,
     ) -> Result<ScoreTable, ScheduleError> {
         if !fw.has_score_plugins() {
             return Ok(ScoreTable {
@@ -470,7 +506,7 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::Internal(s));
         }
         let start = self.point_start();
-        let scores = fw.run_score(state, pod, nodes, parallel(nodes.len()));
+        let scores = fw.run_score(state, pod, nodes, parallel(nodes.len()), detail);
         let code = scores.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
         self.point_done(ExtensionPoint::Score, code, start);
         scores.map_err(ScheduleError::Internal)
@@ -507,6 +543,42 @@ pub fn schedule_one(
     snapshot: &Snapshot,
     nominated: &NominatedPods,
 ) -> Decision {
+    cycle(fw, alg, pod, snapshot, nominated, None)
+}
+
+/// [`schedule_one`], explained: the same cycle, which also fills `explain` with every
+/// node's verdict, the scores, the selection, preemption's per-node outcome and, for an
+/// unschedulable pod, what would have to change. The decision is the one `schedule_one`
+/// would have made.
+pub fn schedule_one_explained(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    explain: &mut Explanation,
+) -> Decision {
+    *explain = Explanation::new(&pod.key().to_string(), fw.profile_name());
+    explain.num_all_nodes = snapshot.num_nodes();
+    explain.filter_plugins = fw.filter_plugin_names();
+    let d = cycle(fw, alg, pod, snapshot, nominated, Some(explain));
+    // Hints judge the pod the plugins saw (RuntimeClass overhead and tolerations included).
+    let resolved = fw
+        .resolves_runtime_class()
+        .then(|| crate::plugins::runtime_class::resolve(pod, snapshot))
+        .flatten();
+    explain.finish(&d, resolved.as_ref().unwrap_or(pod), snapshot);
+    d
+}
+
+fn cycle(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    mut explain: Option<&mut Explanation>,
+) -> Decision {
     let resolved = if fw.resolves_runtime_class() {
         crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)
     } else {
@@ -515,7 +587,14 @@ pub fn schedule_one(
     let pod: &Arc<PodInfo> = resolved.as_ref().unwrap_or(pod);
     let mut state = CycleState::new();
     state.set_plugin_timer(alg.begin_cycle(fw));
-    let result = match alg.schedule_pod(fw, &mut state, pod, snapshot, nominated) {
+    let result = match alg.schedule_pod_explained(
+        fw,
+        &mut state,
+        pod,
+        snapshot,
+        nominated,
+        explain.as_deref_mut(),
+    ) {
         Ok(r) => r,
         Err(ScheduleError::NoNodes) => {
             return Decision::Unschedulable {
@@ -543,11 +622,15 @@ pub fn schedule_one(
                     .is_some_and(|s| s.code() == Code::Unschedulable);
             let mut nomination = None;
             if fw.has_post_filter_plugins() {
+                let rec = explain
+                    .as_ref()
+                    .map(|_| std::sync::Mutex::new(Preemption::default()));
                 let ctx = PostFilterContext {
                     snapshot,
                     statuses: &fit.diagnosis.node_to_status,
                     nominated,
                     framework: fw,
+                    explain: rec.as_ref(),
                 };
                 let start = alg.point_start();
                 let (r, s) = fw.run_post_filter(&state, pod, &ctx);
@@ -555,6 +638,12 @@ pub fn schedule_one(
                 let msg = s.message();
                 if !msg.is_empty() {
                     fit.diagnosis.post_filter_msg = Some(msg);
+                }
+                if let (Some(e), Some(rec)) = (explain, rec) {
+                    let mut p = rec.into_inner().unwrap_or_else(|e| e.into_inner());
+                    p.message.clone_from(&fit.diagnosis.post_filter_msg);
+                    p.nominated_node = r.as_ref().and_then(|r| r.nominated_node_name.clone());
+                    e.preemption = Some(p);
                 }
                 // Upstream hands on any result, whatever the status: a failed preemption
                 // returns one that clears the pod's nomination.

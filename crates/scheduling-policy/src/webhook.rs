@@ -2,7 +2,8 @@
 //! a mutating and a validating admission webhook over HTTPS.
 //!
 //! * `POST /mutate`: on pod CREATE, the JSON patch that sets the merged policy's defaults for
-//!   the fields the pod leaves unset. Never denies: rejecting is `/validate`'s job, which the
+//!   the fields the pod leaves unset (what the API server filled in before webhooks, such as
+//!   the globalDefault PriorityClass, counts as unset: `policy::apply_defaults_after`). Never denies: rejecting is `/validate`'s job, which the
 //!   API server calls after every mutation, on the defaulted pod.
 //! * `POST /validate`: denies a pod that violates the merge of the policies its service
 //!   account may `use`, listing every violation. Polices CREATE, and UPDATEs that change a
@@ -27,9 +28,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use scheduler_core::policy::{self, PodFields, PolicySpec};
+use scheduler_core::policy::{self, GlobalDefaultClass, PodFields, PolicySpec, ServerSet};
 use serde_json::Value;
 use tokio::net::TcpListener;
 
@@ -49,6 +52,37 @@ pub const BAD_REVIEW: &str = "expected an AdmissionReview (admission.k8s.io/v1) 
 pub struct Webhook {
     pub policies: Arc<Policies>,
     pub authz: Arc<dyn Authorizer>,
+    pub priority_classes: Arc<dyn PriorityClassLookup>,
+}
+
+/// Tells whether a PriorityClass is the cluster's `globalDefault` one: the Priority
+/// admission plugin names that class on pods that name none, before webhooks run, so a
+/// policy's `default.priorityClassName` must treat it as unset.
+pub trait PriorityClassLookup: Send + Sync {
+    fn global_default<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GlobalDefaultClass>>>;
+}
+
+/// Reads the class from the API server (`get priorityclasses`), only for pods that name a
+/// class other than their policy's default.
+impl PriorityClassLookup for kube::Client {
+    fn global_default<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GlobalDefaultClass>>> {
+        Box::pin(async move {
+            let api: kube::Api<PriorityClass> = kube::Api::all(self.clone());
+            let class = api.get_opt(name).await.map_err(Error::Kube)?;
+            Ok(class
+                .filter(|c| c.global_default == Some(true))
+                .map(|c| GlobalDefaultClass {
+                    name: name.to_string(),
+                    preemption_policy: c.preemption_policy,
+                }))
+        })
+    }
 }
 
 /// The denial message: every violation, in the order the evaluation found them.
@@ -85,7 +119,18 @@ impl Webhook {
             return Ok(resp);
         };
         let (_, _, merged) = self.merged_for(req, pod).await?;
-        let defaulted = policy::apply_defaults(pod, &merged);
+        let mut server = ServerSet::default();
+        let named = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.priority_class_name.as_deref())
+            .filter(|n| !n.is_empty());
+        if let (Some(named), Some(default)) = (named, &merged.defaults.priority_class_name)
+            && named != default
+        {
+            server.global_default_class = self.priority_classes.global_default(named).await?;
+        }
+        let defaulted = policy::apply_defaults_after(pod, &merged, &server);
         if defaulted.patch.is_empty() {
             return Ok(resp);
         }
@@ -212,13 +257,14 @@ pub async fn run(opts: WebhookOptions) -> Result<()> {
         || {},
     ));
     let authz = crate::authz::CachedAuthorizer::new(
-        crate::authz::SarAuthorizer::new(opts.client),
+        crate::authz::SarAuthorizer::new(opts.client.clone()),
         opts.allowed_ttl,
         opts.denied_ttl,
     );
     let hook = Arc::new(Webhook {
         policies,
         authz: Arc::new(authz),
+        priority_classes: Arc::new(opts.client.clone()),
     });
     tracing::info!(
         addr = %opts.listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),

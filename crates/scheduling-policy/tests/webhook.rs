@@ -18,7 +18,9 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use scheduler_core::policy;
 use scheduling_policy::authz::{Authorizer, ServiceAccount};
 use scheduling_policy::informer::Policies;
-use scheduling_policy::webhook::{self, BAD_REVIEW, DENIED, NOT_SYNCED, Webhook};
+use scheduling_policy::webhook::{
+    self, BAD_REVIEW, DENIED, NOT_SYNCED, PriorityClassLookup, Webhook,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -97,6 +99,26 @@ impl Authorizer for FakeRbac {
     }
 }
 
+/// The cluster's PriorityClasses as the webhook asks about them: `cluster-default` is the
+/// globalDefault one (preemptionPolicy PreemptLowerPriority).
+struct FakeClasses;
+
+impl PriorityClassLookup for FakeClasses {
+    fn global_default<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, controller::Result<Option<policy::GlobalDefaultClass>>> {
+        Box::pin(async move {
+            Ok(
+                (name == "cluster-default").then(|| policy::GlobalDefaultClass {
+                    name: name.to_string(),
+                    preemption_policy: Some("PreemptLowerPriority".into()),
+                }),
+            )
+        })
+    }
+}
+
 struct Server {
     addr: SocketAddr,
     ca: CertificateDer<'static>,
@@ -134,6 +156,7 @@ async fn serve(cert: Arc<ReloadingCert>, ps: &Arc<Policies>, rbac: &Arc<FakeRbac
     let hook = Arc::new(Webhook {
         policies: Arc::clone(ps),
         authz: Arc::clone(rbac) as Arc<dyn Authorizer>,
+        priority_classes: Arc::new(FakeClasses),
     });
     tokio::spawn(controller::tls::serve(
         listener,
@@ -500,6 +523,56 @@ async fn mutate_sets_the_defaults_of_the_merged_policy_and_the_result_validates(
     assert_eq!(mutated, pod("team", None, json!({})));
 }
 
+/// The pod as a real API server hands it over: Priority admission resolved `spec.priority`
+/// (and named the globalDefault class), DefaultTolerationSeconds added its tolerations.
+#[tokio::test]
+async fn mutate_treats_what_the_api_server_set_as_unset() {
+    let s = start("server-set", POLICIES, grants()).await;
+    let server_tolerations = json!([
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    ]);
+    // No globalDefault class: spec.priority 0 must go, or the reinvoked Priority plugin
+    // refuses the pod ("the integer value of priority (0) must not be provided ...").
+    let p = pod(
+        "team",
+        Some("gold"),
+        json!({"schedulerName": "default-scheduler", "priority": 0, "tolerations": server_tolerations}),
+    );
+    let (mutated, patch) = s.mutate(&create(&p)).await;
+    assert_eq!(
+        patch,
+        json!([
+            {"op": "add", "path": "/spec/priorityClassName", "value": "high-priority"},
+            {"op": "remove", "path": "/spec/priority"},
+        ])
+    );
+    assert!(mutated["spec"].get("priority").is_none());
+    assert_eq!(mutated["spec"]["tolerations"], server_tolerations);
+    // The globalDefault class the server named counts as unset, with what it copied.
+    let p = pod(
+        "team",
+        Some("gold"),
+        json!({"priorityClassName": "cluster-default", "priority": 7,
+               "preemptionPolicy": "PreemptLowerPriority"}),
+    );
+    let (mutated, _) = s.mutate(&create(&p)).await;
+    assert_eq!(mutated["spec"]["priorityClassName"], "high-priority");
+    assert!(mutated["spec"].get("priority").is_none(), "{mutated}");
+    assert!(
+        mutated["spec"].get("preemptionPolicy").is_none(),
+        "{mutated}"
+    );
+    // Any other class is the pod's own choice: left for /validate to judge.
+    let p = pod(
+        "team",
+        Some("gold"),
+        json!({"priorityClassName": "low", "priority": 1}),
+    );
+    let (_, patch) = s.mutate(&create(&p)).await;
+    assert_eq!(patch, json!([]));
+}
+
 #[tokio::test]
 async fn fine_grain_tolerations_example_end_to_end() {
     let s = start("tolerations", POLICIES, grants()).await;
@@ -707,6 +780,7 @@ async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
     let hook = Arc::new(Webhook {
         policies: Arc::clone(&ps),
         authz: Arc::new(authz),
+        priority_classes: Arc::new(FakeClasses),
     });
     tokio::spawn(controller::tls::serve(
         listener,

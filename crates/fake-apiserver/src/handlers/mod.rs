@@ -16,6 +16,7 @@ use crate::store::{RESOURCES, Shared, resource};
 mod access_review;
 mod events;
 mod objects;
+mod pod_admission;
 mod subresources;
 
 pub use access_review::Grant;
@@ -127,6 +128,21 @@ pub(crate) async fn dispatch(
         _ => return unknown(),
     };
     let collection = r.collection;
+    if collection == "pods" && t.subresource.is_none() {
+        let user = crate::admission::UserInfo::of(&inner, &headers);
+        match (&method, &t.name) {
+            (&Method::POST, None) => {
+                return pod_admission::create(&inner, r, &ns, &body, user, &manager).await;
+            }
+            (&Method::PUT, Some(name)) => {
+                return pod_admission::replace(&inner, r, &ns, name, &body, user, &manager).await;
+            }
+            (&Method::PATCH, Some(name)) => {
+                return pod_admission::patch(&inner, r, &ns, name, &body, user, &manager).await;
+            }
+            _ => {}
+        }
+    }
     match (method, t.name, t.subresource.as_deref()) {
         (Method::GET, None, None) => {
             let namespace = t.namespace.filter(|_| r.namespaced);

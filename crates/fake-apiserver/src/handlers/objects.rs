@@ -115,13 +115,13 @@ fn conflict_modified(collection: &str, name: &str) -> Response {
 }
 
 /// The request body as a JSON object.
-fn decode(body: &Bytes) -> Option<Value> {
+pub(super) fn decode(body: &Bytes) -> Option<Value> {
     serde_json::from_slice::<Value>(body)
         .ok()
         .filter(Value::is_object)
 }
 
-fn bad_body() -> Response {
+pub(super) fn bad_body() -> Response {
     status(
         StatusCode::BAD_REQUEST,
         "BadRequest",

@@ -7,6 +7,8 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::Args;
+
+use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
@@ -28,8 +30,14 @@ pub struct BenchArgs {
     /// Pods measured.
     #[arg(long, visible_alias = "pods", default_value_t = 1000)]
     measured_pods: usize,
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    output: Output,
+    /// In memory: explain every measured attempt, to measure what explanations cost.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    explain: bool,
+    /// Deprecated: use `-o json`.
+    #[arg(long, hide = true)]
     json: bool,
     /// Internal: run exactly one workload in this process and print one JSON line.
     #[arg(long, hide = true)]
@@ -71,6 +79,17 @@ pub struct BenchResult {
     pub peak_rss_mib: f64,
 }
 
+impl BenchArgs {
+    /// `-o`, or JSON for the deprecated `--json`.
+    fn format(&self) -> Output {
+        if self.json {
+            eprintln!("warning: --json is deprecated; use -o json");
+            return Output::Json;
+        }
+        self.output
+    }
+}
+
 pub fn run(args: &BenchArgs) -> ExitCode {
     let names: Vec<String> = if args.workloads.is_empty() {
         WORKLOADS.iter().map(|s| s.to_string()).collect()
@@ -90,7 +109,13 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         let (Some(name), Some(&nodes)) = (names.first(), args.nodes.first()) else {
             return ExitCode::FAILURE;
         };
-        let r = run_one(name, nodes, args.init_pods, args.measured_pods);
+        let r = run_one(
+            name,
+            nodes,
+            args.init_pods,
+            args.measured_pods,
+            args.explain,
+        );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
         return ExitCode::SUCCESS;
     }
@@ -116,6 +141,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 ])
                 .args(["--init-pods", &args.init_pods.to_string()])
                 .args(["--measured-pods", &args.measured_pods.to_string()])
+                .args(args.explain.then_some("--explain"))
                 .output();
             match out {
                 Ok(o) if o.status.success() => {
@@ -132,13 +158,9 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             }
         }
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&results).expect("serializes")
-        );
-    } else {
-        print!("{}", table(&results));
+    match args.format().serialize(&results) {
+        Some(text) => print!("{text}"),
+        None => print!("{}", table(&results)),
     }
     if results.len() == names.len() * args.nodes.len() {
         ExitCode::SUCCESS
@@ -147,9 +169,9 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
 }
 
-fn run_one(name: &str, nodes: usize, init: usize, measured: usize) -> BenchResult {
+fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
     let w = bench_workloads::build(name, nodes, init, measured).expect("known workload");
-    let s = bench_workloads::run(&w);
+    let s = bench_workloads::run_with(&w, explain);
     BenchResult {
         workload: name.to_string(),
         nodes,
@@ -294,13 +316,9 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
             }
         }
     });
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&results).expect("serializes")
-        );
-    } else {
-        print!("{}", cluster_table(&results));
+    match args.format().serialize(&results) {
+        Some(text) => print!("{text}"),
+        None => print!("{}", cluster_table(&results)),
     }
     if ok {
         ExitCode::SUCCESS

@@ -8,6 +8,10 @@ use clap::{Args, Subcommand};
 use scheduler_core::config::{self, Loaded};
 use scheduler_core::framework::{ProfileRegistry, Registry};
 
+mod configmap;
+
+use super::output::Output;
+
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
     /// Validate a config file: print one line per profile, or every error with its line and
@@ -31,6 +35,10 @@ pub struct PrintArgs {
     /// Legacy: InterPodAffinity's hardPodAffinityWeight for the default profile (0-100).
     #[arg(long, value_name = "WEIGHT", conflicts_with = "file")]
     hard_pod_affinity_symmetric_weight: Option<i32>,
+    /// Output format: the config as YAML (default) or JSON, or a table of each profile's
+    /// plugins per extension point, as wired.
+    #[arg(long, short, value_enum, default_value_t = Output::Yaml)]
+    output: Output,
 }
 
 pub fn run(cmd: ConfigCommand) -> ExitCode {
@@ -52,30 +60,70 @@ pub fn load_and_build(
 }
 
 fn validate(file: &std::path::Path) -> ExitCode {
-    match load_and_build(config::load_file(file)) {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        // The loader words the error (with its fix) the way every command does.
+        Err(_) => return report(file.display().to_string(), config::load_file(file)),
+    };
+    let source = file.display().to_string();
+    match configmap::embedded_configs(&text, &source) {
+        configmap::Found::NotAConfigMap => report(source.clone(), config::load_str(&text, &source)),
+        configmap::Found::Problem(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+        configmap::Found::Configs(entries) => {
+            let mut code = ExitCode::SUCCESS;
+            for entry in entries {
+                let loaded = config::load_str(&entry.text, &source).map_err(|mut e| {
+                    e.0.iter_mut().for_each(|e| entry.relocate(e));
+                    e
+                });
+                let loaded = loaded.map(|mut l| {
+                    l.warnings
+                        .iter_mut()
+                        .for_each(|w| entry.relocate_warning(w));
+                    l
+                });
+                if report(entry.label.clone(), loaded) != ExitCode::SUCCESS {
+                    code = ExitCode::FAILURE;
+                }
+            }
+            code
+        }
+    }
+}
+
+/// Prints one line per profile (in file order) and the verdict, or the errors.
+fn report(label: String, loaded: Result<Loaded, config::ConfigErrors>) -> ExitCode {
+    match load_and_build(loaded) {
         Ok((loaded, profiles)) => {
             let mut out = std::io::stdout().lock();
             for w in &loaded.warnings {
-                let _ = writeln!(out, "warning: {w}");
+                // The warning's Display starts with "warning: ".
+                let _ = writeln!(out, "{w}");
             }
-            for (name, fw) in profiles.iter() {
+            for p in &loaded.profiles {
+                let name = &p.scheduler_name;
+                let Some(fw) = profiles.for_scheduler_name(name) else {
+                    continue;
+                };
                 let points = fw.list_plugins();
                 let filters = points
                     .get(&scheduler_core::framework::ExtensionPoint::Filter)
                     .map_or(0, Vec::len);
                 let scores = points
                     .get(&scheduler_core::framework::ExtensionPoint::Score)
+                    .filter(|v| !v.is_empty())
                     .map(|v| {
-                        v.iter()
+                        let list: Vec<String> = v
+                            .iter()
                             .map(|(n, w)| format!("{n}:{}", w.unwrap_or(1)))
-                            .collect::<Vec<_>>()
-                            .join(",")
+                            .collect();
+                        format!("score {}", list.join(","))
                     })
-                    .unwrap_or_default();
-                let _ = write!(
-                    out,
-                    "profile {name:?}: ok ({filters} filters; score {scores})"
-                );
+                    .unwrap_or_else(|| "no score plugins".to_string());
+                let _ = write!(out, "profile {name:?}: ok ({filters} filters; {scores})");
                 if !fw.not_built().is_empty() {
                     let _ = write!(
                         out,
@@ -85,12 +133,7 @@ fn validate(file: &std::path::Path) -> ExitCode {
                 }
                 let _ = writeln!(out);
             }
-            let _ = writeln!(
-                out,
-                "{}: valid, {} profile(s)",
-                file.display(),
-                profiles.len()
-            );
+            let _ = writeln!(out, "{label}: valid, {} profile(s)", profiles.len());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -111,9 +154,26 @@ fn print(args: &PrintArgs) -> ExitCode {
     match loaded {
         Ok(l) => {
             for w in &l.warnings {
-                eprintln!("warning: {w}");
+                eprintln!("{w}");
             }
-            print!("{}", config::to_yaml(&l.config));
+            let yaml = config::to_yaml(&l.config);
+            match args.output {
+                Output::Yaml => print!("{yaml}"),
+                Output::Json => {
+                    // The YAML printer owns the document's shape (apiVersion first, Go
+                    // durations); JSON is the same document.
+                    let doc: serde_json::Value =
+                        serde_saphyr::from_str(&yaml).expect("printed config reads back");
+                    print!("{}", Output::Json.serialize(&doc).unwrap_or_default());
+                }
+                Output::Table => match load_and_build(Ok(l)) {
+                    Ok((loaded, profiles)) => print!("{}", plugin_table(&loaded, &profiles)),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -121,4 +181,33 @@ fn print(args: &PrintArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Each profile's plugins per extension point (weights on Score), in file order.
+fn plugin_table(loaded: &Loaded, profiles: &ProfileRegistry) -> String {
+    let mut rows: Vec<[String; 3]> = vec![["PROFILE".into(), "POINT".into(), "PLUGINS".into()]];
+    for p in &loaded.profiles {
+        let Some(fw) = profiles.for_scheduler_name(&p.scheduler_name) else {
+            continue;
+        };
+        for (point, plugins) in fw.list_plugins() {
+            let names: Vec<String> = plugins
+                .iter()
+                .map(|(n, w)| match w {
+                    Some(w) => format!("{n}:{w}"),
+                    None => n.to_string(),
+                })
+                .collect();
+            rows.push([
+                p.scheduler_name.clone(),
+                format!("{point:?}"),
+                names.join(", "),
+            ]);
+        }
+    }
+    let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|r| format!("{:w0$}  {:w1$}  {}\n", r[0], r[1], r[2]))
+        .collect()
 }

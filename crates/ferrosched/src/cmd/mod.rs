@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod config;
+pub mod explain;
+pub mod output;
 pub mod run;
 pub mod simulate;
 pub mod webhook;

@@ -87,7 +87,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     };
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{w}");
     }
     // kube-scheduler's flags override the config (leader election) or fill it (client rate
     // limits without --config), then are checked again.

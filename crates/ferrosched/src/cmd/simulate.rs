@@ -4,37 +4,49 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use scheduler_core::config;
+use scheduler_core::explain;
 use scheduler_core::simulate::{self, PodResult, Report};
 
+use super::output::Output;
+
 #[derive(Args, Debug)]
+#[command(after_help = format!(
+    "Dump a cluster with every kind simulate reads (one line):\n  {}",
+    simulate::DUMP_COMMAND
+))]
 pub struct SimulateArgs {
     /// KubeSchedulerConfiguration to schedule with. Default: the built-in example's config
     /// without --cluster, kube-scheduler's default profile with it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Cluster objects: YAML/JSON files or directories (multi-document files and
-    /// `kubectl get -o yaml` Lists of Nodes, Pods, RuntimeClasses, PriorityClasses, PDBs,
-    /// PVCs, PVs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and
-    /// VolumeAttachments). Dump them with `kubectl get
-    /// nodes,pods,runtimeclasses,priorityclasses,pdb,pvc,pv,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments
-    /// -A -o yaml > cluster.yaml`. Without it, the built-in GPU case study runs.
+    /// `kubectl get -o yaml` Lists) of every kind `run` watches; dump them with the command
+    /// below. Without it, the built-in GPU case study runs.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     cluster: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     output: Output,
+    /// Explain each decision: every node's verdict (the first filter plugin that rejected
+    /// it, or its weighted score per plugin), the choice, preemption and what would have to
+    /// change. With NAMESPACE/POD, only that pod (its explanation alone with -o json|yaml);
+    /// without, every pending pod.
+    #[arg(
+        long,
+        value_name = "NAMESPACE/POD",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    explain: Option<String>,
+    /// With --explain: scored and rejected nodes listed per pod before the rest is
+    /// summarised.
+    #[arg(long, value_name = "N", default_value_t = explain::render::DEFAULT_MAX_ROWS)]
+    explain_rows: usize,
     /// Seed for breaking score ties, so runs are repeatable.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-    Yaml,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
@@ -45,14 +57,32 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let report = match simulate::run(&objects, &loaded, args.seed) {
+    let one = args.explain.as_deref().filter(|p| !p.is_empty());
+    let report = match &args.explain {
+        None => simulate::run(&objects, &loaded, args.seed),
+        Some(_) => simulate::run_explained(&objects, &loaded, args.seed, &|key| {
+            one.is_none_or(|p| p == key)
+        }),
+    };
+    let report = match report {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
     };
+    if let Some(pod) = one {
+        return explain_one(&report, pod, args);
+    }
     match args.output {
+        Output::Table if args.explain.is_some() => {
+            print!("{}", table(&report));
+            for o in &report.outcomes {
+                if let Some(e) = &o.explanation {
+                    print!("\n{}", explain::render::render(e, args.explain_rows));
+                }
+            }
+        }
         Output::Table => print!("{}", table(&report)),
         Output::Json => println!(
             "{}",
@@ -62,6 +92,40 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             "{}",
             serde_saphyr::to_string(&report).expect("report serializes")
         ),
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints one pod's explanation, or says why there is none.
+fn explain_one(report: &Report, pod: &str, args: &SimulateArgs) -> ExitCode {
+    let Some(o) = report.outcomes.iter().find(|o| o.pod == pod) else {
+        let pending: Vec<&str> = report.outcomes.iter().map(|o| o.pod.as_str()).collect();
+        eprintln!(
+            "error: {pod:?} is not a pending pod of this cluster (already bound, finished, or absent); pending pods: {}",
+            if pending.is_empty() {
+                "none".to_string()
+            } else {
+                pending.join(", ")
+            }
+        );
+        return ExitCode::FAILURE;
+    };
+    let Some(e) = &o.explanation else {
+        let why = match &o.result {
+            PodResult::Gated { message } => {
+                format!("it never reached a scheduling cycle: {message}")
+            }
+            PodResult::Ignored { reason } => reason.clone(),
+            PodResult::Rejected { reason } => format!("admission would reject it: {reason}"),
+            _ => "it was not attempted".to_string(),
+        };
+        eprintln!("error: {pod} has no explanation: {why}");
+        return ExitCode::FAILURE;
+    };
+    match args.output {
+        Output::Table => print!("{}", explain::render::render(e, args.explain_rows)),
+        Output::Json => println!("{}", serde_json::to_string_pretty(e).expect("serializes")),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(e).expect("serializes")),
     }
     ExitCode::SUCCESS
 }
@@ -82,7 +146,7 @@ fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded
     }
     .map_err(|e| e.to_string())?;
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{w}");
     }
     Ok((objects, loaded))
 }
@@ -137,6 +201,14 @@ pub fn table(r: &Report) -> String {
             "{:pod_w$}  {profile:prof_w$}  {:>8}  {result}",
             o.pod, o.priority
         );
+        if !o.missing_from_dump.is_empty() {
+            let _ = writeln!(
+                out,
+                "{:pod_w$}  missing from the dump: {}",
+                "",
+                o.missing_from_dump.join(", ")
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -158,9 +230,11 @@ pub fn table(r: &Report) -> String {
         "NODE", "PODS", "CPU", "MEMORY"
     );
     for n in &r.nodes {
+        // Resources a node has none of and nobody asks for (hugepages on most nodes) are noise.
         let ext: Vec<String> = n
             .extended
             .iter()
+            .filter(|(_, (req, alloc))| *req != 0 || *alloc != 0)
             .map(|(k, (req, alloc))| format!("{k} {req}/{alloc}"))
             .collect();
         let _ = writeln!(

@@ -230,6 +230,12 @@ pub fn unknown_disabled(name: &str) -> String {
     format!("disabled plugin {name:?} is not a known plugin; the entry has no effect")
 }
 
+pub fn config_unknown_plugin(name: &str) -> String {
+    format!(
+        "pluginConfig for {name:?}: no plugin has this name, so the entry can never take effect"
+    )
+}
+
 pub fn config_not_enabled(name: &str) -> String {
     format!("pluginConfig for {name:?} has no effect: the plugin is not enabled in this profile")
 }

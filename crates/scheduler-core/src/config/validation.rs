@@ -357,12 +357,19 @@ fn plugin_config(r: &mut Report, path: &str, pspec: &ProfileSpec, profile: &Prof
             }
         }
         if !enabled.contains(&c.name) {
+            // A name no plugin has can never take effect: that is a mistake, not a choice.
+            if known.is_none() && catalog::known_but_unsupported(&c.name).is_none() {
+                let e = r.error(&child(&ip, "name"), msg::config_unknown_plugin(&c.name));
+                match suggest_plugin(&c.name) {
+                    Some(s) => e.hint(format!("did you mean `{s}`?")),
+                    None => e.hint("name a plugin of `ferrosched config print`, or drop the entry"),
+                };
+                continue;
+            }
             let w = r.warn(&child(&ip, "name"), msg::config_not_enabled(&c.name));
             if known.is_none() {
                 if let Some(why) = catalog::known_but_unsupported(&c.name) {
                     w.hint(why);
-                } else if let Some(s) = suggest_plugin(&c.name) {
-                    w.hint(format!("did you mean `{s}`?"));
                 }
             } else {
                 w.hint(format!(

@@ -192,6 +192,8 @@ pub struct PostFilterContext<'a> {
     pub statuses: &'a super::NodeToStatus,
     pub nominated: &'a super::NominatedPods,
     pub framework: &'a Framework,
+    /// Set when the cycle is explained: PostFilter plugins describe what they tried here.
+    pub explain: Option<&'a std::sync::Mutex<crate::explain::Preemption>>,
 }
 
 /// Runs only when no node fits: upstream's place for preemption.

@@ -26,7 +26,9 @@ pub use nominator::NominatedPods;
 pub use profile::{DEFAULT_SCHEDULER_NAME, ProfileRegistry};
 pub use queued::QueuedPodInfo;
 pub use registry::{PluginFactory, Registry};
-pub use runtime::{Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores, ScoreTable};
+pub use runtime::{
+    Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores, ScoreDetail, ScoreTable,
+};
 pub use status::{Code, Reason, Status};
 pub use timing::{CycleTimings, PluginTimer, PluginTiming, PointTiming};
 

@@ -1,18 +1,30 @@
 //! The defaulting a policy implies (its `default` section applied to the fields a pod
 //! leaves unset, as JSON-patch operations) and the admission answer built from it.
+//!
+//! The webhook sees a pod after the API server's own defaulting and its built-in mutating
+//! admission plugins (Priority, DefaultTolerationSeconds, RuntimeClass, ...), and after
+//! any webhook's patch the server runs those plugins again. So "unset" means "unset by the
+//! user", as far as the pod tells: `schedulerName: default-scheduler` (the server's
+//! default), the DefaultTolerationSeconds tolerations and a priority class the server
+//! named from the cluster's globalDefault class ([`ServerSet`]) do not count as set, and a
+//! defaulted priority class also removes the `spec.priority` (and a server-set
+//! `preemptionPolicy`) the Priority plugin derived from the old class, so that its second
+//! run computes them from the new one instead of refusing the pod.
 
 use k8s_openapi::api::core::v1 as k8s;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::eval::{PodFields, Verdict, evaluate};
-use super::{DefaultToleration, PolicySpec};
+use super::eval::{PodFields, TolerationView, Verdict, evaluate};
+use super::{DEFAULT_SCHEDULER, DefaultToleration, PolicySpec};
 
 /// One JSON-patch (RFC 6902) operation on the Pod, as a mutating webhook returns it.
+/// `remove` operations carry no value (`Value::Null`, not serialized).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PatchOp {
     pub op: &'static str,
     pub path: String,
+    #[serde(skip_serializing_if = "Value::is_null")]
     pub value: Value,
 }
 
@@ -24,6 +36,44 @@ impl PatchOp {
             value,
         }
     }
+
+    fn remove(path: impl Into<String>) -> Self {
+        PatchOp {
+            op: "remove",
+            path: path.into(),
+            value: Value::Null,
+        }
+    }
+}
+
+/// What the API server set on the pod before the webhook saw it that the pod alone cannot
+/// tell: whether its priority class is the cluster's globalDefault one, which the Priority
+/// admission plugin names on pods that name none.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerSet {
+    pub global_default_class: Option<GlobalDefaultClass>,
+}
+
+/// The PriorityClass marked `globalDefault: true`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GlobalDefaultClass {
+    pub name: String,
+    /// The class's `preemptionPolicy`, which the Priority plugin copied onto the pod.
+    pub preemption_policy: Option<String>,
+}
+
+impl ServerSet {
+    /// Whether `name` is the class the server named by default.
+    fn is_default_class(&self, name: &str) -> bool {
+        self.global_default_class
+            .as_ref()
+            .is_some_and(|c| c.name == name)
+    }
+}
+
+/// A toleration the DefaultTolerationSeconds admission plugin adds to every pod.
+fn is_server_toleration(t: &k8s::Toleration) -> bool {
+    TolerationView::from_k8s(t).is_api_server_default()
 }
 
 /// Default tolerations as Kubernetes tolerations: `values` gives one toleration per value.
@@ -65,8 +115,15 @@ fn to_value<T: Serialize>(x: &T) -> Value {
 
 /// Applies the policy's `default` section to the fields the pod leaves unset:
 /// schedulerName, priorityClassName, each missing nodeSelector key, tolerations (when the
-/// pod has none), and each missing kind of affinity.
+/// pod has none of its own), and each missing kind of affinity. Nothing known about the
+/// server's defaults: [`apply_defaults_after`] with an empty [`ServerSet`].
 pub fn apply_defaults(pod: &k8s::Pod, p: &PolicySpec) -> Defaulted {
+    apply_defaults_after(pod, p, &ServerSet::default())
+}
+
+/// [`apply_defaults`] on a pod the API server has defaulted and admitted so far (see the
+/// module doc): what the server filled in counts as unset.
+pub fn apply_defaults_after(pod: &k8s::Pod, p: &PolicySpec, server: &ServerSet) -> Defaulted {
     let d = &p.defaults;
     let mut pod = pod.clone();
     let mut patch = Vec::new();
@@ -74,17 +131,42 @@ pub fn apply_defaults(pod: &k8s::Pod, p: &PolicySpec) -> Defaulted {
         patch.push(PatchOp::add("/spec", json!({})));
     }
     let s = pod.spec.get_or_insert_with(Default::default);
+    // The server defaults an unset schedulerName before webhooks run.
     if let Some(n) = &d.scheduler_name
-        && s.scheduler_name.as_deref().unwrap_or("").is_empty()
+        && matches!(
+            s.scheduler_name.as_deref(),
+            None | Some("" | DEFAULT_SCHEDULER)
+        )
+        && s.scheduler_name.as_deref() != Some(n.as_str())
     {
         s.scheduler_name = Some(n.clone());
         patch.push(PatchOp::add("/spec/schedulerName", json!(n)));
     }
-    if let Some(n) = &d.priority_class_name
-        && s.priority_class_name.as_deref().unwrap_or("").is_empty()
-    {
-        s.priority_class_name = Some(n.clone());
-        patch.push(PatchOp::add("/spec/priorityClassName", json!(n)));
+    if let Some(n) = &d.priority_class_name {
+        let current = s.priority_class_name.clone().unwrap_or_default();
+        let by_server = server.is_default_class(&current);
+        if (current.is_empty() || by_server) && current != *n {
+            s.priority_class_name = Some(n.clone());
+            patch.push(PatchOp::add("/spec/priorityClassName", json!(n)));
+            // The Priority plugin derived spec.priority from the old (or no) class; left in
+            // place, its second run refuses the pod for a value that disagrees with the new
+            // class. Removed, it computes it.
+            if s.priority.take().is_some() {
+                patch.push(PatchOp::remove("/spec/priority"));
+            }
+            // Likewise the preemptionPolicy it copied from the globalDefault class.
+            if by_server
+                && s.preemption_policy.is_some()
+                && s.preemption_policy
+                    == server
+                        .global_default_class
+                        .as_ref()
+                        .and_then(|c| c.preemption_policy.clone())
+            {
+                s.preemption_policy = None;
+                patch.push(PatchOp::remove("/spec/preemptionPolicy"));
+            }
+        }
     }
     if let Some(ns) = d.node_selector.as_ref().filter(|m| !m.is_empty()) {
         match &mut s.node_selector {
@@ -105,12 +187,25 @@ pub fn apply_defaults(pod: &k8s::Pod, p: &PolicySpec) -> Defaulted {
             }
         }
     }
+    // The tolerations DefaultTolerationSeconds added are not the pod's own: with only those,
+    // the defaults are appended after them (replacing the list would drop them, and the
+    // plugin's second run would add them back anyway).
     if let Some(ts) = d.tolerations.as_ref().filter(|t| !t.is_empty())
-        && s.tolerations.as_ref().is_none_or(Vec::is_empty)
+        && s.tolerations.iter().flatten().all(is_server_toleration)
     {
-        let ts = expand_default_tolerations(ts);
-        patch.push(PatchOp::add("/spec/tolerations", to_value(&ts)));
-        s.tolerations = Some(ts);
+        let have = s.tolerations.get_or_insert_with(Vec::new);
+        let add: Vec<k8s::Toleration> = expand_default_tolerations(ts)
+            .into_iter()
+            .filter(|t| !have.contains(t))
+            .collect();
+        if have.is_empty() {
+            patch.push(PatchOp::add("/spec/tolerations", to_value(&add)));
+        } else {
+            for t in &add {
+                patch.push(PatchOp::add("/spec/tolerations/-", to_value(t)));
+            }
+        }
+        have.extend(add);
     }
     if let Some(da) = &d.affinity {
         match &mut s.affinity {
@@ -152,7 +247,12 @@ pub struct Admission {
 }
 
 pub fn admit(pod: &k8s::Pod, p: &PolicySpec) -> Admission {
-    let d = apply_defaults(pod, p);
+    admit_after(pod, p, &ServerSet::default())
+}
+
+/// [`admit`] on a pod the API server has defaulted and admitted so far.
+pub fn admit_after(pod: &k8s::Pod, p: &PolicySpec, server: &ServerSet) -> Admission {
+    let d = apply_defaults_after(pod, p, server);
     Admission {
         verdict: evaluate(&PodFields::from_pod(&d.pod), p),
         patch: d.patch,

@@ -11,6 +11,8 @@
 //! list of policy names. See `docs/scheduling-policy.md`.
 
 mod defaulting;
+#[cfg(test)]
+mod defaulting_tests;
 mod eval;
 mod merge;
 #[cfg(test)]
@@ -25,7 +27,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 pub use defaulting::{
-    Admission, Defaulted, PatchOp, admit, apply_defaults, expand_default_tolerations,
+    Admission, Defaulted, GlobalDefaultClass, PatchOp, ServerSet, admit, admit_after,
+    apply_defaults, apply_defaults_after, expand_default_tolerations,
 };
 pub use eval::{PodFields, TolerationView, Verdict, evaluate};
 pub use merge::{MergeStrategy, effective_policy, merge, merge_with};
@@ -158,7 +161,8 @@ pub struct Defaults {
     /// Added key by key: each key the pod's nodeSelector lacks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,
-    /// Added when the pod has no toleration at all. Never empty.
+    /// Appended when the pod has no toleration of its own (the API server's
+    /// DefaultTolerationSeconds ones do not count). Never empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<Vec<DefaultToleration>>,
     /// A Kubernetes `Affinity`; each of nodeAffinity, podAffinity, podAntiAffinity is added

@@ -6,6 +6,7 @@
 //! [`schedule_one`]. Each placement is assumed in the cache before the next pod, exactly as
 //! the controller does, so later pods see earlier ones.
 
+mod explain_pod;
 pub mod load;
 #[cfg(test)]
 mod tests;
@@ -13,19 +14,24 @@ mod tests;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use crate::cache::{Cache, Snapshot};
+use crate::cache::{Cache, Snapshot, workload_selectors};
 use crate::config::Loaded;
+use crate::explain::Explanation;
 use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
-use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
+use crate::schedule_one::{
+    Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
+};
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
-pub use load::{ClusterObjects, LoadError, load_paths, load_str};
+pub use explain_pod::{ExplainedPod, explain_pod};
+pub use load::{ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, load_paths, load_str};
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the
 /// outcome of a retry in a static snapshot.
@@ -40,6 +46,12 @@ pub struct PodOutcome {
     pub priority: i32,
     #[serde(flatten)]
     pub result: PodResult,
+    /// Objects the pod needs that the dump lacks (for pods that were not placed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_from_dump: Vec<String>,
+    /// The last attempt, explained (only for the pods asked about).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -118,6 +130,17 @@ pub fn run(objects: &ClusterObjects, loaded: &Loaded, seed: u64) -> Result<Repor
     run_with_registry(objects, loaded, &Registry::in_tree(), seed)
 }
 
+/// [`run`], with each attempt of the pods `explain` selects (by `namespace/name`) explained
+/// by the cycle that decides it; the last attempt's explanation goes with the outcome.
+pub fn run_explained(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    explain: &dyn Fn(&str) -> bool,
+) -> Result<Report, FrameworkError> {
+    simulate(objects, loaded, &Registry::in_tree(), seed, explain)
+}
+
 /// [`run`] with a custom plugin registry (out-of-tree or stand-in plugins).
 pub fn run_with_registry(
     objects: &ClusterObjects,
@@ -125,39 +148,21 @@ pub fn run_with_registry(
     registry: &Registry,
     seed: u64,
 ) -> Result<Report, FrameworkError> {
+    simulate(objects, loaded, registry, seed, &|_| false)
+}
+
+fn simulate(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    registry: &Registry,
+    seed: u64,
+    explain: &dyn Fn(&str) -> bool,
+) -> Result<Report, FrameworkError> {
     let profiles = ProfileRegistry::new(&loaded.profiles, registry)?;
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);
 
-    let mut cache = Cache::new();
-    for n in &objects.nodes {
-        cache.add_node(n);
-    }
-    for rc in &objects.runtime_classes {
-        cache.add_runtime_class(rc);
-    }
-    for pdb in &objects.pdbs {
-        cache.add_pdb(pdb);
-    }
-    objects.pvcs.iter().for_each(|o| cache.add_pvc(o));
-    objects.pvs.iter().for_each(|o| cache.add_pv(o));
-    objects
-        .storage_classes
-        .iter()
-        .for_each(|o| cache.add_storage_class(o));
-    objects.csi_nodes.iter().for_each(|o| cache.add_csi_node(o));
-    objects
-        .csi_drivers
-        .iter()
-        .for_each(|o| cache.add_csi_driver(o));
-    objects
-        .storage_capacities
-        .iter()
-        .for_each(|o| cache.add_storage_capacity(o));
-    objects
-        .volume_attachments
-        .iter()
-        .for_each(|o| cache.add_volume_attachment(o));
+    let mut cache = cluster_cache(objects);
 
     let mut outcomes = Vec::new();
     let mut pending: Vec<QueuedPodInfo> = Vec::new();
@@ -228,13 +233,23 @@ pub fn run_with_registry(
     let mut unschedulable: Vec<(QueuedPodInfo, String)> = Vec::new();
     // Pods each preemptor evicted, reported with its placement.
     let mut victims_of: BTreeMap<PodKey, Vec<String>> = BTreeMap::new();
+    let mut explanations: BTreeMap<String, Explanation> = BTreeMap::new();
     while let Some(mut q) = queue.pop_front() {
         q.attempts += 1;
         let fw = profiles
             .for_scheduler_name(&q.pod.scheduler_name)
             .expect("routed above");
         cache.update_snapshot(&mut snapshot);
-        match schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated) {
+        let key = q.pod.key().to_string();
+        let decision = if explain(&key) {
+            let mut e = Explanation::new(&key, fw.profile_name());
+            let d = schedule_one_explained(fw, &mut alg, &q.pod, &snapshot, &nominated, &mut e);
+            explanations.insert(key, e);
+            d
+        } else {
+            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
+        };
+        match decision {
             Decision::Bind {
                 node,
                 pod,
@@ -339,7 +354,24 @@ pub fn run_with_registry(
             profile: fw,
             priority: q.pod.priority,
             result: PodResult::Unschedulable { message },
+            missing_from_dump: Vec::new(),
+            explanation: None,
         });
+    }
+    for o in &mut outcomes {
+        o.explanation = explanations.remove(&o.pod);
+        if matches!(
+            o.result,
+            PodResult::Unschedulable { .. } | PodResult::Error { .. }
+        ) && let Some(raw) = objects.pods.iter().find(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+                p.metadata.name.as_deref().unwrap_or("")
+            ) == o.pod
+        }) {
+            o.missing_from_dump = missing_from_dump(&PodInfo::from_pod(raw), objects);
+        }
     }
 
     cache.update_snapshot(&mut snapshot);
@@ -356,6 +388,156 @@ pub fn run_with_registry(
     })
 }
 
+/// A cache holding every object of the dump but its pods.
+fn cluster_cache(objects: &ClusterObjects) -> Cache {
+    let mut cache = Cache::new();
+    for n in &objects.nodes {
+        cache.add_node(n);
+    }
+    for ns in namespaces(objects) {
+        cache.add_namespace(&ns);
+    }
+    let workloads = objects
+        .services
+        .iter()
+        .map(workload_selectors::service_entry)
+        .chain(
+            objects
+                .replica_sets
+                .iter()
+                .map(workload_selectors::replica_set_entry),
+        )
+        .chain(
+            objects
+                .stateful_sets
+                .iter()
+                .map(workload_selectors::stateful_set_entry),
+        )
+        .chain(
+            objects
+                .replication_controllers
+                .iter()
+                .map(workload_selectors::replication_controller_entry),
+        );
+    for w in workloads {
+        cache.upsert_workload_selector(w.kind, &w.namespace, &w.name, w.selector);
+    }
+    for rc in &objects.runtime_classes {
+        cache.add_runtime_class(rc);
+    }
+    for pdb in &objects.pdbs {
+        cache.add_pdb(pdb);
+    }
+    objects.pvcs.iter().for_each(|o| cache.add_pvc(o));
+    objects.pvs.iter().for_each(|o| cache.add_pv(o));
+    objects
+        .storage_classes
+        .iter()
+        .for_each(|o| cache.add_storage_class(o));
+    objects.csi_nodes.iter().for_each(|o| cache.add_csi_node(o));
+    objects
+        .csi_drivers
+        .iter()
+        .for_each(|o| cache.add_csi_driver(o));
+    objects
+        .storage_capacities
+        .iter()
+        .for_each(|o| cache.add_storage_capacity(o));
+    objects
+        .volume_attachments
+        .iter()
+        .for_each(|o| cache.add_volume_attachment(o));
+    cache
+}
+
+/// The dump's namespaces plus every namespace its objects name, each with the
+/// `kubernetes.io/metadata.name` label the API server sets on every namespace (namespace
+/// selectors match on it).
+fn namespaces(objects: &ClusterObjects) -> Vec<Namespace> {
+    let mut all: BTreeMap<String, Namespace> = BTreeMap::new();
+    for ns in &objects.namespaces {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        all.insert(name, ns.clone());
+    }
+    let used = objects
+        .pods
+        .iter()
+        .map(|p| &p.metadata)
+        .chain(objects.pdbs.iter().map(|p| &p.metadata))
+        .chain(objects.pvcs.iter().map(|p| &p.metadata))
+        .chain(objects.services.iter().map(|p| &p.metadata))
+        .chain(objects.replica_sets.iter().map(|p| &p.metadata))
+        .chain(objects.stateful_sets.iter().map(|p| &p.metadata))
+        .chain(objects.replication_controllers.iter().map(|p| &p.metadata))
+        .map(|m| m.namespace.clone().unwrap_or_else(|| "default".to_string()));
+    for name in used {
+        all.entry(name.clone()).or_insert_with(|| Namespace {
+            metadata: ObjectMeta {
+                name: Some(name),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        });
+    }
+    for (name, ns) in &mut all {
+        ns.metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(NAMESPACE_NAME_LABEL.to_string(), name.clone());
+    }
+    all.into_values().collect()
+}
+
+/// The label the API server puts on every namespace, with the namespace's name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// What the pod refers to that the dump does not hold, as `Kind namespace/name` with the
+/// kubectl resource to add to the dump.
+fn missing_from_dump(pod: &PodInfo, objects: &ClusterObjects) -> Vec<String> {
+    let mut out = Vec::new();
+    let ns = pod.namespace();
+    for claim in &pod.pvc_names {
+        let pvc = objects.pvcs.iter().find(|c| {
+            c.metadata.name.as_deref() == Some(claim.as_str())
+                && c.metadata.namespace.as_deref().unwrap_or("default") == ns
+        });
+        let Some(pvc) = pvc else {
+            out.push(format!(
+                "PersistentVolumeClaim {ns}/{claim} (dump persistentvolumeclaims)"
+            ));
+            continue;
+        };
+        let spec = pvc.spec.as_ref();
+        if let Some(pv) = spec.and_then(|s| s.volume_name.as_deref())
+            && !objects
+                .pvs
+                .iter()
+                .any(|v| v.metadata.name.as_deref() == Some(pv))
+        {
+            out.push(format!("PersistentVolume {pv} (dump persistentvolumes)"));
+        }
+        if let Some(sc) = spec.and_then(|s| s.storage_class_name.as_deref())
+            && !sc.is_empty()
+            && !objects
+                .storage_classes
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(sc))
+        {
+            out.push(format!("StorageClass {sc} (dump storageclasses)"));
+        }
+    }
+    if let Some(rc) = pod.runtime_class_name.as_deref()
+        && !objects
+            .runtime_classes
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(rc))
+    {
+        out.push(format!("RuntimeClass {rc} (dump runtimeclasses)"));
+    }
+    out.dedup();
+    out
+}
+
 fn clear_nomination(q: &mut QueuedPodInfo) {
     if q.pod.nominated_node_name.is_some() {
         let mut p = PodInfo::clone(&q.pod);
@@ -370,6 +552,8 @@ fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcom
         profile: profile.map(str::to_string),
         priority: pod.priority,
         result,
+        missing_from_dump: Vec::new(),
+        explanation: None,
     }
 }
 

@@ -501,3 +501,83 @@ mod equivalence {
         assert_eq!(report.scheduled(), placed);
     }
 }
+
+mod dump_fidelity {
+    use super::*;
+
+    fn explained(yaml: &str, pod: &str) -> (Report, crate::explain::Explanation) {
+        let objects = load_str(yaml, "t.yaml").unwrap();
+        let loaded = crate::config::from_flags(None, None).unwrap();
+        let r = run_explained(&objects, &loaded, 3, &|k| k == pod).unwrap();
+        let e = r
+            .outcomes
+            .iter()
+            .find(|o| o.pod == pod)
+            .and_then(|o| o.explanation.clone())
+            .unwrap();
+        (r, e)
+    }
+
+    fn score(e: &crate::explain::Explanation, node: &str, plugin: &str) -> i64 {
+        e.scores_of(node)
+            .unwrap()
+            .plugins
+            .iter()
+            .find(|p| p.plugin == plugin)
+            .unwrap()
+            .normalized
+    }
+
+    const NODES: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {kubernetes.io/hostname: n1, topology.kubernetes.io/zone: a}}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2, labels: {kubernetes.io/hostname: n2, topology.kubernetes.io/zone: b}}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n3, labels: {kubernetes.io/hostname: n3, topology.kubernetes.io/zone: c}}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}\n";
+
+    #[test]
+    fn namespaces_absent_from_the_dump_carry_their_name_label() {
+        let yaml = format!(
+            "{NODES}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: db, namespace: default, labels: {{app: db}}}}\nspec: {{nodeName: n2, containers: [{{name: c, image: i}}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web, namespace: web}}\nspec:\n  containers: [{{name: c, image: i}}]\n  affinity:\n    podAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      - weight: 100\n        podAffinityTerm:\n          labelSelector: {{matchLabels: {{app: db}}}}\n          namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: default}}}}\n          topologyKey: kubernetes.io/hostname\n"
+        );
+        let (r, e) = explained(&yaml, "web/web");
+        assert_eq!(r.node_of("web/web"), Some("n2"));
+        assert_eq!(score(&e, "n2", "InterPodAffinity"), 100);
+        assert_eq!(score(&e, "n1", "InterPodAffinity"), 0);
+    }
+
+    #[test]
+    fn services_in_the_dump_drive_default_spreading() {
+        let pods = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: w1, namespace: d, labels: {app: w}}\nspec: {nodeName: n1, containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: w2, namespace: d, labels: {app: w}}\nspec: {nodeName: n2, containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: new, namespace: d, labels: {app: w}}\nspec: {containers: [{name: c, image: i}]}\n";
+        let service = "---\napiVersion: v1\nkind: Service\nmetadata: {name: w, namespace: d}\nspec: {selector: {app: w}}\n";
+        let (r, e) = explained(&format!("{NODES}{pods}{service}"), "d/new");
+        assert!(r.skipped_kinds.is_empty(), "{:?}", r.skipped_kinds);
+        assert_eq!(r.node_of("d/new"), Some("n3"));
+        assert!(score(&e, "n3", "PodTopologySpread") > score(&e, "n1", "PodTopologySpread"));
+        // Without the Service nothing selects the pods: default spreading has no constraint
+        // and PodTopologySpread does not score at all.
+        let (_, e) = explained(&format!("{NODES}{pods}"), "d/new");
+        assert!(
+            !e.score_plugins
+                .iter()
+                .any(|p| p.name == "PodTopologySpread"),
+            "{:?}",
+            e.score_plugins
+        );
+    }
+
+    #[test]
+    fn what_a_pod_needs_and_the_dump_lacks_is_named() {
+        let yaml = format!(
+            "{NODES}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: postgres-0, namespace: db}}\nspec:\n  containers: [{{name: c, image: i}}]\n  volumes: [{{name: data, persistentVolumeClaim: {{claimName: data-postgres-0}}}}]\n"
+        );
+        let objects = load_str(&yaml, "t.yaml").unwrap();
+        let loaded = crate::config::from_flags(None, None).unwrap();
+        let r = run(&objects, &loaded, 1).unwrap();
+        let o = r
+            .outcomes
+            .iter()
+            .find(|o| o.pod == "db/postgres-0")
+            .unwrap();
+        assert!(matches!(o.result, PodResult::Unschedulable { .. }), "{o:?}");
+        assert_eq!(
+            o.missing_from_dump,
+            vec!["PersistentVolumeClaim db/data-postgres-0 (dump persistentvolumeclaims)"]
+        );
+    }
+}

@@ -104,6 +104,11 @@ impl Framework {
         self.resolves_runtime_class
     }
 
+    /// The Filter plugins, in the order they run.
+    pub fn filter_plugin_names(&self) -> Vec<String> {
+        self.filter.iter().map(|p| p.name.to_string()).collect()
+    }
+
     pub fn has_filter_plugins(&self) -> bool {
         !self.filter.is_empty()
     }
@@ -423,6 +428,7 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
         parallel: bool,
+        mut detail: Option<&mut ScoreDetail>,
     ) -> Result<ScoreTable, Status> {
         use rayon::prelude::*;
         // (framework index, plugin and weight) of each Score plugin that runs this cycle.
@@ -471,6 +477,11 @@ impl Framework {
                 .try_for_each(score_node)?;
         }
 
+        if let Some(d) = detail.as_deref_mut() {
+            d.raw.clone_from(&raw);
+            d.normalized = vec![0; raw.len()];
+            d.weights = active.iter().map(|(_, (_, w))| *w).collect();
+        }
         let mut weighted = raw;
         let mut column: Vec<NodeScore<'_>> = Vec::with_capacity(nodes.len());
         for (j, (_, (p, w))) in active.iter().enumerate() {
@@ -487,6 +498,11 @@ impl Framework {
                     s.message()
                 ))
                 .with_plugin(p.name));
+            }
+            if let Some(d) = detail.as_deref_mut() {
+                for (i, ns) in column.iter().enumerate() {
+                    d.normalized[i * k + j] = ns.score;
+                }
             }
             for (i, ns) in column.iter().enumerate() {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
@@ -647,6 +663,16 @@ pub struct ScoreTable {
     /// Node-major: node i, plugin j at `i * plugins.len() + j`.
     pub weighted: Vec<i64>,
     pub totals: Vec<i64>,
+}
+
+/// What [`Framework::run_score`] computed on the way to a [`ScoreTable`], kept only when
+/// an explanation asks for it: raw and normalized scores (laid out like
+/// [`ScoreTable::weighted`]) and each active plugin's weight.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScoreDetail {
+    pub raw: Vec<i64>,
+    pub normalized: Vec<i64>,
+    pub weights: Vec<i64>,
 }
 
 impl ScoreTable {

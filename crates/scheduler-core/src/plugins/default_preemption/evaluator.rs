@@ -7,7 +7,7 @@
 //! so the outcome does not depend on thread timing. Only nodes that hold at least one
 //! lower-priority pod are copied and dry-run.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rayon::prelude::*;
 
@@ -16,6 +16,7 @@ use super::{
     may_preempt, pod_eligible_to_preempt_others, select_victims_on_node,
 };
 use crate::cache::Snapshot;
+use crate::explain::{Preemption, PreemptionNode, PreemptionOutcome, Victim};
 use crate::framework::{
     Code, CycleState, Diagnosis, FitError, Framework, NodeToStatus, NominatedPods,
     PostFilterContext, PostFilterResult, Status,
@@ -68,6 +69,9 @@ impl DefaultPreemption {
         if let Err(msg) =
             pod_eligible_to_preempt_others(pod, nominated_info, nominated_unresolvable)
         {
+            if let Some(rec) = ctx.explain {
+                lock(rec).not_eligible = Some(msg.to_string());
+            }
             return (None, Status::unschedulable(msg));
         }
 
@@ -77,6 +81,9 @@ impl DefaultPreemption {
             return (None, Status::error("no nodes available"));
         }
         let dry = self.find_candidates(ctx.framework, state, pod, ctx);
+        if let Some(rec) = ctx.explain {
+            explain_dry_run(&mut lock(rec), ctx, &dry);
+        }
         if dry.candidates.is_empty() {
             if !dry.errors.is_empty() {
                 return (None, Status::error(aggregate(&dry.errors)));
@@ -273,6 +280,55 @@ fn check_node(
     (outcome, true)
 }
 
+/// Shifting every priority by 2^31 makes all terms positive, so a node with a few
+/// negative-priority victims does not beat one with fewer of the same priority.
+const SHIFT: i64 = i32::MAX as i64 + 1;
+
+/// The ordered criteria of [`select_candidate`]: higher is better; each with the words an
+/// explanation uses when a candidate loses on it.
+/// How a candidate scores on one criterion, and the words for losing on it.
+type Criterion = (fn(&Candidate) -> i64, &'static str);
+
+const CRITERIA: [Criterion; 5] = [
+    (
+        |c| -(c.num_pdb_violations as i64),
+        "more PodDisruptionBudget violations",
+    ),
+    (
+        |c| -i64::from(c.victims[0].priority),
+        "a higher-priority top victim",
+    ),
+    (
+        |c| {
+            -c.victims
+                .iter()
+                .map(|p| i64::from(p.priority) + SHIFT)
+                .sum::<i64>()
+        },
+        "a larger sum of victim priorities",
+    ),
+    (|c| -(c.victims.len() as i64), "more victims"),
+    (
+        |c| earliest_start_of_top_victims(&c.victims).unwrap_or(i64::MIN),
+        "its top victims started earlier",
+    ),
+];
+
+/// Why `c` lost to `best` in [`select_candidate`]: the first criterion on which they differ
+/// (on every earlier one they tie, so that is where `c` left the pool).
+pub fn why_not_chosen(c: &Candidate, best: &Candidate) -> String {
+    for (score, words) in CRITERIA {
+        let (a, b) = (score(c), score(best));
+        if a != b {
+            return format!("{words} than {}", best.node);
+        }
+    }
+    format!(
+        "equal to {} on every criterion, which came first in the search",
+        best.node
+    )
+}
+
 /// Upstream `SelectCandidate` with the default ordered criteria (`pickOneNodeForPreemption`):
 /// fewest budget violations, then the lowest highest-priority victim, the smallest sum of
 /// priorities, the fewest victims, the latest start among the highest-priority victims, and
@@ -282,23 +338,8 @@ pub fn select_candidate(mut candidates: Vec<Candidate>) -> Candidate {
     if candidates.len() == 1 {
         return candidates.swap_remove(0);
     }
-    // Shifting every priority by 2^31 makes all terms positive, so a node with a few
-    // negative-priority victims does not beat one with fewer of the same priority.
-    const SHIFT: i64 = i32::MAX as i64 + 1;
-    let criteria: [fn(&Candidate) -> i64; 5] = [
-        |c| -(c.num_pdb_violations as i64),
-        |c| -i64::from(c.victims[0].priority),
-        |c| {
-            -c.victims
-                .iter()
-                .map(|p| i64::from(p.priority) + SHIFT)
-                .sum::<i64>()
-        },
-        |c| -(c.victims.len() as i64),
-        |c| earliest_start_of_top_victims(&c.victims).unwrap_or(i64::MIN),
-    ];
     let mut pool: Vec<usize> = (0..candidates.len()).collect();
-    for score in criteria {
+    for (score, _) in CRITERIA {
         let best = pool
             .iter()
             .map(|&i| score(&candidates[i]))
@@ -325,4 +366,57 @@ fn aggregate(errors: &[String]) -> String {
     } else {
         format!("[{}]", seen.join(", "))
     }
+}
+
+fn lock(m: &Mutex<Preemption>) -> MutexGuard<'_, Preemption> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Every node's part in the dry run, in snapshot order, and which candidate wins and why
+/// the others lose.
+fn explain_dry_run(rec: &mut Preemption, ctx: &PostFilterContext<'_>, dry: &DryRun) {
+    let best = (!dry.candidates.is_empty()).then(|| select_candidate(dry.candidates.clone()));
+    rec.nodes = ctx
+        .snapshot
+        .node_infos()
+        .iter()
+        .map(|n| {
+            let status = ctx.statuses.get(&n.name);
+            let outcome = if status.is_none_or(|s| s.code() != Code::Unschedulable) {
+                PreemptionOutcome::NotHelpful {
+                    reason: status
+                        .map(Status::message)
+                        .unwrap_or_else(|| NOT_HELPFUL_MSG.to_string()),
+                }
+            } else if let Some(c) = dry.candidates.iter().find(|c| c.node == n.name) {
+                let chosen = best.as_ref().is_some_and(|b| b.node == c.node);
+                PreemptionOutcome::Candidate {
+                    victims: c
+                        .victims
+                        .iter()
+                        .map(|v| Victim {
+                            pod: v.key().to_string(),
+                            priority: v.priority,
+                        })
+                        .collect(),
+                    pdb_violations: c.num_pdb_violations,
+                    chosen,
+                    why_not_chosen: best
+                        .as_ref()
+                        .filter(|_| !chosen)
+                        .map(|b| why_not_chosen(c, b)),
+                }
+            } else if let Some(s) = dry.statuses.get(&n.name) {
+                PreemptionOutcome::NoCandidate {
+                    reason: s.message(),
+                }
+            } else {
+                PreemptionOutcome::NotTried
+            };
+            PreemptionNode {
+                node: n.name.clone(),
+                outcome,
+            }
+        })
+        .collect();
 }

@@ -402,6 +402,7 @@ impl<'a> Run<'a> {
             statuses: &statuses,
             nominated: &self.nominated,
             framework: self.fw,
+            explain: None,
         };
         pl.post_filter(&state, pod, &ctx)
     }
@@ -416,6 +417,7 @@ impl<'a> Run<'a> {
             statuses: &statuses,
             nominated: &self.nominated,
             framework: self.fw,
+            explain: None,
         };
         pl.find_candidates(self.fw, &state, pod, &ctx)
     }

@@ -4,7 +4,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -13,6 +16,34 @@ use k8s_openapi::api::storage::v1::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+mod checks;
+
+/// Every kind `simulate` reads (the kinds `run` watches), with the resource name `kubectl get`
+/// takes for it.
+pub const KINDS_READ: &[(&str, &str)] = &[
+    ("Node", "nodes"),
+    ("Pod", "pods"),
+    ("Namespace", "namespaces"),
+    ("Service", "services"),
+    ("ReplicaSet", "replicasets"),
+    ("StatefulSet", "statefulsets"),
+    ("ReplicationController", "replicationcontrollers"),
+    ("RuntimeClass", "runtimeclasses"),
+    ("PriorityClass", "priorityclasses"),
+    ("PodDisruptionBudget", "poddisruptionbudgets"),
+    ("PersistentVolumeClaim", "persistentvolumeclaims"),
+    ("PersistentVolume", "persistentvolumes"),
+    ("StorageClass", "storageclasses"),
+    ("CSINode", "csinodes"),
+    ("CSIDriver", "csidrivers"),
+    ("CSIStorageCapacity", "csistoragecapacities"),
+    ("VolumeAttachment", "volumeattachments"),
+];
+
+/// The one command that dumps everything `simulate` reads (README, docs and
+/// `simulate --help` show this very text; a test checks they agree).
+pub const DUMP_COMMAND: &str = "kubectl get nodes,pods,namespaces,services,replicasets,statefulsets,replicationcontrollers,runtimeclasses,priorityclasses,poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments -A -o yaml > cluster.yaml";
 
 /// Every object `simulate` understands, in file order.
 #[derive(Clone, Debug, Default)]
@@ -29,12 +60,41 @@ pub struct ClusterObjects {
     pub csi_drivers: Vec<CSIDriver>,
     pub storage_capacities: Vec<CSIStorageCapacity>,
     pub volume_attachments: Vec<VolumeAttachment>,
+    pub namespaces: Vec<Namespace>,
+    pub services: Vec<Service>,
+    pub replica_sets: Vec<ReplicaSet>,
+    pub stateful_sets: Vec<StatefulSet>,
+    pub replication_controllers: Vec<ReplicationController>,
+    /// Where each object was read (`Kind namespace/name` -> `file:line`), to name both places
+    /// of an object that appears twice.
+    pub origins: std::collections::BTreeMap<String, String>,
     /// Kinds that were present but play no part in scheduling, with their counts.
     pub skipped_kinds: std::collections::BTreeMap<String, usize>,
 }
 
 impl ClusterObjects {
+    /// Adds `other`'s objects; an object already here is an error naming both places.
+    pub fn merge(&mut self, other: ClusterObjects) -> Vec<LoadError> {
+        let mut errors = Vec::new();
+        for (key, place) in &other.origins {
+            if let Some(first) = self.origins.get(key) {
+                errors.push(duplicate(key, first, place));
+            }
+        }
+        if errors.is_empty() {
+            self.extend(other);
+        }
+        errors
+    }
+
     pub fn extend(&mut self, other: ClusterObjects) {
+        self.namespaces.extend(other.namespaces);
+        self.services.extend(other.services);
+        self.replica_sets.extend(other.replica_sets);
+        self.stateful_sets.extend(other.stateful_sets);
+        self.replication_controllers
+            .extend(other.replication_controllers);
+        self.origins.extend(other.origins);
         self.nodes.extend(other.nodes);
         self.pods.extend(other.pods);
         self.runtime_classes.extend(other.runtime_classes);
@@ -84,7 +144,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<ClusterObjects, Vec<LoadError>> {
         for file in expand(path, &mut errors) {
             match std::fs::read_to_string(&file) {
                 Ok(text) => match load_str(&text, &file.display().to_string()) {
-                    Ok(objs) => all.extend(objs),
+                    Ok(objs) => errors.extend(all.merge(objs)),
                     Err(e) => errors.extend(e),
                 },
                 Err(e) => errors.push(LoadError {
@@ -156,6 +216,7 @@ pub fn load_str(text: &str, source: &str) -> Result<ClusterObjects, Vec<LoadErro
         let line = Some(doc.referenced.line() as u32).filter(|l| *l > 0);
         let mut ctx = DocCtx {
             source,
+            text,
             line,
             errors: &mut errors,
         };
@@ -170,6 +231,7 @@ pub fn load_str(text: &str, source: &str) -> Result<ClusterObjects, Vec<LoadErro
 
 struct DocCtx<'a> {
     source: &'a str,
+    text: &'a str,
     line: Option<u32>,
     errors: &'a mut Vec<LoadError>,
 }
@@ -192,25 +254,16 @@ impl DocCtx<'_> {
             self.err("document has no `kind`; expected a Kubernetes object such as Node or Pod, or a List".into());
             return;
         };
+        if !kind.ends_with("List") && !self.admissible(&kind, &v, out) {
+            return;
+        }
         let api_version = v
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
         match kind.as_str() {
-            "List"
-            | "NodeList"
-            | "PodList"
-            | "RuntimeClassList"
-            | "PriorityClassList"
-            | "PodDisruptionBudgetList"
-            | "PersistentVolumeClaimList"
-            | "PersistentVolumeList"
-            | "StorageClassList"
-            | "CSINodeList"
-            | "CSIDriverList"
-            | "CSIStorageCapacityList"
-            | "VolumeAttachmentList" => {
+            k if k.ends_with("List") => {
                 let items = match v.get("items") {
                     Some(Value::Array(items)) => items.clone(),
                     Some(Value::Null) | None => Vec::new(),
@@ -233,6 +286,19 @@ impl DocCtx<'_> {
             }
             "Node" => self.typed(v, &kind, &api_version, &["v1"], &mut out.nodes),
             "Pod" => self.typed(v, &kind, &api_version, &["v1"], &mut out.pods),
+            "Namespace" => self.typed(v, &kind, &api_version, &["v1"], &mut out.namespaces),
+            "Service" => self.typed(v, &kind, &api_version, &["v1"], &mut out.services),
+            "ReplicationController" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                &["v1"],
+                &mut out.replication_controllers,
+            ),
+            "ReplicaSet" => self.typed(v, &kind, &api_version, &["apps/v1"], &mut out.replica_sets),
+            "StatefulSet" => {
+                self.typed(v, &kind, &api_version, &["apps/v1"], &mut out.stateful_sets)
+            }
             "RuntimeClass" => self.typed(
                 v,
                 &kind,
@@ -291,6 +357,46 @@ impl DocCtx<'_> {
         }
     }
 
+    /// Refuses what the API server would have refused: invalid quantities (at their own
+    /// line) and a second copy of an object already read. Returns false to skip the object.
+    fn admissible(&mut self, kind: &str, v: &Value, out: &mut ClusterObjects) -> bool {
+        if !KINDS_READ.iter().any(|(k, _)| *k == kind) {
+            return true;
+        }
+        let name = object_name(v);
+        let bad = checks::bad_quantities(kind, v);
+        for q in &bad {
+            let line = self
+                .line
+                .and_then(|l| checks::line_of(self.text, l, &q.key, &q.value))
+                .or(self.line);
+            self.errors.push(LoadError {
+                source: self.source.to_string(),
+                line,
+                column: None,
+                message: format!(
+                    "{kind} {name}: {}: Invalid value: {:?}: {}",
+                    q.path, q.value, q.message
+                ),
+            });
+        }
+        if !bad.is_empty() {
+            return false;
+        }
+        let key = format!("{kind} {name}");
+        let here = match self.line {
+            Some(l) => format!("{}:{l}", self.source),
+            None => self.source.to_string(),
+        };
+        if let Some(first) = out.origins.get(&key) {
+            let e = duplicate(&key, first, &here);
+            self.errors.push(e);
+            return false;
+        }
+        out.origins.insert(key, here);
+        true
+    }
+
     fn typed<T: DeserializeOwned>(
         &mut self,
         v: Value,
@@ -332,245 +438,25 @@ fn object_name(v: &Value) -> String {
     }
 }
 
+/// The same object read twice: both places, and what to do.
+fn duplicate(key: &str, first: &str, second: &str) -> LoadError {
+    let (source, line) = match second.rsplit_once(':') {
+        Some((s, l)) if l.parse::<u32>().is_ok() => (s.to_string(), l.parse().ok()),
+        _ => (second.to_string(), None),
+    };
+    LoadError {
+        source,
+        line,
+        column: None,
+        message: format!(
+            "{key} appears twice: first at {first}; each object may be given once (overlapping dump files?)"
+        ),
+    }
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn multi_document_files_load_every_kind() {
-        let text = r#"
-apiVersion: v1
-kind: Node
-metadata: {name: n1, labels: {gpu: "true"}}
-status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: default}
-spec:
-  containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m}}}]
----
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: kata}
-handler: kata
-scheduling: {nodeSelector: {sandbox: "true"}}
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: pdb, namespace: default}
-spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ignored}
-"#;
-        let o = load_str(text, "dump.yaml").unwrap();
-        assert_eq!(o.nodes.len(), 1);
-        assert_eq!(o.nodes[0].metadata.name.as_deref(), Some("n1"));
-        assert_eq!(o.pods.len(), 1);
-        assert_eq!(o.runtime_classes[0].handler, "kata");
-        assert_eq!(o.priority_classes[0].value, Some(1000));
-        assert_eq!(o.pdbs.len(), 1);
-        assert_eq!(o.skipped_kinds.get("Deployment"), Some(&1));
-    }
-
-    #[test]
-    fn storage_objects_load_including_typed_lists() {
-        let text = r#"
-apiVersion: v1
-kind: PersistentVolumeClaimList
-items:
-- metadata: {name: data, namespace: default}
-  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
----
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: pv1}
-spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /x}}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: standard}
-provisioner: pd.csi.storage.gke.io
----
-apiVersion: storage.k8s.io/v1
-kind: CSINode
-metadata: {name: n1}
-spec: {drivers: [{name: pd.csi.storage.gke.io, nodeID: n1, allocatable: {count: 15}}]}
----
-apiVersion: storage.k8s.io/v1
-kind: CSIDriver
-metadata: {name: pd.csi.storage.gke.io}
-spec: {storageCapacity: true}
----
-apiVersion: storage.k8s.io/v1
-kind: CSIStorageCapacityList
-items:
-- metadata: {name: cap-a, namespace: kube-system}
-  storageClassName: standard
-  nodeTopology: {matchLabels: {topology.kubernetes.io/zone: a}}
-  capacity: 100Gi
-  maximumVolumeSize: 10Gi
----
-apiVersion: storage.k8s.io/v1
-kind: VolumeAttachment
-metadata: {name: va-1}
-spec: {attacher: pd.csi.storage.gke.io, nodeName: n1, source: {persistentVolumeName: pv1}}
----
-apiVersion: storage.k8s.io/v1beta1
-kind: StorageClass
-metadata: {name: old}
-provisioner: x
-"#;
-        let err = load_str(text, "s.yaml").unwrap_err();
-        assert_eq!(err.len(), 1);
-        assert!(
-            err[0].message.starts_with("StorageClass old: apiVersion"),
-            "{}",
-            err[0].message
-        );
-        let o = load_str(
-            text.split("---\napiVersion: storage.k8s.io/v1beta1")
-                .next()
-                .unwrap(),
-            "s.yaml",
-        )
-        .unwrap();
-        assert_eq!(o.pvcs[0].metadata.name.as_deref(), Some("data"));
-        assert_eq!(o.pvs.len(), 1);
-        assert_eq!(o.storage_classes[0].provisioner, "pd.csi.storage.gke.io");
-        assert_eq!(
-            o.csi_nodes[0].spec.drivers[0]
-                .allocatable
-                .as_ref()
-                .unwrap()
-                .count,
-            Some(15)
-        );
-        assert_eq!(o.csi_drivers[0].spec.storage_capacity, Some(true));
-        assert_eq!(o.volume_attachments[0].spec.node_name, "n1");
-        assert_eq!(o.storage_capacities[0].storage_class_name, "standard");
-        assert_eq!(
-            o.storage_capacities[0].maximum_volume_size,
-            Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
-                "10Gi".into()
-            ))
-        );
-    }
-
-    #[test]
-    fn kubectl_list_output_loads_items_without_kind() {
-        let text = r#"
-apiVersion: v1
-kind: List
-items:
-- apiVersion: v1
-  kind: Node
-  metadata: {name: a}
-- apiVersion: v1
-  kind: Node
-  metadata: {name: b}
-"#;
-        assert_eq!(load_str(text, "l.yaml").unwrap().nodes.len(), 2);
-        let typed = "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: a}\n";
-        assert_eq!(load_str(typed, "l.yaml").unwrap().nodes.len(), 1);
-    }
-
-    #[test]
-    fn yaml_1_1_booleans_stay_strings() {
-        let o = load_str(
-            "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {gpu: no}}\n",
-            "n.yaml",
-        )
-        .unwrap();
-        assert_eq!(o.nodes[0].metadata.name.as_deref(), Some("n"));
-        assert_eq!(o.nodes[0].metadata.labels.as_ref().unwrap()["gpu"], "no");
-    }
-
-    #[test]
-    fn json_documents_load() {
-        let text = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"j"}}"#;
-        assert_eq!(
-            load_str(text, "n.json").unwrap().nodes[0]
-                .metadata
-                .name
-                .as_deref(),
-            Some("j")
-        );
-    }
-
-    #[test]
-    fn bad_field_names_the_object_field_and_line() {
-        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: ns}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: eighty}]\n";
-        let errs = load_str(text, "pods.yaml").unwrap_err();
-        assert_eq!(errs.len(), 1, "{errs:?}");
-        let e = errs[0].to_string();
-        assert!(e.starts_with("pods.yaml:5"), "{e}");
-        assert!(
-            e.contains("Pod ns/bad: field spec.containers[0].ports[0].containerPort"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn syntax_errors_have_line_and_column() {
-        let errs = load_str("kind: Node\nmetadata: {name: [\n", "broken.yaml").unwrap_err();
-        assert_eq!(errs.len(), 1);
-        assert!(errs[0].line.is_some(), "{:?}", errs[0]);
-        assert!(
-            errs[0].to_string().starts_with("broken.yaml:"),
-            "{}",
-            errs[0]
-        );
-    }
-
-    #[test]
-    fn missing_kind_and_wrong_api_version_are_errors() {
-        let errs = load_str("metadata: {name: x}\n---\napiVersion: node.k8s.io/v1beta1\nkind: RuntimeClass\nmetadata: {name: r}\nhandler: h\n", "x.yaml")
-            .unwrap_err();
-        assert_eq!(errs.len(), 2, "{errs:?}");
-        assert!(errs[0].message.contains("no `kind`"));
-        assert!(
-            errs[1].message.contains("use node.k8s.io/v1"),
-            "{}",
-            errs[1]
-        );
-    }
-
-    #[test]
-    fn directories_load_sorted_yaml_and_json_files() {
-        let dir = std::env::temp_dir().join(format!("ferrosched-load-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("b.yaml"),
-            "apiVersion: v1\nkind: Node\nmetadata: {name: b}\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("a.json"),
-            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}"#,
-        )
-        .unwrap();
-        std::fs::write(dir.join("notes.txt"), "ignored").unwrap();
-        let o = load_paths(std::slice::from_ref(&dir)).unwrap();
-        let names: Vec<_> = o
-            .nodes
-            .iter()
-            .map(|n| n.metadata.name.clone().unwrap())
-            .collect();
-        assert_eq!(names, vec!["a", "b"]);
-        std::fs::remove_dir_all(&dir).unwrap();
-        let errs = load_paths(&[dir.join("missing.yaml")]).unwrap_err();
-        assert!(errs[0].message.starts_with("cannot read"));
-    }
-}
+mod tests;

@@ -1,0 +1,161 @@
+//! `ferrosched explain NAMESPACE/POD`: why a pod of a live cluster is pending, or why it
+//! landed where it is. Read only: the kinds the scheduler watches are listed once (and the
+//! scheduler's ConfigMap read when no --config is given), the pod runs through its
+//! profile's cycle without binding, and the explanation is printed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams};
+use kube::{Client, Resource};
+use scheduler_core::config;
+use scheduler_core::explain;
+use scheduler_core::simulate::{self, ClusterObjects};
+use serde::de::DeserializeOwned;
+
+use super::output::Output;
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The pod, as NAMESPACE/NAME.
+    #[arg(value_name = "NAMESPACE/POD")]
+    pod: String,
+    /// kubeconfig to reach the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// KubeSchedulerConfiguration to explain with. Default: the one the running ferrosched
+    /// uses, read from --config-map.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The ConfigMap holding the running scheduler's config, as NAMESPACE/NAME:KEY.
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME:KEY",
+        default_value = "kube-system/ferrosched-config:config.yaml"
+    )]
+    config_map: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    output: Output,
+    /// Scored and rejected nodes listed before the rest is summarised.
+    #[arg(long, value_name = "N", default_value_t = explain::render::DEFAULT_MAX_ROWS)]
+    explain_rows: usize,
+    /// Seed for breaking score ties.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(args: &ExplainArgs) -> ExitCode {
+    if !args.pod.contains('/') {
+        eprintln!(
+            "error: {:?}: name the pod as NAMESPACE/NAME, e.g. default/web-0",
+            args.pod
+        );
+        return ExitCode::FAILURE;
+    }
+    let rt = match super::runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let fetched = rt.block_on(fetch(args));
+    let (objects, loaded) = match fetched {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for w in &loaded.warnings {
+        eprintln!("{w}");
+    }
+    let explained = match simulate::explain_pod(&objects, &loaded, &args.pod, args.seed) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(node) = &explained.bound_to {
+        eprintln!(
+            "note: {} is already bound to {node}; this explains a placement as of now, and the cluster may have changed since it was scheduled",
+            args.pod
+        );
+    }
+    if !explained.missing.is_empty() {
+        eprintln!(
+            "note: the pod refers to objects that do not exist: {}",
+            explained.missing.join(", ")
+        );
+    }
+    let e = &explained.explanation;
+    match args.output.serialize(e) {
+        Some(text) => print!("{text}"),
+        None => print!("{}", explain::render::render(e, args.explain_rows)),
+    }
+    ExitCode::SUCCESS
+}
+
+/// Lists every kind the scheduler reads, and loads the config.
+async fn fetch(args: &ExplainArgs) -> Result<(ClusterObjects, config::Loaded), String> {
+    let client = controller::client(args.kubeconfig.as_deref())
+        .await
+        .map_err(|e| e.to_string())?;
+    let loaded = match &args.config {
+        Some(f) => config::load_file(f).map_err(|e| e.to_string())?,
+        None => config_from_map(&client, &args.config_map).await?,
+    };
+    let c = &client;
+    let objects = ClusterObjects {
+        nodes: list(c).await?,
+        pods: list(c).await?,
+        namespaces: list(c).await?,
+        services: list(c).await?,
+        replica_sets: list(c).await?,
+        stateful_sets: list(c).await?,
+        replication_controllers: list(c).await?,
+        runtime_classes: list(c).await?,
+        priority_classes: list(c).await?,
+        pdbs: list(c).await?,
+        pvcs: list(c).await?,
+        pvs: list(c).await?,
+        storage_classes: list(c).await?,
+        csi_nodes: list(c).await?,
+        csi_drivers: list(c).await?,
+        storage_capacities: list(c).await?,
+        volume_attachments: list(c).await?,
+        ..ClusterObjects::default()
+    };
+    Ok((objects, loaded))
+}
+
+/// Every object of one kind, in all namespaces.
+async fn list<K>(client: &Client) -> Result<Vec<K>, String>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    Api::<K>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| format!("listing {}: {e}", K::plural(&K::DynamicType::default())))
+}
+
+/// The running scheduler's config, from its ConfigMap (NAMESPACE/NAME:KEY).
+async fn config_from_map(client: &Client, spec: &str) -> Result<config::Loaded, String> {
+    let bad = || format!("--config-map {spec:?}: expected NAMESPACE/NAME:KEY");
+    let (ns_name, key) = spec.split_once(':').ok_or_else(bad)?;
+    let (ns, name) = ns_name.split_once('/').ok_or_else(bad)?;
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .map_err(|e| format!("reading ConfigMap {ns}/{name} (or pass --config FILE): {e}"))?;
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .ok_or_else(|| format!("ConfigMap {ns}/{name} has no key {key:?}"))?;
+    config::load_str(text, &format!("ConfigMap {ns}/{name}, key {key}")).map_err(|e| e.to_string())
+}

@@ -1,0 +1,123 @@
+//! `ferrosched explain NAMESPACE/POD` against the fake API server: the same explanation as
+//! `simulate --explain`, and nothing but reads.
+
+use fake_apiserver::FakeApiServer;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
+
+fn node(name: &str, cpu: &str) -> serde_json::Value {
+    json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+           "status": {"allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "10"}}})
+}
+
+fn pod(name: &str, cpu: &str, node: Option<&str>) -> serde_json::Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "i",
+        "resources": {"requests": {"cpu": cpu}}}]});
+    if let Some(n) = node {
+        spec["nodeName"] = json!(n);
+    }
+    json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+async fn explain(server: &FakeApiServer, args: &[&str]) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("ferrosched-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.arg("explain")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .arg("--config")
+        .arg(&cfg);
+    // The server runs on this runtime: wait for the child off its threads.
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explains_a_pending_and_a_bound_pod_reading_only() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("small", "1"));
+    server.apply("nodes", &node("big", "4"));
+    server.apply("pods", &pod("running", "500m", Some("small")));
+    server.apply("pods", &pod("huge", "8", None));
+    server.apply("pods", &pod("fits", "1", None));
+
+    let o = explain(&server, &["default/huge", "-o", "json"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "ferrosched.io/explain/v1");
+    assert_eq!(v["outcome"], "unschedulable");
+    assert_eq!(
+        v["message"],
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    );
+    assert_eq!(v["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        v["hints"][0]["text"],
+        "the pod asks for more cpu than 2 nodes have allocatable in total"
+    );
+
+    let o = explain(&server, &["default/fits"]).await;
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        table.starts_with("default/fits (profile default-scheduler): scheduled on big\n"),
+        "{table}"
+    );
+    assert!(table.contains("Chosen: big"), "{table}");
+
+    // A bound pod: its placement as of now, with a note that the cluster may have changed.
+    let o = explain(&server, &["default/running"]).await;
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "default/running is already bound to small; this explains a placement as of now"
+        ),
+        "{err}"
+    );
+
+    let o = explain(&server, &["default/nope"]).await;
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error: pod default/nope not found"));
+
+    // Nothing was written: only lists.
+    let verbs: std::collections::BTreeSet<String> =
+        server.requests().into_iter().map(|r| r.verb).collect();
+    assert_eq!(verbs.into_iter().collect::<Vec<_>>(), vec!["list"]);
+    // ... and every one of them is allowed by the read-only role in manifests/explain/.
+    let rbac = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../manifests/explain/rbac.yaml"
+    ))
+    .unwrap();
+    let role: serde_json::Value = serde_saphyr::from_multiple::<serde_json::Value>(&rbac)
+        .unwrap()
+        .into_iter()
+        .find(|d| d["kind"] == "ClusterRole")
+        .unwrap();
+    for r in server.requests() {
+        let allowed = role["rules"].as_array().unwrap().iter().any(|rule| {
+            let has = |field: &str, v: &str| {
+                rule[field]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x.as_str() == Some(v))
+            };
+            has("apiGroups", &r.group) && has("resources", &r.resource) && has("verbs", &r.verb)
+        });
+        assert!(allowed, "not allowed by ferrosched-explain: {r:?}");
+    }
+    assert!(server.bindings().is_empty());
+    assert!(server.events().is_empty());
+}

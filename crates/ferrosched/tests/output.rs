@@ -1,0 +1,78 @@
+//! One output flag everywhere: `-o table|json|yaml` on simulate, bench and config print.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
+
+fn run(args: &[&str]) -> (String, String) {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    );
+    assert!(o.status.success(), "{args:?}: {err}");
+    (out, err)
+}
+
+#[test]
+fn config_print_as_yaml_json_and_table() {
+    let (yaml, _) = run(&["config", "print"]);
+    assert!(
+        yaml.starts_with("apiVersion: kubescheduler.config.k8s.io/v1\n"),
+        "{yaml}"
+    );
+    let (json, _) = run(&["config", "print", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["kind"], "KubeSchedulerConfiguration");
+    assert_eq!(v["profiles"][0]["schedulerName"], "default-scheduler");
+    let (table, _) = run(&["config", "print", "-o", "table"]);
+    assert!(table.starts_with("PROFILE "), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("default-scheduler")
+            && l.contains("Score")
+            && l.contains("TaintToleration:3")),
+        "{table}"
+    );
+}
+
+const SMALL: [&str; 8] = [
+    "bench",
+    "--workload",
+    "SchedulingBasic",
+    "--nodes",
+    "50",
+    "--init-pods",
+    "5",
+    "--measured-pods",
+];
+
+#[test]
+fn bench_output_flag_and_the_deprecated_json_alias() {
+    let args = |extra: &[&'static str]| {
+        let mut a: Vec<&str> = SMALL.to_vec();
+        a.push("5");
+        a.extend_from_slice(extra);
+        a
+    };
+    let (json, _) = run(&args(&["-o", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["workload"], "SchedulingBasic");
+    assert_eq!(v[0]["scheduled"], 5);
+    let (yaml, _) = run(&args(&["-o", "yaml"]));
+    assert!(yaml.contains("workload: SchedulingBasic"), "{yaml}");
+    let (old, err) = run(&args(&["--json"]));
+    assert!(err.contains("--json is deprecated; use -o json"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&old).unwrap();
+    assert_eq!(v[0]["nodes"], 50);
+    let (table, _) = run(&args(&[]));
+    assert!(table.starts_with("WORKLOAD "), "{table}");
+}
+
+#[test]
+fn simulate_output_flag() {
+    let (json, _) = run(&["simulate", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["outcomes"].is_array());
+    let (yaml, _) = run(&["simulate", "-o", "yaml"]);
+    assert!(yaml.starts_with("outcomes:\n"), "{yaml}");
+}

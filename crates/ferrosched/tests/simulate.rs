@@ -1,0 +1,236 @@
+//! `ferrosched simulate` as a user runs it: explanations per pod as a table, JSON and YAML,
+//! and the errors a user can hit.
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
+
+fn simulate(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("simulate")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+const NODES: [&str; 15] = [
+    "cpu-1", "cpu-2", "cpu-3", "cpu-4", "cpu-5", "cpu-6", "cpu-7", "cpu-8", "cpu-9", "gpu-1",
+    "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6",
+];
+
+#[test]
+fn explain_table_of_an_unschedulable_pod_shows_every_node_and_what_would_change() {
+    let out = stdout(&simulate(&["--explain", "ml/train-huge"]));
+    assert!(
+        out.starts_with("ml/train-huge (profile default-scheduler): unschedulable\n"),
+        "{out}"
+    );
+    for node in NODES {
+        let row = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{node} ")))
+            .unwrap_or_else(|| panic!("no row for {node}:\n{out}"));
+        let reason = if node.starts_with("gpu") {
+            "Insufficient nvidia.com/gpu"
+        } else {
+            "node(s)"
+        };
+        assert!(row.contains(reason), "{row}");
+    }
+    assert!(out.contains("What would change it:"), "{out}");
+    assert!(
+        out.contains(
+            "NodeResourcesFit: the pod asks for more nvidia.com/gpu than 6 nodes have allocatable in total"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Preemption: no node found."), "{out}");
+}
+
+#[test]
+fn explain_table_of_a_placed_pod_shows_the_scores() {
+    let out = stdout(&simulate(&["--explain", "default/web-1"]));
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("NODE "))
+        .unwrap();
+    assert!(header.contains("NodeResourcesFit(x1)"), "{header}");
+    assert!(header.ends_with("TOTAL"), "{header}");
+    let chosen = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Chosen: "))
+        .unwrap_or_else(|| panic!("no Chosen line:\n{out}"));
+    let node = chosen.split_whitespace().next().unwrap();
+    assert!(
+        out.starts_with(&format!(
+            "default/web-1 (profile default-scheduler): scheduled on {node}\n"
+        )),
+        "{out}"
+    );
+    // The chosen node's row ends with its total, and the Chosen line repeats it.
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{node} ")))
+        .unwrap();
+    let total = row.split_whitespace().last().unwrap();
+    assert!(
+        chosen.contains(&format!("(total {total})")),
+        "{chosen} / {row}"
+    );
+}
+
+#[test]
+fn explain_json_carries_the_full_explanation() {
+    let out = stdout(&simulate(&["--explain", "ml/train-huge", "-o", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], "ferrosched.io/explain/v1");
+    assert_eq!(v["pod"], "ml/train-huge");
+    assert_eq!(v["outcome"], "unschedulable");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 15);
+    for n in nodes {
+        assert_eq!(n["verdict"], "rejected", "{n}");
+        assert!(n["plugin"].is_string() && n["reasons"].is_array(), "{n}");
+    }
+    assert!(!v["hints"].as_array().unwrap().is_empty());
+    assert_eq!(v["preemption"]["nodes"].as_array().unwrap().len(), 15);
+
+    let out = stdout(&simulate(&["--explain", "default/web-1", "-o", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let scores = v["scores"].as_array().unwrap();
+    assert!(!scores.is_empty());
+    for s in scores {
+        let sum: i64 = s["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert_eq!(
+                    p["weighted"].as_i64().unwrap(),
+                    p["normalized"].as_i64().unwrap() * p["weight"].as_i64().unwrap()
+                );
+                p["weighted"].as_i64().unwrap()
+            })
+            .sum();
+        assert_eq!(sum, s["total"].as_i64().unwrap(), "{s}");
+    }
+    assert_eq!(v["selection"]["chosen"], v["node"]);
+}
+
+#[test]
+fn explain_yaml_and_every_pod() {
+    let out = stdout(&simulate(&["--explain", "default/web-1", "-o", "yaml"]));
+    assert!(
+        out.starts_with("schema: ferrosched.io/explain/v1\n"),
+        "{out}"
+    );
+    // Without a pod: the report, each attempted pod with its explanation.
+    let out = stdout(&simulate(&["--explain", "-o", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let outcomes = v["outcomes"].as_array().unwrap();
+    let explained = outcomes
+        .iter()
+        .filter(|o| o["explanation"].is_object())
+        .count();
+    // Gated and ignored pods never reach a cycle.
+    assert_eq!(explained, outcomes.len() - 2);
+    let table = stdout(&simulate(&["--explain"]));
+    assert!(table.contains("ml/train-huge (profile default-scheduler): unschedulable"));
+    assert!(table.contains("batch/batch-1 (profile bin-packing): scheduled on"));
+}
+
+#[test]
+fn explain_names_pods_it_cannot_explain() {
+    let o = simulate(&["--explain", "ml/nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("\"ml/nope\" is not a pending pod of this cluster")
+            && err.contains("ml/train-huge"),
+        "{err}"
+    );
+    let o = simulate(&["--explain", "batch/waiting-for-quota"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("batch/waiting-for-quota has no explanation: it never reached a scheduling cycle: waiting for scheduling gates"),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_dump_command_in_readme_docs_and_help() {
+    let help = stdout(&simulate(&["--help"]));
+    let cmd = scheduler_core::simulate::DUMP_COMMAND;
+    // Help breaks the command with shell line continuations; joined, it is the same.
+    let joined = help
+        .replace(" \\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(joined.contains(cmd), "{help}");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    for doc in ["README.md", "docs/operations.md", "docs/plugins.md"] {
+        let text = std::fs::read_to_string(format!("{root}/{doc}")).unwrap();
+        let dumps: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("kubectl get nodes"))
+            .collect();
+        assert!(!dumps.is_empty(), "{doc} shows no dump command");
+        for d in dumps {
+            assert_eq!(d, cmd, "{doc}");
+        }
+    }
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ferrosched-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn table_leaves_out_resources_no_node_has_and_names_what_the_dump_lacks() {
+    let cluster = temp_file(
+        "hugepages.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '10', hugepages-1Gi: '0', hugepages-2Mi: '0', example.com/fpga: '1'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: pg-0, namespace: db}\nspec:\n  containers: [{name: c, image: i}]\n  volumes: [{name: data, persistentVolumeClaim: {claimName: data-pg-0}}]\n",
+    );
+    let out = stdout(&simulate(&["--cluster", cluster.to_str().unwrap()]));
+    assert!(!out.contains("hugepages"), "{out}");
+    assert!(out.contains("example.com/fpga 0/1"), "{out}");
+    assert!(
+        out.contains("missing from the dump: PersistentVolumeClaim db/data-pg-0 (dump persistentvolumeclaims)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_invalid_quantity_in_a_dump_is_refused_with_its_line() {
+    let cluster = temp_file(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources:\n      requests: {cpu: 500mm}\n",
+    );
+    let o = simulate(&["--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:9: Pod d/p: spec.containers[0].resources.requests[cpu]: Invalid value: \"500mm\"",
+            cluster.display()
+        )),
+        "{err}"
+    );
+}

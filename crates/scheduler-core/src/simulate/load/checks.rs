@@ -1,0 +1,106 @@
+//! What the API server would have refused before a dump could hold it: invalid resource
+//! quantities (a `cpu: 500mm` changes placements silently otherwise) and the same object
+//! twice (overlapping dump files).
+
+use serde_json::Value;
+
+use crate::types::parse_quantity;
+
+/// One invalid quantity: the field path as the API server names it, and its message.
+pub(super) struct BadQuantity {
+    pub path: String,
+    pub value: String,
+    pub key: String,
+    pub message: String,
+}
+
+/// Every invalid quantity in an object of `kind`.
+pub(super) fn bad_quantities(kind: &str, v: &Value) -> Vec<BadQuantity> {
+    let mut out = Vec::new();
+    let mut check = |path: String, list: Option<&Value>| {
+        let Some(Value::Object(m)) = list else {
+            return;
+        };
+        for (name, q) in m {
+            let text = match q {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                other => other.to_string(),
+            };
+            if let Err(e) = parse_quantity(&text) {
+                out.push(BadQuantity {
+                    path: format!("{path}[{name}]"),
+                    value: text,
+                    key: name.clone(),
+                    message: e.to_string(),
+                });
+            }
+        }
+    };
+    let at = |v: &Value, path: &[&str]| -> Option<Value> {
+        let mut cur = v;
+        for p in path {
+            cur = cur.get(p)?;
+        }
+        Some(cur.clone())
+    };
+    match kind {
+        "Pod" => {
+            for list in ["initContainers", "containers", "ephemeralContainers"] {
+                if let Some(Value::Array(cs)) = at(v, &["spec", list]) {
+                    for (i, c) in cs.iter().enumerate() {
+                        for which in ["requests", "limits"] {
+                            check(
+                                format!("spec.{list}[{i}].resources.{which}"),
+                                at(c, &["resources", which]).as_ref(),
+                            );
+                        }
+                    }
+                }
+            }
+            for which in ["requests", "limits"] {
+                check(
+                    format!("spec.resources.{which}"),
+                    at(v, &["spec", "resources", which]).as_ref(),
+                );
+            }
+            check(
+                "spec.overhead".into(),
+                at(v, &["spec", "overhead"]).as_ref(),
+            );
+        }
+        "Node" => {
+            for which in ["allocatable", "capacity"] {
+                check(
+                    format!("status.{which}"),
+                    at(v, &["status", which]).as_ref(),
+                );
+            }
+        }
+        "PersistentVolume" => check(
+            "spec.capacity".into(),
+            at(v, &["spec", "capacity"]).as_ref(),
+        ),
+        "PersistentVolumeClaim" => {
+            for which in ["requests", "limits"] {
+                check(
+                    format!("spec.resources.{which}"),
+                    at(v, &["spec", "resources", which]).as_ref(),
+                );
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The line (1-based) at or after `from` where `key: value` is written, to point at the
+/// field itself rather than at its document.
+pub(super) fn line_of(text: &str, from: u32, key: &str, value: &str) -> Option<u32> {
+    let start = from.saturating_sub(1) as usize;
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| l.contains(key) && l.contains(value))
+        .map(|(i, _)| i as u32 + 1)
+}

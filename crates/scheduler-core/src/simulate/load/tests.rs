@@ -1,0 +1,300 @@
+use super::*;
+
+#[test]
+fn multi_document_files_load_every_kind() {
+    let text = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {gpu: "true"}}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+scheduling: {nodeSelector: {sandbox: "true"}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: pdb, namespace: default}
+spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ignored}
+"#;
+    let o = load_str(text, "dump.yaml").unwrap();
+    assert_eq!(o.nodes.len(), 1);
+    assert_eq!(o.nodes[0].metadata.name.as_deref(), Some("n1"));
+    assert_eq!(o.pods.len(), 1);
+    assert_eq!(o.runtime_classes[0].handler, "kata");
+    assert_eq!(o.priority_classes[0].value, Some(1000));
+    assert_eq!(o.pdbs.len(), 1);
+    assert_eq!(o.skipped_kinds.get("Deployment"), Some(&1));
+}
+
+#[test]
+fn storage_objects_load_including_typed_lists() {
+    let text = r#"
+apiVersion: v1
+kind: PersistentVolumeClaimList
+items:
+- metadata: {name: data, namespace: default}
+  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /x}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard}
+provisioner: pd.csi.storage.gke.io
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec: {drivers: [{name: pd.csi.storage.gke.io, nodeID: n1, allocatable: {count: 15}}]}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: pd.csi.storage.gke.io}
+spec: {storageCapacity: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacityList
+items:
+- metadata: {name: cap-a, namespace: kube-system}
+  storageClassName: standard
+  nodeTopology: {matchLabels: {topology.kubernetes.io/zone: a}}
+  capacity: 100Gi
+  maximumVolumeSize: 10Gi
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: va-1}
+spec: {attacher: pd.csi.storage.gke.io, nodeName: n1, source: {persistentVolumeName: pv1}}
+---
+apiVersion: storage.k8s.io/v1beta1
+kind: StorageClass
+metadata: {name: old}
+provisioner: x
+"#;
+    let err = load_str(text, "s.yaml").unwrap_err();
+    assert_eq!(err.len(), 1);
+    assert!(
+        err[0].message.starts_with("StorageClass old: apiVersion"),
+        "{}",
+        err[0].message
+    );
+    let o = load_str(
+        text.split("---\napiVersion: storage.k8s.io/v1beta1")
+            .next()
+            .unwrap(),
+        "s.yaml",
+    )
+    .unwrap();
+    assert_eq!(o.pvcs[0].metadata.name.as_deref(), Some("data"));
+    assert_eq!(o.pvs.len(), 1);
+    assert_eq!(o.storage_classes[0].provisioner, "pd.csi.storage.gke.io");
+    assert_eq!(
+        o.csi_nodes[0].spec.drivers[0]
+            .allocatable
+            .as_ref()
+            .unwrap()
+            .count,
+        Some(15)
+    );
+    assert_eq!(o.csi_drivers[0].spec.storage_capacity, Some(true));
+    assert_eq!(o.volume_attachments[0].spec.node_name, "n1");
+    assert_eq!(o.storage_capacities[0].storage_class_name, "standard");
+    assert_eq!(
+        o.storage_capacities[0].maximum_volume_size,
+        Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+            "10Gi".into()
+        ))
+    );
+}
+
+#[test]
+fn kubectl_list_output_loads_items_without_kind() {
+    let text = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: a}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: b}
+"#;
+    assert_eq!(load_str(text, "l.yaml").unwrap().nodes.len(), 2);
+    let typed = "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: a}\n";
+    assert_eq!(load_str(typed, "l.yaml").unwrap().nodes.len(), 1);
+}
+
+#[test]
+fn yaml_1_1_booleans_stay_strings() {
+    let o = load_str(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {gpu: no}}\n",
+        "n.yaml",
+    )
+    .unwrap();
+    assert_eq!(o.nodes[0].metadata.name.as_deref(), Some("n"));
+    assert_eq!(o.nodes[0].metadata.labels.as_ref().unwrap()["gpu"], "no");
+}
+
+#[test]
+fn json_documents_load() {
+    let text = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"j"}}"#;
+    assert_eq!(
+        load_str(text, "n.json").unwrap().nodes[0]
+            .metadata
+            .name
+            .as_deref(),
+        Some("j")
+    );
+}
+
+#[test]
+fn bad_field_names_the_object_field_and_line() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: ns}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: eighty}]\n";
+    let errs = load_str(text, "pods.yaml").unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let e = errs[0].to_string();
+    assert!(e.starts_with("pods.yaml:5"), "{e}");
+    assert!(
+        e.contains("Pod ns/bad: field spec.containers[0].ports[0].containerPort"),
+        "{e}"
+    );
+}
+
+#[test]
+fn syntax_errors_have_line_and_column() {
+    let errs = load_str("kind: Node\nmetadata: {name: [\n", "broken.yaml").unwrap_err();
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].line.is_some(), "{:?}", errs[0]);
+    assert!(
+        errs[0].to_string().starts_with("broken.yaml:"),
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
+fn missing_kind_and_wrong_api_version_are_errors() {
+    let errs = load_str("metadata: {name: x}\n---\napiVersion: node.k8s.io/v1beta1\nkind: RuntimeClass\nmetadata: {name: r}\nhandler: h\n", "x.yaml")
+        .unwrap_err();
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs[0].message.contains("no `kind`"));
+    assert!(
+        errs[1].message.contains("use node.k8s.io/v1"),
+        "{}",
+        errs[1]
+    );
+}
+
+#[test]
+fn directories_load_sorted_yaml_and_json_files() {
+    let dir = std::env::temp_dir().join(format!("ferrosched-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("b.yaml"),
+        "apiVersion: v1\nkind: Node\nmetadata: {name: b}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("a.json"),
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.txt"), "ignored").unwrap();
+    let o = load_paths(std::slice::from_ref(&dir)).unwrap();
+    let names: Vec<_> = o
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, vec!["a", "b"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let errs = load_paths(&[dir.join("missing.yaml")]).unwrap_err();
+    assert!(errs[0].message.starts_with("cannot read"));
+}
+
+#[test]
+fn invalid_quantities_are_refused_at_their_line() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources:\n      requests: {memory: 1Gi}\n      limits:\n        cpu: 500mm\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '4', memory: 8GB}}\n";
+    let errors = load_str(text, "dump.yaml").unwrap_err();
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "dump.yaml:11: Pod d/p: spec.containers[0].resources.limits[cpu]: Invalid value: \"500mm\": unable to parse quantity's suffix",
+            "dump.yaml:16: Node n: status.allocatable[memory]: Invalid value: \"8GB\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ]
+    );
+}
+
+#[test]
+fn an_object_given_twice_names_both_places() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\nspec: {containers: [{name: c, image: i}]}\n";
+    // In one file.
+    let errors = load_str(&format!("{pod}---\n{pod}"), "one.yaml").unwrap_err();
+    assert_eq!(
+        errors[0].to_string(),
+        "one.yaml:6: Pod default/web appears twice: first at one.yaml:1; each object may be given once (overlapping dump files?)"
+    );
+    // Across two files of a directory.
+    let dir = std::env::temp_dir().join(format!("ferrosched-dup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), pod).unwrap();
+    std::fs::write(dir.join("b.yaml"), format!("# again\n{pod}")).unwrap();
+    let errors = load_paths(std::slice::from_ref(&dir)).unwrap_err();
+    let _ = std::fs::remove_dir_all(&dir);
+    let a = dir.join("a.yaml").display().to_string();
+    let b = dir.join("b.yaml").display().to_string();
+    assert_eq!(
+        errors[0].to_string(),
+        format!(
+            "{b}:2: Pod default/web appears twice: first at {a}:1; each object may be given once (overlapping dump files?)"
+        )
+    );
+}
+
+#[test]
+fn every_kind_run_watches_is_read() {
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns}\nspec: {selector: {app: a}}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: r, namespace: ns}\nspec: {selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a}}}}\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: st, namespace: ns}\nspec: {serviceName: s, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a}}}}\n---\napiVersion: v1\nkind: ReplicationController\nmetadata: {name: rc, namespace: ns}\nspec: {selector: {app: a}}\n";
+    let o = load_str(text, "dump.yaml").unwrap();
+    assert_eq!(
+        (
+            o.namespaces.len(),
+            o.services.len(),
+            o.replica_sets.len(),
+            o.stateful_sets.len(),
+            o.replication_controllers.len()
+        ),
+        (1, 1, 1, 1, 1)
+    );
+    assert!(o.skipped_kinds.is_empty(), "{:?}", o.skipped_kinds);
+    // The dump command names every kind read.
+    for (_, resource) in KINDS_READ {
+        assert!(
+            DUMP_COMMAND.contains(&format!("{resource},"))
+                || DUMP_COMMAND.contains(&format!("{resource} ")),
+            "{resource}"
+        );
+    }
+}
