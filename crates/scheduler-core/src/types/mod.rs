@@ -4,7 +4,6 @@
 //! compiled and pod requests aggregated up front, so a scheduling cycle does no parsing.
 
 pub mod dra;
-pub mod dra_cel;
 pub mod label_selector;
 pub mod node;
 pub mod node_selector;

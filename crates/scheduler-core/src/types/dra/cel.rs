@@ -20,7 +20,7 @@ use cel::extractors::This;
 use cel::objects::{Key, Opaque, Value};
 use cel::{Context, ExecutionError, Program};
 
-use super::quantity::{Quantity, parse_quantity};
+use crate::types::quantity::{Quantity, parse_quantity};
 
 /// Upstream's limit on a selector expression's length.
 pub const MAX_EXPRESSION_LEN: usize = 10 * 1024;
@@ -145,9 +145,13 @@ fn root_context() -> &'static Context<'static, 'static> {
             compare("isGreaterThan", &a, &b).map(|o| o == Ordering::Greater)
         });
         add(&mut c, r);
-        let r = c.add_function("add", |This(a): This<Value>, b: Value| arith("add", &a, &b, 1));
+        let r = c.add_function("add", |This(a): This<Value>, b: Value| {
+            arith("add", &a, &b, 1)
+        });
         add(&mut c, r);
-        let r = c.add_function("sub", |This(a): This<Value>, b: Value| arith("sub", &a, &b, -1));
+        let r = c.add_function("sub", |This(a): This<Value>, b: Value| {
+            arith("sub", &a, &b, -1)
+        });
         add(&mut c, r);
         let r = c.add_function("sign", |This(a): This<Value>| {
             quantity_of("sign", &a).map(|q| q.nanos().signum() as i64)
@@ -159,9 +163,7 @@ fn root_context() -> &'static Context<'static, 'static> {
         add(&mut c, r);
         let r = c.add_function("asInteger", |This(a): This<Value>| {
             let q = quantity_of("asInteger", &a)?;
-            if q.nanos() % 1_000_000_000 != 0
-                || i64::try_from(q.nanos() / 1_000_000_000).is_err()
-            {
+            if q.nanos() % 1_000_000_000 != 0 || i64::try_from(q.nanos() / 1_000_000_000).is_err() {
                 return Err(ExecutionError::function_error(
                     "asInteger",
                     "cannot convert value to integer",
@@ -243,7 +245,9 @@ fn arith(f: &str, a: &Value, b: &Value, sign: i128) -> Result<Value, ExecutionEr
         .nanos()
         .checked_add(sign * nb)
         .ok_or_else(|| ExecutionError::function_error(f, "overflow"))?;
-    Ok(Value::Opaque(Arc::new(CelQuantity(Quantity::from_nanos(n)))))
+    Ok(Value::Opaque(Arc::new(CelQuantity(Quantity::from_nanos(
+        n,
+    )))))
 }
 
 /// A semantic version (semver 2.0.0, strict) as a CEL value (upstream's `kubernetes.Semver`).
@@ -262,9 +266,9 @@ impl Opaque for Semver {
 impl Semver {
     pub fn parse(s: &str) -> Result<Semver, String> {
         let bad = || format!("{s:?} is not a valid semantic version");
-        let without_build = s.split_once('+').map_or(s, |(v, b)| {
-            if b.is_empty() { "" } else { v }
-        });
+        let without_build = s
+            .split_once('+')
+            .map_or(s, |(v, b)| if b.is_empty() { "" } else { v });
         let (core, pre) = match without_build.split_once('-') {
             Some((c, p)) => (c, Some(p)),
             None => (without_build, None),
@@ -312,8 +316,9 @@ impl PartialOrd for Semver {
 /// one by one (numeric below alphanumeric).
 impl Ord for Semver {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.core.cmp(&other.core).then_with(|| {
-            match (self.pre.is_empty(), other.pre.is_empty()) {
+        self.core
+            .cmp(&other.core)
+            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
                 (true, true) => Ordering::Equal,
                 (true, false) => Ordering::Greater,
                 (false, true) => Ordering::Less,
@@ -331,8 +336,7 @@ impl Ord for Semver {
                     }
                     self.pre.len().cmp(&other.pre.len())
                 }
-            }
-        })
+            })
     }
 }
 
@@ -401,7 +405,10 @@ pub fn device_value(
         Value::from(outer)
     }
     let mut m: HashMap<Key, Value> = HashMap::new();
-    m.insert(Key::from("driver"), Value::String(Arc::new(driver.to_string())));
+    m.insert(
+        Key::from("driver"),
+        Value::String(Arc::new(driver.to_string())),
+    );
     m.insert(
         Key::from("attributes"),
         by_domain(driver, attributes, AttrValue::to_cel),
@@ -424,11 +431,11 @@ mod tests {
             ("model".to_string(), AttrValue::String("a100".into())),
             ("cores".to_string(), AttrValue::Int(108)),
             ("mig".to_string(), AttrValue::Bool(true)),
-            ("driverVersion".to_string(), AttrValue::Version("1.2.3".into())),
             (
-                "numa.example.com/node".to_string(),
-                AttrValue::Int(1),
+                "driverVersion".to_string(),
+                AttrValue::Version("1.2.3".into()),
             ),
+            ("numa.example.com/node".to_string(), AttrValue::Int(1)),
         ]
         .into();
         let cap: BTreeMap<String, Quantity> =
@@ -446,7 +453,10 @@ mod tests {
             ("true", true),
             (r#"device.driver == "gpu.example.com""#, true),
             (r#"device.driver == "nic.example.com""#, false),
-            (r#"device.attributes["gpu.example.com"].model == "a100""#, true),
+            (
+                r#"device.attributes["gpu.example.com"].model == "a100""#,
+                true,
+            ),
             (r#"device.attributes["gpu.example.com"].cores > 100"#, true),
             (r#"device.attributes["gpu.example.com"].mig"#, true),
             (r#"device.attributes["numa.example.com"].node == 1"#, true),
@@ -470,7 +480,10 @@ mod tests {
             ),
             (r#"quantity("1.5").isInteger()"#, false),
             (r#"quantity("2k").asInteger() == 2000"#, true),
-            (r#"quantity("1Gi").add(quantity("1Gi")) == quantity("2Gi")"#, true),
+            (
+                r#"quantity("1Gi").add(quantity("1Gi")) == quantity("2Gi")"#,
+                true,
+            ),
             (r#"quantity("1").sub(2).sign() == -1"#, true),
             (r#"isQuantity("1Gi") && !isQuantity("1 Gi")"#, true),
             (
@@ -482,9 +495,18 @@ mod tests {
                 true,
             ),
             (r#"semver("1.0.0-alpha").isLessThan(semver("1.0.0"))"#, true),
-            (r#"semver("1.0.0-alpha.2").isLessThan(semver("1.0.0-alpha.10"))"#, true),
-            (r#"semver("2.3.4").major() == 2 && semver("2.3.4").patch() == 4"#, true),
-            (r#"isSemver("1.2.3") && !isSemver("1.2") && !isSemver("01.2.3")"#, true),
+            (
+                r#"semver("1.0.0-alpha.2").isLessThan(semver("1.0.0-alpha.10"))"#,
+                true,
+            ),
+            (
+                r#"semver("2.3.4").major() == 2 && semver("2.3.4").patch() == 4"#,
+                true,
+            ),
+            (
+                r#"isSemver("1.2.3") && !isSemver("1.2") && !isSemver("01.2.3")"#,
+                true,
+            ),
         ];
         for (expr, want) in cases {
             assert_eq!(eval(expr), Ok(*want), "{expr}");
@@ -509,6 +531,11 @@ mod tests {
         let s = CelSelector::compile(&long);
         assert!(s.compile_error().unwrap().contains("limit"));
         assert!(CelSelector::compile("  ").compile_error().is_some());
-        assert!(CelSelector::missing().compile_error().unwrap().contains("unsupported"));
+        assert!(
+            CelSelector::missing()
+                .compile_error()
+                .unwrap()
+                .contains("unsupported")
+        );
     }
 }
