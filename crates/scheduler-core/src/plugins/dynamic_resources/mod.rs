@@ -429,6 +429,7 @@ impl ReservePlugin for DynamicResources {
                 resource_version: c.resource_version.clone(),
                 add_finalizer: allocation.is_some()
                     && !c.finalizers.iter().any(|f| f == CLAIM_FINALIZER),
+                finalizers: c.finalizers.clone(),
                 allocation,
                 reserved_for,
             });

@@ -387,6 +387,7 @@ fn concurrent_pods_never_get_the_same_device() {
         allocation: None,
         reserved_for: Vec::new(),
         add_finalizer: false,
+        finalizers: Vec::new(),
     };
     cache.dra_mut().forget_claim_writes(&[w]);
     let (_, writes) = bound(run(&fw, &pod_named("p3", &["c"]), &cache.snapshot()));
@@ -467,6 +468,7 @@ fn a_claim_being_written_for_another_pod_makes_the_pod_wait() {
         allocation: None,
         reserved_for: vec![ConsumerRef::pod("p1", "uid-p1")],
         add_finalizer: false,
+        finalizers: Vec::new(),
     }]);
     let (_, s) = DynamicResources.pre_filter(
         &mut CycleState::new(),

@@ -24,8 +24,23 @@ pub struct DraObjects {
     /// Devices held by some claim's allocation (admin access excluded), with how many claims
     /// hold each (more than one only if the API let two allocations overlap).
     pub(crate) allocated: Arc<HashMap<DeviceId, u32>>,
-    /// Assumed claims -> the informer's copy before (None: the informer had none).
-    pub(crate) assumed: Arc<HashMap<String, Option<Arc<ResourceClaimInfo>>>>,
+    /// Assumed claims -> the informer's latest copy and how far the write got.
+    pub(crate) assumed: Arc<HashMap<String, Assumed>>,
+}
+
+/// An assumed claim (upstream's in-flight allocations plus its assume cache).
+#[derive(Debug, Clone)]
+pub(crate) struct Assumed {
+    /// The informer's latest copy (None: it had none), restored if the write fails.
+    original: Option<Arc<ResourceClaimInfo>>,
+    /// None while the write is in flight: informer copies do not end the assumption then
+    /// (they predate the write, e.g. the finalizer step). Some(rv) once written: a copy at
+    /// least that new does.
+    written_rv: Option<u64>,
+}
+
+fn rv(s: &str) -> u64 {
+    s.parse().unwrap_or(0)
 }
 
 /// What the scheduler decided to write into one claim's status (PreBind), for the controller
@@ -43,6 +58,8 @@ pub struct ClaimStatusWrite {
     pub reserved_for: Vec<ConsumerRef>,
     /// The claim lacks the delete-protection finalizer, which an allocation needs first.
     pub add_finalizer: bool,
+    /// The claim's finalizers as read (the finalizer is appended to these).
+    pub finalizers: Vec<String>,
 }
 
 impl ClaimStatusWrite {
@@ -109,16 +126,52 @@ impl DraObjects {
         }
     }
 
-    /// An informer add/update. The informer's copy wins over an assumed one: any change to
-    /// the claim (our own write, or another that would make our precondition fail) ends the
-    /// assumption.
+    /// An informer add/update. While a claim's write is in flight the assumed copy stays
+    /// (the informer's is kept to restore on failure); once written, a copy at least as new
+    /// as the write ends the assumption.
     pub fn update_claim(&mut self, c: &dra::ResourceClaim) {
-        let v = ResourceClaimInfo::from_claim(c);
+        let v = Arc::new(ResourceClaimInfo::from_claim(c));
         let key = v.key();
-        if self.assumed.contains_key(&key) {
+        if let Some(written_rv) = self.assumed.get(&key).map(|a| a.written_rv) {
+            let caught_up = written_rv.is_some_and(|w| rv(&v.resource_version) >= w);
+            if !caught_up {
+                Arc::make_mut(&mut self.assumed).insert(
+                    key,
+                    Assumed {
+                        original: Some(v),
+                        written_rv,
+                    },
+                );
+                return;
+            }
             Arc::make_mut(&mut self.assumed).remove(&key);
         }
-        self.put_claim(key, Some(Arc::new(v)));
+        self.put_claim(key, Some(v));
+    }
+
+    /// The write of an assumed claim landed at `resource_version`: the informer's copy of
+    /// that version (or newer) replaces the assumed one.
+    pub fn confirm_claim_write(&mut self, namespace: &str, name: &str, resource_version: &str) {
+        let key = format!("{namespace}/{name}");
+        let Some(a) = self.assumed.get(&key) else {
+            return;
+        };
+        let written = rv(resource_version);
+        if let Some(o) = a.original.clone()
+            && rv(&o.resource_version) >= written
+        {
+            Arc::make_mut(&mut self.assumed).remove(&key);
+            self.put_claim(key, Some(o));
+            return;
+        }
+        let original = a.original.clone();
+        Arc::make_mut(&mut self.assumed).insert(
+            key,
+            Assumed {
+                original,
+                written_rv: Some(written),
+            },
+        );
     }
 
     pub fn remove_claim(&mut self, namespace: &str, name: &str) -> bool {
@@ -141,7 +194,13 @@ impl DraObjects {
                 continue;
             };
             if !self.assumed.contains_key(&key) {
-                Arc::make_mut(&mut self.assumed).insert(key.clone(), Some(cur.clone()));
+                Arc::make_mut(&mut self.assumed).insert(
+                    key.clone(),
+                    Assumed {
+                        original: Some(cur.clone()),
+                        written_rv: None,
+                    },
+                );
             }
             let mut next = (*cur).clone();
             if let Some(a) = &w.allocation {
@@ -160,7 +219,9 @@ impl DraObjects {
             if !self.assumed.contains_key(&key) {
                 continue;
             }
-            let orig = Arc::make_mut(&mut self.assumed).remove(&key).flatten();
+            let orig = Arc::make_mut(&mut self.assumed)
+                .remove(&key)
+                .and_then(|a| a.original);
             self.put_claim(key, orig);
         }
     }

@@ -306,6 +306,7 @@ fn assumed_writes_until_informer_or_forget() {
         allocation: Some(alloc),
         reserved_for: vec![ConsumerRef::pod("p", "uid-p")],
         add_finalizer: true,
+        finalizers: Vec::new(),
     };
     o.assume_claim_writes(std::slice::from_ref(&w));
     assert!(o.is_assumed("ns", "gpu"));
@@ -319,10 +320,19 @@ fn assumed_writes_until_informer_or_forget() {
     assert!(!o.device_allocated(&id("gpu-0")), "forgotten: free again");
     assert!(o.claim("ns", "gpu").unwrap().allocation.is_none());
 
-    // The informer's next copy ends the assumption (and wins).
+    // While the write is in flight, informer copies (the finalizer step, say) do not end
+    // the assumption: the device stays taken.
     o.assume_claim_writes(std::slice::from_ref(&w));
+    c.metadata.resource_version = Some("2".into());
+    c.metadata.finalizers = Some(vec![crate::types::dra::CLAIM_FINALIZER.into()]);
+    o.update_claim(&c);
+    assert!(o.is_assumed("ns", "gpu"));
+    assert!(o.device_allocated(&id("gpu-0")));
+    // Written at resourceVersion 3: copy 2 is older, copy 3 ends the assumption.
+    o.confirm_claim_write("ns", "gpu", "3");
+    assert!(o.is_assumed("ns", "gpu"));
     let mut written = allocated_claim("gpu", "gpu-0", false);
-    written.metadata.resource_version = Some("2".into());
+    written.metadata.resource_version = Some("3".into());
     o.update_claim(&written);
     assert!(!o.is_assumed("ns", "gpu"));
     assert!(o.device_allocated(&id("gpu-0")));
@@ -331,6 +341,23 @@ fn assumed_writes_until_informer_or_forget() {
         o.device_allocated(&id("gpu-0")),
         "nothing to forget after the informer"
     );
+
+    // A failed write restores the informer's latest copy (the finalizer one).
+    o.update_claim(&c);
+    o.assume_claim_writes(std::slice::from_ref(&w));
+    c.metadata.resource_version = Some("4".into());
+    o.update_claim(&c);
+    o.forget_claim_writes(std::slice::from_ref(&w));
+    assert!(!o.device_allocated(&id("gpu-0")));
+    assert_eq!(o.claim("ns", "gpu").unwrap().resource_version, "4");
+    // Confirmed after the informer already caught up: the assumption ends at once.
+    o.assume_claim_writes(std::slice::from_ref(&w));
+    written.metadata.resource_version = Some("5".into());
+    o.update_claim(&written);
+    assert!(o.is_assumed("ns", "gpu"), "in flight still");
+    o.confirm_claim_write("ns", "gpu", "5");
+    assert!(!o.is_assumed("ns", "gpu"));
+    assert!(o.device_allocated(&id("gpu-0")));
 }
 
 #[test]
