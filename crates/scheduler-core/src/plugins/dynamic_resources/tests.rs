@@ -597,3 +597,97 @@ fn cache_hands_claims_and_the_served_flag_to_snapshots() {
     cache.update_snapshot(&mut snap);
     assert!(snap.dra().claim("ns", "gpu-claim").is_none());
 }
+
+#[test]
+fn preemption_frees_the_devices_of_victims_claims() {
+    let fw = framework(None);
+    let mut o = cluster();
+    // n1's two GPUs are held by claims reserved for low-priority pods running there.
+    for (c, dev, holder) in [
+        ("held-0", "gpu-0", "victim-0"),
+        ("held-1", "gpu-1", "victim-1"),
+    ] {
+        let mut held = claim(c, vec![req("r", "gpu")]);
+        held.status = Some(dra::ResourceClaimStatus {
+            allocation: Some(dra::AllocationResult {
+                devices: Some(dra::DeviceAllocationResult {
+                    results: Some(vec![dra::DeviceRequestAllocationResult {
+                        request: "r".into(),
+                        driver: super::allocator::tests::DRIVER.into(),
+                        pool: "n1".into(),
+                        device: dev.into(),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            reserved_for: Some(vec![dra::ResourceClaimConsumerReference {
+                resource: "pods".into(),
+                name: holder.into(),
+                uid: format!("uid-ns-{holder}"),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        o.update_claim(&held);
+    }
+    let mut n1 = NodeInfo::test("n1").pods(10).build();
+    for (i, holder) in ["victim-0", "victim-1"].iter().enumerate() {
+        let mut p = pod_named(holder, &[&format!("held-{i}")]);
+        p.node_name = Some("n1".into());
+        n1.add_pod(Arc::new(p));
+    }
+    let mut snap = Snapshot::from_node_infos(vec![n1, NodeInfo::test("n2").pods(10).build()])
+        .with_dra_api_served(true);
+    snap.dra = o;
+    let preemptor = with_claims(&["a"]);
+    // As upstream (1.34), a node whose devices are all taken is unresolvable: preemption
+    // does not try it.
+    match run(&fw, &preemptor, &snap) {
+        Decision::Unschedulable {
+            message,
+            resolvable,
+            ..
+        } => {
+            assert!(
+                message.starts_with("0/2 nodes are available: 2 cannot allocate all claims."),
+                "{message}"
+            );
+            assert!(!resolvable);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Where preemption does evaluate n1 (another plugin's reason), removing a victim frees
+    // the devices of the claims reserved only for it, and adding it back takes them again.
+    let mut state = CycleState::new();
+    let (_, s) = DynamicResources.pre_filter(&mut state, &preemptor, &snap);
+    assert!(s.is_success(), "{s}");
+    let n1 = snap.get("n1").unwrap().clone();
+    assert_eq!(
+        DynamicResources.filter(&state, &preemptor, &n1).message(),
+        CANNOT_ALLOCATE_ALL_CLAIMS
+    );
+    let victim = n1.pods[0].clone();
+    let mut without = n1.as_ref().clone();
+    without.remove_pod(victim.key()).unwrap();
+    assert!(
+        DynamicResources
+            .remove_pod(&mut state, &preemptor, &victim, &without)
+            .is_success()
+    );
+    assert!(
+        DynamicResources
+            .filter(&state, &preemptor, &without)
+            .is_success()
+    );
+    assert!(
+        DynamicResources
+            .add_pod(&mut state, &preemptor, &victim, &n1)
+            .is_success()
+    );
+    assert_eq!(
+        DynamicResources.filter(&state, &preemptor, &n1).message(),
+        CANNOT_ALLOCATE_ALL_CLAIMS
+    );
+}
