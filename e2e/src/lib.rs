@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -670,6 +671,12 @@ pub async fn cleanup(client: &Client, id: &str, ns: &str) {
         &DeleteParams::default(),
     )
     .await;
+    delete_labelled(
+        &Api::<ResourceClaim>::namespaced(client.clone(), ns),
+        &selector,
+        &DeleteParams::default(),
+    )
+    .await;
     let dp = DeleteParams::default();
     delete_labelled(&Api::<Namespace>::all(client.clone()), &selector, &dp).await;
     delete_labelled(&Api::<Node>::all(client.clone()), &selector, &dp).await;
@@ -682,6 +689,8 @@ pub async fn cleanup(client: &Client, id: &str, ns: &str) {
     delete_labelled(&Api::<StorageClass>::all(client.clone()), &selector, &dp).await;
     delete_labelled(&Api::<PriorityClass>::all(client.clone()), &selector, &dp).await;
     delete_labelled(&Api::<RuntimeClass>::all(client.clone()), &selector, &dp).await;
+    delete_labelled(&Api::<ResourceSlice>::all(client.clone()), &selector, &dp).await;
+    delete_labelled(&Api::<DeviceClass>::all(client.clone()), &selector, &dp).await;
 }
 
 /// Lists by label and deletes one by one (not every resource serves deletecollection).
@@ -692,6 +701,8 @@ where
     let kind = K::kind(&());
     let items = match api.list(&ListParams::default().labels(selector)).await {
         Ok(l) => l.items,
+        // A cluster without the API (DRA before 1.34): nothing of that kind to delete.
+        Err(kube::Error::Api(s)) if s.code == 404 => return,
         Err(e) => {
             eprintln!("e2e cleanup: listing {kind} {selector}: {e}");
             return;
