@@ -27,6 +27,7 @@ impl Run<'_> {
                             pool: c.id.pool.clone(),
                             device: c.id.device.clone(),
                             admin_access: admin.then_some(true),
+                            tolerations: self.tolerations_of(ci, request),
                             ..Default::default()
                         }
                     })
@@ -41,6 +42,17 @@ impl Run<'_> {
                 }
             })
             .collect()
+    }
+
+    /// The tolerations of the (sub)request a result was allocated for, as upstream copies
+    /// them into the result.
+    fn tolerations_of(&self, ci: usize, request: &str) -> Option<Vec<dra::DeviceToleration>> {
+        self.reqs[ci]
+            .iter()
+            .flatten()
+            .find(|d| d.full_name() == request)
+            .map(|d| d.spec.tolerations.clone())
+            .filter(|t| !t.is_empty())
     }
 
     /// Class configs (once per class) then the claim's configs for the chosen requests, as

@@ -670,6 +670,16 @@ impl<'a> Run<'a> {
         if busy {
             return Ok(false);
         }
+        // A tainted device needs a toleration for each of its taints.
+        let tolerations = &self.reqs[r.claim][r.request][r.sub].spec.tolerations;
+        if self.cands[cand]
+            .dev
+            .taints
+            .iter()
+            .any(|t| !tolerations.iter().any(|tol| t.tolerated_by(tol)))
+        {
+            return Ok(false);
+        }
         let (base, sub) = match &parent {
             Some(p) => (p.clone(), Some(name.as_str())),
             None => (name.clone(), None),

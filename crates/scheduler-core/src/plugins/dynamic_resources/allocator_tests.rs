@@ -860,11 +860,7 @@ fn errors_name_the_claim_class_and_expression() {
 #[test]
 fn devices_using_unsupported_features_are_never_allocated() {
     let mut tainted = device("tainted", &[]);
-    tainted.taints = Some(vec![dra::DeviceTaint {
-        key: "broken".into(),
-        effect: "NoSchedule".into(),
-        ..Default::default()
-    }]);
+    tainted.binding_conditions = Some(vec!["attached".into()]);
     let mut partition = device("partition", &[]);
     partition.consumes_counters = Some(vec![dra::DeviceCounterConsumption {
         counter_set: "mem".into(),
@@ -881,4 +877,66 @@ fn devices_using_unsupported_features_are_never_allocated() {
     );
     assert_eq!(run_on(&o, &["one"], "n1"), got(&[&["r=plain"]]));
     assert_eq!(run_on(&o, &["two"], "n1"), Ok(None));
+}
+
+#[test]
+fn device_taints_and_request_tolerations() {
+    let taint = |effect: &str| dra::DeviceTaint {
+        key: "maintenance".into(),
+        value: Some("firmware".into()),
+        effect: effect.into(),
+        ..Default::default()
+    };
+    let mut no_schedule = device("gpu-0", &[]);
+    no_schedule.taints = Some(vec![taint("NoSchedule")]);
+    let mut no_execute = device("gpu-1", &[]);
+    no_execute.taints = Some(vec![taint("NoExecute")]);
+    let mut informational = device("gpu-2", &[]);
+    informational.taints = Some(vec![taint("None")]);
+    let tolerating = |name: &str, t: dra::DeviceToleration, n: i64| {
+        let mut r = count(req("r", "gpu"), n);
+        r.exactly.as_mut().unwrap().tolerations = Some(vec![t]);
+        claim(name, vec![r])
+    };
+    let exists = dra::DeviceToleration {
+        key: Some("maintenance".into()),
+        operator: Some("Exists".into()),
+        ..Default::default()
+    };
+    let equal_other = dra::DeviceToleration {
+        key: Some("maintenance".into()),
+        value: Some("other".into()),
+        ..Default::default()
+    };
+    let only_no_schedule = dra::DeviceToleration {
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    };
+    let o = objects(
+        vec![local("n1", vec![no_schedule, no_execute, informational])],
+        vec![gpu_class()],
+        &[
+            claim("plain", vec![count(req("r", "gpu"), 2)]),
+            tolerating("exists", exists.clone(), 3),
+            tolerating("wrong-value", equal_other, 2),
+            tolerating("no-schedule-only", only_no_schedule, 2),
+        ],
+    );
+    // Without a toleration only the device whose taint has no blocking effect is usable.
+    assert_eq!(run_on(&o, &["plain"], "n1"), Ok(None));
+    assert_eq!(
+        run_on(&o, &["exists"], "n1"),
+        got(&[&["r=gpu-0", "r=gpu-1", "r=gpu-2"]])
+    );
+    assert_eq!(run_on(&o, &["wrong-value"], "n1"), Ok(None));
+    assert_eq!(
+        run_on(&o, &["no-schedule-only"], "n1"),
+        got(&[&["r=gpu-0", "r=gpu-2"]])
+    );
+    // The request's tolerations go into each result.
+    let a = Allocator::new(&o, vec![o.claim("ns", "exists").unwrap().clone()]);
+    let r = a.allocate("n1", &BTreeMap::new()).unwrap().unwrap();
+    let results = r[0].devices.as_ref().unwrap().results.as_ref().unwrap();
+    assert_eq!(results[0].tolerations, Some(vec![exists]));
 }

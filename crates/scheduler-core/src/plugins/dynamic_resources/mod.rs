@@ -18,7 +18,7 @@
 //!
 //! Without the plugin in the pod's profile the framework rejects such a pod itself (see
 //! [`disabled_in_profile`]). Not done yet: PostFilter's deallocation of a claim allocated for
-//! an unsuitable node, scoring of `firstAvailable` choices, device taints, partitionable
+//! an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, partitionable
 //! devices, consumable capacity, binding conditions and DRA-backed extended resources (a
 //! device or request using one of these is never allocated).
 

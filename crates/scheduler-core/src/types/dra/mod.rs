@@ -41,13 +41,15 @@ pub enum AllocationMode {
 }
 
 /// An `exactly` request or one `firstAvailable` subrequest.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RequestSpec {
     pub name: String,
     pub device_class_name: String,
     pub mode: AllocationMode,
     pub selectors: Vec<CelSelector>,
     pub admin_access: bool,
+    /// Device taints the request tolerates (copied into its allocation results).
+    pub tolerations: Vec<dra::DeviceToleration>,
     /// A request field this version does not implement yet (consumable capacity, derived
     /// attributes): such a request is an allocation error, never allocated ignoring it.
     pub unsupported: Option<&'static str>,
@@ -61,7 +63,6 @@ impl RequestSpec {
         count: Option<i64>,
         selectors: Option<&Vec<dra::DeviceSelector>>,
         admin_access: bool,
-        unsupported: Option<&'static str>,
     ) -> Self {
         let mode = match mode {
             None | Some("") | Some("ExactCount") => AllocationMode::ExactCount(count.unwrap_or(1)),
@@ -74,8 +75,19 @@ impl RequestSpec {
             mode,
             selectors: compile_selectors(selectors),
             admin_access,
-            unsupported,
+            tolerations: Vec::new(),
+            unsupported: None,
         }
+    }
+
+    fn with(
+        mut self,
+        tolerations: Option<&Vec<dra::DeviceToleration>>,
+        unsupported: Option<&'static str>,
+    ) -> Self {
+        self.tolerations = tolerations.cloned().unwrap_or_default();
+        self.unsupported = unsupported;
+        self
     }
 }
 
@@ -90,7 +102,7 @@ fn compile_selectors(s: Option<&Vec<dra::DeviceSelector>>) -> Vec<CelSelector> {
 }
 
 /// One entry of `spec.devices.requests`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ClaimRequest {
     Exactly(RequestSpec),
     /// `firstAvailable`: the first subrequest that can be allocated wins.
@@ -300,15 +312,20 @@ impl ResourceClaimInfo {
 
 fn request_view(r: &dra::DeviceRequest) -> ClaimRequest {
     if let Some(e) = &r.exactly {
-        return ClaimRequest::Exactly(RequestSpec::new(
-            &r.name,
-            &e.device_class_name,
-            e.allocation_mode.as_deref(),
-            e.count,
-            e.selectors.as_ref(),
-            e.admin_access.unwrap_or(false),
-            unsupported_request(e.capacity.is_some(), e.derived_attributes.as_ref()),
-        ));
+        return ClaimRequest::Exactly(
+            RequestSpec::new(
+                &r.name,
+                &e.device_class_name,
+                e.allocation_mode.as_deref(),
+                e.count,
+                e.selectors.as_ref(),
+                e.admin_access.unwrap_or(false),
+            )
+            .with(
+                e.tolerations.as_ref(),
+                unsupported_request(e.capacity.is_some(), e.derived_attributes.as_ref()),
+            ),
+        );
     }
     match &r.first_available {
         Some(subs) if !subs.is_empty() => ClaimRequest::FirstAvailable {
@@ -323,6 +340,9 @@ fn request_view(r: &dra::DeviceRequest) -> ClaimRequest {
                         s.count,
                         s.selectors.as_ref(),
                         false,
+                    )
+                    .with(
+                        s.tolerations.as_ref(),
                         unsupported_request(s.capacity.is_some(), s.derived_attributes.as_ref()),
                     )
                 })
@@ -411,6 +431,34 @@ impl DeviceNodes {
     }
 }
 
+/// A device taint that matters for allocation (upstream: effects other than NoSchedule and
+/// NoExecute are ignored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceTaintView {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+impl DeviceTaintView {
+    /// Upstream `ToleratesTaint` for devices: effect (empty: any), then operator `Exists`
+    /// (empty key: any key) or `Equal` (the default: same key and value).
+    pub fn tolerated_by(&self, t: &dra::DeviceToleration) -> bool {
+        if t.effect
+            .as_deref()
+            .is_some_and(|e| !e.is_empty() && e != self.effect)
+        {
+            return false;
+        }
+        let key = t.key.as_deref().unwrap_or_default();
+        match t.operator.as_deref().unwrap_or("Equal") {
+            "Exists" => key.is_empty() || key == self.key,
+            "Equal" | "" => key == self.key && t.value.as_deref().unwrap_or_default() == self.value,
+            _ => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SliceDevice {
     pub name: String,
@@ -418,8 +466,11 @@ pub struct SliceDevice {
     pub nodes: Option<DeviceNodes>,
     /// By the name as published (`name` or `domain/name`).
     pub attributes: BTreeMap<String, AttrValue>,
+    /// Taints with an effect that keeps the device from being allocated (NoSchedule,
+    /// NoExecute) unless a request tolerates them.
+    pub taints: Vec<DeviceTaintView>,
     /// Why this version never allocates the device (a feature it does not implement yet:
-    /// taints, shared counters, binding conditions, multiple allocations); None: usable.
+    /// shared counters, binding conditions, multiple allocations); None: usable.
     pub unsupported: Option<&'static str>,
     /// The `device` variable CEL selectors see.
     pub cel: ::cel::Value,
@@ -465,9 +516,18 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
         .flatten()
         .filter_map(|(k, v)| parse_quantity(&v.value.0).ok().map(|q| (k.clone(), q)))
         .collect();
-    let unsupported = if d.taints.as_ref().is_some_and(|t| !t.is_empty()) {
-        Some("device taints")
-    } else if d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
+    let taints = d
+        .taints
+        .iter()
+        .flatten()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .map(|t| DeviceTaintView {
+            key: t.key.clone(),
+            value: t.value.clone().unwrap_or_default(),
+            effect: t.effect.clone(),
+        })
+        .collect();
+    let unsupported = if d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
         Some("partitionable devices (consumesCounters)")
     } else if d.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()) {
         Some("binding conditions")
@@ -490,6 +550,7 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
         }),
         cel: device_value(driver, &attributes, &capacity),
         attributes,
+        taints,
         unsupported,
     }
 }
