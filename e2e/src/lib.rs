@@ -22,6 +22,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -699,6 +700,12 @@ pub async fn cleanup(client: &Client, id: &str, ns: &str) {
         &DeleteParams::default(),
     )
     .await;
+    delete_labelled(
+        &Api::<ResourceClaim>::namespaced(client.clone(), ns),
+        &selector,
+        &DeleteParams::default(),
+    )
+    .await;
     let dp = DeleteParams::default();
     delete_labelled(&Api::<Namespace>::all(client.clone()), &selector, &dp).await;
     delete_labelled(&Api::<Node>::all(client.clone()), &selector, &dp).await;
@@ -737,6 +744,8 @@ pub async fn cleanup(client: &Client, id: &str, ns: &str) {
             }
         }
     }
+    delete_labelled(&Api::<ResourceSlice>::all(client.clone()), &selector, &dp).await;
+    delete_labelled(&Api::<DeviceClass>::all(client.clone()), &selector, &dp).await;
 }
 
 /// Lists by label and deletes one by one (not every resource serves deletecollection).
@@ -747,7 +756,7 @@ where
     let kind = K::kind(&());
     let items = match api.list(&ListParams::default().labels(selector)).await {
         Ok(l) => l.items,
-        // Not served (the fake server has no RBAC objects): nothing to delete.
+        // Not served (RBAC objects on the fake server; DRA before 1.34): nothing to delete.
         Err(kube::Error::Api(s)) if s.code == 404 => return,
         Err(e) => {
             eprintln!("e2e cleanup: listing {kind} {selector}: {e}");

@@ -704,5 +704,101 @@ async fn scheduling_policy_webhook_admits_defaults_and_denies() {
     )
     .await
     .unwrap();
+/// DRA: a fake driver publishes a ResourceSlice per node (two GPUs each) through the API;
+/// five pods each claim one GPU of the class. Four are bound, each to the node of the device
+/// its claim was allocated (allocation and reservedFor written before the Binding), no
+/// device twice; the fifth is unschedulable with `cannot allocate all claims`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_devices_published_by_a_fake_driver() {
+    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+    let mut env = Env::new("dra").await;
+    let driver = format!("{}.example.com", env.name("gpu"));
+    let class = env.name("gpu");
+    env.create_cluster::<DeviceClass>(json!({
+        "metadata": {"name": class},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {driver:?}")}}]},
+    }))
+    .await;
+    let mut nodes = Vec::new();
+    for short in ["n1", "n2"] {
+        let node = env.create_node(env.node(short)).await;
+        // The fake driver's kubelet plugin: one pool per node, one slice.
+        env.create_cluster::<ResourceSlice>(json!({
+            "metadata": {"name": format!("{node}-gpus")},
+            "spec": {"driver": driver, "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a100"}}},
+                                 {"name": "gpu-1", "attributes": {"model": {"string": "a100"}}}]},
+        }))
+        .await;
+        nodes.push(node);
+    }
+    env.start_default_scheduler().await;
+    for i in 0..5 {
+        env.create::<ResourceClaim>(json!({
+            "metadata": {"name": format!("gpu-{i}")},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": class,
+                "selectors": [{"cel": {"expression":
+                    format!("device.attributes[{driver:?}].model == \"a100\"")}}]}}]}},
+        }))
+        .await;
+        env.create_pod(
+            env.pod(&format!("p{i}"))
+                .merge(json!({"spec": {"resourceClaims": [
+            {"name": "gpu", "resourceClaimName": format!("gpu-{i}")}]}})),
+        )
+        .await;
+    }
+    let claims: kube::Api<ResourceClaim> = kube::Api::namespaced(env.client.clone(), &env.ns);
+    let mut taken = std::collections::BTreeSet::new();
+    let mut unbound = Vec::new();
+    let bound = env
+        .eventually("four pods bound", || async {
+            let mut n = Vec::new();
+            for i in 0..5 {
+                if let Some(node) = env
+                    .pod_opt(&format!("p{i}"))
+                    .await
+                    .and_then(|p| p.spec.and_then(|s| s.node_name))
+                {
+                    n.push((i, node));
+                }
+            }
+            if n.len() == 4 {
+                Ok(n)
+            } else {
+                Err(format!("{n:?}"))
+            }
+        })
+        .await;
+    for i in 0..5 {
+        if !bound.iter().any(|(b, _)| *b == i) {
+            unbound.push(i);
+        }
+    }
+    for (i, node) in &bound {
+        assert!(nodes.contains(node), "{node}");
+        let c = claims.get(&format!("gpu-{i}")).await.unwrap();
+        let status = c.status.expect("claim status written");
+        let result = &status
+            .allocation
+            .expect("allocated")
+            .devices
+            .unwrap()
+            .results
+            .unwrap()[0];
+        assert_eq!(&result.pool, node, "the device is on the pod's node");
+        assert!(
+            taken.insert((result.pool.clone(), result.device.clone())),
+            "{result:?} twice"
+        );
+        assert_eq!(status.reserved_for.unwrap()[0].name, format!("p{i}"));
+    }
+    assert_eq!(unbound.len(), 1);
+    env.wait_unschedulable(&format!("p{}", unbound[0]), |m| {
+        m.contains("cannot allocate all claims")
+    })
+    .await;
     env.finish().await;
 }

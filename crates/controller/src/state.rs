@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
@@ -456,8 +456,8 @@ impl State {
         self.fire_add_or_update(EventResource::CSIDriver, old, d);
     }
 
-    /// ResourceClaims (DRA): kept as views in the cache; their events retry pods
-    /// DynamicResources refused (no allocator yet, issue 17).
+    /// ResourceClaims (DRA): kept as views in the cache (the informer's copy ends an
+    /// assumed allocation); their events retry pods DynamicResources refused.
     pub(crate) fn on_resource_claim(&mut self, old: Option<&ResourceClaim>, c: &ResourceClaim) {
         self.cache.dra_mut().update_claim(c);
         self.fire_add_or_update(EventResource::ResourceClaim, old, c);
@@ -469,6 +469,32 @@ impl State {
             c.metadata.name.as_deref().unwrap_or_default(),
         );
         self.fire(EventResource::ResourceClaim, ActionType::DELETE);
+    }
+
+    /// ResourceSlices (DRA): the devices drivers publish, per pool and generation.
+    pub(crate) fn on_resource_slice(&mut self, old: Option<&ResourceSlice>, s: &ResourceSlice) {
+        self.cache.dra_mut().update_slice(s);
+        self.fire_add_or_update(EventResource::ResourceSlice, old, s);
+    }
+
+    pub(crate) fn on_resource_slice_delete(&mut self, s: &ResourceSlice) {
+        self.cache
+            .dra_mut()
+            .remove_slice(s.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::ResourceSlice, ActionType::DELETE);
+    }
+
+    /// DeviceClasses (DRA): the selectors and configs requests get by naming a class.
+    pub(crate) fn on_device_class(&mut self, old: Option<&DeviceClass>, c: &DeviceClass) {
+        self.cache.dra_mut().update_class(c);
+        self.fire_add_or_update(EventResource::DeviceClass, old, c);
+    }
+
+    pub(crate) fn on_device_class_delete(&mut self, c: &DeviceClass) {
+        self.cache
+            .dra_mut()
+            .remove_class(c.metadata.name.as_deref().unwrap_or_default());
+        self.fire(EventResource::DeviceClass, ActionType::DELETE);
     }
 
     pub(crate) fn on_csi_driver_delete(&mut self, d: &CSIDriver) {

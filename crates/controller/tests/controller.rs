@@ -1401,6 +1401,8 @@ async fn a_volume_still_attached_holds_its_attach_slot_until_detached() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_with_resource_claims_is_never_bound_without_dra() {
     let server = FakeApiServer::start().await;
+    // A 1.33 server: no resource.k8s.io/v1 (discovery and the collection answer 404).
+    server.disable("resourceclaims");
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
     server.apply("nodes", &node("n1", "4", json!({})));
     server.apply(
@@ -1446,19 +1448,178 @@ async fn a_pod_with_resource_claims_is_never_bound_without_dra() {
             .any(|r| r.name == "gpu-job" && r.subresource == "binding"),
         "no Binding may be POSTed for a pod with unallocated claims"
     );
-    // A claim event retries the pod (DynamicResources registered it): refused again, the
-    // FailedScheduling event's series grows; still no binding.
+    running.stop().await;
+}
+
+const GPU_DRIVER: &str = "gpu.example.com";
+
+fn gpu_slice(node: &str, devices: &[&str]) -> Value {
+    device_slice(GPU_DRIVER, node, devices)
+}
+
+fn device_slice(driver: &str, node: &str, devices: &[&str]) -> Value {
+    json!({
+        "metadata": {"name": format!("{node}-{driver}")},
+        "spec": {
+            "driver": driver,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "nodeName": node,
+            "devices": devices.iter().map(|d| json!({"name": d})).collect::<Vec<_>>(),
+        },
+    })
+}
+
+fn gpu_claim(name: &str, owner: Option<(&str, &str)>) -> Value {
+    device_claim(name, "gpu", owner)
+}
+
+fn device_claim(name: &str, class: &str, owner: Option<(&str, &str)>) -> Value {
+    let mut c = json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": class}}]}},
+    });
+    if let Some((pod, uid)) = owner {
+        c["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod",
+            "name": pod, "uid": uid, "controller": true}]);
+    }
+    c
+}
+
+fn allocated_device(server: &FakeApiServer, claim: &str) -> Option<String> {
+    let c = server.get("resourceclaims", "default", claim)?;
+    c["status"]["allocation"]["devices"]["results"][0]["device"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// DRA end to end through the fake API server: a claim is allocated (finalizer, allocation,
+/// reservedFor) before the pod's Binding; two pods never get the same device; a failed
+/// binding leaves nothing allocated; a pod whose claim comes from a template waits until
+/// the claim exists and its status names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_claims_are_allocated_and_reserved_before_the_binding() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply("nodes", &node("n2", "4", json!({})));
     server.apply(
-        "resourceclaims",
-        &json!({"metadata": {"name": "gpu-claim", "namespace": "default"}, "spec": {}}),
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
     );
-    wait_for("gpu-job retried after the claim appeared", || {
-        server
-            .events_for("default", "gpu-job")
-            .iter()
-            .any(|e| e["reason"] == "FailedScheduling" && e["series"]["count"].as_i64() >= Some(2))
+    server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
+    server.apply("resourceclaims", &gpu_claim("c1", None));
+    server.apply("resourceclaims", &gpu_claim("c2", None));
+    let with_claim =
+        |claim: &str| json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]});
+    // The first Binding fails: the claim written for it must be taken back.
+    server.fail_next_bindings(1);
+    server.apply("pods", &pod("p1", "100m", with_claim("c1")));
+    server.apply("pods", &pod("p2", "100m", with_claim("c2")));
+    server.apply(
+        "pods",
+        &pod(
+            "p3",
+            "100m",
+            json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "tmpl"}]}),
+        ),
+    );
+    let running = start_controller(&server).await;
+
+    wait_for("one of p1/p2 bound", || {
+        server.node_of("default", "p1").is_some() || server.node_of("default", "p2").is_some()
     })
     .await;
-    assert!(server.node_of("default", "gpu-job").is_none());
+    let (winner, loser) = if server.node_of("default", "p1").is_some() {
+        (("p1", "c1"), ("p2", "c2"))
+    } else {
+        (("p2", "c2"), ("p1", "c1"))
+    };
+    assert_eq!(server.node_of("default", winner.0).as_deref(), Some("n1"));
+    let claim = server.get("resourceclaims", "default", winner.1).unwrap();
+    assert_eq!(
+        allocated_device(&server, winner.1).as_deref(),
+        Some("gpu-0")
+    );
+    let pod_uid = server.get("pods", "default", winner.0).unwrap()["metadata"]["uid"].clone();
+    assert_eq!(claim["status"]["reservedFor"][0]["uid"], pod_uid);
+    assert_eq!(claim["status"]["reservedFor"][0]["resource"], "pods");
+    assert_eq!(
+        claim["metadata"]["finalizers"],
+        json!(["resource.kubernetes.io/delete-protection"])
+    );
+    assert_eq!(
+        claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"],
+        json!(["n1"])
+    );
+    // The claim status was written before the Binding.
+    let requests = server.requests();
+    let status_at = requests
+        .iter()
+        .rposition(|r| {
+            r.resource == "resourceclaims" && r.subresource == "status" && r.name == winner.1
+        })
+        .expect("claim status written");
+    let binding_at = requests
+        .iter()
+        .rposition(|r| r.subresource == "binding" && r.name == winner.0)
+        .expect("binding posted");
+    assert!(status_at < binding_at);
+    // The failed first Binding's claim was taken back (nothing allocated for a pod that was
+    // not bound): one allocation in total, and the loser is refused.
+    wait_for("the other pod refused", || {
+        server.events_for("default", loser.0).iter().any(|e| {
+            e["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("cannot allocate all claims"))
+        })
+    })
+    .await;
+    assert!(server.node_of("default", loser.0).is_none());
+    assert_eq!(
+        allocated_device(&server, loser.1),
+        None,
+        "never the same device twice"
+    );
+    assert!(
+        server.get("resourceclaims", "default", loser.1).unwrap()["status"]["reservedFor"]
+            .is_null()
+    );
+
+    // The template pod waits (gated by PreEnqueue, as upstream: no attempt, no event).
+    assert!(server.node_of("default", "p3").is_none());
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.name == "p3" && r.subresource == "binding")
+    );
+    // The claim controller's part: the claim, then the pod's status; the devices (another
+    // driver's, so the refused pod, still retrying, cannot take them) on n2.
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "tpu"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == \"tpu.example.com\""}}]}}),
+    );
+    server.apply(
+        "resourceslices",
+        &device_slice("tpu.example.com", "n2", &["tpu-0"]),
+    );
+    let p3 = server.get("pods", "default", "p3").unwrap();
+    let uid = p3["metadata"]["uid"].as_str().unwrap().to_string();
+    server.apply(
+        "resourceclaims",
+        &device_claim("p3-gpu-abc", "tpu", Some(("p3", &uid))),
+    );
+    let mut p3 = p3;
+    p3["status"]["resourceClaimStatuses"] =
+        json!([{"name": "gpu", "resourceClaimName": "p3-gpu-abc"}]);
+    server.apply("pods", &p3);
+    wait_for("p3 bound", || server.node_of("default", "p3").is_some()).await;
+    assert_eq!(server.node_of("default", "p3").as_deref(), Some("n2"));
+    assert_eq!(
+        allocated_device(&server, "p3-gpu-abc").as_deref(),
+        Some("tpu-0")
+    );
     running.stop().await;
 }

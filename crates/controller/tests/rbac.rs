@@ -245,6 +245,33 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         ),
     );
     server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    // DynamicResources' PreBind: a claim allocated from a node-local slice (finalizer
+    // patch, then the status patch with allocation and reservedFor).
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}}),
+    );
+    server.apply(
+        "resourceslices",
+        &json!({"metadata": {"name": "n1-gpus"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                         "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0"}]}}),
+    );
+    server.apply(
+        "resourceclaims",
+        &json!({"metadata": {"name": "gpu", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}),
+    );
+    server.apply(
+        "pods",
+        &pod(
+            "trainer",
+            "10m",
+            json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}),
+        ),
+    );
     // Workloads whose selectors feed PodTopologySpread's default constraints.
     let web = json!({"app": "web"});
     server.apply(
@@ -325,6 +352,10 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
     wait_for("db bound", || {
         support::pv_controller::reconcile(&server);
         server.node_of("default", "db").is_some()
+    })
+    .await;
+    wait_for("trainer bound with its device", || {
+        server.node_of("default", "trainer").is_some()
     })
     .await;
     // Binding, preemption (status patch of the preemptor, victim deleted, events).
@@ -414,6 +445,12 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "storage.k8s.io", "volumeattachments"),
         ("list", "resource.k8s.io", "resourceclaims"),
         ("watch", "resource.k8s.io", "resourceclaims"),
+        ("patch", "resource.k8s.io", "resourceclaims"),
+        ("patch", "resource.k8s.io", "resourceclaims/status"),
+        ("list", "resource.k8s.io", "resourceslices"),
+        ("watch", "resource.k8s.io", "resourceslices"),
+        ("list", "resource.k8s.io", "deviceclasses"),
+        ("watch", "resource.k8s.io", "deviceclasses"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),
         ("patch", "", "persistentvolumeclaims"),

@@ -128,6 +128,27 @@ pub const RESOURCES: &[Resource] = &[
         true,
     ),
     res(
+        "resourceclaimtemplates",
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaimTemplate",
+        true,
+    ),
+    res(
+        "resourceslices",
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        false,
+    ),
+    res(
+        "deviceclasses",
+        "resource.k8s.io",
+        "v1",
+        "DeviceClass",
+        false,
+    ),
+    res(
         "schedulingpolicies",
         "scheduling.ferrosched.io",
         "v1alpha1",

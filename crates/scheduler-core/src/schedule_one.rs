@@ -709,8 +709,9 @@ fn cycle(
 }
 
 /// Records a [`Decision::Bind`] in the cache before the next cycle, as every caller must:
-/// the pod, assumed until its binding is confirmed, and the volume bindings VolumeBinding
-/// decided, so later pods neither reuse those volumes nor move those claims.
+/// the pod, assumed until its binding is confirmed, the volume bindings VolumeBinding
+/// decided and the claim status writes DynamicResources decided, so later pods neither reuse
+/// those volumes and devices nor move those claims.
 pub fn assume_decision(
     cache: &mut Cache,
     pod: Arc<PodInfo>,
@@ -720,6 +721,9 @@ pub fn assume_decision(
     cache.assume_pod(pod, node)?;
     if let Some(v) = crate::plugins::volume_binding::decided_bindings(state) {
         cache.assume_pod_volumes(v, node);
+    }
+    if let Some(w) = crate::plugins::dynamic_resources::decided_claim_writes(state) {
+        cache.dra_mut().assume_claim_writes(w);
     }
     Ok(())
 }

@@ -105,7 +105,7 @@ fn default_plugins_before_expansion() {
 fn default_plugins_after_expansion() {
     let e = expand(&default_config().profiles[0]).unwrap();
     let want: &[(ExtensionPoint, &[&str])] = &[
-        (PreEnqueue, &["SchedulingGates"]),
+        (PreEnqueue, &["SchedulingGates", "DynamicResources"]),
         (QueueSort, &["PrioritySort"]),
         (
             PreFilter,
@@ -139,6 +139,7 @@ fn default_plugins_after_expansion() {
                 "VolumeZone",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
             ],
         ),
         (PostFilter, &["DefaultPreemption"]),
@@ -167,9 +168,9 @@ fn default_plugins_after_expansion() {
                 "ImageLocality",
             ],
         ),
-        (Reserve, &["VolumeBinding"]),
+        (Reserve, &["VolumeBinding", "DynamicResources"]),
         (Permit, &[]),
-        (PreBind, &["VolumeBinding"]),
+        (PreBind, &["VolumeBinding", "DynamicResources"]),
         (Bind, &["DefaultBinder"]),
         (PostBind, &[]),
     ];

@@ -129,7 +129,10 @@ fn enabled_and_disabled_in_multi_point_means_enabled_last() {
 #[test]
 fn custom_multi_point_plugins_follow_defaults() {
     let l = load("  plugins:\n    multiPoint:\n      enabled:\n      - name: SchedulingPolicy\n");
-    assert_eq!(at(&l, PreEnqueue), ["SchedulingGates", "SchedulingPolicy"]);
+    assert_eq!(
+        at(&l, PreEnqueue),
+        ["SchedulingGates", "DynamicResources", "SchedulingPolicy"]
+    );
 }
 
 #[test]

@@ -23,7 +23,17 @@ use scheduler_core::queue::QueueError;
 use scheduler_core::types::{PodInfo, PodKey, PodVolumes};
 use std::collections::HashMap;
 
+use crate::binding::claims::{undo_claims, write_claims};
 use crate::binding::volumes::{DEFAULT_BIND_TIMEOUT, bind_pod_volumes};
+use scheduler_core::plugins::dynamic_resources::decided_claim_writes;
+use scheduler_core::types::dra::ClaimStatusWrite;
+
+/// What PreBind plugins decided for the binding cycle to carry out (already assumed).
+#[derive(Clone, Copy)]
+struct Prebind<'a> {
+    volumes: Option<&'a PodVolumes>,
+    claims: Option<&'a [ClaimStatusWrite]>,
+}
 
 #[derive(Debug)]
 pub(crate) enum Action {
@@ -180,6 +190,8 @@ impl Executor {
             } => {
                 let attempts = queued.attempts;
                 let first = queued.initial_attempt_timestamp;
+                // DynamicResources' decision (assumed in the cache with the pod).
+                let claims = decided_claim_writes(&state).map(<[_]>::to_vec);
                 let bound = self
                     .bind(
                         pod,
@@ -187,7 +199,10 @@ impl Executor {
                         scheduler_name.clone(),
                         queued,
                         cycle,
-                        volumes.as_ref(),
+                        Prebind {
+                            volumes: volumes.as_ref(),
+                            claims: claims.as_deref(),
+                        },
                     )
                     .await;
                 let m = &self.shared.metrics;
@@ -288,20 +303,24 @@ impl Executor {
     }
 
     /// Ends the attempt of a pod whose binding failed: forget the assumption (and its
-    /// volumes' assumed claimRefs/selected nodes), requeue it
+    /// volumes' assumed claimRefs/selected nodes, and its claims' assumed allocations and
+    /// reservations), requeue it
     /// through backoff, and (as upstream does) fire AssignedPod Delete for every other pod,
     /// since the assumed pod's resources are free again. Returns false when the pod is gone.
     fn requeue_after_bind_failure(
         &self,
         queued: QueuedPodInfo,
         cycle: u64,
-        volumes: Option<&PodVolumes>,
+        prebind: Prebind<'_>,
     ) -> bool {
         let key = queued.pod.key().clone();
         let uid = queued.pod.uid.clone();
         let mut st = self.shared.lock();
-        if let Some(v) = volumes {
+        if let Some(v) = prebind.volumes {
             st.cache.forget_pod_volumes(v);
+        }
+        if let Some(c) = prebind.claims {
+            st.cache.dra_mut().forget_claim_writes(c);
         }
         let _ = st.cache.forget_pod(&key);
         st.queue.delete_nominated_if_exists(&key);
@@ -326,8 +345,9 @@ impl Executor {
         scheduler_name: String,
         queued: QueuedPodInfo,
         cycle: u64,
-        volumes: Option<&PodVolumes>,
+        prebind: Prebind<'_>,
     ) -> bool {
+        let volumes = prebind.volumes;
         let key = PodKey::new(&pod.namespace, &pod.name);
         let m = &self.shared.metrics;
         // VolumeBinding's PreBind (upstream BindPodVolumes): bind/annotate, then wait for
@@ -345,7 +365,7 @@ impl Executor {
             {
                 tracing::warn!(%pod, %node, %message, "binding volumes failed");
                 m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                if self.requeue_after_bind_failure(queued, cycle, volumes) {
+                if self.requeue_after_bind_failure(queued, cycle, prebind) {
                     self.report_failure(
                         &pod,
                         &scheduler_name,
@@ -359,9 +379,47 @@ impl Executor {
                 return false;
             }
         }
+        // DynamicResources' PreBind: allocation and reservedFor into each claim's status.
+        let mut written = Vec::new();
+        if let Some(c) = prebind.claims {
+            match write_claims(&self.client, c).await {
+                Ok(w) => {
+                    // Written: the informer's copy at least this new ends each assumption.
+                    let mut st = self.shared.lock();
+                    for d in &w {
+                        st.cache.dra_mut().confirm_claim_write(
+                            &d.write.namespace,
+                            &d.write.name,
+                            &d.resource_version,
+                        );
+                    }
+                    drop(st);
+                    written = w;
+                }
+                Err(message) => {
+                    tracing::warn!(%pod, %node, %message, "writing resource claims failed");
+                    m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
+                    if self.requeue_after_bind_failure(queued, cycle, prebind) {
+                        self.report_failure(
+                            &pod,
+                            &scheduler_name,
+                            status::REASON_SCHEDULER_ERROR,
+                            &message,
+                            None,
+                            &Nomination::Clear,
+                        )
+                        .await;
+                    }
+                    return false;
+                }
+            }
+        }
         m.extension_point("PreBind", "Success", &scheduler_name, t.elapsed());
         let t = Instant::now();
         let result = bind(&self.client, &pod, node).await;
+        if result.is_err() {
+            undo_claims(&self.client, &written).await;
+        }
         let status = if result.is_ok() { "Success" } else { "Error" };
         m.extension_point("Bind", status, &scheduler_name, t.elapsed());
         match result {
@@ -393,12 +451,12 @@ impl Executor {
                 // Deleted or bound elsewhere: the informer's update/delete drops it from the
                 // queue; if it was re-created unassigned, it is retried after backoff.
                 tracing::info!(%pod, %node, error = %e, "pod gone or bound elsewhere; dropping");
-                self.requeue_after_bind_failure(queued, cycle, volumes);
+                self.requeue_after_bind_failure(queued, cycle, prebind);
                 false
             }
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
-                let exists = self.requeue_after_bind_failure(queued, cycle, volumes);
+                let exists = self.requeue_after_bind_failure(queued, cycle, prebind);
                 if exists {
                     let message = format!("binding rejected: {e}");
                     self.report_failure(

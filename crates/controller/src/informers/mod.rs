@@ -7,7 +7,8 @@
 //! deletions missed while the watch was down (expired resourceVersion) are not lost. The
 //! watcher itself relists on `410 Gone` and retries with backoff on errors.
 //!
-//! Optional kinds (CSIDriver, CSIStorageCapacity, ResourceClaim) tolerate a server that does not serve
+//! Optional kinds (CSIDriver, CSIStorageCapacity, ResourceClaim, ResourceSlice, DeviceClass)
+//! tolerate a server that does not serve
 //! them: a 404 on the first list is logged once, the informer counts as synced with no
 //! objects, and it stops, so readiness does not wait for an API that will never answer.
 //!
@@ -28,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
@@ -47,7 +48,7 @@ use watch::{Presence, run_informer, run_informer_with};
 pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub(crate) const INFORMER_COUNT: usize = 13 + WORKLOAD_INFORMER_COUNT;
+pub(crate) const INFORMER_COUNT: usize = 15 + WORKLOAD_INFORMER_COUNT;
 
 /// One informer over every `K` in the cluster.
 fn spawn<K, H>(
@@ -167,6 +168,19 @@ pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::tas
             shared,
             opt,
             fns::<ResourceClaim>(State::on_resource_claim, State::on_resource_claim_delete),
+        ),
+        // The devices DynamicResources allocates from, and the classes requests name.
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<ResourceSlice>(State::on_resource_slice, State::on_resource_slice_delete),
+        ),
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<DeviceClass>(State::on_device_class, State::on_device_class_delete),
         ),
     ];
     informers.extend(spawn_workloads(client, shared));

@@ -85,6 +85,11 @@ pub(crate) async fn dispatch(
         )
             .into_response()
     };
+    if method == Method::GET
+        && let Some(list) = discovery(&inner, uri.path())
+    {
+        return axum::Json(list).into_response();
+    }
     let Some(t) = Target::parse(uri.path()) else {
         return unknown();
     };
@@ -181,6 +186,39 @@ pub(crate) async fn dispatch(
             format!("the fake API server does not serve this on {collection}"),
         ),
     }
+}
+
+/// `GET /apis/{group}/{version}` (and `/api/v1`): the group version's resources, as an
+/// `APIResourceList`, leaving out disabled ones; None for another path or a group version
+/// with nothing served.
+fn discovery(inner: &Shared, path: &str) -> Option<Value> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let (group, version) = match segs.as_slice() {
+        ["api", version] => ("", *version),
+        ["apis", group, version] => (*group, *version),
+        _ => return None,
+    };
+    let disabled = inner.store.lock().unwrap().disabled.clone();
+    let resources: Vec<Value> = RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version && !disabled.contains(r.collection))
+        .map(|r| {
+            json!({"name": r.collection, "singularName": "", "namespaced": r.namespaced,
+                   "kind": r.kind, "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+        })
+        .collect();
+    if resources.is_empty() {
+        return None;
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+                "resources": resources}),
+    )
 }
 
 /// An error answer: a Kubernetes `Status` body (`Failure`, `reason`, `message`) with `code`.

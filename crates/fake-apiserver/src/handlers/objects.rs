@@ -104,7 +104,7 @@ fn list(
     axum::Json(body).into_response()
 }
 
-fn conflict_modified(collection: &str, name: &str) -> Response {
+pub(super) fn conflict_modified(collection: &str, name: &str) -> Response {
     status(
         StatusCode::CONFLICT,
         "Conflict",

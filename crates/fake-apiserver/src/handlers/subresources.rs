@@ -89,7 +89,8 @@ pub(super) fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Resp
         .into_response()
 }
 
-/// PATCH of a status subresource: only `status` may change.
+/// PATCH of a status subresource: only `status` may change. A `metadata.resourceVersion` in
+/// the patch is an optimistic-concurrency precondition (409 when the object changed).
 pub(super) fn patch_status(
     inner: &Inner,
     collection: &str,
@@ -104,6 +105,11 @@ pub(super) fn patch_status(
     let Some(mut object) = inner.get(collection, ns, name) else {
         return not_found(collection, name);
     };
+    if let Some(rv) = patch["metadata"]["resourceVersion"].as_str()
+        && object["metadata"]["resourceVersion"].as_str() != Some(rv)
+    {
+        return super::objects::conflict_modified(collection, name);
+    }
     if let Some(s) = patch.get("status") {
         if object.get("status").is_none() {
             object["status"] = json!({});

@@ -426,6 +426,9 @@ pub fn pod_update_actions(old: &PodInfo, new: &PodInfo) -> ActionType {
     if old.tolerations.len() != new.tolerations.len() {
         a |= ActionType::UPDATE_POD_TOLERATION;
     }
+    if old.resource_claims != new.resource_claims {
+        a |= ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM;
+    }
     if a.is_empty() {
         a = ActionType::UPDATE_OTHER;
     }

@@ -79,8 +79,12 @@ pub const PLUGINS: &[PluginSpec] = &[
         &[PreFilter, Filter, PreScore, Score],
         Some("InterPodAffinityArgs"),
     ),
-    // Only PreFilter until the allocator lands (issue 17): it rejects pods with claims.
-    spec(DYNAMIC_RESOURCES, &[PreFilter], None),
+    // Upstream also has PostFilter (deallocation) and Score (firstAvailable): not yet.
+    spec(
+        DYNAMIC_RESOURCES,
+        &[PreEnqueue, PreFilter, Filter, Reserve, PreBind],
+        None,
+    ),
     spec(
         DEFAULT_PREEMPTION,
         &[PostFilter],

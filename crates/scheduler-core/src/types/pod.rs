@@ -129,9 +129,9 @@ pub struct PodInfo {
     pub runtime_class_name: Option<String>,
     pub has_overhead: bool,
     pub scheduling_gates: Vec<String>,
-    /// Names of `spec.resourceClaims` entries (DRA). Such a pod must never be bound unless
-    /// each claim is allocated and reserved for it.
-    pub resource_claims: Vec<String>,
+    /// `spec.resourceClaims` entries (DRA), resolved against `status.resourceClaimStatuses`.
+    /// Such a pod must never be bound unless each claim is allocated and reserved for it.
+    pub resource_claims: Vec<super::dra::PodClaimRef>,
     /// Init container images then container images, normalized like ImageLocality does.
     pub images: Vec<String>,
     /// Init containers plus regular containers; ImageLocality scales its upper size threshold
@@ -306,12 +306,7 @@ impl PodInfo {
                 .flatten()
                 .map(|g| g.name.clone())
                 .collect(),
-            resource_claims: spec
-                .resource_claims
-                .iter()
-                .flatten()
-                .map(|c| c.name.clone())
-                .collect(),
+            resource_claims: super::dra::pod_claims(pod),
             images,
             num_containers: init_containers.len() + spec.containers.len(),
             affinity: spec.affinity.clone().map(Box::new),

@@ -1,37 +1,118 @@
-//! DynamicResources (DRA, resource.k8s.io/v1): a pod's `spec.resourceClaims` must be
-//! allocated and reserved for the pod before it is bound.
+//! DynamicResources (DRA, resource.k8s.io/v1, upstream `dynamicresources`): a pod's
+//! `spec.resourceClaims` must be allocated and reserved for the pod before it is bound.
 //!
-//! Safety floor only, for now: ferrosched does not allocate devices yet, so every pod with
-//! resource claims is rejected at PreFilter (UnschedulableAndUnresolvable) with a message
-//! saying why. Binding such a pod without its devices would start it on a node that cannot
-//! run it. When the profile does not run this plugin at all, the framework rejects the pod
-//! itself (see [`disabled_in_profile`]).
+//! - PreEnqueue: a claim from a ResourceClaimTemplate that the pod's status does not name yet
+//!   keeps the pod waiting (the pod update naming it retries it).
+//! - PreFilter: every claim must exist, not be deleting, belong to the pod (template claims),
+//!   not be reserved by 256 others, not be mid-allocation by another pod; every class a
+//!   request names must exist. Claims not allocated yet get an [`allocator::Allocator`].
+//! - Filter: an allocated claim's node selector must admit the node; the allocator must find
+//!   devices on the node for all unallocated claims (kept per node for Reserve).
+//! - Reserve records, for the chosen node, the claim status writes: `status.allocation` for
+//!   claims the scheduler allocated and the pod appended to `status.reservedFor`, each with
+//!   the claim's resourceVersion as precondition. PreBind makes no API call: the controller
+//!   reads [`decided_claim_writes`] and carries them out before the Binding; the cache
+//!   assumes them meanwhile (`DraObjects::assume_claim_writes`), so no other pod gets the
+//!   same devices.
+//! - Preemption: a victim's claims reserved only for it free their devices in the attempt.
+//!
+//! Without the plugin in the pod's profile the framework rejects such a pod itself (see
+//! [`disabled_in_profile`]). Not done yet: PostFilter's deallocation of a claim allocated for
+//! an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, partitionable
+//! devices, consumable capacity, binding conditions and DRA-backed extended resources (a
+//! device or request using one of these is never allocated).
 
-use std::sync::Arc;
+pub mod allocator;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::resource::v1 as dra;
 
 use crate::cache::Snapshot;
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, Plugin, PluginPoints, PreFilterPlugin,
-    PreFilterResult, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, Plugin, PluginPoints,
+    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
 };
 use crate::plugin_points;
-use crate::types::PodInfo;
+use crate::types::dra::{
+    CLAIM_FINALIZER, ClaimRequest, ClaimStatusWrite, ConsumerRef, DeviceId, DraObjects,
+    PodClaimSource, ResourceClaimInfo,
+};
+use crate::types::{NodeInfo, PodInfo};
 
+use self::allocator::{AllocError, Allocator};
 use super::names::DYNAMIC_RESOURCES;
 
 /// The API server does not serve resource.k8s.io/v1 (clusters before 1.34, or DRA off).
 pub const API_NOT_SERVED: &str = "pod has resource claims but the API server does not serve \
      resource.k8s.io/v1 (DRA); ferrosched cannot allocate devices on this cluster";
-
-/// The cluster serves DRA but ferrosched's allocator is not there yet.
-pub const ALLOCATION_NOT_SUPPORTED: &str = "pod has resource claims but ferrosched does not \
-     allocate DRA devices yet; schedule this pod with kube-scheduler";
+/// Filter: the allocator found no devices on the node for all claims.
+pub const CANNOT_ALLOCATE_ALL_CLAIMS: &str = "cannot allocate all claims";
+/// Filter: an allocated claim's devices are not reachable from the node.
+pub const NOT_AVAILABLE_ON_NODE: &str = "resourceclaim not available on the node";
+/// PreFilter: the claim is allocated and reserved for 256 other consumers already.
+pub const CLAIM_IN_USE: &str = "resourceclaim in use";
 
 /// The message when the pod's profile does not run DynamicResources.
 pub fn disabled_in_profile(profile: &str) -> String {
     format!(
         "pod has resource claims but the DynamicResources plugin is disabled in profile \
          {profile:?}; enable it or use a profile that runs it"
+    )
+}
+
+/// PreEnqueue: the template's claim is not named in the pod's status yet.
+pub fn claim_not_created_yet(pod: &PodInfo) -> String {
+    format!(
+        "pod \"{}/{}\": ResourceClaim not created yet",
+        pod.namespace(),
+        pod.name()
+    )
+}
+
+/// A `spec.resourceClaims` entry with neither a claim nor a template.
+pub fn claim_reference_unsupported(pod: &PodInfo) -> String {
+    format!(
+        "pod \"{}/{}\": resource claim reference not supported",
+        pod.namespace(),
+        pod.name()
+    )
+}
+
+pub fn claim_not_found(name: &str) -> String {
+    format!("resourceclaim.resource.k8s.io {name:?} not found")
+}
+
+pub fn claim_being_deleted(name: &str) -> String {
+    format!("resourceclaim {name:?} is being deleted")
+}
+
+pub fn claim_not_for_pod(claim: &ResourceClaimInfo, pod: &PodInfo) -> String {
+    format!(
+        "ResourceClaim {}/{} was not created for pod {}/{} (pod is not owner)",
+        claim.namespace,
+        claim.name,
+        pod.namespace(),
+        pod.name()
+    )
+}
+
+pub fn claim_allocation_in_flight(claim: &ResourceClaimInfo) -> String {
+    format!(
+        "resource claim {}/{} is in the process of being allocated",
+        claim.namespace, claim.name
+    )
+}
+
+pub fn device_class_missing(request: &str, class: &str) -> String {
+    format!("request {request}: device class {class} does not exist")
+}
+
+pub fn unknown_request_type(claim: &ResourceClaimInfo, request: &str) -> String {
+    format!(
+        "resource claim {}/{}, request {request}: unknown request type",
+        claim.namespace, claim.name
     )
 }
 
@@ -42,44 +123,332 @@ impl Plugin for DynamicResources {
         DYNAMIC_RESOURCES
     }
     fn points(self: Arc<Self>) -> PluginPoints {
-        plugin_points!(self => pre_filter)
+        plugin_points!(self => pre_enqueue, pre_filter, filter, reserve, pre_bind)
     }
+    /// Upstream's registrations: a node appearing or relabelled, a claim created or changed
+    /// (allocated, deallocated, reserved), the pod's status naming its generated claim, a
+    /// class or a slice created or changed.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        // As upstream: a claim appearing or being allocated, new devices, or a class change
-        // may let the pod through.
+        let add_update = ActionType::ADD | ActionType::UPDATE;
         vec![
             ClusterEvent::new(
-                EventResource::ResourceClaim,
-                ActionType::ADD | ActionType::UPDATE,
+                EventResource::Node,
+                ActionType::ADD
+                    | ActionType::UPDATE_NODE_LABEL
+                    | ActionType::UPDATE_NODE_TAINT
+                    | ActionType::UPDATE_NODE_ALLOCATABLE,
             ),
+            ClusterEvent::new(EventResource::ResourceClaim, add_update),
             ClusterEvent::new(
-                EventResource::ResourceSlice,
-                ActionType::ADD | ActionType::UPDATE,
+                EventResource::UnscheduledPod,
+                ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM,
             ),
-            ClusterEvent::new(
-                EventResource::DeviceClass,
-                ActionType::ADD | ActionType::UPDATE,
-            ),
+            ClusterEvent::new(EventResource::DeviceClass, add_update),
+            ClusterEvent::new(EventResource::ResourceSlice, add_update),
         ]
     }
+}
+
+impl PreEnqueuePlugin for DynamicResources {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        for c in &pod.resource_claims {
+            match c.source {
+                PodClaimSource::NotCreatedYet => {
+                    return Status::unresolvable(claim_not_created_yet(pod));
+                }
+                PodClaimSource::Unsupported => {
+                    return Status::unresolvable(claim_reference_unsupported(pod));
+                }
+                _ => {}
+            }
+        }
+        Status::success()
+    }
+}
+
+/// What one attempt knows about the pod's claims.
+#[derive(Clone, Debug)]
+struct StateData {
+    objects: DraObjects,
+    /// The pod's claims, in `spec.resourceClaims` order (entries needing no claim left out).
+    claims: Vec<Arc<ResourceClaimInfo>>,
+    /// For the claims not allocated yet; shared until preemption changes what is free.
+    allocator: Option<Arc<Allocator>>,
+    /// Filter's results per node, for Reserve (Filter runs in parallel).
+    by_node: Arc<Mutex<HashMap<String, Vec<dra::AllocationResult>>>>,
+    /// What Reserve decided for the chosen node.
+    reserved: Option<Vec<ClaimStatusWrite>>,
+}
+
+/// The claim status writes Reserve decided for the pod's node, for the controller to carry
+/// out (in order) before the Binding. None or empty: nothing to write (no claims, or every
+/// claim already reserved for the pod).
+pub fn decided_claim_writes(state: &CycleState) -> Option<&[ClaimStatusWrite]> {
+    state
+        .read::<StateData>()
+        .and_then(|s| s.reserved.as_deref())
+        .filter(|w| !w.is_empty())
+}
+
+fn missing_state() -> Status {
+    Status::error("reading DynamicResources state: not found")
+}
+
+/// The claims of a pod as PreFilter resolves them (also used for preemption victims).
+fn pod_claims(pod: &PodInfo, objects: &DraObjects) -> Result<Vec<Arc<ResourceClaimInfo>>, String> {
+    let mut out = Vec::new();
+    for c in &pod.resource_claims {
+        let (name, check_owner) = match &c.source {
+            PodClaimSource::Claim(n) => (n, false),
+            PodClaimSource::Generated(Some(n)) => (n, true),
+            PodClaimSource::Generated(None) => continue,
+            PodClaimSource::NotCreatedYet => return Err(claim_not_created_yet(pod)),
+            PodClaimSource::Unsupported => return Err(claim_reference_unsupported(pod)),
+        };
+        let Some(claim) = objects.claim(pod.namespace(), name) else {
+            return Err(claim_not_found(name));
+        };
+        if claim.deleting {
+            return Err(claim_being_deleted(name));
+        }
+        if check_owner && claim.owner_pod_uid.as_deref() != Some(pod.uid.as_str()) {
+            return Err(claim_not_for_pod(claim, pod));
+        }
+        out.push(claim.clone());
+    }
+    Ok(out)
+}
+
+fn check_classes(claim: &ResourceClaimInfo, objects: &DraObjects) -> Result<(), Status> {
+    let check = |request: &str, class: &str| {
+        if class.is_empty() {
+            return Err(Status::error(format!(
+                "request {request}: unsupported request type"
+            )));
+        }
+        if objects.class(class).is_none() {
+            return Err(Status::unresolvable(device_class_missing(request, class)));
+        }
+        Ok(())
+    };
+    for r in &claim.requests {
+        match r {
+            ClaimRequest::Exactly(s) => check(&s.name, &s.device_class_name)?,
+            ClaimRequest::FirstAvailable { name, subrequests } => {
+                for s in subrequests {
+                    check(&format!("{name}/{}", s.name), &s.device_class_name)?;
+                }
+            }
+            ClaimRequest::Unknown { name } => {
+                return Err(Status::unresolvable(unknown_request_type(claim, name)));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl PreFilterPlugin for DynamicResources {
     fn pre_filter(
         &self,
-        _state: &mut CycleState,
+        state: &mut CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         if pod.resource_claims.is_empty() {
             return (None, Status::skip());
         }
-        let msg = if snapshot.dra_api_served() {
-            ALLOCATION_NOT_SUPPORTED
-        } else {
-            API_NOT_SERVED
+        if !snapshot.dra_api_served() {
+            return (None, Status::unresolvable(API_NOT_SERVED));
+        }
+        let objects = snapshot.dra();
+        let claims = match pod_claims(pod, objects) {
+            Ok(c) => c,
+            Err(m) => return (None, Status::unresolvable(m)),
         };
-        (None, Status::unresolvable(msg))
+        if claims.is_empty() {
+            return (None, Status::skip());
+        }
+        let mut to_allocate = Vec::new();
+        for c in &claims {
+            let mine = c.is_reserved_for(&pod.uid);
+            if c.allocation.is_some() && !c.can_be_reserved() && !mine {
+                return (None, Status::unresolvable(CLAIM_IN_USE));
+            }
+            // Another pod's allocation or reservation of this claim is still being written:
+            // wait for it (the claim update retries the pod).
+            if objects.is_assumed(&c.namespace, &c.name) && !mine {
+                return (None, Status::unresolvable(claim_allocation_in_flight(c)));
+            }
+            if c.allocation.is_none() {
+                if let Err(s) = check_classes(c, objects) {
+                    return (None, s);
+                }
+                to_allocate.push(c.clone());
+            }
+        }
+        let allocator =
+            (!to_allocate.is_empty()).then(|| Arc::new(Allocator::new(objects, to_allocate)));
+        state.write(StateData {
+            objects: objects.clone(),
+            claims,
+            allocator,
+            by_node: Arc::default(),
+            reserved: None,
+        });
+        (None, Status::success())
+    }
+
+    fn has_extensions(&self) -> bool {
+        true
+    }
+
+    fn add_pod(
+        &self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        to_add: &Arc<PodInfo>,
+        _node: &NodeInfo,
+    ) -> Status {
+        let Some(s) = state.read_mut::<StateData>() else {
+            return Status::success();
+        };
+        let ids = exclusive_devices(to_add, &s.objects);
+        if let (Some(a), false) = (&mut s.allocator, ids.is_empty()) {
+            Arc::make_mut(a).unfree_devices(ids);
+        }
+        Status::success()
+    }
+
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        to_remove: &Arc<PodInfo>,
+        _node: &NodeInfo,
+    ) -> Status {
+        let Some(s) = state.read_mut::<StateData>() else {
+            return Status::success();
+        };
+        let ids = exclusive_devices(to_remove, &s.objects);
+        if let (Some(a), false) = (&mut s.allocator, ids.is_empty()) {
+            Arc::make_mut(a).free_devices(ids);
+        }
+        Status::success()
+    }
+}
+
+/// Devices of a pod's claims that only it uses (reserved for it alone, not admin access):
+/// gone with the pod, since the claim gets deallocated once its last consumer is.
+fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
+    let Ok(claims) = pod_claims(pod, objects) else {
+        return Vec::new();
+    };
+    claims
+        .iter()
+        .filter(|c| c.reserved_for.iter().all(|r| r.uid == pod.uid))
+        .filter_map(|c| c.allocation.as_ref())
+        .flat_map(|a| &a.devices)
+        .filter(|d| !d.admin_access)
+        .map(|d| d.id.clone())
+        .collect()
+}
+
+impl FilterPlugin for DynamicResources {
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<StateData>() else {
+            return missing_state();
+        };
+        let mut allocations = None;
+        if let Some(a) = &s.allocator {
+            match a.allocate(&node.name, &node.labels) {
+                Ok(Some(r)) => allocations = Some(r),
+                Ok(None) => return Status::unresolvable(CANNOT_ALLOCATE_ALL_CLAIMS),
+                Err(AllocError::Fatal(m)) => return Status::error(m),
+                Err(AllocError::Node(m)) => return Status::unresolvable(m),
+            }
+        }
+        let unavailable = s.claims.iter().any(|c| {
+            c.allocation
+                .as_ref()
+                .and_then(|a| a.node_selector.as_ref())
+                .is_some_and(|sel| !sel.matches(&node.name, &node.labels))
+        });
+        if unavailable {
+            return Status::unresolvable(NOT_AVAILABLE_ON_NODE);
+        }
+        if let Some(r) = allocations {
+            s.by_node
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name.clone(), r);
+        }
+        Status::success()
+    }
+}
+
+impl ReservePlugin for DynamicResources {
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let Some(s) = state.read_mut::<StateData>() else {
+            return Status::success();
+        };
+        let mut allocations = match &s.allocator {
+            None => Vec::new(),
+            Some(_) => {
+                let by_node = s.by_node.lock().unwrap_or_else(|e| e.into_inner());
+                match by_node.get(node) {
+                    Some(r) => r.clone(),
+                    None => return Status::error("claim allocation not found for node"),
+                }
+            }
+        }
+        .into_iter();
+        let mut writes = Vec::new();
+        for c in &s.claims {
+            let allocation = if c.allocation.is_none() {
+                match allocations.next() {
+                    Some(a) => Some(a),
+                    None => {
+                        return Status::error(format!(
+                            "internal error: no allocation for claim {}/{}",
+                            c.namespace, c.name
+                        ));
+                    }
+                }
+            } else {
+                None
+            };
+            if c.is_reserved_for(&pod.uid) && allocation.is_none() {
+                continue;
+            }
+            let mut reserved_for = c.reserved_for.clone();
+            reserved_for.push(ConsumerRef::pod(pod.name(), &pod.uid));
+            writes.push(ClaimStatusWrite {
+                namespace: c.namespace.clone(),
+                name: c.name.clone(),
+                uid: c.uid.clone(),
+                resource_version: c.resource_version.clone(),
+                add_finalizer: allocation.is_some()
+                    && !c.finalizers.iter().any(|f| f == CLAIM_FINALIZER),
+                finalizers: c.finalizers.clone(),
+                allocation,
+                reserved_for,
+            });
+        }
+        s.reserved = Some(writes);
+        Status::success()
+    }
+
+    fn unreserve(&self, state: &mut CycleState, _pod: &PodInfo, _node: &str) {
+        if let Some(s) = state.read_mut::<StateData>() {
+            s.reserved = None;
+        }
+    }
+}
+
+impl PreBindPlugin for DynamicResources {
+    /// Succeeds: the claim status writes are the controller's (see [`decided_claim_writes`]).
+    fn pre_bind(&self, _state: &CycleState, _pod: &PodInfo, _node: &str) -> Status {
+        Status::success()
     }
 }
 

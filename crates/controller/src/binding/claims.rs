@@ -1,0 +1,140 @@
+//! DynamicResources' PreBind, carried out by the controller (upstream `bindClaim`).
+//! scheduler-core decides in Filter/Reserve and makes no API calls; the scheduling loop
+//! assumes the decision in the cache (`DraObjects::assume_claim_writes`) and the binding
+//! cycle calls [`write_claims`] before it POSTs the pod's Binding. For each claim, in order:
+//!
+//! 1. when the scheduler allocated it and the claim lacks it, the delete-protection
+//!    finalizer (a merge patch of `metadata.finalizers`);
+//! 2. `status.allocation` (if the scheduler allocated it) and the whole new
+//!    `status.reservedFor`, a merge patch of the status subresource.
+//!
+//! Every patch carries the resourceVersion the scheduler read (then the one the previous
+//! patch returned), so a claim changed meanwhile (deallocated, reserved by someone else) is
+//! refused with 409 and nothing is handed out twice. When a later step fails (another
+//! claim, or the Binding itself), [`undo_claims`] takes back what was written: the
+//! allocation the scheduler made and the pod's reservedFor entry.
+
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use scheduler_core::types::dra::{CLAIM_FINALIZER, ClaimStatusWrite};
+use serde_json::json;
+
+use crate::client::retry::ApiClient;
+
+/// Upstream's prefix for a failed PreBind plugin.
+pub(crate) const PREBIND_PREFIX: &str = "running PreBind plugin \"DynamicResources\": ";
+
+/// A claim status this binding cycle wrote, for [`undo_claims`].
+#[derive(Debug, Clone)]
+pub(crate) struct Written {
+    pub(crate) write: ClaimStatusWrite,
+    /// What the status write returned.
+    pub(crate) resource_version: String,
+}
+
+fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        e => e.to_string(),
+    }
+}
+
+/// Carries out the writes in order. On failure the claims written so far are undone and the
+/// error is the FailedScheduling message (upstream's wording, with the PreBind prefix).
+pub(crate) async fn write_claims(
+    client: &ApiClient,
+    writes: &[ClaimStatusWrite],
+) -> Result<Vec<Written>, String> {
+    let mut done = Vec::new();
+    for w in writes {
+        match write_one(client, w).await {
+            Ok(rv) => done.push(Written {
+                write: w.clone(),
+                resource_version: rv,
+            }),
+            Err(e) => {
+                undo_claims(client, &done).await;
+                return Err(format!("{PREBIND_PREFIX}{e}"));
+            }
+        }
+    }
+    Ok(done)
+}
+
+async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, String> {
+    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
+    let pp = PatchParams::default();
+    let what = if w.allocation.is_some() {
+        "add allocation and reservation to"
+    } else {
+        "add reservation to"
+    };
+    let mut rv = w.resource_version.clone();
+    if w.add_finalizer {
+        let mut finalizers = w.finalizers.clone();
+        finalizers.push(CLAIM_FINALIZER.to_string());
+        let patch = json!({"metadata": {"resourceVersion": rv, "finalizers": finalizers}});
+        let c = api
+            .patch(&w.name, &pp, &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                format!(
+                    "add finalizer to claim {}/{}: {}",
+                    w.namespace,
+                    w.name,
+                    api_message(&e)
+                )
+            })?;
+        rv = c.metadata.resource_version.unwrap_or_default();
+    }
+    let reserved: Vec<_> = w.reserved_for.iter().map(|r| r.to_k8s()).collect();
+    let mut status = json!({"reservedFor": reserved});
+    if let Some(a) = &w.allocation {
+        status["allocation"] = serde_json::to_value(a).map_err(|e| e.to_string())?;
+    }
+    let patch = json!({"metadata": {"resourceVersion": rv}, "status": status});
+    let c = api
+        .patch_status(&w.name, &pp, &Patch::Merge(&patch))
+        .await
+        .map_err(|e| {
+            format!(
+                "{what} claim {}/{}: {}",
+                w.namespace,
+                w.name,
+                api_message(&e)
+            )
+        })?;
+    Ok(c.metadata.resource_version.unwrap_or_default())
+}
+
+/// Takes back what [`write_claims`] wrote: the pod's reservedFor entry, and the allocation
+/// when the scheduler made it (the finalizer stays; the claim's driver side removes it with
+/// the allocation). Best effort: a claim changed since (409) is left as it is, logged.
+pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
+    for d in written.iter().rev() {
+        let w = &d.write;
+        let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
+        let before: Vec<_> = w
+            .reserved_for
+            .iter()
+            .take(w.reserved_for.len().saturating_sub(1))
+            .map(|r| r.to_k8s())
+            .collect();
+        let mut status = json!({"reservedFor": if before.is_empty() { serde_json::Value::Null } else { json!(before) }});
+        if w.allocation.is_some() {
+            status["allocation"] = serde_json::Value::Null;
+        }
+        let patch = json!({"metadata": {"resourceVersion": d.resource_version}, "status": status});
+        if let Err(e) = api
+            .patch_status(&w.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::warn!(
+                claim = %format!("{}/{}", w.namespace, w.name),
+                error = %api_message(&e),
+                "could not undo the claim's allocation/reservation after a failed binding"
+            );
+        }
+    }
+}

@@ -1,0 +1,767 @@
+//! The structured allocator (upstream `dynamic-resource-allocation/structured`): given the
+//! claims a pod still needs allocated, the pools of devices and the devices already taken,
+//! find devices on one node for every request of every claim, or say none exist.
+//!
+//! Built once per pod ([`Allocator::new`], in PreFilter: pools, their completeness, slices
+//! indexed by node), then asked once per node ([`Allocator::allocate`], in Filter, in
+//! parallel). The search is upstream's: claims in order, requests in order, one device after
+//! the other, backtracking on a dead end; the first full solution wins. CEL results are
+//! cached per device and request within one call.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1 as dra;
+
+use crate::types::dra::cel::{AttrValue, split_qualified};
+use crate::types::dra::{
+    ALLOCATION_RESULTS_MAX_SIZE, AllocationMode, ClaimRequest, DeviceClassInfo, DeviceId,
+    DeviceNodes, DraObjects, RequestSpec, ResourceClaimInfo, ResourceSliceInfo, SliceDevice,
+};
+
+/// Why allocation stopped on a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllocError {
+    /// Something is wrong with a claim or class (bad selector, bad request): the attempt
+    /// fails with an error, as upstream's.
+    Fatal(String),
+    /// This node cannot be used, for a reason worth telling (invalid pools).
+    Node(String),
+}
+
+#[derive(Debug, Clone)]
+struct Pool {
+    driver: String,
+    name: String,
+    incomplete: bool,
+    /// Why the pool is invalid (duplicate device names); never used then.
+    invalid: Option<String>,
+}
+
+impl Pool {
+    fn id(&self) -> String {
+        format!("{}/{}", self.driver, self.name)
+    }
+}
+
+/// The per-pod part of allocation.
+#[derive(Debug, Clone)]
+pub struct Allocator {
+    claims: Vec<Arc<ResourceClaimInfo>>,
+    classes: HashMap<String, Arc<DeviceClassInfo>>,
+    pools: Vec<Pool>,
+    /// Node-local slices of the pools' newest generations, by node name.
+    local: HashMap<String, Vec<(usize, Arc<ResourceSliceInfo>)>>,
+    /// Slices with a node selector, `allNodes` or per-device node selection.
+    shared: Vec<(usize, Arc<ResourceSliceInfo>)>,
+    allocated: Arc<HashMap<DeviceId, u32>>,
+    /// Devices of claims preemption would free (victims'), usable in this attempt.
+    freed: HashSet<DeviceId>,
+}
+
+impl Allocator {
+    pub fn new(objects: &DraObjects, claims: Vec<Arc<ResourceClaimInfo>>) -> Self {
+        // Newest generation per pool, and how many of its slices exist cluster-wide.
+        let mut newest: BTreeMap<(&str, &str), (i64, i64, i64)> = BTreeMap::new();
+        for s in objects.slices() {
+            let e = newest
+                .entry((s.driver.as_str(), s.pool.as_str()))
+                .or_insert((s.pool_generation, 0, s.pool_slice_count));
+            if s.pool_generation > e.0 {
+                *e = (s.pool_generation, 0, s.pool_slice_count);
+            }
+            if s.pool_generation == e.0 {
+                e.1 += 1;
+            }
+        }
+        let mut pools = Vec::new();
+        let mut index = HashMap::new();
+        for ((driver, name), (_, seen, want)) in &newest {
+            index.insert((*driver, *name), pools.len());
+            pools.push(Pool {
+                driver: driver.to_string(),
+                name: name.to_string(),
+                incomplete: seen != want,
+                invalid: None,
+            });
+        }
+        let mut names: Vec<HashSet<&str>> = vec![HashSet::new(); pools.len()];
+        let mut local: HashMap<String, Vec<(usize, Arc<ResourceSliceInfo>)>> = HashMap::new();
+        let mut shared = Vec::new();
+        for s in objects.slices() {
+            let i = index[&(s.driver.as_str(), s.pool.as_str())];
+            if s.pool_generation != newest[&(s.driver.as_str(), s.pool.as_str())].0 {
+                continue; // outdated
+            }
+            for d in &s.devices {
+                if !names[i].insert(d.name.as_str()) && pools[i].invalid.is_none() {
+                    pools[i].invalid = Some(format!("duplicate device name {}", d.name));
+                }
+            }
+            match &s.nodes {
+                DeviceNodes::Node(n) => local.entry(n.clone()).or_default().push((i, s.clone())),
+                DeviceNodes::Nowhere => {}
+                _ => shared.push((i, s.clone())),
+            }
+        }
+        let classes = claims
+            .iter()
+            .flat_map(|c| &c.requests)
+            .flat_map(|r| match r {
+                ClaimRequest::Exactly(s) => std::slice::from_ref(s),
+                ClaimRequest::FirstAvailable { subrequests, .. } => subrequests.as_slice(),
+                ClaimRequest::Unknown { .. } => &[],
+            })
+            .filter_map(|s| {
+                objects
+                    .class(&s.device_class_name)
+                    .map(|c| (c.name.clone(), c.clone()))
+            })
+            .collect();
+        Allocator {
+            claims,
+            classes,
+            pools,
+            local,
+            shared,
+            allocated: Arc::new(objects.allocated_devices().clone()),
+            freed: HashSet::new(),
+        }
+    }
+
+    pub fn claims(&self) -> &[Arc<ResourceClaimInfo>] {
+        &self.claims
+    }
+
+    /// Treats the devices as free in this attempt (preemption: the victims' claims).
+    pub fn free_devices(&mut self, ids: impl IntoIterator<Item = DeviceId>) {
+        self.freed.extend(ids);
+    }
+
+    /// Takes the devices again (a victim added back).
+    pub fn unfree_devices(&mut self, ids: impl IntoIterator<Item = DeviceId>) {
+        for id in ids {
+            self.freed.remove(&id);
+        }
+    }
+
+    fn in_use(&self, id: &DeviceId) -> bool {
+        self.allocated.contains_key(id) && !self.freed.contains(id)
+    }
+
+    /// One allocation result per claim, in order, for the node; `Ok(None)` when the devices
+    /// the node can reach do not satisfy every claim.
+    pub fn allocate(
+        &self,
+        node: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
+        // Devices the node reaches, pool by pool (pools sorted by driver and name, slices by
+        // name), skipping incomplete and invalid pools.
+        let mut slices: Vec<&(usize, Arc<ResourceSliceInfo>)> = self
+            .local
+            .get(node)
+            .into_iter()
+            .flatten()
+            .chain(self.shared.iter().filter(|(_, s)| {
+                match &s.nodes {
+                    DeviceNodes::PerDevice => s
+                        .devices
+                        .iter()
+                        .any(|d| d.nodes.as_ref().is_some_and(|n| n.reaches(node, labels))),
+                    n => n.reaches(node, labels),
+                }
+            }))
+            .collect();
+        slices.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        let node_pools: Vec<usize> = {
+            let mut v: Vec<usize> = slices.iter().map(|(p, _)| *p).collect();
+            v.dedup();
+            v
+        };
+        let mut cands = Vec::new();
+        for (p, s) in &slices {
+            let pool = &self.pools[*p];
+            if pool.incomplete || pool.invalid.is_some() {
+                continue;
+            }
+            for d in &s.devices {
+                if d.unsupported.is_some() {
+                    continue;
+                }
+                if let Some(n) = &d.nodes
+                    && !n.reaches(node, labels)
+                {
+                    continue;
+                }
+                cands.push(Cand {
+                    slice: s,
+                    dev: d,
+                    id: DeviceId {
+                        driver: s.driver.clone(),
+                        pool: s.pool.clone(),
+                        device: d.name.clone(),
+                    },
+                });
+            }
+        }
+        let mut run = Run::new(self, node, labels, cands);
+        run.prepare(&node_pools)?;
+        match run.allocate_one(Pos::default(), false) {
+            Ok(true) => Ok(Some(run.results())),
+            Ok(false) | Err(Stop::MaxSize) => {
+                if let Some(p) = node_pools
+                    .iter()
+                    .find(|p| self.pools[**p].invalid.is_some())
+                {
+                    let pool = &self.pools[*p];
+                    return Err(AllocError::Node(format!(
+                        "invalid resource pools were encountered: pool {}: {}",
+                        pool.id(),
+                        pool.invalid.as_deref().unwrap_or_default()
+                    )));
+                }
+                Ok(None)
+            }
+            Err(Stop::Fatal(e)) => Err(AllocError::Fatal(e)),
+        }
+    }
+}
+
+struct Cand<'a> {
+    slice: &'a ResourceSliceInfo,
+    dev: &'a SliceDevice,
+    id: DeviceId,
+}
+
+/// One request, or one subrequest of a `firstAvailable` request.
+struct ReqData<'a> {
+    spec: &'a RequestSpec,
+    parent: Option<&'a str>,
+    class: &'a DeviceClassInfo,
+    num: usize,
+    /// `All` mode: the devices, decided up front.
+    all: Vec<usize>,
+}
+
+impl ReqData<'_> {
+    fn full_name(&self) -> String {
+        match self.parent {
+            Some(p) => format!("{p}/{}", self.spec.name),
+            None => self.spec.name.clone(),
+        }
+    }
+}
+
+struct ConstraintState {
+    requests: Vec<String>,
+    attribute: String,
+    value: Option<AttrValue>,
+    count: usize,
+}
+
+impl ConstraintState {
+    fn applies(&self, request: &str, parent: Option<&str>) -> bool {
+        if self.requests.is_empty() {
+            return true;
+        }
+        match parent {
+            None => self.requests.iter().any(|r| r == request),
+            Some(p) => {
+                let full = format!("{p}/{request}");
+                self.requests.iter().any(|r| r == p || *r == full)
+            }
+        }
+    }
+}
+
+fn lookup_attribute<'a>(dev: &'a SliceDevice, driver: &str, name: &str) -> Option<&'a AttrValue> {
+    if let Some(v) = dev.attributes.get(name) {
+        return Some(v);
+    }
+    let (domain, id) = split_qualified(driver, name);
+    if domain != driver || !name.contains('/') {
+        return None;
+    }
+    dev.attributes.get(id)
+}
+
+enum Stop {
+    MaxSize,
+    Fatal(String),
+}
+
+#[derive(Clone, Copy, Default)]
+struct Pos {
+    claim: usize,
+    request: usize,
+    sub: usize,
+    device: usize,
+}
+
+struct Run<'a> {
+    al: &'a Allocator,
+    node: &'a str,
+    labels: &'a BTreeMap<String, String>,
+    cands: Vec<Cand<'a>>,
+    /// Per claim, per request: one entry, or one per subrequest.
+    reqs: Vec<Vec<Vec<ReqData<'a>>>>,
+    constraints: Vec<Vec<ConstraintState>>,
+    /// Candidate index -> claims it is being allocated for.
+    allocating: HashMap<usize, Vec<usize>>,
+    /// Per claim: (candidate, request name, admin access).
+    results: Vec<Vec<(usize, String, bool)>>,
+    selected_sub: HashMap<(usize, usize), usize>,
+    matches: HashMap<(usize, usize, usize, usize), bool>,
+}
+
+fn kobj(c: &ResourceClaimInfo) -> String {
+    format!("{}/{}", c.namespace, c.name)
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        al: &'a Allocator,
+        node: &'a str,
+        labels: &'a BTreeMap<String, String>,
+        cands: Vec<Cand<'a>>,
+    ) -> Self {
+        Run {
+            al,
+            node,
+            labels,
+            cands,
+            reqs: Vec::new(),
+            constraints: Vec::new(),
+            allocating: HashMap::new(),
+            results: vec![Vec::new(); al.claims.len()],
+            selected_sub: HashMap::new(),
+            matches: HashMap::new(),
+        }
+    }
+
+    /// Upstream's validation of every request and constraint, and the `All` device sets.
+    fn prepare(&mut self, node_pools: &[usize]) -> Result<(), AllocError> {
+        let al = self.al;
+        for (ci, claim) in al.claims.iter().enumerate() {
+            let mut per_claim = Vec::new();
+            let mut min_devices = 0usize;
+            for (ri, req) in claim.requests.iter().enumerate() {
+                let entries: Vec<(&RequestSpec, Option<&str>)> = match req {
+                    ClaimRequest::Exactly(s) => vec![(s, None)],
+                    ClaimRequest::FirstAvailable { name, subrequests } => subrequests
+                        .iter()
+                        .map(|s| (s, Some(name.as_str())))
+                        .collect(),
+                    ClaimRequest::Unknown { name } => {
+                        return Err(AllocError::Fatal(format!(
+                            "claim {}, request {name}: unknown request type",
+                            kobj(claim)
+                        )));
+                    }
+                };
+                let mut datas = Vec::new();
+                for (si, (spec, parent)) in entries.into_iter().enumerate() {
+                    let d = self.validate(ci, ri, si, spec, parent, node_pools)?;
+                    datas.push(d);
+                }
+                min_devices += datas.iter().map(|d| d.num).min().unwrap_or(0);
+                per_claim.push(datas);
+            }
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE {
+                return Err(AllocError::Fatal(format!(
+                    "claim {}: number of requested devices {min_devices} exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}",
+                    kobj(claim)
+                )));
+            }
+            self.reqs.push(per_claim);
+            let mut cs = Vec::new();
+            for (i, k) in claim.constraints.iter().enumerate() {
+                let Some(attr) = &k.match_attribute else {
+                    return Err(AllocError::Fatal(format!(
+                        "claim {}, constraint #{i}: empty constraint (unsupported constraint type?)",
+                        kobj(claim)
+                    )));
+                };
+                cs.push(ConstraintState {
+                    requests: k.requests.clone(),
+                    attribute: attr.clone(),
+                    value: None,
+                    count: 0,
+                });
+            }
+            self.constraints.push(cs);
+        }
+        Ok(())
+    }
+
+    fn validate(
+        &mut self,
+        ci: usize,
+        ri: usize,
+        si: usize,
+        spec: &'a RequestSpec,
+        parent: Option<&'a str>,
+        node_pools: &[usize],
+    ) -> Result<ReqData<'a>, AllocError> {
+        let al = self.al;
+        let claim = &al.claims[ci];
+        let name = match parent {
+            Some(p) => format!("{p}/{}", spec.name),
+            None => spec.name.clone(),
+        };
+        let fatal = |m: String| {
+            Err(AllocError::Fatal(format!(
+                "claim {}, request {name}: {m}",
+                kobj(claim)
+            )))
+        };
+        for (i, s) in spec.selectors.iter().enumerate() {
+            if s.expression.is_empty() {
+                return Err(AllocError::Fatal(format!(
+                    "claim {}, request {name}, selector #{i}: CEL expression empty (unsupported selector type?)",
+                    kobj(claim)
+                )));
+            }
+        }
+        if let Some(what) = spec.unsupported {
+            return fatal(format!(
+                "uses {what}, which ferrosched does not support yet"
+            ));
+        }
+        if spec.device_class_name.is_empty() {
+            return fatal("missing device class name (unsupported request type?)".into());
+        }
+        let Some(class) = al.classes.get(&spec.device_class_name) else {
+            return fatal(format!(
+                "could not retrieve device class {}: deviceclass.resource.k8s.io {:?} not found",
+                spec.device_class_name, spec.device_class_name
+            ));
+        };
+        let mut data = ReqData {
+            spec,
+            parent,
+            class,
+            num: 0,
+            all: Vec::new(),
+        };
+        match &spec.mode {
+            AllocationMode::ExactCount(n) => {
+                let Ok(n) = usize::try_from(*n) else {
+                    return fatal(format!("exact count {n} is invalid"));
+                };
+                data.num = n;
+            }
+            AllocationMode::All => {
+                for p in node_pools {
+                    let pool = &al.pools[*p];
+                    if pool.incomplete {
+                        return fatal(format!(
+                            "asks for all devices, but resource pool {} is currently being updated",
+                            pool.id()
+                        ));
+                    }
+                    if pool.invalid.is_some() {
+                        return fatal(format!(
+                            "asks for all devices, but resource pool {} is currently invalid",
+                            pool.id()
+                        ));
+                    }
+                }
+                for i in 0..self.cands.len() {
+                    if self.selectable(i, ci, (ri, si), &data)? {
+                        data.all.push(i);
+                    }
+                }
+                data.num = data.all.len();
+            }
+            AllocationMode::Unknown(m) => {
+                return fatal(format!("unsupported count mode {m}"));
+            }
+        }
+        Ok(data)
+    }
+
+    /// The device passes the class's and the request's selectors (cached per request).
+    fn selectable(
+        &mut self,
+        cand: usize,
+        ci: usize,
+        (ri, si): (usize, usize),
+        data: &ReqData<'_>,
+    ) -> Result<bool, AllocError> {
+        if let Some(m) = self.matches.get(&(cand, ci, ri, si)) {
+            return Ok(*m);
+        }
+        let c = &self.cands[cand];
+        let claim = &self.al.claims[ci];
+        let check = |sels: &[crate::types::dra::cel::CelSelector], who: &str| {
+            for (i, s) in sels.iter().enumerate() {
+                match s.matches(&c.dev.cel) {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(false),
+                    Err(e) if s.compile_error().is_some() => {
+                        return Err(AllocError::Fatal(format!("{who}: selector #{i}: {e}")));
+                    }
+                    Err(e) => {
+                        return Err(AllocError::Fatal(format!(
+                            "{who}: selector #{i} on device {}: {e}",
+                            c.id
+                        )));
+                    }
+                }
+            }
+            Ok(true)
+        };
+        let ok = check(&data.class.selectors, &format!("class {}", data.class.name))?
+            && check(&data.spec.selectors, &format!("claim {}", kobj(claim)))?;
+        self.matches.insert((cand, ci, ri, si), ok);
+        Ok(ok)
+    }
+
+    fn device_in_use(&self, cand: usize) -> bool {
+        self.al.in_use(&self.cands[cand].id)
+            || self.allocating.get(&cand).is_some_and(|v| !v.is_empty())
+    }
+
+    fn allocate_one(&mut self, r: Pos, in_sub: bool) -> Result<bool, Stop> {
+        if r.claim >= self.al.claims.len() {
+            return Ok(true);
+        }
+        if r.request >= self.reqs[r.claim].len() {
+            return match self.allocate_one(
+                Pos {
+                    claim: r.claim + 1,
+                    ..Pos::default()
+                },
+                false,
+            ) {
+                Err(Stop::MaxSize) => Ok(false),
+                other => other,
+            };
+        }
+        let subs = self.reqs[r.claim][r.request].len();
+        let is_first_available = self.reqs[r.claim][r.request][0].parent.is_some();
+        if !in_sub && is_first_available {
+            let mut all_exceeded = true;
+            for sub in 0..subs {
+                match self.allocate_one(Pos { sub, ..r }, true) {
+                    Err(Stop::MaxSize) => continue,
+                    Err(e) => return Err(e),
+                    Ok(done) => {
+                        all_exceeded = false;
+                        if done {
+                            self.selected_sub.insert((r.claim, r.request), sub);
+                            return Ok(true);
+                        }
+                    }
+                }
+            }
+            return if all_exceeded {
+                Err(Stop::MaxSize)
+            } else {
+                Ok(false)
+            };
+        }
+        let (num, all_mode, admin) = {
+            let d = &self.reqs[r.claim][r.request][r.sub];
+            (
+                d.num,
+                d.spec.mode == AllocationMode::All,
+                d.spec.admin_access,
+            )
+        };
+        if all_mode && num == 0 {
+            return Ok(false);
+        }
+        if r.device >= num {
+            return self.allocate_one(
+                Pos {
+                    claim: r.claim,
+                    request: r.request + 1,
+                    ..Pos::default()
+                },
+                false,
+            );
+        }
+        if self.results[r.claim].len() + num - r.device > ALLOCATION_RESULTS_MAX_SIZE {
+            return Err(Stop::MaxSize);
+        }
+        let next = Pos {
+            device: r.device + 1,
+            ..r
+        };
+        if all_mode {
+            let cand = self.reqs[r.claim][r.request][r.sub].all[r.device];
+            if !self.allocate_device(r, cand, true)? {
+                return Ok(false);
+            }
+            let done = self.allocate_one(next, in_sub);
+            if !matches!(done, Ok(true)) {
+                self.deallocate(r, cand);
+            }
+            return done;
+        }
+        for cand in 0..self.cands.len() {
+            let busy = if admin {
+                self.allocating
+                    .get(&cand)
+                    .is_some_and(|v| v.contains(&r.claim))
+            } else {
+                self.device_in_use(cand)
+            };
+            if busy {
+                continue;
+            }
+            match self.selectable_at(cand, r) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(AllocError::Fatal(e)) | Err(AllocError::Node(e)) => return Err(Stop::Fatal(e)),
+            }
+            if !self.allocate_device(r, cand, false)? {
+                continue;
+            }
+            match self.allocate_one(next, in_sub) {
+                Ok(true) => return Ok(true),
+                Ok(false) => self.deallocate(r, cand),
+                Err(e) => {
+                    self.deallocate(r, cand);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn selectable_at(&mut self, cand: usize, r: Pos) -> Result<bool, AllocError> {
+        if let Some(m) = self.matches.get(&(cand, r.claim, r.request, r.sub)) {
+            return Ok(*m);
+        }
+        // Borrow the request data out of `self` for the check: it lives in `reqs`, which
+        // `selectable` does not touch.
+        let reqs = std::mem::take(&mut self.reqs);
+        let out = self.selectable(
+            cand,
+            r.claim,
+            (r.request, r.sub),
+            &reqs[r.claim][r.request][r.sub],
+        );
+        self.reqs = reqs;
+        out
+    }
+
+    /// Checks availability and constraints; on success records the device as allocating.
+    fn allocate_device(&mut self, r: Pos, cand: usize, must: bool) -> Result<bool, Stop> {
+        let (admin, name, parent) = {
+            let d = &self.reqs[r.claim][r.request][r.sub];
+            (
+                d.spec.admin_access,
+                d.spec.name.clone(),
+                d.parent.map(str::to_string),
+            )
+        };
+        let busy = if admin {
+            self.allocating
+                .get(&cand)
+                .is_some_and(|v| v.contains(&r.claim))
+        } else {
+            self.device_in_use(cand)
+        };
+        if busy {
+            return Ok(false);
+        }
+        // A tainted device needs a toleration for each of its taints.
+        let tolerations = &self.reqs[r.claim][r.request][r.sub].spec.tolerations;
+        if self.cands[cand]
+            .dev
+            .taints
+            .iter()
+            .any(|t| !tolerations.iter().any(|tol| t.tolerated_by(tol)))
+        {
+            return Ok(false);
+        }
+        let (base, sub) = match &parent {
+            Some(p) => (p.clone(), Some(name.as_str())),
+            None => (name.clone(), None),
+        };
+        let c = &self.cands[cand];
+        let mut added = Vec::new();
+        let mut failed = false;
+        for (i, k) in self.constraints[r.claim].iter_mut().enumerate() {
+            if !k.applies(sub.unwrap_or(&base), sub.map(|_| base.as_str())) {
+                continue;
+            }
+            let ok = match lookup_attribute(c.dev, &c.slice.driver, &k.attribute) {
+                None => false,
+                Some(v) if k.count == 0 => {
+                    k.value = Some(v.clone());
+                    true
+                }
+                Some(v) => k.value.as_ref() == Some(v),
+            };
+            if !ok {
+                failed = true;
+                break;
+            }
+            k.count += 1;
+            added.push(i);
+        }
+        if failed {
+            for j in added {
+                let k = &mut self.constraints[r.claim][j];
+                k.count -= 1;
+                if k.count == 0 {
+                    k.value = None;
+                }
+            }
+            if must {
+                let claim = &self.al.claims[r.claim];
+                return Err(Stop::Fatal(format!(
+                    "claim {}, request {name}: cannot add device {} because a claim constraint would not be satisfied",
+                    kobj(claim),
+                    self.cands[cand].id
+                )));
+            }
+            return Ok(false);
+        }
+        self.allocating.entry(cand).or_default().push(r.claim);
+        let full = match &parent {
+            Some(p) => format!("{p}/{name}"),
+            None => name,
+        };
+        self.results[r.claim].push((cand, full, admin));
+        Ok(true)
+    }
+
+    fn deallocate(&mut self, r: Pos, cand: usize) {
+        let (name, parent) = {
+            let d = &self.reqs[r.claim][r.request][r.sub];
+            (d.spec.name.clone(), d.parent.map(str::to_string))
+        };
+        let (base, sub) = match &parent {
+            Some(p) => (p.clone(), Some(name.as_str())),
+            None => (name.clone(), None),
+        };
+        for k in self.constraints[r.claim].iter_mut() {
+            if k.applies(sub.unwrap_or(&base), sub.map(|_| base.as_str())) {
+                k.count -= 1;
+                if k.count == 0 {
+                    k.value = None;
+                }
+            }
+        }
+        if let Some(v) = self.allocating.get_mut(&cand)
+            && let Some(pos) = v.iter().rposition(|c| *c == r.claim)
+        {
+            v.remove(pos);
+        }
+        self.results[r.claim].pop();
+    }
+}
+
+#[path = "allocation_result.rs"]
+mod result;
+
+#[cfg(test)]
+#[path = "allocator_tests.rs"]
+pub(crate) mod tests;

@@ -1,0 +1,265 @@
+//! [`DraObjects`]: claims, slices and classes shared copy-on-write between the cache and its
+//! snapshots, the devices allocated so far (counted once per claim change, so no cycle walks
+//! every claim), and the claims the scheduler assumed (allocated or reserved in memory while
+//! the status write is in flight).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1 as dra;
+
+use super::{
+    ClaimAllocation, ConsumerRef, DeviceClassInfo, DeviceId, ResourceClaimInfo, ResourceSliceInfo,
+};
+
+/// Each map is shared copy-on-write between the cache and its snapshots (like
+/// [`crate::types::volume::VolumeObjects`]).
+#[derive(Debug, Clone, Default)]
+pub struct DraObjects {
+    /// Keyed by `namespace/name`; an assumed claim replaces the informer's copy here.
+    pub(crate) claims: Arc<HashMap<String, Arc<ResourceClaimInfo>>>,
+    /// Sorted by name, so allocation walks devices in the same order every time.
+    pub(crate) slices: Arc<BTreeMap<String, Arc<ResourceSliceInfo>>>,
+    pub(crate) classes: Arc<HashMap<String, Arc<DeviceClassInfo>>>,
+    /// Devices held by some claim's allocation (admin access excluded), with how many claims
+    /// hold each (more than one only if the API let two allocations overlap).
+    pub(crate) allocated: Arc<HashMap<DeviceId, u32>>,
+    /// Assumed claims -> the informer's latest copy and how far the write got.
+    pub(crate) assumed: Arc<HashMap<String, Assumed>>,
+}
+
+/// An assumed claim (upstream's in-flight allocations plus its assume cache).
+#[derive(Debug, Clone)]
+pub(crate) struct Assumed {
+    /// The informer's latest copy (None: it had none), restored if the write fails.
+    original: Option<Arc<ResourceClaimInfo>>,
+    /// None while the write is in flight: informer copies do not end the assumption then
+    /// (they predate the write, e.g. the finalizer step). Some(rv) once written: a copy at
+    /// least that new does.
+    written_rv: Option<u64>,
+}
+
+fn rv(s: &str) -> u64 {
+    s.parse().unwrap_or(0)
+}
+
+/// What the scheduler decided to write into one claim's status (PreBind), for the controller
+/// to carry out and the cache to assume meanwhile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimStatusWrite {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// The precondition: the write fails if the claim changed since the scheduler read it.
+    pub resource_version: String,
+    /// Set when the scheduler allocated the claim (it had none).
+    pub allocation: Option<dra::AllocationResult>,
+    /// The whole new `status.reservedFor` (the old entries plus the pod).
+    pub reserved_for: Vec<ConsumerRef>,
+    /// The claim lacks the delete-protection finalizer, which an allocation needs first.
+    pub add_finalizer: bool,
+    /// The claim's finalizers as read (the finalizer is appended to these).
+    pub finalizers: Vec<String>,
+}
+
+impl ClaimStatusWrite {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+fn count(allocated: &mut HashMap<DeviceId, u32>, a: Option<&ClaimAllocation>, add: bool) {
+    for d in a.into_iter().flat_map(|a| &a.devices) {
+        if d.admin_access {
+            continue;
+        }
+        if add {
+            *allocated.entry(d.id.clone()).or_default() += 1;
+        } else if let Some(n) = allocated.get_mut(&d.id) {
+            *n -= 1;
+            if *n == 0 {
+                allocated.remove(&d.id);
+            }
+        }
+    }
+}
+
+impl DraObjects {
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<ResourceClaimInfo>> {
+        self.claims.get(&format!("{namespace}/{name}"))
+    }
+
+    pub fn slices(&self) -> impl Iterator<Item = &Arc<ResourceSliceInfo>> {
+        self.slices.values()
+    }
+
+    pub fn class(&self, name: &str) -> Option<&Arc<DeviceClassInfo>> {
+        self.classes.get(name)
+    }
+
+    /// Whether a claim's allocation or reservation is assumed (its write still in flight).
+    pub fn is_assumed(&self, namespace: &str, name: &str) -> bool {
+        self.assumed.contains_key(&format!("{namespace}/{name}"))
+    }
+
+    /// Whether some claim holds the device.
+    pub fn device_allocated(&self, id: &DeviceId) -> bool {
+        self.allocated.contains_key(id)
+    }
+
+    pub fn allocated_devices(&self) -> &HashMap<DeviceId, u32> {
+        &self.allocated
+    }
+
+    fn put_claim(&mut self, key: String, v: Option<Arc<ResourceClaimInfo>>) {
+        let old = match &v {
+            Some(v) => Arc::make_mut(&mut self.claims).insert(key, v.clone()),
+            None if self.claims.contains_key(&key) => Arc::make_mut(&mut self.claims).remove(&key),
+            None => None,
+        };
+        let old_alloc = old.as_ref().and_then(|o| o.allocation.as_ref());
+        let new_alloc = v.as_ref().and_then(|n| n.allocation.as_ref());
+        if old_alloc != new_alloc {
+            let allocated = Arc::make_mut(&mut self.allocated);
+            count(allocated, old_alloc, false);
+            count(allocated, new_alloc, true);
+        }
+    }
+
+    /// An informer add/update. While a claim's write is in flight the assumed copy stays
+    /// (the informer's is kept to restore on failure); once written, a copy at least as new
+    /// as the write ends the assumption.
+    pub fn update_claim(&mut self, c: &dra::ResourceClaim) {
+        let v = Arc::new(ResourceClaimInfo::from_claim(c));
+        let key = v.key();
+        if let Some(written_rv) = self.assumed.get(&key).map(|a| a.written_rv) {
+            let caught_up = written_rv.is_some_and(|w| rv(&v.resource_version) >= w);
+            if !caught_up {
+                Arc::make_mut(&mut self.assumed).insert(
+                    key,
+                    Assumed {
+                        original: Some(v),
+                        written_rv,
+                    },
+                );
+                return;
+            }
+            Arc::make_mut(&mut self.assumed).remove(&key);
+        }
+        self.put_claim(key, Some(v));
+    }
+
+    /// The write of an assumed claim landed at `resource_version`: the informer's copy of
+    /// that version (or newer) replaces the assumed one.
+    pub fn confirm_claim_write(&mut self, namespace: &str, name: &str, resource_version: &str) {
+        let key = format!("{namespace}/{name}");
+        let Some(a) = self.assumed.get(&key) else {
+            return;
+        };
+        let written = rv(resource_version);
+        if let Some(o) = a.original.clone()
+            && rv(&o.resource_version) >= written
+        {
+            Arc::make_mut(&mut self.assumed).remove(&key);
+            self.put_claim(key, Some(o));
+            return;
+        }
+        let original = a.original.clone();
+        Arc::make_mut(&mut self.assumed).insert(
+            key,
+            Assumed {
+                original,
+                written_rv: Some(written),
+            },
+        );
+    }
+
+    pub fn remove_claim(&mut self, namespace: &str, name: &str) -> bool {
+        let key = format!("{namespace}/{name}");
+        if self.assumed.contains_key(&key) {
+            Arc::make_mut(&mut self.assumed).remove(&key);
+        }
+        let had = self.claims.contains_key(&key);
+        self.put_claim(key, None);
+        had
+    }
+
+    /// Records the status writes a scheduling decision will make, so the next cycles see the
+    /// devices taken and the reservations made (upstream's in-flight allocations and assume
+    /// cache) until the informer reports the claims again or [`Self::forget_claim_writes`].
+    pub fn assume_claim_writes(&mut self, writes: &[ClaimStatusWrite]) {
+        for w in writes {
+            let key = w.key();
+            let Some(cur) = self.claims.get(&key).cloned() else {
+                continue;
+            };
+            if !self.assumed.contains_key(&key) {
+                Arc::make_mut(&mut self.assumed).insert(
+                    key.clone(),
+                    Assumed {
+                        original: Some(cur.clone()),
+                        written_rv: None,
+                    },
+                );
+            }
+            let mut next = (*cur).clone();
+            if let Some(a) = &w.allocation {
+                next.allocation = Some(ClaimAllocation::from_result(a));
+            }
+            next.reserved_for = w.reserved_for.clone();
+            self.put_claim(key, Some(Arc::new(next)));
+        }
+    }
+
+    /// Undoes [`Self::assume_claim_writes`] after a failed binding: each claim still assumed
+    /// goes back to the informer's copy.
+    pub fn forget_claim_writes(&mut self, writes: &[ClaimStatusWrite]) {
+        for w in writes {
+            let key = w.key();
+            if !self.assumed.contains_key(&key) {
+                continue;
+            }
+            let orig = Arc::make_mut(&mut self.assumed)
+                .remove(&key)
+                .and_then(|a| a.original);
+            self.put_claim(key, orig);
+        }
+    }
+
+    pub fn update_slice(&mut self, s: &dra::ResourceSlice) {
+        let v = ResourceSliceInfo::from_slice(s);
+        Arc::make_mut(&mut self.slices).insert(v.name.clone(), Arc::new(v));
+    }
+
+    pub fn remove_slice(&mut self, name: &str) -> bool {
+        self.slices.contains_key(name) && Arc::make_mut(&mut self.slices).remove(name).is_some()
+    }
+
+    pub fn update_class(&mut self, c: &dra::DeviceClass) {
+        let v = DeviceClassInfo::from_class(c);
+        Arc::make_mut(&mut self.classes).insert(v.name.clone(), Arc::new(v));
+    }
+
+    pub fn remove_class(&mut self, name: &str) -> bool {
+        self.classes.contains_key(name) && Arc::make_mut(&mut self.classes).remove(name).is_some()
+    }
+
+    /// Takes `other`'s maps, sharing them (only pointers are copied).
+    pub(crate) fn sync_from(&mut self, other: &DraObjects) {
+        if !Arc::ptr_eq(&self.claims, &other.claims) {
+            self.claims = other.claims.clone();
+        }
+        if !Arc::ptr_eq(&self.slices, &other.slices) {
+            self.slices = other.slices.clone();
+        }
+        if !Arc::ptr_eq(&self.classes, &other.classes) {
+            self.classes = other.classes.clone();
+        }
+        if !Arc::ptr_eq(&self.allocated, &other.allocated) {
+            self.allocated = other.allocated.clone();
+        }
+        if !Arc::ptr_eq(&self.assumed, &other.assumed) {
+            self.assumed = other.assumed.clone();
+        }
+    }
+}
