@@ -704,6 +704,9 @@ async fn scheduling_policy_webhook_admits_defaults_and_denies() {
     )
     .await
     .unwrap();
+    env.finish().await;
+}
+
 /// DRA: a fake driver publishes a ResourceSlice per node (two GPUs each) through the API;
 /// five pods each claim one GPU of the class. Four are bound, each to the node of the device
 /// its claim was allocated (allocation and reservedFor written before the Binding), no
