@@ -227,16 +227,24 @@ impl Recorder {
             Write::Nothing => return,
             Write::Create => {
                 let event = self.build(&e);
-                let pp = PostParams::default();
-                let created = self.client.call("event", || api.create(&pp, &event)).await;
-                if let Ok(ev) = &created {
-                    let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(s) = cache.series.get_mut(&key) {
-                        s.name = ev.metadata.name.clone().or(event.metadata.name.clone());
-                        s.namespace.clone_from(ns);
-                    }
+                // The name is chosen here, not by the server (as upstream's recorder does):
+                // a repeat that comes while the create is in flight can extend the series
+                // at once instead of being lost until the next refresh.
+                if let Some(s) = self
+                    .cache
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .series
+                    .get_mut(&key)
+                {
+                    s.name.clone_from(&event.metadata.name);
+                    s.namespace.clone_from(ns);
                 }
-                created.map(drop)
+                let pp = PostParams::default();
+                self.client
+                    .call("event", || api.create(&pp, &event))
+                    .await
+                    .map(drop)
             }
             Write::Series { name, count } => {
                 let patch = serde_json::json!({"series": {
