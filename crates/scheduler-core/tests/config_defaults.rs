@@ -210,6 +210,7 @@ fn default_plugin_args() {
         got,
         [
             "DefaultPreemption",
+            "DynamicResources",
             "InterPodAffinity",
             "NodeAffinity",
             "NodeResourcesBalancedAllocation",
@@ -268,7 +269,24 @@ fn default_plugin_args() {
         p.args("VolumeBinding"),
         Some(&PluginArgs::VolumeBinding(VolumeBindingArgs {
             bind_timeout_seconds: 600,
-            shape: vec![]
+            // StorageCapacityScoring's default (on since 1.37).
+            shape: vec![
+                UtilizationShapePoint {
+                    utilization: 0,
+                    score: 10
+                },
+                UtilizationShapePoint {
+                    utilization: 100,
+                    score: 0
+                }
+            ]
+        }))
+    );
+    assert_eq!(
+        p.args("DynamicResources"),
+        Some(&PluginArgs::DynamicResources(DynamicResourcesArgs {
+            filter_timeout: std::time::Duration::from_secs(10),
+            binding_timeout: std::time::Duration::from_secs(600),
         }))
     );
     assert_eq!(p.args("PrioritySort"), None);
@@ -337,6 +355,7 @@ profiles:
             "NodeResourcesFit",
             "NodeResourcesBalancedAllocation",
             "DefaultPreemption",
+            "DynamicResources",
             "InterPodAffinity",
             "NodeAffinity",
             "PodTopologySpread",

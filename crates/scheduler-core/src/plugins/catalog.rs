@@ -80,7 +80,11 @@ pub const PLUGINS: &[PluginSpec] = &[
         Some("InterPodAffinityArgs"),
     ),
     // Only PreFilter until the allocator lands (issue 17): it rejects pods with claims.
-    spec(DYNAMIC_RESOURCES, &[PreFilter], None),
+    spec(
+        DYNAMIC_RESOURCES,
+        &[PreFilter],
+        Some("DynamicResourcesArgs"),
+    ),
     spec(
         DEFAULT_PREEMPTION,
         &[PostFilter],
