@@ -68,6 +68,7 @@ fn default_plugins_before_expansion() {
         ("PrioritySort", None),
         ("NodeUnschedulable", None),
         ("NodeName", None),
+        ("NodeDeclaredFeatures", None),
         ("TaintToleration", Some(3)),
         ("NodeAffinity", Some(2)),
         ("RuntimeClass", None),
@@ -110,6 +111,7 @@ fn default_plugins_after_expansion() {
         (
             PreFilter,
             &[
+                "NodeDeclaredFeatures",
                 "NodeAffinity",
                 "RuntimeClass",
                 "NodePorts",
@@ -128,6 +130,7 @@ fn default_plugins_after_expansion() {
             &[
                 "NodeUnschedulable",
                 "NodeName",
+                "NodeDeclaredFeatures",
                 "TaintToleration",
                 "NodeAffinity",
                 "RuntimeClass",
@@ -193,7 +196,7 @@ fn default_plugins_after_expansion() {
     assert_eq!(e.score_weights, weights);
     assert_eq!(e.scheduler_name, "default-scheduler");
     // Every running plugin has an args entry; only plugins with an args kind have Some.
-    assert_eq!(e.plugin_args.len(), 20);
+    assert_eq!(e.plugin_args.len(), 21);
     assert_eq!(e.plugin_args["RuntimeClass"], None);
     assert!(matches!(
         e.plugin_args["NodeResourcesFit"],

@@ -53,6 +53,7 @@ pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (names::PRIORITY_SORT, None),
     (names::NODE_UNSCHEDULABLE, None),
     (names::NODE_NAME, None),
+    (names::NODE_DECLARED_FEATURES, None),
     (names::TAINT_TOLERATION, Some(3)),
     (names::NODE_AFFINITY, Some(2)),
     (names::RUNTIME_CLASS, None),

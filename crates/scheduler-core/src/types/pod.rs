@@ -137,6 +137,8 @@ pub struct PodInfo {
     /// Init containers plus regular containers; ImageLocality scales its upper size threshold
     /// by it (a container without an image still counts).
     pub num_containers: usize,
+    /// Node features the spec needs (`types::declared_features`), in registry order.
+    pub required_node_features: Vec<&'static str>,
     /// Boxed: most pods have none, and inline it would add 144 bytes to every PodInfo.
     pub affinity: Option<Box<k8s::Affinity>>,
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
@@ -314,6 +316,7 @@ impl PodInfo {
                 .collect(),
             images,
             num_containers: init_containers.len() + spec.containers.len(),
+            required_node_features: super::declared_features::required_features(spec),
             affinity: spec.affinity.clone().map(Box::new),
             topology_spread_constraints: spec
                 .topology_spread_constraints
