@@ -281,6 +281,32 @@ impl PluginEvents {
     }
 }
 
+/// A plugin's answer to "can this event make the pod I rejected schedulable?" (upstream
+/// `QueueingHint`, GA in 1.34).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueingHint {
+    Queue,
+    QueueSkip,
+}
+
+/// The objects an event is about, for queueing hints. `None` when the caller has none at
+/// hand (recorded in-flight events, tests): every hint then answers `Queue`.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum EventObjects<'a> {
+    #[default]
+    None,
+    /// A node added (`old: None`) or updated; `old` is only given when its view is known.
+    Node {
+        old: Option<&'a crate::types::NodeInfo>,
+        new: &'a crate::types::NodeInfo,
+    },
+    /// A pod added (`old: None`), updated, or deleted (`new: None`).
+    Pod {
+        old: Option<&'a PodInfo>,
+        new: Option<&'a PodInfo>,
+    },
+}
+
 /// What of a Node its update classification looks at, as hashes: the informer keeps this
 /// (a few words) per node instead of the whole Node object, which on real clusters carries
 /// kilobytes of images, conditions and managed fields.
