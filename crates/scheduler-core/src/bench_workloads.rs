@@ -464,7 +464,7 @@ impl ChurnStats {
 /// `pool=gpu`, the rest are the standard 4 CPU nodes.
 fn churn_node(i: usize) -> core::Node {
     let mut n = node(i);
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         let big = quantities(&[("cpu", "8"), ("memory", "64Gi"), ("pods", "110")]);
         let status = n.status.as_mut().expect("node() sets status");
         status.allocatable = Some(big.clone());

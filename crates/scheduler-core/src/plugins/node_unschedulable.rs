@@ -52,7 +52,7 @@ impl Plugin for NodeUnschedulable {
         let usable = |n: &NodeInfo| {
             !n.unschedulable || tolerations_tolerate_taint(&pod.tolerations, &UNSCHEDULABLE_TAINT)
         };
-        if !usable(new) || old.is_some_and(|o| usable(o)) {
+        if !usable(new) || old.is_some_and(usable) {
             QueueingHint::QueueSkip
         } else {
             QueueingHint::Queue

@@ -59,7 +59,7 @@ impl Plugin for TaintToleration {
         let tolerated = |n: &NodeInfo| {
             find_untolerated_taint(&n.taints, &pod.tolerations, is_do_not_schedule).is_none()
         };
-        if !tolerated(new) || old.is_some_and(|o| tolerated(o)) {
+        if !tolerated(new) || old.is_some_and(tolerated) {
             QueueingHint::QueueSkip
         } else {
             QueueingHint::Queue

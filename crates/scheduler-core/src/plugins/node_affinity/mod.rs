@@ -143,7 +143,7 @@ impl Plugin for NodeAffinity {
                 .is_none_or(|a| a.matches(&n.name, &n.labels))
                 && pod_matches_node(pod, n)
         };
-        if !matches(new) || old.is_some_and(|o| matches(o)) {
+        if !matches(new) || old.is_some_and(matches) {
             QueueingHint::QueueSkip
         } else {
             QueueingHint::Queue
