@@ -22,7 +22,8 @@ use k8s_openapi::api::storage::v1::{
 };
 use scheduler_core::cache::{Cache, WorkloadEntry};
 use scheduler_core::framework::{
-    ActionType, ClusterEvent, EventResource, NodeFingerprint, ProfileRegistry, pod_update_events,
+    ActionType, ClusterEvent, EventObjects, EventResource, NodeFingerprint, ProfileRegistry,
+    pod_update_events,
 };
 use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey};
@@ -173,9 +174,9 @@ impl State {
             self.queue.delete(&key);
             self.conditions.remove(&key);
             if is_terminal(pod) {
-                if self.cache.get_pod(&key).is_some() {
+                if let Some(gone) = self.cache.get_pod(&key).cloned() {
                     let _ = self.cache.remove_pod(&key);
-                    self.fire(EventResource::AssignedPod, ActionType::DELETE);
+                    self.fire_pod_gone(&gone);
                 }
                 return;
             }
@@ -184,8 +185,12 @@ impl State {
             match old {
                 // Upstream updatePodInCache: the classified update events.
                 Some(o) if was_assigned => {
+                    let objects = EventObjects::Pod {
+                        old: Some(o),
+                        new: Some(info),
+                    };
                     for event in pod_update_events(o, info) {
-                        self.queue.move_all_to_active_or_backoff(event, None);
+                        self.queue.move_all_with_objects(event, &objects, None);
                     }
                 }
                 // Upstream addPodToCache (including our own binding coming back).
@@ -240,10 +245,20 @@ impl State {
     pub(crate) fn on_pod_delete(&mut self, key: &PodKey) {
         self.queue.delete(key);
         self.conditions.remove(key);
-        if self.cache.get_pod(key).is_some() {
+        if let Some(gone) = self.cache.get_pod(key).cloned() {
             let _ = self.cache.remove_pod(key);
-            self.fire(EventResource::AssignedPod, ActionType::DELETE);
+            self.fire_pod_gone(&gone);
         }
+    }
+
+    /// A bound pod left: the queueing hints see which pod it was.
+    fn fire_pod_gone(&mut self, gone: &PodInfo) {
+        let objects = EventObjects::Pod {
+            old: Some(gone),
+            new: None,
+        };
+        let event = ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+        self.queue.move_all_with_objects(event, &objects, None);
     }
 
     /// A node added or changed; `old`/`new` fingerprint what update classification
@@ -255,12 +270,22 @@ impl State {
         new: &NodeFingerprint,
     ) {
         self.cache.update_node(node);
+        // The informer keeps no old view, so hints see only the node as it is now.
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let info = self.cache.node_info(name).cloned();
+        let objects = match &info {
+            Some(new) => EventObjects::Node { old: None, new },
+            None => EventObjects::None,
+        };
         match old {
-            None => self.fire(EventResource::Node, ActionType::ADD),
+            None => {
+                let event = ClusterEvent::new(EventResource::Node, ActionType::ADD);
+                self.queue.move_all_with_objects(event, &objects, None);
+            }
             // Heartbeats (condition timestamps) classify as nothing and fire nothing.
             Some(o) => {
                 for event in o.events_to(new) {
-                    self.queue.move_all_to_active_or_backoff(event, None);
+                    self.queue.move_all_with_objects(event, &objects, None);
                 }
             }
         }

@@ -463,6 +463,191 @@ pub fn run_with(w: &Workload, explain: bool) -> RunStats {
     }
 }
 
+/// The churn workloads: nodes and pods come and go while pods wait in the queue. Reported
+/// as attempts per scheduled pod; `ChurnWithoutHints` replays the same run with every
+/// queueing hint answering Queue (ferrosched's requeue before hints).
+pub const CHURN_WORKLOADS: &[&str] = &["Churn", "ChurnWithoutHints"];
+
+/// What a churn run measured.
+#[derive(Clone, Debug)]
+pub struct ChurnStats {
+    pub pods: usize,
+    pub scheduled: usize,
+    /// Scheduling attempts (pops), successful or not.
+    pub attempts: usize,
+    pub nodes_added: usize,
+    pub elapsed: Duration,
+}
+
+impl ChurnStats {
+    pub fn attempts_per_scheduled_pod(&self) -> f64 {
+        self.attempts as f64 / self.scheduled.max(1) as f64
+    }
+    pub fn pods_per_second(&self) -> f64 {
+        self.scheduled as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// A churn node: every 7th is a big (8 CPU) node, every 7th (offset 3) carries
+/// `pool=gpu`, the rest are the standard 4 CPU nodes.
+fn churn_node(i: usize) -> core::Node {
+    let mut n = node(i);
+    if i.is_multiple_of(7) {
+        let big = quantities(&[("cpu", "8"), ("memory", "64Gi"), ("pods", "110")]);
+        let status = n.status.as_mut().expect("node() sets status");
+        status.allocatable = Some(big.clone());
+        status.capacity = Some(big);
+    } else if i % 7 == 3 {
+        n.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("pool".into(), "gpu".into());
+    }
+    n
+}
+
+/// A third of the pods need 6 CPU (only big nodes fit), a third `pool=gpu`, the rest are
+/// scheduler_perf's default pod.
+fn churn_pod(i: usize) -> core::Pod {
+    let p = pod("churn", &format!("p-{i}"), &[]);
+    match i % 3 {
+        0 => with_spec(p, |s| {
+            s.containers[0].resources = Some(core::ResourceRequirements {
+                requests: Some(quantities(&[("cpu", "6"), ("memory", "1Gi")])),
+                ..Default::default()
+            });
+        }),
+        1 => with_spec(p, |s| {
+            s.node_selector = Some([("pool".to_string(), "gpu".to_string())].into());
+        }),
+        _ => p,
+    }
+}
+
+/// Runs the churn workload: `nodes` standard nodes and `pods` pods queued at once. The
+/// scheduler tries pods until none is left to try, then one cluster event happens: a node
+/// joins (see [`churn_node`]), or every 5th event a bound default pod finishes; and so on
+/// until every pod is placed. With `hints`, events carry their objects so the plugins'
+/// queueing hints can leave pods the event cannot help. Deterministic (fake clock).
+pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
+    use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource};
+    use crate::queue::{FakeClock, QueueConfig, SchedulingQueue};
+
+    let config = config::from_flags(None, None).expect("default config is valid");
+    let registry = Arc::new(
+        ProfileRegistry::new(&config.profiles, &Registry::in_tree()).expect("config builds"),
+    );
+    let w = Workload {
+        name: "Churn".into(),
+        nodes: (1..=nodes).map(|i| node(i * 7 + 1)).collect(),
+        init_pods: Vec::new(),
+        measured_pods: Vec::new(),
+        config,
+    };
+    let mut r = Runner::new(&w);
+    let clock = FakeClock::new();
+    let mut q = SchedulingQueue::new(
+        QueueConfig::default(),
+        Arc::new(clock.clone()),
+        registry.clone(),
+    );
+    for i in 0..pods {
+        q.add(Arc::new(PodInfo::from_pod(&churn_pod(i))));
+    }
+    let mut bound_default: Vec<crate::types::PodKey> = Vec::new();
+    let (mut attempts, mut scheduled, mut added) = (0, 0, 0);
+    let mut next_node = 0usize;
+    let start = Instant::now();
+    let max_events = pods * 20 + 1_000;
+    let mut add_node = |r: &mut Runner, q: &mut SchedulingQueue, added: &mut usize| {
+        let n = churn_node(next_node);
+        next_node += 1;
+        let name = n.metadata.name.clone().unwrap_or_default();
+        // Churn nodes get names of their own, apart from the initial ones.
+        let mut n = n;
+        n.metadata.name = Some(format!("churn-{name}"));
+        r.cache.add_node(&n);
+        *added += 1;
+        let event = ClusterEvent::new(EventResource::Node, ActionType::ADD);
+        let info = r.cache.node_info(&format!("churn-{name}")).cloned();
+        match (&info, hints) {
+            (Some(new), true) => {
+                q.move_all_with_objects(event, &EventObjects::Node { old: None, new }, None)
+            }
+            _ => q.move_all_to_active_or_backoff(event, None),
+        };
+    };
+    let attempt = |r: &mut Runner, q: &mut SchedulingQueue, bound: &mut Vec<_>| -> bool {
+        let Some(info) = q.pop() else {
+            return false;
+        };
+        let cycle = q.scheduling_cycle();
+        let pod = Arc::clone(&info.pod);
+        let fw = r
+            .profiles
+            .for_scheduler_name(&pod.scheduler_name)
+            .expect("default profile");
+        r.cache.update_snapshot(&mut r.snapshot);
+        match schedule_one(fw, &mut r.alg, &pod, &r.snapshot, &r.nominated) {
+            Decision::Bind {
+                node, pod, state, ..
+            } => {
+                let key = pod.key().clone();
+                let is_default = pod.node_selector.is_empty() && pod.requests.milli_cpu < 1000;
+                if r.assume(pod, &node, &state) && is_default {
+                    bound.insert(0, key);
+                }
+                q.done(&info.pod);
+            }
+            Decision::Unschedulable { diagnosis, .. } => {
+                q.done(&info.pod);
+                let _ = q.add_unschedulable_if_not_present(info, diagnosis.as_ref(), cycle);
+            }
+            Decision::Error { .. } => {
+                q.done(&info.pod);
+                let _ = q.add_unschedulable_if_not_present(info, None, cycle);
+            }
+        }
+        true
+    };
+    // Between two cluster events the scheduler works until nothing is left to try.
+    for event in 0..max_events {
+        while attempt(&mut r, &mut q, &mut bound_default) {
+            attempts += 1;
+            clock.advance(Duration::from_millis(10));
+        }
+        scheduled = pods - q.pending_pods().unschedulable;
+        if scheduled == pods {
+            break;
+        }
+        if event % 5 == 4
+            && let Some(key) = bound_default.pop()
+            && let Some(gone) = r.cache.get_pod(&key).cloned()
+        {
+            let _ = r.cache.remove_pod(&key);
+            let ev = ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+            let objects = EventObjects::Pod {
+                old: Some(&gone),
+                new: None,
+            };
+            if hints {
+                q.move_all_with_objects(ev, &objects, None);
+            } else {
+                q.move_all_to_active_or_backoff(ev, None);
+            }
+        } else {
+            add_node(&mut r, &mut q, &mut added);
+        }
+    }
+    ChurnStats {
+        pods,
+        scheduled,
+        attempts,
+        nodes_added: added,
+        elapsed: start.elapsed(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,5 +667,18 @@ mod tests {
             assert!(stats.scheduled > 0, "{name}: nothing scheduled");
         }
         assert!(build("Nope", 1, 1, 1).is_none());
+    }
+
+    /// Both churn runs schedule every pod; hints only ever save attempts.
+    #[test]
+    fn churn_schedules_everything_with_fewer_attempts_with_hints() {
+        let with = run_churn(10, 60, true);
+        let without = run_churn(10, 60, false);
+        assert_eq!(with.scheduled, 60, "{with:?}");
+        assert_eq!(without.scheduled, 60, "{without:?}");
+        assert!(
+            with.attempts < without.attempts,
+            "hints {with:?} vs none {without:?}"
+        );
     }
 }

@@ -198,6 +198,168 @@ fn resized_pod_counts_allocated_resources() {
     assert_eq!(p.requests.milli_cpu, 2000);
 }
 
+fn cpu(v: &str) -> std::collections::BTreeMap<String, K8sQuantity> {
+    [("cpu".to_string(), K8sQuantity(v.into()))].into()
+}
+
+fn resize_pending(reason: &str) -> k8s::PodCondition {
+    k8s::PodCondition {
+        type_: "PodResizePending".into(),
+        status: "True".into(),
+        reason: Some(reason.into()),
+        ..Default::default()
+    }
+}
+
+/// A pod requesting `spec_cpu` in its one container, with `pod_cpu` at pod level if given,
+/// and the status `status`.
+fn resized(spec_cpu: &str, pod_cpu: Option<&str>, status: k8s::PodStatus) -> PodInfo {
+    PodInfo::test("ns", "p")
+        .cpu(spec_cpu)
+        .edit(|pod| {
+            if let Some(c) = pod_cpu {
+                pod.spec.as_mut().unwrap().resources = Some(k8s::ResourceRequirements {
+                    requests: Some(cpu(c)),
+                    ..Default::default()
+                });
+            }
+            pod.status = Some(status);
+        })
+        .build()
+}
+
+/// Upstream's PodRequests cases for in-place resize (GA 1.35) and pod-level resize
+/// (InPlacePodLevelResourcesVerticalScaling, on since 1.36), as the scheduler calls it.
+#[test]
+fn resize_cases_follow_upstream_pod_requests() {
+    let container_status = |alloc: &str, actual: Option<&str>| k8s::ContainerStatus {
+        name: "c0".into(),
+        allocated_resources: Some(cpu(alloc)),
+        resources: actual.map(|a| k8s::ResourceRequirements {
+            requests: Some(cpu(a)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let cases: Vec<(&str, PodInfo, i64)> = vec![
+        (
+            "resize pending (deferred): the larger desired request counts",
+            resized(
+                "4",
+                None,
+                k8s::PodStatus {
+                    container_statuses: Some(vec![container_status("2", Some("2"))]),
+                    conditions: Some(vec![resize_pending("Deferred")]),
+                    ..Default::default()
+                },
+            ),
+            4000,
+        ),
+        (
+            "resize infeasible: only what the node allocated counts",
+            resized(
+                "4",
+                None,
+                k8s::PodStatus {
+                    container_statuses: Some(vec![container_status("2", Some("2"))]),
+                    conditions: Some(vec![resize_pending("Infeasible")]),
+                    ..Default::default()
+                },
+            ),
+            2000,
+        ),
+        (
+            "shrinking resize in progress: the actuated request still counts",
+            resized(
+                "1",
+                None,
+                k8s::PodStatus {
+                    container_statuses: Some(vec![container_status("1", Some("3"))]),
+                    ..Default::default()
+                },
+            ),
+            3000,
+        ),
+        (
+            "pod-level status aggregates replace container statuses",
+            resized(
+                "1",
+                None,
+                k8s::PodStatus {
+                    container_statuses: Some(vec![container_status("5", None)]),
+                    allocated_resources: Some(cpu("3")),
+                    resources: Some(k8s::ResourceRequirements {
+                        requests: Some(cpu("2")),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ),
+            3000,
+        ),
+        (
+            "pod-level request below the pod-level allocation",
+            resized(
+                "500m",
+                Some("2"),
+                k8s::PodStatus {
+                    allocated_resources: Some(cpu("4")),
+                    ..Default::default()
+                },
+            ),
+            4000,
+        ),
+        (
+            "pod-level resize infeasible: the pod-level spec is ignored",
+            resized(
+                "500m",
+                Some("4"),
+                k8s::PodStatus {
+                    allocated_resources: Some(cpu("2")),
+                    resources: Some(k8s::ResourceRequirements {
+                        requests: Some(cpu("2")),
+                        ..Default::default()
+                    }),
+                    conditions: Some(vec![resize_pending("Infeasible")]),
+                    ..Default::default()
+                },
+            ),
+            2000,
+        ),
+        (
+            "a 1.28 server reports no resize fields: the spec counts",
+            resized("1500m", Some("2"), k8s::PodStatus::default()),
+            2000,
+        ),
+    ];
+    for (name, pod, want) in cases {
+        assert_eq!(pod.requests.milli_cpu, want, "{name}");
+        assert!(pod.problems.is_empty(), "{name}: {:?}", pod.problems);
+    }
+}
+
+/// Pod-level status includes the overhead; it is taken out before the max and added back
+/// once, as upstream.
+#[test]
+fn pod_level_resize_counts_overhead_once() {
+    let p = PodInfo::test("ns", "p")
+        .cpu("500m")
+        .overhead("cpu", "1")
+        .edit(|pod| {
+            pod.spec.as_mut().unwrap().resources = Some(k8s::ResourceRequirements {
+                requests: Some(cpu("2")),
+                ..Default::default()
+            });
+            pod.status = Some(k8s::PodStatus {
+                allocated_resources: Some(cpu("4")),
+                ..Default::default()
+            });
+        })
+        .build();
+    assert_eq!(p.requests.milli_cpu, 4000);
+    assert_eq!(non_zero(&p).0, 4000);
+}
+
 #[test]
 fn malformed_quantities_are_problems_not_panics() {
     let p = PodInfo::test("ns", "p")

@@ -68,6 +68,7 @@ fn default_plugins_before_expansion() {
         ("PrioritySort", None),
         ("NodeUnschedulable", None),
         ("NodeName", None),
+        ("NodeDeclaredFeatures", None),
         ("TaintToleration", Some(3)),
         ("NodeAffinity", Some(2)),
         ("RuntimeClass", None),
@@ -110,6 +111,7 @@ fn default_plugins_after_expansion() {
         (
             PreFilter,
             &[
+                "NodeDeclaredFeatures",
                 "NodeAffinity",
                 "RuntimeClass",
                 "NodePorts",
@@ -128,6 +130,7 @@ fn default_plugins_after_expansion() {
             &[
                 "NodeUnschedulable",
                 "NodeName",
+                "NodeDeclaredFeatures",
                 "TaintToleration",
                 "NodeAffinity",
                 "RuntimeClass",
@@ -194,7 +197,7 @@ fn default_plugins_after_expansion() {
     assert_eq!(e.score_weights, weights);
     assert_eq!(e.scheduler_name, "default-scheduler");
     // Every running plugin has an args entry; only plugins with an args kind have Some.
-    assert_eq!(e.plugin_args.len(), 20);
+    assert_eq!(e.plugin_args.len(), 21);
     assert_eq!(e.plugin_args["RuntimeClass"], None);
     assert!(matches!(
         e.plugin_args["NodeResourcesFit"],
@@ -211,6 +214,7 @@ fn default_plugin_args() {
         got,
         [
             "DefaultPreemption",
+            "DynamicResources",
             "InterPodAffinity",
             "NodeAffinity",
             "NodeResourcesBalancedAllocation",
@@ -269,7 +273,24 @@ fn default_plugin_args() {
         p.args("VolumeBinding"),
         Some(&PluginArgs::VolumeBinding(VolumeBindingArgs {
             bind_timeout_seconds: 600,
-            shape: vec![]
+            // StorageCapacityScoring's default (on since 1.37).
+            shape: vec![
+                UtilizationShapePoint {
+                    utilization: 0,
+                    score: 10
+                },
+                UtilizationShapePoint {
+                    utilization: 100,
+                    score: 0
+                }
+            ]
+        }))
+    );
+    assert_eq!(
+        p.args("DynamicResources"),
+        Some(&PluginArgs::DynamicResources(DynamicResourcesArgs {
+            filter_timeout: std::time::Duration::from_secs(10),
+            binding_timeout: std::time::Duration::from_secs(600),
         }))
     );
     assert_eq!(p.args("PrioritySort"), None);
@@ -338,6 +359,7 @@ profiles:
             "NodeResourcesFit",
             "NodeResourcesBalancedAllocation",
             "DefaultPreemption",
+            "DynamicResources",
             "InterPodAffinity",
             "NodeAffinity",
             "PodTopologySpread",

@@ -54,7 +54,7 @@ pluginConfig:
         p.args("VolumeBinding"),
         Some(&PluginArgs::VolumeBinding(VolumeBindingArgs {
             bind_timeout_seconds: 30,
-            shape: vec![]
+            shape: default_volume_binding_shape()
         }))
     );
     let Some(PluginArgs::NodeResourcesFit(fit)) = p.args("NodeResourcesFit") else {

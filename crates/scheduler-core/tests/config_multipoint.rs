@@ -155,7 +155,7 @@ fn double_registration_in_multi_point() {
         .push(PluginRef::new("ImageLocality", None));
     let errs = expand(&p).unwrap_err();
     assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[20]");
+    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[21]");
     assert_eq!(
         errs[0].message,
         "plugin \"ImageLocality\" already registered as \"ScorePlugin\""
@@ -201,8 +201,8 @@ fn expand_reports_unknown_plugins() {
 #[test]
 fn negative_weight_through_expand() {
     let mut p = default_config().profiles.remove(0);
-    p.plugins.multi_point.enabled[4].weight = Some(-3); // TaintToleration
+    p.plugins.multi_point.enabled[5].weight = Some(-3); // TaintToleration
     let errs = expand(&p).unwrap_err();
-    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[4].weight");
+    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[5].weight");
     assert!(errs[0].message.contains(message::NEGATIVE_WEIGHT));
 }

@@ -494,7 +494,7 @@ fn fit_shape_rules() {
         &shape("    - {utilization: 10, score: 3}\n    - {utilization: 10, score: 3}"),
         &format!("{sp}[1].utilization"),
         ARGS_LINE + 5,
-        "utilization values must be sorted in increasing order",
+        "values must be sorted in increasing order",
     );
     expect(
         &shape("    - {utilization: 101, score: 3}"),
@@ -627,12 +627,6 @@ fn volume_binding_rules() {
         ARGS_LINE,
         "invalid BindTimeoutSeconds, should not be a negative value",
     );
-    expect(
-        &args("VolumeBinding", "shape:\n- {utilization: 0, score: 0}"),
-        &format!("{ARGS}.shape"),
-        ARGS_LINE,
-        msg::STORAGE_CAPACITY_SHAPE,
-    );
     // Zero means "do not wait" and is valid.
     assert!(
         load_str(
@@ -641,6 +635,117 @@ fn volume_binding_rules() {
         )
         .is_ok()
     );
+}
+
+/// `shape` (StorageCapacityScoring, default on since 1.37) follows the shape rules of
+/// RequestedToCapacityRatio; an empty list is defaulted before validation, as upstream.
+#[test]
+fn volume_binding_shape_rules() {
+    let sp = format!("{ARGS}.shape");
+    let e = expect(
+        &args(
+            "VolumeBinding",
+            "shape:\n- {utilization: 60, score: 3}\n- {utilization: 40, score: 5}",
+        ),
+        &format!("{sp}[1].utilization"),
+        ARGS_LINE + 2,
+        "Invalid value: 40: values must be sorted in increasing order",
+    );
+    assert!(e.fix.is_some(), "{e}");
+    let errs = errors(&args(
+        "VolumeBinding",
+        "shape:\n- {utilization: -1, score: 11}",
+    ));
+    let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [format!("{sp}[0].utilization"), format!("{sp}[0].score")],
+        "{}",
+        dump(&errs)
+    );
+    assert!(errs[0].message.contains("not in valid range [0, 100]"));
+    assert!(errs[1].message.contains("not in valid range [0, 10]"));
+    for ok in [
+        "shape: []",
+        "shape:\n- {utilization: 0, score: 0}\n- {utilization: 100, score: 10}",
+    ] {
+        let text = format!("{HEAD}{}", args("VolumeBinding", ok));
+        let loaded = load_str(&text, "t").unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    }
+}
+
+/// DynamicResourcesArgs (upstream's table with every DRA gate on, as in 1.37).
+#[test]
+fn dynamic_resources_rules() {
+    expect(
+        &args("DynamicResources", "filterTimeout: -1s"),
+        &format!("{ARGS}.filterTimeout"),
+        ARGS_LINE,
+        "Invalid value: \"-1s\": must be zero or positive",
+    );
+    expect(
+        &args("DynamicResources", "bindingTimeout: 500ms"),
+        &format!("{ARGS}.bindingTimeout"),
+        ARGS_LINE,
+        "Invalid value: \"500ms\": must be at least 1 second",
+    );
+    expect(
+        &args("DynamicResources", "bindingTimeout: -5s"),
+        &format!("{ARGS}.bindingTimeout"),
+        ARGS_LINE,
+        "must be at least 1 second",
+    );
+    expect(
+        &args("DynamicResources", "filterTimeout: 10"),
+        &format!("{ARGS}.filterTimeout"),
+        ARGS_LINE,
+        "missing unit in duration 10",
+    );
+    expect(
+        &args("DynamicResources", "filterTimout: 1s"),
+        &format!("{ARGS}.filterTimout"),
+        ARGS_LINE,
+        "unknown field",
+    );
+    for ok in ["filterTimeout: 0s", "filterTimeout: 2s\nbindingTimeout: 1s"] {
+        let text = format!("{HEAD}{}", args("DynamicResources", ok));
+        load_str(&text, "t").unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
+/// The PodGroup scheduling fields of upstream's v1 (TopologyAwareWorkloadScheduling, off
+/// by default) decode, and are refused by name when they would configure something.
+#[test]
+fn workload_scheduling_fields_are_named() {
+    let e = expect(
+        "percentageOfPlacementsToScore: 30\n",
+        "percentageOfPlacementsToScore",
+        3,
+        "percentageOfPlacementsToScore is not supported by ferrosched",
+    );
+    assert!(e.fix.is_some());
+    expect(
+        "percentageOfPlacementsToScore: 130\n",
+        "percentageOfPlacementsToScore",
+        3,
+        msg::PERCENTAGE_RANGE,
+    );
+    expect(
+        "profiles:\n- percentageOfPlacementsToScore: 5\n",
+        "profiles[0].percentageOfPlacementsToScore",
+        4,
+        "not supported by ferrosched",
+    );
+    expect(
+        "profiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: PlacementBinPacking\n",
+        "profiles[0].plugins.placementScore.enabled",
+        6,
+        "plugins.placementScore is not supported by ferrosched",
+    );
+    // Zero (adaptive) and disabling only are what upstream's defaults do: accepted.
+    let ok = "percentageOfPlacementsToScore: 0\nprofiles:\n- plugins:\n    podGroupPostFilter:\n      disabled:\n      - name: '*'\n";
+    load_str(&format!("{HEAD}{ok}"), "t").unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

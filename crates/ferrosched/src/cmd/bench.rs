@@ -12,13 +12,14 @@ use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
-use scheduler_core::bench_workloads::{self, WORKLOADS};
+use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, WORKLOADS};
 use serde::{Deserialize, Serialize};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
-    /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles.
+    /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
+    /// Churn, ChurnWithoutHints (in memory only; reports attempts per scheduled pod).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Node counts to run each workload at.
@@ -77,6 +78,9 @@ pub struct BenchResult {
     pub p50_attempt_micros: f64,
     pub p99_attempt_micros: f64,
     pub peak_rss_mib: f64,
+    /// Churn workloads: scheduling attempts per scheduled pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_per_pod: Option<f64>,
 }
 
 impl BenchArgs {
@@ -92,17 +96,26 @@ impl BenchArgs {
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     let names: Vec<String> = if args.workloads.is_empty() {
-        WORKLOADS.iter().map(|s| s.to_string()).collect()
+        let all = WORKLOADS.iter().chain(CHURN_WORKLOADS);
+        all.map(|s| s.to_string()).collect()
     } else {
         args.workloads.clone()
     };
     for n in &names {
-        if !WORKLOADS.contains(&n.as_str()) {
-            eprintln!("unknown workload {n:?}; known: {}", WORKLOADS.join(", "));
+        if !WORKLOADS.contains(&n.as_str()) && !CHURN_WORKLOADS.contains(&n.as_str()) {
+            let known: Vec<&str> = WORKLOADS.iter().chain(CHURN_WORKLOADS).copied().collect();
+            eprintln!("unknown workload {n:?}; known: {}", known.join(", "));
             return ExitCode::FAILURE;
         }
     }
     if let Some(kubeconfig) = &args.kubeconfig {
+        if let Some(n) = names.iter().find(|n| CHURN_WORKLOADS.contains(&n.as_str())) {
+            eprintln!(
+                "workload {n:?} runs in memory only; drop --kubeconfig or choose one of: {}",
+                WORKLOADS.join(", ")
+            );
+            return ExitCode::FAILURE;
+        }
         return cluster(args, &names, kubeconfig);
     }
     if args.child {
@@ -170,6 +183,23 @@ pub fn run(args: &BenchArgs) -> ExitCode {
 }
 
 fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
+    if CHURN_WORKLOADS.contains(&name) {
+        let s = bench_workloads::run_churn(nodes, measured, name == "Churn");
+        let micros = s.elapsed.as_secs_f64() * 1e6 / s.scheduled.max(1) as f64;
+        return BenchResult {
+            workload: name.to_string(),
+            nodes,
+            init_pods: 0,
+            measured_pods: s.pods,
+            scheduled: s.scheduled,
+            pods_per_second: s.pods_per_second(),
+            micros_per_pod: micros,
+            p50_attempt_micros: 0.0,
+            p99_attempt_micros: 0.0,
+            peak_rss_mib: peak_rss_mib(),
+            attempts_per_pod: Some(s.attempts_per_scheduled_pod()),
+        };
+    }
     let w = bench_workloads::build(name, nodes, init, measured).expect("known workload");
     let s = bench_workloads::run_with(&w, explain);
     BenchResult {
@@ -183,6 +213,7 @@ fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool
         p50_attempt_micros: s.percentile(0.50).as_secs_f64() * 1e6,
         p99_attempt_micros: s.percentile(0.99).as_secs_f64() * 1e6,
         peak_rss_mib: peak_rss_mib(),
+        attempts_per_pod: None,
     }
 }
 
@@ -204,13 +235,22 @@ fn table(results: &[BenchResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<18} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
-        "WORKLOAD", "NODES", "INIT", "SCHEDULED", "PODS/S", "US/POD", "P50 US", "P99 US", "RSS MiB"
+        "{:<18} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "WORKLOAD",
+        "NODES",
+        "INIT",
+        "SCHEDULED",
+        "PODS/S",
+        "US/POD",
+        "P50 US",
+        "P99 US",
+        "RSS MiB",
+        "ATTEMPTS/POD"
     );
     for r in results {
         let _ = writeln!(
             out,
-            "{:<18} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1}",
+            "{:<18} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9}",
             r.workload,
             r.nodes,
             r.init_pods,
@@ -220,7 +260,9 @@ fn table(results: &[BenchResult]) -> String {
             r.micros_per_pod,
             r.p50_attempt_micros,
             r.p99_attempt_micros,
-            r.peak_rss_mib
+            r.peak_rss_mib,
+            r.attempts_per_pod
+                .map_or_else(|| "-".to_string(), |a| format!("{a:.2}"))
         );
     }
     out

@@ -1,5 +1,7 @@
 //! Typed plugin args (`pluginConfig[].args`), v1 fields, after defaulting.
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::{NodeAffinity, TopologySpreadConstraint};
 use serde::{Serialize, Serializer};
 
@@ -7,6 +9,7 @@ use serde::{Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq)]
 pub enum PluginArgs {
     DefaultPreemption(DefaultPreemptionArgs),
+    DynamicResources(DynamicResourcesArgs),
     InterPodAffinity(InterPodAffinityArgs),
     NodeAffinity(NodeAffinityArgs),
     NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs),
@@ -20,6 +23,7 @@ impl PluginArgs {
     pub fn kind(&self) -> &'static str {
         match self {
             PluginArgs::DefaultPreemption(_) => "DefaultPreemptionArgs",
+            PluginArgs::DynamicResources(_) => "DynamicResourcesArgs",
             PluginArgs::InterPodAffinity(_) => "InterPodAffinityArgs",
             PluginArgs::NodeAffinity(_) => "NodeAffinityArgs",
             PluginArgs::NodeResourcesBalancedAllocation(_) => "NodeResourcesBalancedAllocationArgs",
@@ -55,6 +59,7 @@ impl Serialize for PluginArgs {
         let kind = self.kind();
         match self {
             PluginArgs::DefaultPreemption(a) => tagged(kind, a, s),
+            PluginArgs::DynamicResources(a) => tagged(kind, a, s),
             PluginArgs::InterPodAffinity(a) => tagged(kind, a, s),
             PluginArgs::NodeAffinity(a) => tagged(kind, a, s),
             PluginArgs::NodeResourcesBalancedAllocation(a) => tagged(kind, a, s),
@@ -70,6 +75,19 @@ impl Serialize for PluginArgs {
 pub struct DefaultPreemptionArgs {
     pub min_candidate_nodes_percentage: i32,
     pub min_candidate_nodes_absolute: i32,
+}
+
+/// DynamicResources' args (upstream v1 since 1.34). Both timeouts take effect once the
+/// plugin allocates devices; today it refuses pods with claims before filtering.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicResourcesArgs {
+    /// Per-node Filter time limit; zero turns the limit off.
+    #[serde(serialize_with = "super::duration::serialize")]
+    pub filter_timeout: Duration,
+    /// How long PreBind waits for device binding conditions.
+    #[serde(serialize_with = "super::duration::serialize")]
+    pub binding_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -192,8 +210,8 @@ pub struct PodTopologySpreadArgs {
 #[serde(rename_all = "camelCase")]
 pub struct VolumeBindingArgs {
     pub bind_timeout_seconds: i64,
-    /// Storage-capacity scoring shape. Upstream only accepts it with the
-    /// StorageCapacityScoring gate on (off by default), so it is always empty here.
+    /// Storage-capacity scoring shape (StorageCapacityScoring, default on since 1.37):
+    /// defaults to 10 at 0% utilisation falling to 0 at 100%.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shape: Vec<UtilizationShapePoint>,
 }

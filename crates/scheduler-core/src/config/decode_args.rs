@@ -1,10 +1,13 @@
 //! `pluginConfig[].args`, typed by the plugin's name through the catalog.
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::{NodeAffinity, TopologySpreadConstraint};
 
 use crate::plugins::catalog;
 
 use super::decode::{Obj, field};
+use super::duration::parse_go_duration;
 use super::k8s_schema::{self, NODE_AFFINITY, TOPOLOGY_SPREAD_CONSTRAINT, is_non_empty};
 use super::messages as msg;
 use super::spans::{Report, index};
@@ -15,7 +18,7 @@ use super::types::{
     NodeResourcesFitArgs, PodTopologySpreadConstraintsDefaulting, RequestedToCapacityRatioParam,
     ResourceSpec, ScoringStrategy, ScoringStrategyType, UtilizationShapePoint,
 };
-use super::yaml_tree::Node;
+use super::yaml_tree::{Node, Value};
 
 fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {
@@ -25,6 +28,7 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
             "minCandidateNodesPercentage",
             "minCandidateNodesAbsolute",
         ],
+        "DynamicResourcesArgs" => &["apiVersion", "kind", "filterTimeout", "bindingTimeout"],
         "InterPodAffinityArgs" => &[
             "apiVersion",
             "kind",
@@ -70,6 +74,16 @@ pub(crate) fn decode_args(
         "DefaultPreemptionArgs" => ArgsSpec::DefaultPreemption {
             min_candidate_nodes_percentage: field!(r, o, "minCandidateNodesPercentage", int32),
             min_candidate_nodes_absolute: field!(r, o, "minCandidateNodesAbsolute", int32),
+        },
+        "DynamicResourcesArgs" => ArgsSpec::DynamicResources {
+            filter_timeout: o.get("filterTimeout").and_then(|n| {
+                let p = o.path("filterTimeout");
+                signed_duration(r, n, &p, msg::FILTER_TIMEOUT_RANGE)
+            }),
+            binding_timeout: o.get("bindingTimeout").and_then(|n| {
+                let p = o.path("bindingTimeout");
+                signed_duration(r, n, &p, msg::BINDING_TIMEOUT_RANGE)
+            }),
         },
         "InterPodAffinityArgs" => ArgsSpec::InterPodAffinity {
             hard_pod_affinity_weight: field!(r, o, "hardPodAffinityWeight", int32),
@@ -163,6 +177,21 @@ pub(crate) fn decode_args(
         },
         _ => empty,
     }
+}
+
+/// A metav1.Duration that may be written negative: upstream decodes `-1s` and rejects it in
+/// validation with `range_rule`, so it is reported here with that message.
+fn signed_duration(r: &mut Report, node: &Node, path: &str, range_rule: &str) -> Option<Duration> {
+    if let Value::Str(text) = &node.value
+        && let Some(body) = text.trim().strip_prefix('-')
+        && let Ok(d) = parse_go_duration(body)
+        && !d.is_zero()
+    {
+        r.error(path, msg::invalid(&format!("{text:?}"), range_rule))
+            .hint(msg::FIX_DRA_TIMEOUT);
+        return None;
+    }
+    r.duration(node, path)
 }
 
 fn check_type_meta(r: &mut Report, o: &Obj<'_>, plugin: &str, kind: &str, legacy: bool) {

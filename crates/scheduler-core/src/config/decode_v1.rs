@@ -2,10 +2,10 @@
 
 use crate::framework::ExtensionPoint;
 
-use super::decode::field;
+use super::decode::{Obj, field};
 use super::decode_args::decode_args;
 use super::messages as msg;
-use super::spans::{Report, index};
+use super::spans::{Report, child, index};
 use super::spec::{ConfigSpec, LeaderElectionSpec, PluginConfigSpec, ProfileSpec};
 use super::types::{
     ClientConnectionConfiguration, Extender, ExtenderManagedResource, ExtenderTlsConfig, PluginRef,
@@ -27,6 +27,7 @@ pub(crate) const TOP_FIELDS: &[&str] = &[
     "profiles",
     "extenders",
     "delayCacheUntilActive",
+    "percentageOfPlacementsToScore",
 ];
 
 const LEADER_ELECTION_FIELDS: &[&str] = &[
@@ -50,6 +51,7 @@ const CLIENT_CONNECTION_FIELDS: &[&str] = &[
 const PROFILE_FIELDS: &[&str] = &[
     "schedulerName",
     "percentageOfNodesToScore",
+    "percentageOfPlacementsToScore",
     "plugins",
     "pluginConfig",
 ];
@@ -68,7 +70,35 @@ pub(crate) const PLUGINS_FIELDS: &[&str] = &[
     "bind",
     "postBind",
     "multiPoint",
+    "placementGenerate",
+    "placementScore",
+    "placementFeasible",
+    "podGroupPostFilter",
 ];
+
+/// The PodGroup extension points of upstream's v1 `plugins` (workload-aware scheduling).
+const WORKLOAD_POINTS: &[&str] = &[
+    "placementGenerate",
+    "placementScore",
+    "placementFeasible",
+    "podGroupPostFilter",
+];
+
+/// Upstream's v1 fields for PodGroup scheduling: type-checked, then refused with a clear
+/// error when they would configure something (see [`msg::workload_field_unsupported`]).
+fn workload_percentage(r: &mut Report, o: &Obj<'_>) {
+    let name = "percentageOfPlacementsToScore";
+    let Some(v) = field!(r, o, "percentageOfPlacementsToScore", int32) else {
+        return;
+    };
+    let p = o.path(name);
+    if !(0..=100).contains(&v) {
+        r.error(&p, msg::invalid(&v.to_string(), msg::PERCENTAGE_RANGE));
+    } else if v != 0 {
+        r.error(&p, msg::workload_field_unsupported(name))
+            .hint(msg::WORKLOAD_FIELD_FIX);
+    }
+}
 
 const EXTENDER_FIELDS: &[&str] = &[
     "urlPrefix",
@@ -104,6 +134,7 @@ pub(crate) fn decode_config(r: &mut Report, root: &Node) -> ConfigSpec {
     spec.pod_max_backoff_seconds = field!(r, top, "podMaxBackoffSeconds", int64);
     spec.delay_cache_until_active =
         field!(r, top, "delayCacheUntilActive", boolean).unwrap_or(false);
+    workload_percentage(r, &top);
     if let Some(n) = top.get("profiles") {
         let path = top.path("profiles");
         if let Some(items) = r.list(n, &path) {
@@ -179,6 +210,7 @@ fn decode_profile(r: &mut Report, node: &Node, path: &str, legacy: bool) -> Prof
     };
     p.scheduler_name = field!(r, o, "schedulerName", string);
     p.percentage_of_nodes_to_score = field!(r, o, "percentageOfNodesToScore", int32);
+    workload_percentage(r, &o);
     if let Some(n) = o.get("plugins") {
         p.plugins = decode_plugins(r, n, &o.path("plugins"), PLUGINS_FIELDS);
     }
@@ -200,6 +232,23 @@ pub(crate) fn decode_plugins(r: &mut Report, node: &Node, path: &str, fields: &[
     for p in ExtensionPoint::ALL {
         if let Some(n) = o.get(p.config_field()) {
             *plugins.point_mut(p) = decode_plugin_set(r, n, &o.path(p.config_field()));
+        }
+    }
+    for point in WORKLOAD_POINTS {
+        if !fields.contains(point) {
+            continue;
+        }
+        if let Some(n) = o.get(point) {
+            let p = o.path(point);
+            // Disabling plugins at a point nobody runs is harmless; enabling one is not.
+            let set = decode_plugin_set(r, n, &p);
+            if !set.enabled.is_empty() {
+                r.error(
+                    &child(&p, "enabled"),
+                    msg::workload_field_unsupported(&format!("plugins.{point}")),
+                )
+                .hint(msg::WORKLOAD_FIELD_FIX);
+            }
         }
     }
     plugins

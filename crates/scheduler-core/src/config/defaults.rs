@@ -27,6 +27,23 @@ pub const DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: i32 = 10;
 pub const DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: i32 = 100;
 pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
+pub const DEFAULT_DRA_FILTER_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_DRA_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// VolumeBinding's default capacity shape (StorageCapacityScoring on, as upstream since
+/// 1.37): the emptier a node's storage would stay, the higher it scores.
+pub fn default_volume_binding_shape() -> Vec<UtilizationShapePoint> {
+    vec![
+        UtilizationShapePoint {
+            utilization: 0,
+            score: 10,
+        },
+        UtilizationShapePoint {
+            utilization: 100,
+            score: 0,
+        },
+    ]
+}
 
 /// The default `multiPoint` list: upstream's current list (1.34+) with ferrosched's
 /// RuntimeClass right after NodeAffinity. DynamicResources sits before DefaultPreemption as
@@ -36,6 +53,7 @@ pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (names::PRIORITY_SORT, None),
     (names::NODE_UNSCHEDULABLE, None),
     (names::NODE_NAME, None),
+    (names::NODE_DECLARED_FEATURES, None),
     (names::TAINT_TOLERATION, Some(3)),
     (names::NODE_AFFINITY, Some(2)),
     (names::RUNTIME_CLASS, None),
@@ -187,7 +205,17 @@ pub(crate) fn default_args(spec: &ArgsSpec) -> Option<PluginArgs> {
             shape,
         } => PluginArgs::VolumeBinding(VolumeBindingArgs {
             bind_timeout_seconds: bind_timeout_seconds.unwrap_or(DEFAULT_BIND_TIMEOUT_SECONDS),
-            shape: shape.unwrap_or_default(),
+            // An empty list is defaulted too, as upstream (`len(Shape) == 0`).
+            shape: shape
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(default_volume_binding_shape),
+        }),
+        ArgsSpec::DynamicResources {
+            filter_timeout,
+            binding_timeout,
+        } => PluginArgs::DynamicResources(DynamicResourcesArgs {
+            filter_timeout: filter_timeout.unwrap_or(DEFAULT_DRA_FILTER_TIMEOUT),
+            binding_timeout: binding_timeout.unwrap_or(DEFAULT_DRA_BINDING_TIMEOUT),
         }),
         ArgsSpec::Untyped { .. } => return None,
     })

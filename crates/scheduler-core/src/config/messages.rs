@@ -192,9 +192,19 @@ pub const SCORE_OVERFLOW: &str = "total score of Score plugins could overflow";
 pub const EXTENDERS_UNSUPPORTED: &str = "extenders are not supported by ferrosched yet";
 pub const EXTENDERS_FIX: &str =
     "remove `extenders` or run kube-scheduler for profiles that need them";
-pub const STORAGE_CAPACITY_SHAPE: &str =
-    "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring";
-pub const STORAGE_CAPACITY_SHAPE_FIX: &str = "remove `shape`: ferrosched follows upstream's default StorageCapacityScoring=false and has no feature gates";
+pub const FILTER_TIMEOUT_RANGE: &str = "must be zero or positive";
+pub const BINDING_TIMEOUT_RANGE: &str = "must be at least 1 second";
+pub const FIX_DRA_TIMEOUT: &str = "write a positive Go duration such as `10s` (filterTimeout may be `0s`, which turns the limit off; bindingTimeout must be at least `1s`)";
+pub const SHAPE_FIX: &str = "list points as `- {utilization: 0, score: 10}` with utilization 0-100 strictly increasing and score 0-10, or remove `shape` for the default (10 at 0%, 0 at 100%)";
+/// Fields of the Workload/PodGroup scheduling API (TopologyAwareWorkloadScheduling and
+/// GenericWorkload, alpha/beta and off by default upstream), which ferrosched does not implement.
+pub fn workload_field_unsupported(field: &str) -> String {
+    format!(
+        "{field} is not supported by ferrosched: it configures PodGroup (workload-aware) scheduling, which upstream only runs with the TopologyAwareWorkloadScheduling feature gate (off by default) and ferrosched does not implement"
+    )
+}
+pub const WORKLOAD_FIELD_FIX: &str =
+    "remove it: with kube-scheduler's default feature gates it has no effect either";
 
 pub fn plugin_does_not_exist(point: &str, name: &str) -> String {
     format!("{point}Plugin {name:?} does not exist")

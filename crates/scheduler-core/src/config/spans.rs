@@ -111,6 +111,19 @@ impl Report {
         self.errors.last_mut().expect("just pushed")
     }
 
+    pub fn error_count(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// Gives every error reported since `before` that has no fix yet the fix `fix`.
+    pub fn hint_new_errors(&mut self, before: usize, fix: &str) {
+        for e in &mut self.errors[before..] {
+            if e.fix.is_none() {
+                e.fix = Some(fix.to_string());
+            }
+        }
+    }
+
     pub fn warn(&mut self, path: &str, message: impl Into<String>) -> &mut ConfigWarning {
         let pos = self.spans.pos(path);
         let shown = self.spans.display(path);

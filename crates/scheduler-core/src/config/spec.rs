@@ -58,6 +58,10 @@ pub(crate) enum ArgsSpec {
         min_candidate_nodes_percentage: Option<i32>,
         min_candidate_nodes_absolute: Option<i32>,
     },
+    DynamicResources {
+        filter_timeout: Option<Duration>,
+        binding_timeout: Option<Duration>,
+    },
     InterPodAffinity {
         hard_pod_affinity_weight: Option<i32>,
         ignore_preferred_terms_of_existing_pods: bool,
@@ -71,7 +75,7 @@ pub(crate) enum ArgsSpec {
     },
     VolumeBinding {
         bind_timeout_seconds: Option<i64>,
-        /// `Some` as soon as the field is written, even as `[]` (upstream rejects both).
+        /// `Some` as soon as the field is written, even as `[]`.
         shape: Option<Vec<UtilizationShapePoint>>,
     },
     /// A plugin without an args kind (or unknown): nothing to type; kept so validation can
@@ -88,6 +92,10 @@ impl ArgsSpec {
             "DefaultPreemptionArgs" => ArgsSpec::DefaultPreemption {
                 min_candidate_nodes_percentage: None,
                 min_candidate_nodes_absolute: None,
+            },
+            "DynamicResourcesArgs" => ArgsSpec::DynamicResources {
+                filter_timeout: None,
+                binding_timeout: None,
             },
             "InterPodAffinityArgs" => ArgsSpec::InterPodAffinity {
                 hard_pod_affinity_weight: None,

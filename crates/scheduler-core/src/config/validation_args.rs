@@ -40,9 +40,29 @@ pub(crate) fn validate_args(r: &mut Report, path: &str, spec: &ArgsSpec, args: &
                 )
                 .hint("use 0 (do not wait) or a positive number of seconds");
             }
+            // Only a written shape can be wrong; the default is valid.
             if let ArgsSpec::VolumeBinding { shape: Some(_), .. } = spec {
-                r.error(&child(path, "shape"), msg::STORAGE_CAPACITY_SHAPE)
-                    .hint(msg::STORAGE_CAPACITY_SHAPE_FIX);
+                let before = r.error_count();
+                function_shape(r, &child(path, "shape"), &a.shape);
+                r.hint_new_errors(before, msg::SHAPE_FIX);
+            }
+        }
+        PluginArgs::DynamicResources(a) => {
+            // Negative values were reported while decoding; here only (0, 1s) is left.
+            if let ArgsSpec::DynamicResources {
+                binding_timeout: Some(_),
+                ..
+            } = spec
+                && a.binding_timeout < std::time::Duration::from_secs(1)
+            {
+                r.error(
+                    &child(path, "bindingTimeout"),
+                    msg::invalid(
+                        &format!("{:?}", super::format_go_duration(a.binding_timeout)),
+                        msg::BINDING_TIMEOUT_RANGE,
+                    ),
+                )
+                .hint(msg::FIX_DRA_TIMEOUT);
             }
         }
     }
@@ -313,7 +333,7 @@ fn function_shape(r: &mut Report, path: &str, shape: &[UtilizationShapePoint]) {
                 &child(&index(path, i), "utilization"),
                 msg::invalid(
                     &shape[i].utilization.to_string(),
-                    "utilization values must be sorted in increasing order",
+                    "values must be sorted in increasing order",
                 ),
             );
             break;

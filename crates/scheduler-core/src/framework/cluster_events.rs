@@ -81,6 +81,8 @@ impl ActionType {
     /// An update none of the specific kinds above describes (other objects' updates, or a
     /// pod change nothing but a general `Update` registration cares about).
     pub const UPDATE_OTHER: ActionType = ActionType(1 << 12);
+    /// `status.declaredFeatures` changed (NodeDeclaredFeatures, 1.35+).
+    pub const UPDATE_NODE_DECLARED_FEATURE: ActionType = ActionType(1 << 13);
     /// Any kind of update.
     pub const UPDATE: ActionType = ActionType(
         Self::UPDATE_NODE_ALLOCATABLE.0
@@ -88,6 +90,7 @@ impl ActionType {
             | Self::UPDATE_NODE_TAINT.0
             | Self::UPDATE_NODE_CONDITION.0
             | Self::UPDATE_NODE_ANNOTATION.0
+            | Self::UPDATE_NODE_DECLARED_FEATURE.0
             | Self::UPDATE_POD_LABEL.0
             | Self::UPDATE_POD_SCALE_DOWN.0
             | Self::UPDATE_POD_TOLERATION.0
@@ -114,7 +117,7 @@ impl ActionType {
         self.0 & other.0 == other.0
     }
 
-    const NAMES: [(ActionType, &'static str); 13] = [
+    const NAMES: [(ActionType, &'static str); 14] = [
         (Self::ADD, "Add"),
         (Self::DELETE, "Delete"),
         (Self::UPDATE_NODE_ALLOCATABLE, "UpdateNodeAllocatable"),
@@ -122,6 +125,10 @@ impl ActionType {
         (Self::UPDATE_NODE_TAINT, "UpdateNodeTaint"),
         (Self::UPDATE_NODE_CONDITION, "UpdateNodeCondition"),
         (Self::UPDATE_NODE_ANNOTATION, "UpdateNodeAnnotation"),
+        (
+            Self::UPDATE_NODE_DECLARED_FEATURE,
+            "UpdateNodeDeclaredFeature",
+        ),
         (Self::UPDATE_POD_LABEL, "UpdatePodLabel"),
         (Self::UPDATE_POD_SCALE_DOWN, "UpdatePodScaleDown"),
         (Self::UPDATE_POD_TOLERATION, "UpdatePodToleration"),
@@ -274,6 +281,32 @@ impl PluginEvents {
     }
 }
 
+/// A plugin's answer to "can this event make the pod I rejected schedulable?" (upstream
+/// `QueueingHint`, GA in 1.34).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueingHint {
+    Queue,
+    QueueSkip,
+}
+
+/// The objects an event is about, for queueing hints. `None` when the caller has none at
+/// hand (recorded in-flight events, tests): every hint then answers `Queue`.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum EventObjects<'a> {
+    #[default]
+    None,
+    /// A node added (`old: None`) or updated; `old` is only given when its view is known.
+    Node {
+        old: Option<&'a crate::types::NodeInfo>,
+        new: &'a crate::types::NodeInfo,
+    },
+    /// A pod added (`old: None`), updated, or deleted (`new: None`).
+    Pod {
+        old: Option<&'a PodInfo>,
+        new: Option<&'a PodInfo>,
+    },
+}
+
 /// What of a Node its update classification looks at, as hashes: the informer keeps this
 /// (a few words) per node instead of the whole Node object, which on real clusters carries
 /// kilobytes of images, conditions and managed fields.
@@ -287,6 +320,8 @@ pub struct NodeFingerprint {
     /// Type and status only: heartbeats change the timestamps all the time.
     conditions: u64,
     annotations: u64,
+    /// In order: upstream compares the lists with `slices.Equal`.
+    declared_features: u64,
 }
 
 fn hash_of(v: impl Hash) -> u64 {
@@ -337,6 +372,7 @@ impl NodeFingerprint {
             labels: hash_of(n.metadata.labels.iter().flatten().collect::<Vec<_>>()),
             conditions: hash_of(conditions),
             annotations: hash_of(n.metadata.annotations.iter().flatten().collect::<Vec<_>>()),
+            declared_features: hash_of(status.and_then(|s| s.declared_features.as_ref())),
         }
     }
 
@@ -358,6 +394,9 @@ impl NodeFingerprint {
         }
         if self.annotations != new.annotations {
             a |= ActionType::UPDATE_NODE_ANNOTATION;
+        }
+        if self.declared_features != new.declared_features {
+            a |= ActionType::UPDATE_NODE_DECLARED_FEATURE;
         }
         a
     }
@@ -395,6 +434,9 @@ pub fn node_info_update_actions(
     }
     if old.labels != new.labels {
         a |= ActionType::UPDATE_NODE_LABEL;
+    }
+    if old.declared_features != new.declared_features {
+        a |= ActionType::UPDATE_NODE_DECLARED_FEATURE;
     }
     a
 }

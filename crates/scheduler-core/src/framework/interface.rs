@@ -30,6 +30,18 @@ pub trait Plugin: Send + Sync + 'static {
     fn events_to_register(&self) -> Vec<super::ClusterEvent> {
         Vec::new()
     }
+
+    /// Whether `event` may make `pod`, which this plugin rejected, schedulable (upstream's
+    /// per-event `QueueingHintFn`). Only asked for events the plugin registered. Default:
+    /// `Queue`, and every hint must answer `Queue` for [`super::EventObjects::None`].
+    fn queueing_hint(
+        &self,
+        _pod: &PodInfo,
+        _event: &super::ClusterEvent,
+        _objects: &super::EventObjects<'_>,
+    ) -> super::QueueingHint {
+        super::QueueingHint::Queue
+    }
 }
 
 /// Trait objects for every point a plugin implements; `None` where it does not.

@@ -14,9 +14,9 @@ mod status;
 mod timing;
 
 pub use cluster_events::{
-    ActionType, ClusterEvent, EventResource, NodeFingerprint, PluginEvents,
-    node_info_update_actions, node_update_actions, node_update_events, pod_update_actions,
-    pod_update_events,
+    ActionType, ClusterEvent, EventObjects, EventResource, NodeFingerprint, PluginEvents,
+    QueueingHint, node_info_update_actions, node_update_actions, node_update_events,
+    pod_update_actions, pod_update_events,
 };
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError, NodeToStatus};

@@ -43,6 +43,7 @@ pub const PLUGINS: &[PluginSpec] = &[
     spec(PRIORITY_SORT, &[QueueSort], None),
     spec(NODE_UNSCHEDULABLE, &[Filter], None),
     spec(NODE_NAME, &[Filter], None),
+    spec(NODE_DECLARED_FEATURES, &[PreFilter, Filter], None),
     spec(TAINT_TOLERATION, &[Filter, PreScore, Score], None),
     spec(
         NODE_AFFINITY,
@@ -83,7 +84,7 @@ pub const PLUGINS: &[PluginSpec] = &[
     spec(
         DYNAMIC_RESOURCES,
         &[PreEnqueue, PreFilter, Filter, Reserve, PreBind],
-        None,
+        Some("DynamicResourcesArgs"),
     ),
     spec(
         DEFAULT_PREEMPTION,

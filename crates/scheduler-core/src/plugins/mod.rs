@@ -13,6 +13,7 @@ pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod names;
 pub mod node_affinity;
+pub mod node_declared_features;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced_allocation;
@@ -49,6 +50,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             Ok(Arc::new(node_unschedulable::NodeUnschedulable))
         }),
         (names::NODE_NAME, |_| Ok(Arc::new(node_name::NodeName))),
+        (names::NODE_DECLARED_FEATURES, |_| {
+            Ok(Arc::new(node_declared_features::NodeDeclaredFeatures))
+        }),
         (names::TAINT_TOLERATION, |_| {
             Ok(Arc::new(taint_toleration::TaintToleration))
         }),

@@ -4,6 +4,7 @@ pub const SCHEDULING_GATES: &str = "SchedulingGates";
 pub const PRIORITY_SORT: &str = "PrioritySort";
 pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
 pub const NODE_NAME: &str = "NodeName";
+pub const NODE_DECLARED_FEATURES: &str = "NodeDeclaredFeatures";
 pub const TAINT_TOLERATION: &str = "TaintToleration";
 pub const NODE_AFFINITY: &str = "NodeAffinity";
 pub const NODE_PORTS: &str = "NodePorts";

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
 use crate::plugin_points;
-use crate::types::{HostPort, NodeInfo, PodInfo};
+use crate::types::{DEFAULT_BIND_ALL_HOST_IP, HostPort, NodeInfo, PodInfo};
 
 use super::names::NODE_PORTS;
 
@@ -36,6 +36,33 @@ impl Plugin for NodePorts {
             ClusterEvent::new(EventResource::Node, ActionType::ADD),
         ]
     }
+
+    /// Upstream's pod hint: only a deleted pod that was bound and held one of the host
+    /// ports this pod wants frees anything for it.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        let EventObjects::Pod {
+            old: Some(gone),
+            new: None,
+        } = objects
+        else {
+            return QueueingHint::Queue;
+        };
+        let clashes = gone.node_name.is_some()
+            && pod
+                .host_ports
+                .iter()
+                .any(|want| gone.host_ports.iter().any(|had| ports_clash(had, want)));
+        if clashes {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
 }
 
 impl PreFilterPlugin for NodePorts {
@@ -51,6 +78,17 @@ impl PreFilterPlugin for NodePorts {
         state.write(WantedPorts(pod.host_ports.clone()));
         (None, Status::success())
     }
+}
+
+/// Whether two host ports cannot both be bound (same protocol and port; `0.0.0.0` clashes
+/// with every IP).
+fn ports_clash(a: &HostPort, b: &HostPort) -> bool {
+    a.port > 0
+        && a.port == b.port
+        && a.protocol == b.protocol
+        && (a.host_ip == b.host_ip
+            || a.host_ip == DEFAULT_BIND_ALL_HOST_IP
+            || b.host_ip == DEFAULT_BIND_ALL_HOST_IP)
 }
 
 /// Whether none of `wanted` clashes with the ports already in use on `node`.
@@ -241,5 +279,41 @@ mod tests {
             &node_running(&[]),
         );
         assert_eq!(s.code(), Code::Error);
+    }
+
+    /// Upstream's `Test_isSchedulableAfterPodDeleted`.
+    #[test]
+    fn queueing_hint_on_pod_deletion() {
+        use crate::framework::{EventObjects, QueueingHint::*};
+        let pod = pod_with(&[(8080, "TCP", "")]);
+        let ev = ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+        let bound = |ports: &[Port]| {
+            let mut p = pod_with(ports);
+            p.node_name = Some("n".into());
+            p
+        };
+        let hint = |gone: &PodInfo| {
+            NodePorts.queueing_hint(
+                &pod,
+                &ev,
+                &EventObjects::Pod {
+                    old: Some(gone),
+                    new: None,
+                },
+            )
+        };
+        assert_eq!(hint(&bound(&[(8080, "TCP", "")])), Queue);
+        assert_eq!(
+            hint(&bound(&[(8080, "TCP", "10.0.0.1")])),
+            Queue,
+            "0.0.0.0 clashes with any IP"
+        );
+        assert_eq!(hint(&bound(&[(8080, "UDP", "")])), QueueSkip);
+        assert_eq!(hint(&bound(&[(9090, "TCP", "")])), QueueSkip);
+        assert_eq!(
+            hint(&pod_with(&[(8080, "TCP", "")])),
+            QueueSkip,
+            "never bound"
+        );
     }
 }

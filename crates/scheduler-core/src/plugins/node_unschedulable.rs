@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
 use crate::types::{NodeInfo, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint};
@@ -36,6 +36,27 @@ impl Plugin for NodeUnschedulable {
             ),
             ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATION),
         ]
+    }
+
+    /// Upstream's node hint: only a node the pod may now use (schedulable, or the pod
+    /// tolerates the unschedulable taint) that it could not use before helps.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        let EventObjects::Node { old, new } = objects else {
+            return QueueingHint::Queue;
+        };
+        let usable = |n: &NodeInfo| {
+            !n.unschedulable || tolerations_tolerate_taint(&pod.tolerations, &UNSCHEDULABLE_TAINT)
+        };
+        if !usable(new) || old.is_some_and(usable) {
+            QueueingHint::QueueSkip
+        } else {
+            QueueingHint::Queue
+        }
     }
 }
 
@@ -129,5 +150,35 @@ mod tests {
                 assert!(s.is_success(), "{name}: {s}");
             }
         }
+    }
+
+    /// Upstream's `TestIsSchedulableAfterNodeChange` for NodeUnschedulable.
+    #[test]
+    fn queueing_hint_on_node_changes() {
+        use crate::framework::{EventObjects, QueueingHint::*};
+        let pod = PodInfo::test("ns", "p").build();
+        let ev = ClusterEvent::new(EventResource::Node, ActionType::ADD);
+        let cordoned = NodeInfo::test("n").unschedulable().build();
+        let open = NodeInfo::test("n").build();
+        let hint = |p: &PodInfo, old, new| {
+            NodeUnschedulable.queueing_hint(p, &ev, &EventObjects::Node { old, new })
+        };
+        assert_eq!(hint(&pod, None, &open), Queue);
+        assert_eq!(hint(&pod, None, &cordoned), QueueSkip);
+        assert_eq!(hint(&pod, Some(&cordoned), &open), Queue, "uncordoned");
+        assert_eq!(
+            hint(&pod, Some(&open), &open),
+            QueueSkip,
+            "was usable already"
+        );
+        let tolerant = PodInfo::test("ns", "t")
+            .toleration(
+                "node.kubernetes.io/unschedulable",
+                "Exists",
+                "",
+                "NoSchedule",
+            )
+            .build();
+        assert_eq!(hint(&tolerant, None, &cordoned), Queue);
     }
 }

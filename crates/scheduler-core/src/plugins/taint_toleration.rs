@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreScorePlugin,
     ScorePlugin, Status,
@@ -39,6 +39,31 @@ impl Plugin for TaintToleration {
             ),
             ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATION),
         ]
+    }
+
+    /// Upstream's node hint: only a node whose NoSchedule/NoExecute taints the pod now
+    /// tolerates (and did not before the update) may help. A pod with a RuntimeClass is
+    /// always queued: its class may add tolerations this view lacks.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        let EventObjects::Node { old, new } = objects else {
+            return QueueingHint::Queue;
+        };
+        if pod.runtime_class_name.is_some() {
+            return QueueingHint::Queue;
+        }
+        let tolerated = |n: &NodeInfo| {
+            find_untolerated_taint(&n.taints, &pod.tolerations, is_do_not_schedule).is_none()
+        };
+        if !tolerated(new) || old.is_some_and(tolerated) {
+            QueueingHint::QueueSkip
+        } else {
+            QueueingHint::Queue
+        }
     }
 }
 
@@ -374,5 +399,37 @@ mod tests {
             .score(&CycleState::new(), &pod(&[]), &node("n", &[]))
             .unwrap_err();
         assert_eq!(err.code(), Code::Error);
+    }
+
+    /// Upstream's `Test_isSchedulableAfterNodeChange` for TaintToleration.
+    #[test]
+    fn queueing_hint_on_node_changes() {
+        use crate::framework::{EventObjects, QueueingHint::*};
+        let pod = PodInfo::test("ns", "p")
+            .toleration("dedicated", "Equal", "batch", "NoSchedule")
+            .build();
+        let ev = ClusterEvent::new(EventResource::Node, ActionType::ADD);
+        let batch = NodeInfo::test("n")
+            .taint("dedicated", "batch", "NoSchedule")
+            .build();
+        let web = NodeInfo::test("n")
+            .taint("dedicated", "web", "NoSchedule")
+            .build();
+        let hint =
+            |old, new| TaintToleration.queueing_hint(&pod, &ev, &EventObjects::Node { old, new });
+        assert_eq!(hint(None, &batch), Queue);
+        assert_eq!(hint(None, &web), QueueSkip);
+        assert_eq!(hint(Some(&web), &batch), Queue);
+        assert_eq!(hint(Some(&batch), &batch), QueueSkip);
+        let mut with_class = PodInfo::test("ns", "q").build();
+        with_class.runtime_class_name = Some("gvisor".into());
+        let objects = EventObjects::Node {
+            old: None,
+            new: &web,
+        };
+        assert_eq!(
+            TaintToleration.queueing_hint(&with_class, &ev, &objects),
+            Queue
+        );
     }
 }

@@ -48,8 +48,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::framework::{
-    ClusterEvent, Diagnosis, EventResource, NominatedPods, PluginEvents, ProfileRegistry,
-    QueuedPodInfo, Status, pod_update_events,
+    ClusterEvent, Diagnosis, EventObjects, EventResource, NominatedPods, PluginEvents,
+    ProfileRegistry, QueuedPodInfo, QueueingHint, Status, pod_update_events,
 };
 use crate::types::{PodInfo, PodKey};
 use active::active_less;
@@ -72,6 +72,17 @@ pub trait QueueProfiles: Send + Sync {
     fn plugin_events(&self, scheduler_name: &str) -> Option<&PluginEvents>;
     /// Whether any plugin of any profile registered an event matching `event`.
     fn event_of_interest(&self, event: &ClusterEvent) -> bool;
+    /// `plugin`'s queueing hint (profile `scheduler_name`) for `event` about `pod`.
+    fn queueing_hint(
+        &self,
+        _scheduler_name: &str,
+        _plugin: &str,
+        _pod: &PodInfo,
+        _event: &ClusterEvent,
+        _objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        QueueingHint::Queue
+    }
 }
 
 impl QueueProfiles for ProfileRegistry {
@@ -93,6 +104,20 @@ impl QueueProfiles for ProfileRegistry {
     fn plugin_events(&self, scheduler_name: &str) -> Option<&PluginEvents> {
         self.for_scheduler_name(scheduler_name)
             .map(|fw| fw.events_to_register())
+    }
+
+    fn queueing_hint(
+        &self,
+        scheduler_name: &str,
+        plugin: &str,
+        pod: &PodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        self.for_scheduler_name(scheduler_name)
+            .map_or(QueueingHint::Queue, |fw| {
+                fw.queueing_hint(plugin, pod, event, objects)
+            })
     }
 
     fn event_of_interest(&self, event: &ClusterEvent) -> bool {
@@ -117,6 +142,16 @@ impl<T: QueueProfiles + ?Sized> QueueProfiles for Arc<T> {
     }
     fn event_of_interest(&self, event: &ClusterEvent) -> bool {
         (**self).event_of_interest(event)
+    }
+    fn queueing_hint(
+        &self,
+        scheduler_name: &str,
+        plugin: &str,
+        pod: &PodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        (**self).queueing_hint(scheduler_name, plugin, pod, event, objects)
     }
 }
 
@@ -502,7 +537,7 @@ impl SchedulingQueue {
             self.update_nominated(old, &new);
             // The first event that decides the strategy labels the move.
             let (strategy, event) = events.iter().fold((Strategy::Skip, None), |best, e| {
-                let s = self.worth_requeuing(&info, e);
+                let s = self.worth_requeuing(&info, e, &EventObjects::None);
                 if best.1.is_none() || s > best.0 {
                     (s, Some(*e))
                 } else {
@@ -590,7 +625,7 @@ impl SchedulingQueue {
                 .iter()
                 .filter(|e| e.cycle >= scheduling_cycle)
                 .filter(|e| e.only_for.as_ref().is_none_or(|k| *k == key))
-                .map(|e| self.worth_requeuing(info, &e.event))
+                .map(|e| self.worth_requeuing(info, &e.event, &EventObjects::None))
                 .max()
                 .unwrap_or(Strategy::Skip)
         };

@@ -7,9 +7,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1 as k8s;
 
 use super::*;
+use crate::framework::EventObjects;
 use crate::framework::{ActionType, Diagnosis, EventResource, ProfileRegistry, Registry};
 use crate::plugins::names;
-use crate::types::PodInfo;
+use crate::types::{NodeInfo, PodInfo};
 
 fn registry() -> Arc<ProfileRegistry> {
     let loaded = crate::config::from_flags(None, None).unwrap();
@@ -257,6 +258,50 @@ fn rejected_pod_moves_only_on_an_event_its_plugins_registered() {
     let delete = ev(EventResource::AssignedPod, ActionType::DELETE);
     assert_eq!(q.move_all_to_active_or_backoff(delete, None), 1);
     assert_eq!(q.queue_of(&key("fit2")), Some(QueueKind::Active));
+}
+
+/// Queueing hints (GA 1.34): a node too small for the pod, or a pod leaving that was never
+/// bound, leaves the pod NodeResourcesFit rejected where it is; a node that fits moves it.
+#[test]
+fn queueing_hints_skip_events_that_cannot_help() {
+    let (mut q, _clock) = queue();
+    q.add(Arc::new(PodInfo::test("ns", "big").cpu("3").build()));
+    assert_eq!(
+        fail(&mut q, "big", &[names::NODE_RESOURCES_FIT]),
+        QueueKind::Unschedulable
+    );
+    let add = ev(EventResource::Node, ActionType::ADD);
+    let small = NodeInfo::test("small")
+        .cpu("2")
+        .memory("8Gi")
+        .pods(110)
+        .build();
+    let objects = EventObjects::Node {
+        old: None,
+        new: &small,
+    };
+    assert_eq!(q.move_all_with_objects(add, &objects, None), 0);
+    assert_eq!(q.queue_of(&key("big")), Some(QueueKind::Unschedulable));
+
+    let never_bound = PodInfo::test("ns", "other").cpu("4").build();
+    let gone = EventObjects::Pod {
+        old: Some(&never_bound),
+        new: None,
+    };
+    let delete = ev(EventResource::AssignedPod, ActionType::DELETE);
+    assert_eq!(q.move_all_with_objects(delete, &gone, None), 0);
+
+    let large = NodeInfo::test("large")
+        .cpu("4")
+        .memory("8Gi")
+        .pods(110)
+        .build();
+    let objects = EventObjects::Node {
+        old: None,
+        new: &large,
+    };
+    assert_eq!(q.move_all_with_objects(add, &objects, None), 1);
+    assert_ne!(q.queue_of(&key("big")), Some(QueueKind::Unschedulable));
 }
 
 #[test]

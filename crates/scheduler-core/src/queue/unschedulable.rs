@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::clock::nanos;
 use super::{IncomingEvent, QueueKind, RecordedEvent, SchedulingQueue, Strategy};
-use crate::framework::{ClusterEvent, QueuedPodInfo};
+use crate::framework::{ClusterEvent, EventObjects, QueuedPodInfo, QueueingHint};
 use crate::types::{PodInfo, PodKey};
 
 impl SchedulingQueue {
@@ -15,6 +15,17 @@ impl SchedulingQueue {
     pub fn move_all_to_active_or_backoff(
         &mut self,
         event: ClusterEvent,
+        pre_check: Option<&dyn Fn(&PodInfo) -> bool>,
+    ) -> usize {
+        self.move_all_with_objects(event, &EventObjects::None, pre_check)
+    }
+
+    /// As [`Self::move_all_to_active_or_backoff`], with the objects the event is about, so
+    /// the rejecting plugins' queueing hints can leave pods the event cannot help.
+    pub fn move_all_with_objects(
+        &mut self,
+        event: ClusterEvent,
+        objects: &EventObjects<'_>,
         pre_check: Option<&dyn Fn(&PodInfo) -> bool>,
     ) -> usize {
         if !self.profiles.event_of_interest(&event) {
@@ -26,16 +37,21 @@ impl SchedulingQueue {
             .filter(|(_, i)| pre_check.is_none_or(|f| f(&i.pod)))
             .map(|(k, _)| k.clone())
             .collect();
-        self.move_pods(keys, event)
+        self.move_pods(keys, event, objects)
     }
 
-    fn move_pods(&mut self, keys: Vec<PodKey>, event: ClusterEvent) -> usize {
+    fn move_pods(
+        &mut self,
+        keys: Vec<PodKey>,
+        event: ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> usize {
         let mut moved = 0;
         for key in keys {
             let Some(info) = self.unschedulable.get(&key) else {
                 continue;
             };
-            let strategy = self.worth_requeuing(info, &event);
+            let strategy = self.worth_requeuing(info, &event, objects);
             if strategy == Strategy::Skip {
                 continue;
             }
@@ -71,7 +87,11 @@ impl SchedulingQueue {
         if keys.is_empty() {
             return 0;
         }
-        self.move_pods(keys, ClusterEvent::UNSCHEDULABLE_TIMEOUT)
+        self.move_pods(
+            keys,
+            ClusterEvent::UNSCHEDULABLE_TIMEOUT,
+            &EventObjects::None,
+        )
     }
 
     /// Puts a pod (in no sub-queue) into the unschedulable pool.
@@ -82,8 +102,14 @@ impl SchedulingQueue {
         }
     }
 
-    /// Upstream `isPodWorthRequeuing` with every queueing hint answering "Queue".
-    pub(super) fn worth_requeuing(&self, info: &QueuedPodInfo, event: &ClusterEvent) -> Strategy {
+    /// Upstream `isPodWorthRequeuing`: the pod moves if a plugin that rejected it registered
+    /// the event and its queueing hint answers `Queue`.
+    pub(super) fn worth_requeuing(
+        &self,
+        info: &QueuedPodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> Strategy {
         let rejectors: BTreeSet<&'static str> = info.rejector_plugins();
         if rejectors.is_empty() || event.is_wildcard() {
             return Strategy::AfterBackoff;
@@ -93,6 +119,16 @@ impl SchedulingQueue {
         };
         let mut strategy = Strategy::Skip;
         for plugin in events.interested(event, &rejectors) {
+            let hint = self.profiles.queueing_hint(
+                &info.pod.scheduler_name,
+                plugin,
+                &info.pod,
+                event,
+                objects,
+            );
+            if hint == QueueingHint::QueueSkip {
+                continue;
+            }
             if info.gating_plugin.is_none() && info.pending_plugins.contains(plugin) {
                 return Strategy::Immediately;
             }

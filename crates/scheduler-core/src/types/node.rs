@@ -100,6 +100,8 @@ pub struct NodeInfo {
     pub pvc_ref_counts: HashMap<String, u32>,
     /// Every image name in `status.images` -> its size in bytes.
     pub images: HashMap<String, i64>,
+    /// `status.declaredFeatures` (NodeDeclaredFeatures, 1.35+; empty on older kubelets).
+    pub declared_features: Vec<String>,
     /// Bumped on every change; the snapshot copies only nodes newer than itself.
     pub generation: u64,
     /// Whether the Node object has been seen; false while only pods reference this name.
@@ -146,6 +148,9 @@ impl NodeInfo {
             .map(Resource::from_resource_list)
             .unwrap_or_default();
         self.images = image_sizes(node);
+        self.declared_features = status
+            .and_then(|s| s.declared_features.clone())
+            .unwrap_or_default();
         self.node_known = true;
         self.generation = next_generation();
     }
@@ -154,6 +159,7 @@ impl NodeInfo {
     pub fn remove_node(&mut self) {
         self.node_known = false;
         self.images.clear();
+        self.declared_features.clear();
         self.generation = next_generation();
     }
 

@@ -137,6 +137,8 @@ pub struct PodInfo {
     /// Init containers plus regular containers; ImageLocality scales its upper size threshold
     /// by it (a container without an image still counts).
     pub num_containers: usize,
+    /// Node features the spec needs (`types::declared_features`), in registry order.
+    pub required_node_features: Vec<&'static str>,
     /// Boxed: most pods have none, and inline it would add 144 bytes to every PodInfo.
     pub affinity: Option<Box<k8s::Affinity>>,
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
@@ -309,6 +311,7 @@ impl PodInfo {
             resource_claims: super::dra::pod_claims(pod),
             images,
             num_containers: init_containers.len() + spec.containers.len(),
+            required_node_features: super::declared_features::required_features(spec),
             affinity: spec.affinity.clone().map(Box::new),
             topology_spread_constraints: spec
                 .topology_spread_constraints
@@ -546,6 +549,15 @@ fn aggregate(
     total
 }
 
+/// Upstream `subtractResourceList`: only names already in `into`, floored at zero.
+fn subtract_list(into: &mut ResourceList, from: &ResourceList) {
+    for (k, v) in from {
+        if let Some(cur) = into.get_mut(k) {
+            *cur = Quantity::from_nanos((cur.nanos() - v.nanos()).max(0));
+        }
+    }
+}
+
 fn is_pod_level_resource(name: &str) -> bool {
     name == RESOURCE_CPU || name == RESOURCE_MEMORY || name.starts_with(HUGEPAGES_PREFIX)
 }
@@ -588,6 +600,17 @@ fn compute_requests(
         .iter()
         .chain(&init_containers)
         .any(|c| c.allocated.is_some() || c.actuated.is_some());
+    // Pod-level status (InPlacePodLevelResourcesVerticalScaling, on since 1.36): absent on
+    // older servers, where the container statuses above are all there is.
+    let pod_allocated = status
+        .and_then(|s| s.allocated_resources.as_ref())
+        .map(|l| parse_list(Some(l), "pod allocatedResources", problems));
+    let pod_status_resources = status.and_then(|s| s.resources.as_ref());
+    let pod_actuated = pod_status_resources
+        .and_then(|r| r.requests.as_ref())
+        .map(|l| parse_list(Some(l), "pod status resources", problems));
+    // When both are reported they already aggregate every container.
+    let pod_status_aggregates = pod_allocated.is_some() && pod_actuated.is_some();
 
     let pod_level: ResourceList = parse_list(
         spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
@@ -598,6 +621,25 @@ fn compute_requests(
     .filter(|(k, _)| is_pod_level_resource(k))
     .collect();
     let overhead = parse_list(spec.overhead.as_ref(), "overhead", problems);
+    // What pod-level requests count while a resize is in flight: the max of the spec (unless
+    // the resize is infeasible) and what the status reports, overhead taken out.
+    let pod_level_effective =
+        if !pod_level.is_empty() && (pod_status_resources.is_some() || pod_allocated.is_some()) {
+            let mut m = if resize_infeasible {
+                ResourceList::new()
+            } else {
+                pod_level.clone()
+            };
+            for reported in [&pod_actuated, &pod_allocated].into_iter().flatten() {
+                let mut l = reported.clone();
+                subtract_list(&mut l, &overhead);
+                max_list(&mut m, &l);
+            }
+            m.retain(|k, _| is_pod_level_resource(k));
+            m
+        } else {
+            pod_level.clone()
+        };
 
     let total = |non_missing: &ResourceList| -> ResourceList {
         let spec_view = aggregate(
@@ -608,21 +650,26 @@ fn compute_requests(
             non_missing,
         );
         // Resized pods count the max of desired, allocated and actuated requests.
-        let mut reqs = if has_status || resize_infeasible {
-            let allocated = aggregate(
-                &containers,
-                &init_containers,
-                View::Allocated,
-                resize_infeasible,
-                non_missing,
-            );
-            let actuated = aggregate(
-                &containers,
-                &init_containers,
-                View::Actuated,
-                resize_infeasible,
-                non_missing,
-            );
+        let mut reqs = if has_status || resize_infeasible || pod_status_aggregates {
+            let (allocated, actuated) = match (&pod_allocated, &pod_actuated) {
+                (Some(al), Some(ac)) => (al.clone(), ac.clone()),
+                _ => (
+                    aggregate(
+                        &containers,
+                        &init_containers,
+                        View::Allocated,
+                        resize_infeasible,
+                        non_missing,
+                    ),
+                    aggregate(
+                        &containers,
+                        &init_containers,
+                        View::Actuated,
+                        resize_infeasible,
+                        non_missing,
+                    ),
+                ),
+            };
             let mut m = if resize_infeasible {
                 ResourceList::new()
             } else {
@@ -634,7 +681,7 @@ fn compute_requests(
         } else {
             spec_view
         };
-        for (k, v) in &pod_level {
+        for (k, v) in &pod_level_effective {
             reqs.insert(k.clone(), *v);
         }
         add_list(&mut reqs, &overhead);

@@ -58,6 +58,8 @@ pub struct Framework {
     resolves_runtime_class: bool,
     /// Cluster events registered by the plugins that can reject a pod.
     events: PluginEvents,
+    /// Those plugins, asked for queueing hints.
+    rejecting: Vec<Named<dyn Plugin>>,
 }
 
 impl fmt::Debug for Framework {
@@ -96,6 +98,22 @@ impl Framework {
     }
 
     /// Plugin -> cluster events, for the scheduling queue (upstream's queueing hint map).
+    /// `plugin`'s queueing hint for `event` about `pod` (`Queue` for plugins not built).
+    pub fn queueing_hint(
+        &self,
+        plugin: &str,
+        pod: &PodInfo,
+        event: &super::ClusterEvent,
+        objects: &super::EventObjects<'_>,
+    ) -> super::QueueingHint {
+        self.rejecting
+            .iter()
+            .find(|n| n.name == plugin)
+            .map_or(super::QueueingHint::Queue, |n| {
+                n.plugin.queueing_hint(pod, event, objects)
+            })
+    }
+
     pub fn events_to_register(&self) -> &PluginEvents {
         &self.events
     }

@@ -145,6 +145,7 @@ impl Framework {
             .collect();
         // Upstream asks the enqueue extensions: plugins that can keep a pod unscheduled.
         let mut events = PluginEvents::new();
+        let mut rejecting = Vec::new();
         for (name, (plugin, _)) in &instances {
             let rejects = [
                 ExtensionPoint::PreEnqueue,
@@ -161,6 +162,10 @@ impl Framework {
             });
             if rejects {
                 events.register(plugin.name(), plugin.events_to_register());
+                rejecting.push(Named {
+                    name: plugin.name(),
+                    plugin: Arc::clone(plugin),
+                });
             }
         }
         let resolves_runtime_class = filter
@@ -186,6 +191,7 @@ impl Framework {
             pre_score_to_score,
             resolves_runtime_class,
             events,
+            rejecting,
         })
     }
 }

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1 as k8s;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeAffinityArgs, PluginArgs};
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -124,6 +124,30 @@ impl Plugin for NodeAffinity {
             EventResource::Node,
             ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
         )]
+    }
+
+    /// Upstream's hint: only a node that now matches (the added affinity and the pod's own
+    /// rules) may help, and not one that already matched before the update.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        let EventObjects::Node { old, new } = objects else {
+            return QueueingHint::Queue;
+        };
+        let matches = |n: &NodeInfo| {
+            self.added_required
+                .as_ref()
+                .is_none_or(|a| a.matches(&n.name, &n.labels))
+                && pod_matches_node(pod, n)
+        };
+        if !matches(new) || old.is_some_and(matches) {
+            QueueingHint::QueueSkip
+        } else {
+            QueueingHint::Queue
+        }
     }
 }
 

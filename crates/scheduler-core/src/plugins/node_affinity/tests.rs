@@ -723,3 +723,30 @@ fn invalid_added_affinity_fails_the_factory() {
     let other = PluginArgs::NodeResourcesFit(Default::default());
     assert!(NodeAffinity::from_args(Some(&other)).is_err());
 }
+
+/// Upstream's `TestNodeAffinity_isSchedulableAfterNodeChange` cases.
+#[test]
+fn queueing_hint_on_node_changes() {
+    use crate::framework::{ClusterEvent, EventObjects, QueueingHint::*};
+    let pl = NodeAffinity::new(&NodeAffinityArgs::default()).unwrap();
+    let pod = PodInfo::test("ns", "p")
+        .node_selector("pool", "gpu")
+        .build();
+    let ev = ClusterEvent::new(
+        crate::framework::EventResource::Node,
+        crate::framework::ActionType::ADD,
+    );
+    let gpu = NodeInfo::test("a").label("pool", "gpu").build();
+    let cpu = NodeInfo::test("a").label("pool", "cpu").build();
+    let hint = |old, new| pl.queueing_hint(&pod, &ev, &EventObjects::Node { old, new });
+    assert_eq!(hint(None, &gpu), Queue, "added node that matches");
+    assert_eq!(
+        hint(None, &cpu),
+        QueueSkip,
+        "added node that does not match"
+    );
+    assert_eq!(hint(Some(&cpu), &gpu), Queue, "relabelled to match");
+    assert_eq!(hint(Some(&gpu), &gpu), QueueSkip, "matched already");
+    assert_eq!(hint(Some(&gpu), &cpu), QueueSkip, "no longer matches");
+    assert_eq!(pl.queueing_hint(&pod, &ev, &EventObjects::None), Queue);
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeResourcesFitArgs, PluginArgs, ScoringStrategyType};
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     Code, CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
@@ -287,6 +287,64 @@ impl Plugin for NodeResourcesFit {
             ),
         ]
     }
+
+    /// Upstream's hints: a node helps only if its allocatable alone could hold the pod; a
+    /// pod helps only if it was bound and, when it shrank, gave back something the pod asks
+    /// for.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        match objects {
+            EventObjects::Node { new, .. } => {
+                let empty = NodeInfo {
+                    allocatable: new.allocatable.clone(),
+                    ..NodeInfo::default()
+                };
+                if PreFilterState::new(&pod.requests, |n| self.is_ignored(n))
+                    .insufficient(&empty)
+                    .is_empty()
+                {
+                    QueueingHint::Queue
+                } else {
+                    QueueingHint::QueueSkip
+                }
+            }
+            EventObjects::Pod { old, new } => match (old, new) {
+                (Some(o), None) if o.node_name.is_none() => QueueingHint::QueueSkip,
+                (Some(o), Some(n)) => {
+                    if n.node_name.is_none() || !gave_back_any(&pod.requests, o, n) {
+                        QueueingHint::QueueSkip
+                    } else {
+                        QueueingHint::Queue
+                    }
+                }
+                _ => QueueingHint::Queue,
+            },
+            EventObjects::None => QueueingHint::Queue,
+        }
+    }
+}
+
+/// Whether `new` requests less than `old` of some resource `wanted` asks for.
+fn gave_back_any(wanted: &Resource, old: &PodInfo, new: &PodInfo) -> bool {
+    let (o, n) = (&old.requests, &new.requests);
+    let fixed = [
+        (wanted.milli_cpu, o.milli_cpu, n.milli_cpu),
+        (wanted.memory, o.memory, n.memory),
+        (
+            wanted.ephemeral_storage,
+            o.ephemeral_storage,
+            n.ephemeral_storage,
+        ),
+    ];
+    fixed.iter().any(|&(w, o, n)| w > 0 && o > n)
+        || wanted
+            .scalar
+            .iter()
+            .any(|(name, w)| *w > 0 && o.scalar_value(name) > n.scalar_value(name))
 }
 
 impl PreFilterPlugin for NodeResourcesFit {

@@ -1109,3 +1109,59 @@ fn factory_defaults_and_errors() {
     });
     assert!(NodeResourcesFit::new(Some(&no_shape)).is_err());
 }
+
+/// Upstream's hint cases (`TestIsSchedulableAfterNodeChange`, `...AfterPodEvent`).
+#[test]
+fn queueing_hints() {
+    use crate::framework::{EventObjects, QueueingHint::*};
+    let pl = fit(NodeResourcesFitArgs::default());
+    let pod = PodInfo::test("ns", "p").cpu("2").build();
+    let ev = ClusterEvent::new(EventResource::Node, ActionType::ADD);
+    let hint = |o: &EventObjects<'_>| pl.queueing_hint(&pod, &ev, o);
+    let small = NodeInfo::test("s").cpu("1").memory("1Gi").pods(10).build();
+    let big = NodeInfo::test("b").cpu("4").memory("1Gi").pods(10).build();
+    let no_slots = NodeInfo::test("z").cpu("4").memory("1Gi").pods(0).build();
+    assert_eq!(
+        hint(&EventObjects::Node {
+            old: None,
+            new: &small
+        }),
+        QueueSkip
+    );
+    assert_eq!(
+        hint(&EventObjects::Node {
+            old: None,
+            new: &big
+        }),
+        Queue
+    );
+    assert_eq!(
+        hint(&EventObjects::Node {
+            old: None,
+            new: &no_slots
+        }),
+        QueueSkip
+    );
+
+    let bound = |cpu: &str, mem: &str| {
+        let mut p = PodInfo::test("ns", "o").cpu(cpu).memory(mem).build();
+        p.node_name = Some("b".into());
+        p
+    };
+    let pending = PodInfo::test("ns", "o").cpu("2").build();
+    let deleted = |p| EventObjects::Pod {
+        old: Some(p),
+        new: None,
+    };
+    assert_eq!(hint(&deleted(&pending)), QueueSkip);
+    assert_eq!(hint(&deleted(&bound("1", "1Gi"))), Queue);
+    // Scale-down: only giving back a resource the pod asks for helps.
+    let (before, cpu_down, mem_down) = (bound("2", "2Gi"), bound("1", "2Gi"), bound("2", "1Gi"));
+    let changed = |o, n| EventObjects::Pod {
+        old: Some(o),
+        new: Some(n),
+    };
+    assert_eq!(hint(&changed(&before, &cpu_down)), Queue);
+    assert_eq!(hint(&changed(&before, &mem_down)), QueueSkip);
+    assert_eq!(hint(&EventObjects::None), Queue);
+}

@@ -15,8 +15,12 @@
 //! `maximumVolumeSize` if set, else `capacity`), or the node fails with "node(s) did not have
 //! enough free storage".
 //!
+//! Score (StorageCapacityScoring, default since 1.37) rates a node by the utilisation its
+//! volumes would reach, through `shape`: the volumes to bind there if any, else the claims to
+//! provision, against the CSIStorageCapacity that admitted each.
+//!
 //! Not covered: in-tree volumes migrated to CSI (node affinity of bound in-tree volumes is
-//! checked untranslated), and capacity scoring of dynamically provisioned claims.
+//! checked untranslated).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -119,6 +123,16 @@ struct Reserved {
 #[derive(Default, Debug)]
 struct ByNode {
     volumes: HashMap<String, PodVolumes>,
+    /// Per node, the claims to provision that a CSIStorageCapacity vouched for:
+    /// `(class, requested, that object's capacity)`, for capacity scoring.
+    provisions: HashMap<String, Vec<ProvisionCapacity>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ProvisionCapacity {
+    class: String,
+    requested: i64,
+    capacity: i64,
 }
 
 #[derive(Debug, Default)]
@@ -144,6 +158,7 @@ impl Clone for StateData {
             class_pvs: self.class_pvs.clone(),
             by_node: Mutex::new(ByNode {
                 volumes: by_node.volumes.clone(),
+                provisions: by_node.provisions.clone(),
             }),
             reserved: self.reserved.clone(),
         }
@@ -336,11 +351,11 @@ fn find_matching_volume<'a>(
 
 /// Upstream `FindPodVolumes` for one node: the reasons it does not fit, or what to bind and
 /// provision there.
-fn find_pod_volumes(
-    s: &StateData,
-    node: &NodeInfo,
-) -> Result<(PodVolumes, Vec<&'static str>), Status> {
+type FoundVolumes = (PodVolumes, Vec<ProvisionCapacity>, Vec<&'static str>);
+
+fn find_pod_volumes(s: &StateData, node: &NodeInfo) -> Result<FoundVolumes, Status> {
     let mut out = PodVolumes::default();
+    let mut provisions = Vec::new();
     let mut bound_satisfied = true;
     let mut bound_pvs_found = true;
     let mut unbound_satisfied = true;
@@ -386,7 +401,11 @@ fn find_pod_volumes(
         for pvc in &s.claims_to_bind {
             match &pvc.selected_node {
                 Some(n) if *n != node.name => {
-                    return Ok((out, reasons(bound_satisfied, false, true, bound_pvs_found)));
+                    return Ok((
+                        out,
+                        Vec::new(),
+                        reasons(bound_satisfied, false, true, bound_pvs_found),
+                    ));
                 }
                 Some(_) => to_provision.push(pvc),
                 None => to_match.push(pvc),
@@ -439,11 +458,21 @@ fn find_pod_volumes(
                     out.dynamic_provisions.clear();
                     break;
                 }
-                if !has_enough_capacity(&s.objects, &class.provisioner, pvc, &class.name, node) {
+                let Some(found) =
+                    has_enough_capacity(&s.objects, &class.provisioner, pvc, &class.name, node)
+                else {
                     // Provisionable here, only not with this much storage.
                     sufficient_storage = false;
                     out.dynamic_provisions.clear();
+                    provisions.clear();
                     break;
+                };
+                if let Some(capacity) = found {
+                    provisions.push(ProvisionCapacity {
+                        class: class.name.clone(),
+                        requested: pvc.requested_storage,
+                        capacity,
+                    });
                 }
                 out.dynamic_provisions
                     .push((pvc.namespace.clone(), pvc.name.clone()));
@@ -452,6 +481,7 @@ fn find_pod_volumes(
     }
     Ok((
         out,
+        provisions,
         reasons(
             bound_satisfied,
             unbound_satisfied,
@@ -463,27 +493,34 @@ fn find_pod_volumes(
 
 /// Upstream `hasEnoughCapacity`: only claims with a storage request whose provisioner is a
 /// CSIDriver opting into capacity tracking are checked; a CSIStorageCapacity of the class
-/// that the node can reach must be large enough.
+/// that the node can reach must be large enough. `None` when none is; otherwise the first
+/// fitting object's `capacity` (`Some(None)` when nothing was checked, or the object reports
+/// only `maximumVolumeSize`), which capacity scoring uses.
 fn has_enough_capacity(
     objects: &VolumeObjects,
     provisioner: &str,
     pvc: &PvcInfo,
     class: &str,
     node: &NodeInfo,
-) -> bool {
+) -> Option<Option<i64>> {
     if !pvc.has_storage_request {
-        return true;
+        return Some(None);
     }
     // No CSIDriver object: not a CSI driver, or one that does not report capacity.
     if !objects
         .csi_driver(provisioner)
         .is_some_and(|d| d.storage_capacity)
     {
-        return true;
+        return Some(None);
     }
-    objects.storage_capacities().any(|c| {
-        c.storage_class == class && c.fits(pvc.requested_storage) && c.node_has_access(&node.labels)
-    })
+    objects
+        .storage_capacities()
+        .find(|c| {
+            c.storage_class == class
+                && c.fits(pvc.requested_storage)
+                && c.node_has_access(&node.labels)
+        })
+        .map(|c| c.capacity)
 }
 
 impl FilterPlugin for VolumeBinding {
@@ -491,7 +528,7 @@ impl FilterPlugin for VolumeBinding {
         let Some(s) = state.read::<StateData>() else {
             return missing_state();
         };
-        let (volumes, reasons) = match find_pod_volumes(s, node) {
+        let (volumes, provisions, reasons) = match find_pod_volumes(s, node) {
             Ok(r) => r,
             Err(e) => return e,
         };
@@ -503,16 +540,16 @@ impl FilterPlugin for VolumeBinding {
         }
         let mut by_node = s.by_node.lock().unwrap_or_else(|e| e.into_inner());
         by_node.volumes.insert(node.name.clone(), volumes);
+        by_node.provisions.insert(node.name.clone(), provisions);
         Status::success()
     }
 }
 
 impl PreScorePlugin for VolumeBinding {
-    /// Skips unless a shape is configured. Upstream only accepts a shape with the
-    /// StorageCapacityScoring gate on, and with the gate on it never skips: nodes whose
-    /// decision has no static bindings score through the CSIStorageCapacity the capacity check
-    /// found, which ferrosched does not score yet, so they score 0 as upstream does when no
-    /// capacity object is found.
+    /// Skips only without a shape. The shape is always set after defaulting (upstream's
+    /// StorageCapacityScoring, on since 1.37), and then upstream never skips: nodes without
+    /// static bindings score the claims to provision through the CSIStorageCapacity that
+    /// vouched for them.
     fn pre_score(
         &self,
         state: &mut CycleState,
@@ -542,8 +579,16 @@ impl ScorePlugin for VolumeBinding {
         let Some(volumes) = by_node.volumes.get(&node.name) else {
             return Ok(0);
         };
-        // Class -> (requested, capacity) of the volumes bound there.
+        // Class -> (requested, capacity): of the volumes to bind there if any, else of the
+        // claims to provision there (upstream never mixes the two).
         let mut classes: HashMap<&str, (i64, i64)> = HashMap::new();
+        if volumes.static_bindings.is_empty() {
+            for p in by_node.provisions.get(&node.name).into_iter().flatten() {
+                let e = classes.entry(p.class.as_str()).or_default();
+                e.0 += p.requested;
+                e.1 += p.capacity;
+            }
+        }
         for b in &volumes.static_bindings {
             let e = classes.entry(b.storage_class.as_str()).or_default();
             e.0 += b.requested;

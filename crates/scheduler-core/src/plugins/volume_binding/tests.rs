@@ -307,7 +307,7 @@ fn capacity_scoring_only_with_a_shape() {
         .collect();
     assert_eq!(scores, vec![50, 100]);
 
-    // Only dynamic provisioning: scored, but provisioning is not scored by capacity, so
+    // Only dynamic provisioning, by a driver that reports no capacity: nothing to rate, so
     // every node gets 0.
     let vols = store(
         vec![pvc("ns", "any").class("anywhere").request("1Gi").build()],
@@ -322,6 +322,71 @@ fn capacity_scoring_only_with_a_shape() {
     );
     assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
 }
+fn default_shape_plugin() -> VolumeBinding {
+    let args = PluginArgs::VolumeBinding(VolumeBindingArgs {
+        bind_timeout_seconds: 600,
+        shape: crate::config::default_volume_binding_shape(),
+    });
+    VolumeBinding::new(Some(&args)).unwrap()
+}
+
+/// StorageCapacityScoring (upstream's dynamic-provisioning score cases): with the default
+/// shape the node whose reported capacity stays emptiest wins; a pod that also binds an
+/// existing volume is scored by that volume only.
+#[test]
+fn dynamic_provisioning_is_scored_by_reported_capacity() {
+    let za: &[(&str, &str)] = &[(ZONE, "za")];
+    let zb: &[(&str, &str)] = &[(ZONE, "zb")];
+    let vols = capacity_store(
+        Some(Some(true)),
+        vec![
+            capacity("a", "anywhere", Some(za), Some("50Gi"), None),
+            capacity("b", "anywhere", Some(zb), Some("10Gi"), None),
+        ],
+    );
+    let pl = default_shape_plugin();
+    let pod = PodInfo::test("ns", "p").pvc("data").build();
+    let mut r = run_with(&pl, &pod, vols.clone());
+    assert!(r.statuses.iter().all(Status::is_success));
+    assert!(
+        pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+            .is_success()
+    );
+    let scores: Vec<i64> = nodes()
+        .iter()
+        .map(|n| pl.score(&r.state, &pod, n).unwrap())
+        .collect();
+    // 5Gi of 50Gi is 10% used -> 90; 5Gi of 10Gi is 50% -> 50.
+    assert_eq!(scores, vec![90, 50]);
+
+    // Only maximumVolumeSize reported: admitted, but no capacity to rate by.
+    let vols_max_only = capacity_store(
+        Some(Some(true)),
+        vec![capacity("any", "anywhere", Some(&[]), None, Some("10Gi"))],
+    );
+    let r = run_with(&pl, &pod, vols_max_only);
+    assert!(r.statuses.iter().all(Status::is_success));
+    assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
+
+    // A static binding on node a: only it is rated there (5Gi claim on a 20Gi volume,
+    // 25% -> 75), the provisioned claim is not.
+    let mut vols = vols;
+    vols.put_pvc(
+        pvc("ns", "local-claim")
+            .class("local")
+            .request("5Gi")
+            .build(),
+    );
+    vols.put_pv(pv("local-a", "local", "20Gi").local_on("a").build());
+    let pod = PodInfo::test("ns", "p")
+        .pvc("data")
+        .pvc("local-claim")
+        .build();
+    let r = run_with(&pl, &pod, vols);
+    assert!(r.statuses[0].is_success(), "{:?}", r.statuses[0]);
+    assert_eq!(pl.score(&r.state, &pod, &nodes()[0]), Ok(75));
+}
+
 /// The "anywhere" class (provisioner csi.example.com) with the given CSIDriver and
 /// capacities, and a 5Gi claim of it.
 fn capacity_store(
