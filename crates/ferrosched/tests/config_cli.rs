@@ -110,7 +110,7 @@ fn profiles_in_file_order_one_warning_prefix_and_no_empty_score_line() {
     let alpha = text.find("profile \"alpha\"").unwrap();
     assert!(zeta < alpha, "{text}");
     assert!(
-        text.contains("profile \"alpha\": ok (12 filters; no score plugins)"),
+        text.contains("profile \"alpha\": ok (14 filters; no score plugins)"),
         "{text}"
     );
 }
