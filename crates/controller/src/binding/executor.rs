@@ -337,6 +337,29 @@ impl Executor {
         !matches!(result, Err(QueueError::Deleted(_)))
     }
 
+    /// A PreBind write failed: the attempt ends, and a pod that still exists is told why.
+    async fn prebind_failed(
+        &self,
+        pod: &PodRef,
+        scheduler_name: &str,
+        queued: QueuedPodInfo,
+        cycle: u64,
+        prebind: Prebind<'_>,
+        message: &str,
+    ) {
+        if self.requeue_after_bind_failure(queued, cycle, prebind) {
+            self.report_failure(
+                pod,
+                scheduler_name,
+                status::REASON_SCHEDULER_ERROR,
+                message,
+                None,
+                &Nomination::Clear,
+            )
+            .await;
+        }
+    }
+
     /// Returns whether the pod was bound.
     async fn bind(
         &self,
@@ -365,17 +388,8 @@ impl Executor {
             {
                 tracing::warn!(%pod, %node, %message, "binding volumes failed");
                 m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                if self.requeue_after_bind_failure(queued, cycle, prebind) {
-                    self.report_failure(
-                        &pod,
-                        &scheduler_name,
-                        status::REASON_SCHEDULER_ERROR,
-                        &message,
-                        None,
-                        &Nomination::Clear,
-                    )
+                self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message)
                     .await;
-                }
                 return false;
             }
         }
@@ -399,17 +413,8 @@ impl Executor {
                 Err(message) => {
                     tracing::warn!(%pod, %node, %message, "writing resource claims failed");
                     m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                    if self.requeue_after_bind_failure(queued, cycle, prebind) {
-                        self.report_failure(
-                            &pod,
-                            &scheduler_name,
-                            status::REASON_SCHEDULER_ERROR,
-                            &message,
-                            None,
-                            &Nomination::Clear,
-                        )
+                    self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message)
                         .await;
-                    }
                     return false;
                 }
             }
