@@ -217,6 +217,16 @@ impl Env {
         self.fake.clone()
     }
 
+    /// Whether the target serves `group_version` (e.g. `resource.k8s.io/v1`): a server
+    /// without it answers discovery with 404.
+    pub async fn serves(&self, group_version: &str) -> bool {
+        match self.client.list_api_group_resources(group_version).await {
+            Ok(list) => !list.resources.is_empty(),
+            Err(kube::Error::Api(s)) if s.code == 404 => false,
+            Err(e) => panic!("discovery of {group_version}: {e}"),
+        }
+    }
+
     /// Switches one of the API server's admission plugins off for this scenario: possible on
     /// the fake server (returns true), not through the API of a real one (returns false: the
     /// scenario should say so and stop).

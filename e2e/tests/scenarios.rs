@@ -715,6 +715,11 @@ async fn scheduling_policy_webhook_admits_defaults_and_denies() {
 async fn dra_devices_published_by_a_fake_driver() {
     use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
     let mut env = Env::new("dra").await;
+    if !env.serves("resource.k8s.io/v1").await {
+        eprintln!("skipped: the cluster does not serve resource.k8s.io/v1 (DRA needs 1.34+)");
+        env.finish().await;
+        return;
+    }
     let driver = format!("{}.example.com", env.name("gpu"));
     let class = env.name("gpu");
     env.create_cluster::<DeviceClass>(json!({
