@@ -1,6 +1,6 @@
 //! Small helpers shared by several in-tree plugins (upstream: `plugins/helper`).
 
-use crate::framework::{CycleState, NodeScore, StateData, Status};
+use crate::framework::{CycleState, EventObjects, NodeScore, QueueingHint, StateData, Status};
 use crate::types::{NodeInfo, PodInfo};
 
 /// PreFilter state that follows pods hypothetically added to or removed from a node
@@ -109,5 +109,22 @@ mod tests {
             default_normalize_score(100, reverse, &mut s);
             assert_eq!(values(&s), want, "raw {raw:?} reverse {reverse}");
         }
+    }
+}
+
+/// The node-event queueing hint several Filter plugins share: only a node that passes
+/// `passes` now and did not before the update (a new node had no before) can help a pod the
+/// plugin rejected. Any other event is queued.
+pub(crate) fn hint_if_node_now_passes(
+    objects: &EventObjects<'_>,
+    passes: impl Fn(&NodeInfo) -> bool,
+) -> QueueingHint {
+    let EventObjects::Node { old, new } = objects else {
+        return QueueingHint::Queue;
+    };
+    if !passes(new) || old.is_some_and(&passes) {
+        QueueingHint::QueueSkip
+    } else {
+        QueueingHint::Queue
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, LazyLock};
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
+use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::{NodeInfo, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint};
 
 use super::names::NODE_UNSCHEDULABLE;
@@ -46,17 +47,9 @@ impl Plugin for NodeUnschedulable {
         _event: &ClusterEvent,
         objects: &EventObjects<'_>,
     ) -> QueueingHint {
-        let EventObjects::Node { old, new } = objects else {
-            return QueueingHint::Queue;
-        };
-        let usable = |n: &NodeInfo| {
+        hint_if_node_now_passes(objects, |n| {
             !n.unschedulable || tolerations_tolerate_taint(&pod.tolerations, &UNSCHEDULABLE_TAINT)
-        };
-        if !usable(new) || old.is_some_and(usable) {
-            QueueingHint::QueueSkip
-        } else {
-            QueueingHint::Queue
-        }
+        })
     }
 }
 

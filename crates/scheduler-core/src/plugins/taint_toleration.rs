@@ -10,6 +10,7 @@ use crate::framework::{
     ScorePlugin, Status,
 };
 use crate::plugin_points;
+use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::{
     NodeInfo, PodInfo, Taint, TaintEffect, Toleration, find_untolerated_taint,
     tolerations_tolerate_taint,
@@ -50,20 +51,12 @@ impl Plugin for TaintToleration {
         _event: &ClusterEvent,
         objects: &EventObjects<'_>,
     ) -> QueueingHint {
-        let EventObjects::Node { old, new } = objects else {
-            return QueueingHint::Queue;
-        };
         if pod.runtime_class_name.is_some() {
             return QueueingHint::Queue;
         }
-        let tolerated = |n: &NodeInfo| {
+        hint_if_node_now_passes(objects, |n| {
             find_untolerated_taint(&n.taints, &pod.tolerations, is_do_not_schedule).is_none()
-        };
-        if !tolerated(new) || old.is_some_and(tolerated) {
-            QueueingHint::QueueSkip
-        } else {
-            QueueingHint::Queue
-        }
+        })
     }
 }
 

@@ -15,6 +15,7 @@ use crate::framework::{
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::plugin_points;
+use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::node_selector::FIELD_METADATA_NAME;
 use crate::types::{NodeInfo, NodeSelector, NodeSelectorTerm, PodInfo, PreferredSchedulingTerm};
 
@@ -134,20 +135,12 @@ impl Plugin for NodeAffinity {
         _event: &ClusterEvent,
         objects: &EventObjects<'_>,
     ) -> QueueingHint {
-        let EventObjects::Node { old, new } = objects else {
-            return QueueingHint::Queue;
-        };
-        let matches = |n: &NodeInfo| {
+        hint_if_node_now_passes(objects, |n| {
             self.added_required
                 .as_ref()
                 .is_none_or(|a| a.matches(&n.name, &n.labels))
                 && pod_matches_node(pod, n)
-        };
-        if !matches(new) || old.is_some_and(matches) {
-            QueueingHint::QueueSkip
-        } else {
-            QueueingHint::Queue
-        }
+        })
     }
 }
 
