@@ -470,6 +470,61 @@ async fn a_high_priority_pod_preempts_a_low_priority_one() {
     );
 }
 
+/// Asynchronous preemption: while the victim's deletion is slow (the API server answers
+/// 429 twice), the preemptor is nominated and waits; other pods keep being bound, and a
+/// roomy node added meanwhile does not let the preemptor through before its victim is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preemptor_waits_for_its_victims_while_other_pods_are_scheduled() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("nodes", &node("n2", "1", json!({})));
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.fail_next(
+        2,
+        fake_apiserver::Fault::new("DELETE", "pods", 429).retry_after(2),
+    );
+    server.apply("pods", &pod("urgent", "1500m", json!({"priority": 1000})));
+    let running = start_controller(&server).await;
+    wait_for("urgent nominated to n1", || {
+        server
+            .get("pods", "default", "urgent")
+            .is_some_and(|p| p["status"]["nominatedNodeName"] == "n1")
+    })
+    .await;
+    // The deletion is still being retried: another pod is scheduled meanwhile.
+    server.apply("pods", &pod("filler", "500m", json!({})));
+    wait_for("filler bound to n2", || {
+        server.node_of("default", "filler").as_deref() == Some("n2")
+    })
+    .await;
+    // A node where the preemptor would fit appears; it still waits for its preemption.
+    server.apply("nodes", &node("n3", "4", json!({})));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        server.get("pods", "default", "victim").is_some(),
+        "victim deleted too early"
+    );
+    assert_eq!(server.node_of("default", "urgent"), None);
+    assert_eq!(
+        metric(
+            running.health,
+            UNSCHEDULABLE_ATTEMPTS
+        )
+        .await,
+        Some(1.0),
+        "the preemptor was retried while its victim was being deleted"
+    );
+    wait_for("urgent bound", || {
+        server.node_of("default", "urgent").is_some()
+    })
+    .await;
+    assert!(server.get("pods", "default", "victim").is_none());
+    running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_that_finishes_frees_its_node() {
     let server = FakeApiServer::start().await;
