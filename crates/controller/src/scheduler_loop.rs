@@ -239,7 +239,10 @@ impl SchedulingLoop {
                     started.elapsed(),
                 );
                 if deleted {
-                    shared.lock().queue.preemption_finished(&key, &q.pod.uid, true);
+                    shared
+                        .lock()
+                        .queue
+                        .preemption_finished(&key, &q.pod.uid, true);
                     return;
                 }
                 tracing::debug!(pod = %key, %message, "unschedulable");

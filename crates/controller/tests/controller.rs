@@ -509,11 +509,7 @@ async fn a_preemptor_waits_for_its_victims_while_other_pods_are_scheduled() {
     );
     assert_eq!(server.node_of("default", "urgent"), None);
     assert_eq!(
-        metric(
-            running.health,
-            UNSCHEDULABLE_ATTEMPTS
-        )
-        .await,
+        metric(running.health, UNSCHEDULABLE_ATTEMPTS).await,
         Some(1.0),
         "the preemptor was retried while its victim was being deleted"
     );
@@ -522,6 +518,44 @@ async fn a_preemptor_waits_for_its_victims_while_other_pods_are_scheduled() {
     })
     .await;
     assert!(server.get("pods", "default", "victim").is_none());
+    running.stop().await;
+}
+
+/// NominatedNodeNameForExpectation: a nomination set by someone else (an autoscaler that
+/// made room for the pod) is tried first: the pod goes there although scoring prefers
+/// another node, and the Binding clears the field. A pod without PreBind work gets no
+/// nomination patch of ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nomination_set_by_an_autoscaler_is_tried_first() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply("nodes", &node("n2", "4", json!({})));
+    server.apply("pods", &pod("busy", "3", json!({"nodeName": "n2"})));
+    let mut expected = pod("expected", "1", json!({}));
+    expected["status"] = json!({"nominatedNodeName": "n2"});
+    server.apply("pods", &expected);
+    let running = start_controller(&server).await;
+    wait_for("expected bound", || {
+        server.node_of("default", "expected").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default", "expected").as_deref(), Some("n2"));
+    let bound = server.get("pods", "default", "expected").unwrap();
+    assert!(
+        bound["status"].get("nominatedNodeName").is_none(),
+        "{bound}"
+    );
+    // The same pod without a nomination goes where scoring sends it.
+    server.apply("pods", &pod("free", "1", json!({})));
+    wait_for("free bound", || server.node_of("default", "free").is_some()).await;
+    assert_eq!(server.node_of("default", "free").as_deref(), Some("n1"));
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.subresource == "status" && (r.name == "expected" || r.name == "free")),
+        "a pod without PreBind work had its status patched"
+    );
     running.stop().await;
 }
 
@@ -1185,6 +1219,12 @@ async fn binds_and_provisions_wait_for_first_consumer_claims_before_binding_the_
     let binding = at("create", "pods", "binding");
     assert!(at("patch", "persistentvolumes", "") < binding);
     assert!(at("patch", "persistentvolumeclaims", "") < binding);
+    // NominatedNodeNameForExpectation: PreBind has work, so the pod is nominated to n2
+    // first (its only status patch: it never failed); the Binding clears it again.
+    let nominated = at("patch", "pods", "status");
+    assert!(nominated < at("patch", "persistentvolumes", ""));
+    let web = server.get("pods", "default", "web-0").unwrap();
+    assert!(web["status"].get("nominatedNodeName").is_none(), "{web}");
     wait_for("the Scheduled event", || {
         server
             .events_for("default", "web-0")

@@ -35,6 +35,13 @@ struct Prebind<'a> {
     claims: Option<&'a [ClaimStatusWrite]>,
 }
 
+impl Prebind<'_> {
+    /// Whether a PreBind plugin has something to do (upstream's PreBindPreFlight succeeds).
+    fn has_work(&self) -> bool {
+        self.volumes.is_some() || self.claims.is_some_and(|c| !c.is_empty())
+    }
+}
+
 #[derive(Debug)]
 pub(crate) enum Action {
     /// The binding cycle for an assumed pod.
@@ -194,18 +201,16 @@ impl Executor {
                 let first = queued.initial_attempt_timestamp;
                 // DynamicResources' decision (assumed in the cache with the pod).
                 let claims = decided_claim_writes(&state).map(<[_]>::to_vec);
+                let prebind = Prebind {
+                    volumes: volumes.as_ref(),
+                    claims: claims.as_deref(),
+                };
+                if prebind.has_work() && info.nominated_node_name.as_deref() != Some(node.as_str())
+                {
+                    status::set_nomination(&self.client, &pod, &node).await;
+                }
                 let bound = self
-                    .bind(
-                        pod,
-                        &node,
-                        scheduler_name.clone(),
-                        queued,
-                        cycle,
-                        Prebind {
-                            volumes: volumes.as_ref(),
-                            claims: claims.as_deref(),
-                        },
-                    )
+                    .bind(pod, &node, scheduler_name.clone(), queued, cycle, prebind)
                     .await;
                 let m = &self.shared.metrics;
                 if bound {
@@ -298,7 +303,9 @@ impl Executor {
         )
         .await;
         if results.iter().all(|r| *r) {
-            ok &= self.preempt_one(preemptor, last, scheduler_name, node).await;
+            ok &= self
+                .preempt_one(preemptor, last, scheduler_name, node)
+                .await;
         } else {
             ok = false;
         }

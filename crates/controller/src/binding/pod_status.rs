@@ -102,6 +102,16 @@ pub(crate) async fn report_failure(
     }
 }
 
+/// NominatedNodeNameForExpectation (upstream beta, on since 1.35): before a binding cycle
+/// that has PreBind work (volumes to bind, claims to allocate), the pod is nominated to the
+/// chosen node so autoscalers see where it is going. A failure is logged, not fatal.
+pub(crate) async fn set_nomination(client: &ApiClient, pod: &PodRef, node: &str) {
+    let patch = json!({"status": {"nominatedNodeName": node}});
+    if let Err(e) = patch_status(client, pod, &patch).await {
+        tracing::warn!(%pod, %node, error = %e, "could not set nominatedNodeName before PreBind");
+    }
+}
+
 /// Returns false when the patch failed (a pod already gone counts as cleared).
 pub(crate) async fn clear_nomination(client: &ApiClient, pod: &PodRef) -> bool {
     let patch = json!({"status": {"nominatedNodeName": null}});

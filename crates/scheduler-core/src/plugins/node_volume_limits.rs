@@ -72,7 +72,10 @@ impl Plugin for NodeVolumeLimits {
             ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::ADD),
             ClusterEvent::new(EventResource::VolumeAttachment, ActionType::DELETE),
             // A driver may drop `preventPodSchedulingIfMissing`.
-            ClusterEvent::new(EventResource::CSIDriver, ActionType::ADD | ActionType::UPDATE),
+            ClusterEvent::new(
+                EventResource::CSIDriver,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
         ]
     }
 }

@@ -11,7 +11,8 @@ use crate::plugins::names::DEFAULT_PREEMPTION;
 use crate::types::{PodInfo, PodKey};
 
 /// Upstream's PreEnqueue message for a pod whose preemption is still under way.
-pub const WAITING_FOR_PREEMPTION_MSG: &str = "waiting for the preemption for this pod to be finished";
+pub const WAITING_FOR_PREEMPTION_MSG: &str =
+    "waiting for the preemption for this pod to be finished";
 
 impl SchedulingQueue {
     /// The pod (in flight, just failed with a nomination) starts preempting: until

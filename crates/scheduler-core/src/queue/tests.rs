@@ -1005,7 +1005,10 @@ fn a_preemptor_is_not_retried_while_its_victims_are_deleted() {
     let (mut q, clock) = queue();
     let p = pod("preemptor", 100);
     q.add(Arc::clone(&p));
-    assert_eq!(fail_preempting(&mut q, "preemptor"), QueueKind::Unschedulable);
+    assert_eq!(
+        fail_preempting(&mut q, "preemptor"),
+        QueueKind::Unschedulable
+    );
     assert!(q.is_preempting(&p.uid));
     // A victim's deletion would help NodeResourcesFit, but the preemption is not over:
     // DefaultPreemption's PreEnqueue keeps the pod gated.

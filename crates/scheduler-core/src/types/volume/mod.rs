@@ -419,7 +419,10 @@ impl CsiDriverInfo {
         CsiDriverInfo {
             name: d.metadata.name.clone().unwrap_or_default(),
             storage_capacity: d.spec.storage_capacity.unwrap_or(false),
-            prevent_scheduling_if_missing: d.spec.prevent_pod_scheduling_if_missing.unwrap_or(false),
+            prevent_scheduling_if_missing: d
+                .spec
+                .prevent_pod_scheduling_if_missing
+                .unwrap_or(false),
         }
     }
 }
