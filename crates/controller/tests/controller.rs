@@ -518,6 +518,12 @@ async fn a_preemptor_waits_for_its_victims_while_other_pods_are_scheduled() {
     })
     .await;
     assert!(server.get("pods", "default", "victim").is_none());
+    wait_for_metric(
+        running.health,
+        "scheduler_preemption_goroutines_execution_total{result=\"success\"}",
+        1.0,
+    )
+    .await;
     running.stop().await;
 }
 
@@ -556,6 +562,36 @@ async fn a_nomination_set_by_an_autoscaler_is_tried_first() {
             .any(|r| r.subresource == "status" && (r.name == "expected" || r.name == "free")),
         "a pod without PreBind work had its status patched"
     );
+    running.stop().await;
+}
+
+/// A victim's deletion is refused (403): the preemption fails, the preemptor is activated
+/// at once instead of waiting in the pool, preempts again and is bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_victim_deletion_activates_the_preemptor() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.fail_next(1, fake_apiserver::Fault::new("DELETE", "pods", 403));
+    server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    let running = start_controller(&server).await;
+    wait_for("urgent bound to n1", || {
+        server.node_of("default", "urgent").as_deref() == Some("n1")
+    })
+    .await;
+    assert!(server.get("pods", "default", "victim").is_none());
+    for (result, want) in [("error", 1.0), ("success", 1.0)] {
+        let sample =
+            format!("scheduler_preemption_goroutines_execution_total{{result=\"{result}\"}}");
+        assert_eq!(
+            metric(running.health, &sample).await,
+            Some(want),
+            "{sample}"
+        );
+    }
     running.stop().await;
 }
 

@@ -264,10 +264,14 @@ impl Executor {
                 victims,
                 clear,
             } => {
+                let started = Instant::now();
                 let ok = self
                     .preempt(&preemptor, &scheduler_name, &node, &victims, &clear)
                     .await;
                 if !victims.is_empty() {
+                    self.shared
+                        .metrics
+                        .preemption_goroutine(ok, started.elapsed());
                     self.shared.lock().queue.preemption_finished(
                         &preemptor_key,
                         &preemptor.uid,
