@@ -298,12 +298,17 @@ async fn preemption() {
     })
     .await;
     assert_eq!(env.wait_bound("preemptor").await, node);
+    // The nomination was `node`; kube-apiserver 1.35+ (and the fake one) clears it with the
+    // Binding, older servers leave it.
     let nominated = env
         .pod_now("preemptor")
         .await
         .status
         .and_then(|s| s.nominated_node_name);
-    assert_eq!(nominated.as_deref(), Some(node.as_str()));
+    assert!(
+        nominated.is_none() || nominated.as_deref() == Some(node.as_str()),
+        "{nominated:?}"
+    );
     env.finish().await;
 }
 

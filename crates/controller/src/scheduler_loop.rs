@@ -182,10 +182,18 @@ impl SchedulingLoop {
                         }
                         nominate = Some(Some(node.clone()));
                         shared.metrics.preemption_victims(victims.len());
-                        let victims = victims
+                        // Victims whose graceful deletion already started need no call.
+                        let victims: Vec<PodRef> = victims
                             .iter()
-                            .filter_map(|v| st.cache.get_pod(v).map(|p| PodRef::of(p)))
+                            .filter_map(|v| st.cache.get_pod(v))
+                            .filter(|p| !p.is_terminating)
+                            .map(|p| PodRef::of(p))
                             .collect();
+                        // Asynchronous preemption: the preemptor waits (gated) until the
+                        // executor reports the victims' deletion; the loop goes on.
+                        if !victims.is_empty() {
+                            st.queue.preemption_started(&q.pod);
+                        }
                         let clear = nominations_to_clear
                             .iter()
                             .map(|k| {
@@ -202,6 +210,7 @@ impl SchedulingLoop {
                             .collect();
                         preempt = Some(Action::Preempt {
                             preemptor: pod_ref.clone(),
+                            preemptor_key: key.clone(),
                             scheduler_name: scheduler_name.clone(),
                             node,
                             victims,
@@ -230,6 +239,10 @@ impl SchedulingLoop {
                     started.elapsed(),
                 );
                 if deleted {
+                    shared
+                        .lock()
+                        .queue
+                        .preemption_finished(&key, &q.pod.uid, true);
                     return;
                 }
                 tracing::debug!(pod = %key, %message, "unschedulable");

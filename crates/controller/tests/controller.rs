@@ -470,6 +470,131 @@ async fn a_high_priority_pod_preempts_a_low_priority_one() {
     );
 }
 
+/// Asynchronous preemption: while the victim's deletion is slow (the API server answers
+/// 429 twice), the preemptor is nominated and waits; other pods keep being bound, and a
+/// roomy node added meanwhile does not let the preemptor through before its victim is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preemptor_waits_for_its_victims_while_other_pods_are_scheduled() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply("nodes", &node("n2", "1", json!({})));
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.fail_next(
+        2,
+        fake_apiserver::Fault::new("DELETE", "pods", 429).retry_after(2),
+    );
+    server.apply("pods", &pod("urgent", "1500m", json!({"priority": 1000})));
+    let running = start_controller(&server).await;
+    wait_for("urgent nominated to n1", || {
+        server
+            .get("pods", "default", "urgent")
+            .is_some_and(|p| p["status"]["nominatedNodeName"] == "n1")
+    })
+    .await;
+    // The deletion is still being retried: another pod is scheduled meanwhile.
+    server.apply("pods", &pod("filler", "500m", json!({})));
+    wait_for("filler bound to n2", || {
+        server.node_of("default", "filler").as_deref() == Some("n2")
+    })
+    .await;
+    // A node where the preemptor would fit appears; it still waits for its preemption.
+    server.apply("nodes", &node("n3", "4", json!({})));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        server.get("pods", "default", "victim").is_some(),
+        "victim deleted too early"
+    );
+    assert_eq!(server.node_of("default", "urgent"), None);
+    assert_eq!(
+        metric(running.health, UNSCHEDULABLE_ATTEMPTS).await,
+        Some(1.0),
+        "the preemptor was retried while its victim was being deleted"
+    );
+    wait_for("urgent bound", || {
+        server.node_of("default", "urgent").is_some()
+    })
+    .await;
+    assert!(server.get("pods", "default", "victim").is_none());
+    wait_for_metric(
+        running.health,
+        "scheduler_preemption_goroutines_execution_total{result=\"success\"}",
+        1.0,
+    )
+    .await;
+    running.stop().await;
+}
+
+/// NominatedNodeNameForExpectation: a nomination set by someone else (an autoscaler that
+/// made room for the pod) is tried first: the pod goes there although scoring prefers
+/// another node, and the Binding clears the field. A pod without PreBind work gets no
+/// nomination patch of ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nomination_set_by_an_autoscaler_is_tried_first() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply("nodes", &node("n2", "4", json!({})));
+    server.apply("pods", &pod("busy", "3", json!({"nodeName": "n2"})));
+    let mut expected = pod("expected", "1", json!({}));
+    expected["status"] = json!({"nominatedNodeName": "n2"});
+    server.apply("pods", &expected);
+    let running = start_controller(&server).await;
+    wait_for("expected bound", || {
+        server.node_of("default", "expected").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default", "expected").as_deref(), Some("n2"));
+    let bound = server.get("pods", "default", "expected").unwrap();
+    assert!(
+        bound["status"].get("nominatedNodeName").is_none(),
+        "{bound}"
+    );
+    // The same pod without a nomination goes where scoring sends it.
+    server.apply("pods", &pod("free", "1", json!({})));
+    wait_for("free bound", || server.node_of("default", "free").is_some()).await;
+    assert_eq!(server.node_of("default", "free").as_deref(), Some("n1"));
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.subresource == "status" && (r.name == "expected" || r.name == "free")),
+        "a pod without PreBind work had its status patched"
+    );
+    running.stop().await;
+}
+
+/// A victim's deletion is refused (403): the preemption fails, the preemptor is activated
+/// at once instead of waiting in the pool, preempts again and is bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_victim_deletion_activates_the_preemptor() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "2", json!({})));
+    server.apply(
+        "pods",
+        &pod("victim", "1500m", json!({"nodeName": "n1", "priority": 0})),
+    );
+    server.fail_next(1, fake_apiserver::Fault::new("DELETE", "pods", 403));
+    server.apply("pods", &pod("urgent", "1", json!({"priority": 1000})));
+    let running = start_controller(&server).await;
+    wait_for("urgent bound to n1", || {
+        server.node_of("default", "urgent").as_deref() == Some("n1")
+    })
+    .await;
+    assert!(server.get("pods", "default", "victim").is_none());
+    for (result, want) in [("error", 1.0), ("success", 1.0)] {
+        let sample =
+            format!("scheduler_preemption_goroutines_execution_total{{result=\"{result}\"}}");
+        assert_eq!(
+            metric(running.health, &sample).await,
+            Some(want),
+            "{sample}"
+        );
+    }
+    running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_that_finishes_frees_its_node() {
     let server = FakeApiServer::start().await;
@@ -1130,6 +1255,12 @@ async fn binds_and_provisions_wait_for_first_consumer_claims_before_binding_the_
     let binding = at("create", "pods", "binding");
     assert!(at("patch", "persistentvolumes", "") < binding);
     assert!(at("patch", "persistentvolumeclaims", "") < binding);
+    // NominatedNodeNameForExpectation: PreBind has work, so the pod is nominated to n2
+    // first (its only status patch: it never failed); the Binding clears it again.
+    let nominated = at("patch", "pods", "status");
+    assert!(nominated < at("patch", "persistentvolumes", ""));
+    let web = server.get("pods", "default", "web-0").unwrap();
+    assert!(web["status"].get("nominatedNodeName").is_none(), "{web}");
     wait_for("the Scheduled event", || {
         server
             .events_for("default", "web-0")

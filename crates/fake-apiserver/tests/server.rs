@@ -244,8 +244,22 @@ async fn a_disabled_resource_is_not_found_and_bindings_conflict_once_bound() {
         )
         .await
     };
+    // Someone (an autoscaler) nominated the pod elsewhere; binding clears it, as
+    // kube-apiserver does since 1.35.
+    pods.patch_status(
+        "p",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"nominatedNodeName": "n2"}})),
+    )
+    .await
+    .unwrap();
     bind().await.unwrap();
     assert_eq!(server.node_of("a", "p").as_deref(), Some("n1"));
+    let bound = server.get("pods", "a", "p").unwrap();
+    assert!(
+        bound["status"].get("nominatedNodeName").is_none(),
+        "{bound}"
+    );
     assert_eq!(code(bind().await.unwrap_err()), 409);
 }
 

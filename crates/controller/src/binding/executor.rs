@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 
 use crate::binding::binder::{BindError, bind};
 use crate::binding::event_recorder::{self as events, EventSpec, EventType, Recorder};
-use crate::binding::pod_status::{self as status, Nomination};
+use crate::binding::pod_status::{self as status, Nomination, VictimOutcome};
 use crate::binding::podref::PodRef;
 use crate::serving::metrics;
 use crate::state::Shared;
@@ -33,6 +33,13 @@ use scheduler_core::types::dra::ClaimStatusWrite;
 struct Prebind<'a> {
     volumes: Option<&'a PodVolumes>,
     claims: Option<&'a [ClaimStatusWrite]>,
+}
+
+impl Prebind<'_> {
+    /// Whether a PreBind plugin has something to do (upstream's PreBindPreFlight succeeds).
+    fn has_work(&self) -> bool {
+        self.volumes.is_some() || self.claims.is_some_and(|c| !c.is_empty())
+    }
 }
 
 #[derive(Debug)]
@@ -66,9 +73,11 @@ pub(crate) enum Action {
         condition: Option<PodCondition>,
         nomination: Nomination,
     },
-    /// Preemption chose `node`: delete the victims, clear nominations that no longer fit.
+    /// Preemption chose `node`: clear nominations that no longer fit, delete the victims,
+    /// then tell the queue the preemptor's preemption is over (it waits gated meanwhile).
     Preempt {
         preemptor: PodRef,
+        preemptor_key: PodKey,
         scheduler_name: String,
         node: String,
         victims: Vec<PodRef>,
@@ -192,18 +201,16 @@ impl Executor {
                 let first = queued.initial_attempt_timestamp;
                 // DynamicResources' decision (assumed in the cache with the pod).
                 let claims = decided_claim_writes(&state).map(<[_]>::to_vec);
+                let prebind = Prebind {
+                    volumes: volumes.as_ref(),
+                    claims: claims.as_deref(),
+                };
+                if prebind.has_work() && info.nominated_node_name.as_deref() != Some(node.as_str())
+                {
+                    status::set_nomination(&self.client, &pod, &node).await;
+                }
                 let bound = self
-                    .bind(
-                        pod,
-                        &node,
-                        scheduler_name.clone(),
-                        queued,
-                        cycle,
-                        Prebind {
-                            volumes: volumes.as_ref(),
-                            claims: claims.as_deref(),
-                        },
-                    )
+                    .bind(pod, &node, scheduler_name.clone(), queued, cycle, prebind)
                     .await;
                 let m = &self.shared.metrics;
                 if bound {
@@ -251,31 +258,89 @@ impl Executor {
             }
             Action::Preempt {
                 preemptor,
+                preemptor_key,
                 scheduler_name,
                 node,
                 victims,
                 clear,
             } => {
-                for v in &victims {
-                    if status::preempt_victim(&self.client, v, &scheduler_name).await {
-                        let note = format!("Preempted by pod {} on node {node}", preemptor.uid);
-                        self.recorder
-                            .record(EventSpec {
-                                controller: &scheduler_name,
-                                regarding: v,
-                                related: Some(&preemptor),
-                                type_: EventType::Normal,
-                                reason: events::REASON_PREEMPTED,
-                                action: events::ACTION_PREEMPTING,
-                                note: &note,
-                            })
-                            .await;
-                    }
-                }
-                for p in &clear {
-                    status::clear_nomination(&self.client, p).await;
+                let started = Instant::now();
+                let ok = self
+                    .preempt(&preemptor, &scheduler_name, &node, &victims, &clear)
+                    .await;
+                if !victims.is_empty() {
+                    self.shared
+                        .metrics
+                        .preemption_goroutine(ok, started.elapsed());
+                    self.shared.lock().queue.preemption_finished(
+                        &preemptor_key,
+                        &preemptor.uid,
+                        ok,
+                    );
+                    self.shared.notify();
                 }
             }
+        }
+    }
+
+    /// Upstream `prepareCandidateAsync`: lower-priority pods nominated to the node lose
+    /// their nomination first, then every victim but the last is deleted in parallel, then
+    /// the last one, skipped if another failed. Returns false if any API call failed.
+    async fn preempt(
+        &self,
+        preemptor: &PodRef,
+        scheduler_name: &str,
+        node: &str,
+        victims: &[PodRef],
+        clear: &[PodRef],
+    ) -> bool {
+        let mut ok = true;
+        for p in clear {
+            ok &= status::clear_nomination(&self.client, p).await;
+        }
+        let Some((last, rest)) = victims.split_last() else {
+            return ok;
+        };
+        let results = futures::future::join_all(
+            rest.iter()
+                .map(|v| self.preempt_one(preemptor, v, scheduler_name, node)),
+        )
+        .await;
+        if results.iter().all(|r| *r) {
+            ok &= self
+                .preempt_one(preemptor, last, scheduler_name, node)
+                .await;
+        } else {
+            ok = false;
+        }
+        ok
+    }
+
+    async fn preempt_one(
+        &self,
+        preemptor: &PodRef,
+        victim: &PodRef,
+        scheduler_name: &str,
+        node: &str,
+    ) -> bool {
+        match status::preempt_victim(&self.client, victim, scheduler_name).await {
+            VictimOutcome::Preempted => {
+                let note = format!("Preempted by pod {} on node {node}", preemptor.uid);
+                self.recorder
+                    .record(EventSpec {
+                        controller: scheduler_name,
+                        regarding: victim,
+                        related: Some(preemptor),
+                        type_: EventType::Normal,
+                        reason: events::REASON_PREEMPTED,
+                        action: events::ACTION_PREEMPTING,
+                        note: &note,
+                    })
+                    .await;
+                true
+            }
+            VictimOutcome::Gone => true,
+            VictimOutcome::Failed => false,
         }
     }
 

@@ -102,19 +102,46 @@ pub(crate) async fn report_failure(
     }
 }
 
-pub(crate) async fn clear_nomination(client: &ApiClient, pod: &PodRef) {
-    let patch = json!({"status": {"nominatedNodeName": null}});
+/// NominatedNodeNameForExpectation (upstream beta, on since 1.35): before a binding cycle
+/// that has PreBind work (volumes to bind, claims to allocate), the pod is nominated to the
+/// chosen node so autoscalers see where it is going. A failure is logged, not fatal.
+pub(crate) async fn set_nomination(client: &ApiClient, pod: &PodRef, node: &str) {
+    let patch = json!({"status": {"nominatedNodeName": node}});
     if let Err(e) = patch_status(client, pod, &patch).await {
-        tracing::warn!(%pod, error = %e, "could not clear nominatedNodeName");
+        tracing::warn!(%pod, %node, error = %e, "could not set nominatedNodeName before PreBind");
     }
 }
 
-/// Marks a victim with DisruptionTarget (reason PreemptionByScheduler), then deletes it.
+/// Returns false when the patch failed (a pod already gone counts as cleared).
+pub(crate) async fn clear_nomination(client: &ApiClient, pod: &PodRef) -> bool {
+    let patch = json!({"status": {"nominatedNodeName": null}});
+    match patch_status(client, pod, &patch).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(%pod, error = %e, "could not clear nominatedNodeName");
+            false
+        }
+    }
+}
+
+/// What became of one preemption victim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VictimOutcome {
+    /// Marked and deleted by this call: worth a Preempted event.
+    Preempted,
+    /// Already gone (or replaced by another pod of the same name): nothing to do.
+    Gone,
+    /// An API call failed: the preemption did not complete.
+    Failed,
+}
+
+/// Marks a victim with DisruptionTarget (reason PreemptionByScheduler), then deletes it. As
+/// upstream, a failed mark stops there (the victim is not deleted unannounced).
 pub(crate) async fn preempt_victim(
     client: &ApiClient,
     victim: &PodRef,
     scheduler_name: &str,
-) -> bool {
+) -> VictimOutcome {
     let patch = json!({"status": {"conditions": [{
         "type": "DisruptionTarget",
         "status": "True",
@@ -122,10 +149,22 @@ pub(crate) async fn preempt_victim(
         "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
         "lastTransitionTime": now(),
     }]}});
-    if let Err(e) = patch_status(client, victim, &patch).await {
-        tracing::warn!(pod = %victim, error = %e, "could not add DisruptionTarget condition");
-    }
     let api: Api<Pod> = Api::namespaced(client.client.clone(), &victim.namespace);
+    let pp = PatchParams::default();
+    let patch = Patch::Strategic(&patch);
+    let marked = client
+        .call("patch pod status", || {
+            api.patch_status(&victim.name, &pp, &patch)
+        })
+        .await;
+    match marked {
+        Ok(_) => {}
+        Err(e) if status_code(&e) == Some(404) => return VictimOutcome::Gone,
+        Err(e) => {
+            tracing::warn!(pod = %victim, error = %e, "could not add DisruptionTarget condition");
+            return VictimOutcome::Failed;
+        }
+    }
     let dp = kube::api::DeleteParams {
         preconditions: (!victim.uid.is_empty()).then(|| kube::api::Preconditions {
             uid: Some(victim.uid.clone()),
@@ -137,11 +176,11 @@ pub(crate) async fn preempt_victim(
         .call("delete victim", || api.delete(&victim.name, &dp))
         .await
     {
-        Ok(_) => true,
-        Err(e) if matches!(status_code(&e), Some(404 | 409)) => true,
+        Ok(_) => VictimOutcome::Preempted,
+        Err(e) if matches!(status_code(&e), Some(404 | 409)) => VictimOutcome::Gone,
         Err(e) => {
             tracing::warn!(pod = %victim, error = %e, "could not delete preemption victim");
-            false
+            VictimOutcome::Failed
         }
     }
 }

@@ -11,7 +11,9 @@
 //!   (the queue's `initial_attempt_timestamp`) to a successful binding.
 //! - `scheduler_pending_pods{queue}`: read from the queue at scrape time.
 //! - `scheduler_preemption_attempts_total` (PostFilter ran) and `scheduler_preemption_victims`
-//!   (victims of the chosen candidate).
+//!   (victims of the chosen candidate); `scheduler_preemption_goroutines_duration_seconds{result}`
+//!   and `scheduler_preemption_goroutines_execution_total{result}` (`success`/`error`) for each
+//!   asynchronous preemption the executor carried out.
 //! - `scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}`:
 //!   PreFilter, Filter (the whole node loop), PostFilter, PreScore, Score (with
 //!   normalisation), Reserve and Permit from scheduler-core's cycle timings (every
@@ -57,6 +59,11 @@ fn attempt_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 15))
 }
 
+fn preemption_goroutine_buckets() -> Histogram {
+    // Upstream: ExponentialBuckets(0.01, 2, 20).
+    Histogram::new(exponential_buckets(0.01, 2.0, 20))
+}
+
 fn sli_buckets() -> Histogram {
     // Upstream: ExponentialBuckets(0.01, 2, 20).
     Histogram::new(exponential_buckets(0.01, 2.0, 20))
@@ -90,6 +97,8 @@ pub(crate) struct Metrics {
     pending_pods: Family<Labels<1>, Gauge>,
     preemption_attempts: Counter,
     preemption_victims: Histogram,
+    preemption_goroutines: HistogramFamily<1>,
+    preemption_goroutines_total: Family<Labels<1>, Counter>,
     extension_point_duration: HistogramFamily<3>,
     plugin_duration: HistogramFamily<3>,
     leader_status: Family<Labels<1>, Gauge>,
@@ -143,6 +152,19 @@ impl Metrics {
             "Number of selected preemption victims",
             preemption_victims.clone(),
         );
+        let preemption_goroutines: HistogramFamily<1> =
+            Family::new_with_constructor(preemption_goroutine_buckets as fn() -> Histogram);
+        registry.register(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            preemption_goroutines.clone(),
+        );
+        let preemption_goroutines_total = Family::<Labels<1>, Counter>::default();
+        registry.register(
+            "scheduler_preemption_goroutines_execution",
+            "Number of preemption goroutines executed.",
+            preemption_goroutines_total.clone(),
+        );
         let extension_point_duration: HistogramFamily<3> =
             Family::new_with_constructor(extension_point_buckets as fn() -> Histogram);
         registry.register(
@@ -195,6 +217,8 @@ impl Metrics {
             pending_pods,
             preemption_attempts,
             preemption_victims,
+            preemption_goroutines,
+            preemption_goroutines_total,
             extension_point_duration,
             plugin_duration,
         }
@@ -260,6 +284,20 @@ impl Metrics {
 
     pub(crate) fn preemption_victims(&self, n: usize) {
         self.preemption_victims.observe(n as f64);
+    }
+
+    /// One asynchronous preemption carried out (victims deleted, or a call failed).
+    pub(crate) fn preemption_goroutine(&self, succeeded: bool, took: Duration) {
+        let labels = [(
+            "result",
+            if succeeded { "success" } else { "error" }.to_string(),
+        )];
+        self.preemption_goroutines
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        self.preemption_goroutines_total
+            .get_or_create(&labels)
+            .inc();
     }
 
     /// `status` is upstream's status code string (`Success`, `Error`, ...).

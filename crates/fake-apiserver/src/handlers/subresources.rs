@@ -71,6 +71,11 @@ pub(super) fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Resp
     }
     let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
     pod["spec"]["nodeName"] = json!(node);
+    // kube-apiserver 1.35+ (ClearingNominatedNodeNameAfterBinding, beta, on): a bound pod
+    // keeps no nominatedNodeName, whoever set it.
+    if let Some(status) = pod["status"].as_object_mut() {
+        status.remove("nominatedNodeName");
+    }
     strategic_merge(
         &mut pod,
         &json!({"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}),

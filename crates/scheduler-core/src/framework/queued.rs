@@ -42,16 +42,17 @@ impl QueuedPodInfo {
         self.gating_plugin.is_some()
     }
 
-    /// The plugins whose events may make the pod schedulable: the gating plugin while
-    /// gated, else the plugins that rejected it last time.
+    /// The plugins whose events may make the pod schedulable: the plugins that rejected it
+    /// last time, plus the gating plugin while gated. As upstream, a pod gated after an
+    /// attempt (DefaultPreemption while its victims go) keeps the plugins that rejected that
+    /// attempt, so the victims' deletion still moves it.
     pub fn rejector_plugins(&self) -> BTreeSet<&'static str> {
-        match self.gating_plugin {
-            Some(p) => BTreeSet::from([p]),
-            None => self
-                .unschedulable_plugins
-                .union(&self.pending_plugins)
-                .copied()
-                .collect(),
-        }
+        let mut set: BTreeSet<&'static str> = self
+            .unschedulable_plugins
+            .union(&self.pending_plugins)
+            .copied()
+            .collect();
+        set.extend(self.gating_plugin);
+        set
     }
 }

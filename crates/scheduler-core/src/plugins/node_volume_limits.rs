@@ -10,6 +10,12 @@
 //! Limits come from the CSINode, else from the node's `attachable-volumes-csi-<driver>`
 //! allocatable. VolumeAttachments on the node count too (since upstream 1.32), so a volume
 //! still detaching from a deleted pod keeps its slot.
+//!
+//! VolumeLimitScaling (upstream beta, on by default since 1.37): a pod needing a driver
+//! whose CSIDriver sets `preventPodSchedulingIfMissing: true` does not go to a node whose
+//! CSINode does not list that driver (or that has no CSINode yet), so a node that is still
+//! starting its CSI plugin is not filled with pods it cannot mount. Clusters older than 1.35
+//! never set the field, so nothing changes there.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -26,6 +32,12 @@ use crate::types::{CsiNodeInfo, NodeInfo, PodClaim, PodInfo, VolumeObjects};
 use super::names::NODE_VOLUME_LIMITS;
 
 pub const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volume count";
+
+/// Upstream's message for a driver that opted into `preventPodSchedulingIfMissing` and is not
+/// registered on the node.
+pub fn driver_not_installed(driver: &str) -> String {
+    format!("{driver} CSI driver is not installed on the node")
+}
 
 /// Prefix of the handle given to a not-yet-provisioned claim, so it never equals a real
 /// volume handle (upstream uses a random prefix per plugin instance).
@@ -59,6 +71,11 @@ impl Plugin for NodeVolumeLimits {
             ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
             ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::ADD),
             ClusterEvent::new(EventResource::VolumeAttachment, ActionType::DELETE),
+            // A driver may drop `preventPodSchedulingIfMissing`.
+            ClusterEvent::new(
+                EventResource::CSIDriver,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
         ]
     }
 }
@@ -211,6 +228,22 @@ impl FilterPlugin for NodeVolumeLimits {
         }
         if new_volumes.is_empty() {
             return Status::success();
+        }
+        // VolumeLimitScaling: drivers that must be registered on the node first. Sorted so
+        // the message does not depend on map order when several are missing.
+        let mut missing: Vec<&str> = new_volumes
+            .values()
+            .map(String::as_str)
+            .filter(|driver| {
+                s.volumes
+                    .csi_driver(driver)
+                    .is_some_and(|d| d.prevent_scheduling_if_missing)
+                    && !csi_node.is_some_and(|n| n.drivers.contains_key(*driver))
+            })
+            .collect();
+        missing.sort_unstable();
+        if let Some(driver) = missing.first() {
+            return Status::unschedulable(driver_not_installed(driver));
         }
         // Limits the Node object still advertises as `attachable-volumes-csi-<driver>`
         // allocatable, overridden by the CSINode's.
@@ -538,5 +571,70 @@ mod tests {
         assert!(v.delete_volume_attachment("limited", "va1-again"));
         let got = run_on(&pod, vec![node("limited", &[existing])], v);
         assert!(got[0].is_success(), "{:?}", got[0]);
+    }
+
+    /// The driver's CSIDriver with `preventPodSchedulingIfMissing` as given (`None`: unset).
+    fn prevent_if_missing(name: &str, prevent: Option<bool>) -> crate::types::CsiDriverInfo {
+        let mut api = crate::types::testing::volumes::csi_driver_api(name, None);
+        api.spec.prevent_pod_scheduling_if_missing = prevent;
+        crate::types::CsiDriverInfo::from_csi_driver(&api)
+    }
+
+    #[test]
+    fn a_driver_that_must_be_registered_keeps_pods_off_nodes_without_it() {
+        let nodes = || {
+            vec![
+                node("limited", &[]),    // lists other.csi (no limit)
+                node("roomy", &[]),      // lists only ebs
+                node("no-csinode", &[]), // no CSINode yet
+            ]
+        };
+        // pv3 is other.csi's.
+        let pod = PodInfo::test("ns", "p").pvc("c3").build();
+        let want = driver_not_installed("other.csi");
+        assert_eq!(want, "other.csi CSI driver is not installed on the node");
+        let mut v = vols();
+        v.put_csi_driver(prevent_if_missing("other.csi", Some(true)));
+        let got = run_on(&pod, nodes(), v);
+        assert!(got[0].is_success(), "{:?}", got[0]);
+        for s in &got[1..] {
+            assert_eq!(s.code(), Code::Unschedulable);
+            assert_eq!(s.message(), want);
+        }
+        // Opted out, unset, or no CSIDriver object at all: the node is not refused.
+        for driver in [
+            Some(prevent_if_missing("other.csi", Some(false))),
+            Some(prevent_if_missing("other.csi", None)),
+            None,
+        ] {
+            let mut v = vols();
+            if let Some(d) = driver {
+                v.put_csi_driver(d);
+            }
+            assert!(run_on(&pod, nodes(), v).iter().all(Status::is_success));
+        }
+        // Only pods that need the driver are concerned.
+        let mut v = vols();
+        v.put_csi_driver(prevent_if_missing("other.csi", Some(true)));
+        let ebs = PodInfo::test("ns", "p").pvc("c1").build();
+        assert!(run_on(&ebs, nodes(), v).iter().all(Status::is_success));
+    }
+
+    #[test]
+    fn a_registered_driver_still_has_its_limit_checked() {
+        let mut v = vols();
+        v.put_csi_driver(prevent_if_missing(DRIVER, Some(true)));
+        let existing = PodInfo::test("ns", "e").pvc("c1").pvc("c2").build();
+        let pod = PodInfo::test("ns", "p").pvc("late").build();
+        let got = run_on(
+            &pod,
+            vec![
+                node("limited", std::slice::from_ref(&existing)),
+                node("roomy", std::slice::from_ref(&existing)),
+            ],
+            v,
+        );
+        assert_eq!(got[0].message(), ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
+        assert!(got[1].is_success(), "{:?}", got[1]);
     }
 }

@@ -38,11 +38,12 @@ mod active;
 mod backoff;
 mod clock;
 mod heap;
+mod preempting;
 #[cfg(test)]
 mod tests;
 mod unschedulable;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,7 @@ use clock::nanos;
 use heap::KeyedHeap;
 
 pub use clock::{Clock, FakeClock, SystemClock};
+pub use preempting::WAITING_FOR_PREEMPTION_MSG;
 
 /// Upstream `DefaultPodMaxInUnschedulablePodsDuration`.
 pub const DEFAULT_MAX_IN_UNSCHEDULABLE_PODS: Duration = Duration::from_secs(5 * 60);
@@ -224,6 +226,8 @@ pub enum IncomingEvent {
     BackoffComplete,
     /// The pod itself was added or updated, or a cluster event moved it out of the pool.
     Cluster(ClusterEvent),
+    /// Moved on purpose (upstream's `ForceActivate`): its preemption failed or finished.
+    ForceActivate,
 }
 
 impl IncomingEvent {
@@ -232,10 +236,12 @@ impl IncomingEvent {
             IncomingEvent::ScheduleAttemptFailure => "ScheduleAttemptFailure".into(),
             IncomingEvent::BackoffComplete => "BackoffComplete".into(),
             IncomingEvent::Cluster(e) => e.label(),
+            IncomingEvent::ForceActivate => "ForceActivate".into(),
         }
     }
 }
 
+const FORCE_ACTIVATE: IncomingEvent = IncomingEvent::ForceActivate;
 const POD_ADD: IncomingEvent = IncomingEvent::Cluster(ClusterEvent::new(
     EventResource::UnscheduledPod,
     crate::framework::ActionType::ADD,
@@ -378,6 +384,8 @@ pub struct SchedulingQueue {
     seq: u64,
     nominator: NominatedPods,
     counters: QueueCounters,
+    /// UIDs of pods whose victims are being deleted (`preempting.rs`).
+    preempting: HashSet<String>,
 }
 
 impl fmt::Debug for SchedulingQueue {
@@ -411,6 +419,7 @@ impl SchedulingQueue {
             seq: 0,
             nominator: NominatedPods::new(),
             counters: QueueCounters::default(),
+            preempting: HashSet::new(),
         }
     }
 
@@ -559,6 +568,9 @@ impl SchedulingQueue {
     /// The pod is gone (deleted, or bound by someone else). Returns whether it was waiting.
     pub fn delete(&mut self, key: &PodKey) -> bool {
         self.nominator.remove(key);
+        if let Some(uid) = self.get(key).map(|i| i.pod.uid.clone()) {
+            self.preempting.remove(&uid);
+        }
         if let Some(f) = self.in_flight_of(key) {
             f.deleted = true;
             self.in_flight_by_key.remove(key);
@@ -738,12 +750,16 @@ impl SchedulingQueue {
     /// Runs PreEnqueue; true if the pod may proceed. Records the gating plugin otherwise.
     fn pass_pre_enqueue(&self, info: &mut QueuedPodInfo) -> bool {
         let status = self.profiles.pre_enqueue(&info.pod);
-        if status.is_success() {
-            info.gating_plugin = None;
-            true
-        } else {
+        if !status.is_success() {
             info.gating_plugin = Some(status.plugin().unwrap_or("PreEnqueue"));
             false
+        } else if self.preempting.contains(&info.pod.uid) {
+            // DefaultPreemption's PreEnqueue: its victims are still being deleted.
+            info.gating_plugin = Some(crate::plugins::names::DEFAULT_PREEMPTION);
+            false
+        } else {
+            info.gating_plugin = None;
+            true
         }
     }
 

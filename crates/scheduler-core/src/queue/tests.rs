@@ -982,3 +982,131 @@ fn unschedulable_pods_per_plugin_follow_pods_in_and_out() {
     assert!(reasons(&q).values().all(|n| *n == 0), "{:?}", reasons(&q));
     assert_eq!(reasons(&q).len(), 4);
 }
+
+// ---- asynchronous preemption (upstream's preemption-in-progress PreEnqueue check) ----
+
+fn victim_deleted() -> ClusterEvent {
+    ev(EventResource::AssignedPod, ActionType::DELETE)
+}
+
+/// Pops `name` and fails it as preemption does: nominated, victims being deleted.
+fn fail_preempting(q: &mut SchedulingQueue, name: &str) -> QueueKind {
+    let info = q.pop().expect("a pod to pop");
+    assert_eq!(info.pod.key(), &key(name));
+    q.preemption_started(&info.pod);
+    let cycle = q.scheduling_cycle();
+    let d = rejected_by(&[names::NODE_RESOURCES_FIT]);
+    q.add_unschedulable_if_not_present(info, Some(&d), cycle)
+        .unwrap()
+}
+
+#[test]
+fn a_preemptor_is_not_retried_while_its_victims_are_deleted() {
+    let (mut q, clock) = queue();
+    let p = pod("preemptor", 100);
+    q.add(Arc::clone(&p));
+    assert_eq!(
+        fail_preempting(&mut q, "preemptor"),
+        QueueKind::Unschedulable
+    );
+    assert!(q.is_preempting(&p.uid));
+    // A victim's deletion would help NodeResourcesFit, but the preemption is not over:
+    // DefaultPreemption's PreEnqueue keeps the pod gated.
+    q.move_all_to_active_or_backoff(victim_deleted(), None);
+    assert_eq!(q.queue_of(&key("preemptor")), Some(QueueKind::Gated));
+    assert_eq!(
+        q.get(&key("preemptor")).unwrap().gating_plugin,
+        Some(names::DEFAULT_PREEMPTION)
+    );
+    clock.advance(Duration::from_secs(30));
+    q.flush_backoff_completed();
+    assert!(q.pop().is_none());
+    // Meanwhile other pods are scheduled.
+    q.add(pod("other", 0));
+    assert_eq!(pop_names(&mut q), ["other"]);
+    // The deletions are done: the move the event asked for happens now.
+    assert_eq!(
+        q.preemption_finished(&key("preemptor"), &p.uid, true),
+        Some(QueueKind::Active)
+    );
+    assert!(!q.is_preempting(&p.uid));
+    assert_eq!(pop_names(&mut q), ["preemptor"]);
+}
+
+#[test]
+fn a_gated_preemptor_keeps_the_plugins_of_its_attempt() {
+    let (mut q, _clock) = queue();
+    let p = pod("preemptor", 100);
+    q.add(Arc::clone(&p));
+    fail_preempting(&mut q, "preemptor");
+    q.move_all_to_active_or_backoff(victim_deleted(), None);
+    let info = q.get(&key("preemptor")).unwrap();
+    assert_eq!(
+        info.rejector_plugins(),
+        BTreeSet::from([names::DEFAULT_PREEMPTION, names::NODE_RESOURCES_FIT])
+    );
+    // Once the preemption is over it goes where the event sent it: still backing off.
+    q.preemption_finished(&key("preemptor"), &p.uid, true);
+    assert_eq!(q.queue_of(&key("preemptor")), Some(QueueKind::Backoff));
+}
+
+#[test]
+fn a_finished_preemption_leaves_a_pod_that_no_event_moved_waiting_for_one() {
+    let (mut q, clock) = queue();
+    let p = pod("preemptor", 100);
+    q.add(Arc::clone(&p));
+    fail_preempting(&mut q, "preemptor");
+    assert_eq!(q.preemption_finished(&key("preemptor"), &p.uid, true), None);
+    assert_eq!(
+        q.queue_of(&key("preemptor")),
+        Some(QueueKind::Unschedulable)
+    );
+    // The victims' deletion events arrive after the API calls returned.
+    clock.advance(Duration::from_secs(30));
+    q.move_all_to_active_or_backoff(victim_deleted(), None);
+    assert_eq!(q.queue_of(&key("preemptor")), Some(QueueKind::Active));
+    // Finishing twice, or for a pod the queue never saw preempting, changes nothing.
+    assert_eq!(q.preemption_finished(&key("preemptor"), &p.uid, true), None);
+}
+
+#[test]
+fn a_failed_preemption_activates_the_preemptor() {
+    let (mut q, _clock) = queue();
+    let p = pod("preemptor", 100);
+    q.add(Arc::clone(&p));
+    fail_preempting(&mut q, "preemptor");
+    assert_eq!(
+        q.preemption_finished(&key("preemptor"), &p.uid, false),
+        Some(QueueKind::Active)
+    );
+    assert_eq!(pop_names(&mut q), ["preemptor"]);
+    let incoming = q.counters().incoming.clone();
+    assert_eq!(
+        incoming.get(&(QueueKind::Active, IncomingEvent::ForceActivate)),
+        Some(&1)
+    );
+    assert_eq!(IncomingEvent::ForceActivate.label(), "ForceActivate");
+}
+
+#[test]
+fn an_event_during_the_attempt_does_not_let_the_preemptor_through() {
+    let (mut q, clock) = queue();
+    let p = pod("preemptor", 100);
+    q.add(Arc::clone(&p));
+    let info = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    // A victim-to-be went away while the pod was being scheduled.
+    q.move_all_to_active_or_backoff(victim_deleted(), None);
+    q.preemption_started(&info.pod);
+    let d = rejected_by(&[names::NODE_RESOURCES_FIT]);
+    let kind = q
+        .add_unschedulable_if_not_present(info, Some(&d), cycle)
+        .unwrap();
+    assert_eq!(kind, QueueKind::Gated);
+    clock.advance(Duration::from_secs(30));
+    q.flush_backoff_completed();
+    assert!(q.pop().is_none());
+    // Deleting the pod forgets its preemption.
+    assert!(q.delete(&key("preemptor")));
+    assert!(!q.is_preempting(&p.uid));
+}

@@ -402,12 +402,16 @@ impl CsiNodeInfo {
     }
 }
 
-/// Scheduling view of a CSIDriver: only whether it opts into storage-capacity tracking.
+/// Scheduling view of a CSIDriver: whether it opts into storage-capacity tracking and
+/// whether pods needing it must stay off nodes that have not registered it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CsiDriverInfo {
     pub name: String,
     /// `spec.storageCapacity` (unset means false).
     pub storage_capacity: bool,
+    /// `spec.preventPodSchedulingIfMissing` (1.35+, unset means false; an older server never
+    /// sets it): NodeVolumeLimits refuses nodes whose CSINode does not list the driver.
+    pub prevent_scheduling_if_missing: bool,
 }
 
 impl CsiDriverInfo {
@@ -415,6 +419,10 @@ impl CsiDriverInfo {
         CsiDriverInfo {
             name: d.metadata.name.clone().unwrap_or_default(),
             storage_capacity: d.spec.storage_capacity.unwrap_or(false),
+            prevent_scheduling_if_missing: d
+                .spec
+                .prevent_pod_scheduling_if_missing
+                .unwrap_or(false),
         }
     }
 }
