@@ -27,6 +27,7 @@ mod scheduler_loop;
 mod serving;
 mod state;
 
+pub use binding::binder::Binder;
 pub use binding::executor::MAX_ACTIONS_IN_FLIGHT;
 pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};

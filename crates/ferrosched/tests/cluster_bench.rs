@@ -93,3 +93,60 @@ fn a_missing_kube_scheduler_binary_is_refused_before_touching_the_cluster() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_first_and_the_binding_ceiling_bind_every_pod_once() {
+    let server = FakeApiServer::start().await;
+    let kubeconfig = server.kubeconfig();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["bench", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--workload", "SchedulingBasic", "--nodes", "10"])
+            .args(["--init-pods", "10", "--pods", "30", "-o", "json"])
+            .args(["--stall-timeout", "20", "--pods-first", "--binding-ceiling"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report.as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["scheduler"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ferrosched", "binding-ceiling"]);
+    for r in rows {
+        assert_eq!(r["complete"], true, "{r}");
+        assert_eq!(r["podsFirst"], true, "{r}");
+        assert_eq!(
+            (r["initScheduled"].as_u64(), r["scheduled"].as_u64()),
+            (Some(10), Some(30))
+        );
+        assert!(r["podsPerSecond"].as_f64().unwrap() > 0.0, "{r}");
+        // Each run's pods were bound once each, to that run's nodes.
+        let ns = r["namespace"].as_str().unwrap();
+        let run = r["runId"].as_str().unwrap();
+        let mut per_pod: BTreeMap<String, usize> = BTreeMap::new();
+        for (pod, node) in server.bindings() {
+            let Some(name) = pod.strip_prefix(&format!("{ns}/")) else {
+                continue;
+            };
+            assert!(
+                node.starts_with(&format!("ferrosched-bench-{run}-node-")),
+                "{node}"
+            );
+            *per_pod.entry(name.to_string()).or_default() += 1;
+        }
+        assert_eq!(per_pod.len(), 40, "{per_pod:?}");
+        assert!(per_pod.values().all(|&n| n == 1), "{per_pod:?}");
+    }
+    // The scheduler that bound the measured pods was a second process, measured whole;
+    // the ceiling has no process to measure.
+    assert!(rows[0]["cpuSeconds"].as_f64().unwrap() > 0.0);
+    assert!(rows[0]["peakRssMib"].as_f64().unwrap() > 0.0);
+    assert_eq!(rows[1]["cpuSeconds"].as_f64(), Some(0.0));
+}

@@ -17,6 +17,25 @@ pub(crate) enum BindError {
     Failed(kube::Error),
 }
 
+/// The controller's Binding call for callers outside the scheduling loop: the bench's
+/// binding ceiling POSTs Bindings with no scheduling through exactly the client, rate
+/// limiter, retries and request the executor uses.
+pub struct Binder(ApiClient);
+
+impl Binder {
+    /// `qps`/`burst` as in `clientConnection`.
+    pub fn new(client: kube::Client, qps: f32, burst: i32) -> Self {
+        Binder(ApiClient::new(client, qps, burst))
+    }
+
+    /// Binds `pod` to `node`; 404/409 (gone, re-created, already bound) are errors here.
+    pub async fn bind(&self, pod: &PodRef, node: &str) -> Result<(), kube::Error> {
+        bind(&self.0, pod, node).await.map_err(|e| match e {
+            BindError::Gone(e) | BindError::Failed(e) => e,
+        })
+    }
+}
+
 pub(crate) async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result<(), BindError> {
     let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
     let binding = Binding {

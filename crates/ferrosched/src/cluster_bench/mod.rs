@@ -24,10 +24,11 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use scheduler_core::bench_workloads::{self, Workload};
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,12 @@ pub struct BenchOptions {
     pub keep: bool,
     /// Concurrent create requests.
     pub concurrency: usize,
+    /// Create the measured pods while no scheduler runs: the scheduler binds the init
+    /// pods, stops, the measured pods are created, and a fresh scheduler process then
+    /// schedules them all, so the driver's create rate no longer bounds pods/s. CPU and
+    /// peak RSS are then those of that second process over its whole life (its start-up
+    /// lists included).
+    pub pods_first: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +90,11 @@ pub enum SchedulerUnderTest {
     Ferrosched(PathBuf),
     /// An upstream kube-scheduler binary: `kube-scheduler --config FILE --secure-port 0`.
     KubeScheduler(PathBuf),
+    /// No scheduler: the driver itself POSTs a Binding for every pod (round robin over the
+    /// run's nodes) through the controller's own client and Binding call, qps/burst 5000,
+    /// [`controller::MAX_ACTIONS_IN_FLIGHT`] at once. The measured pods all exist before
+    /// the first Binding. What the API server sustains: the ceiling of any scheduler.
+    BindingCeiling,
 }
 
 impl SchedulerUnderTest {
@@ -91,24 +103,28 @@ impl SchedulerUnderTest {
         match self {
             SchedulerUnderTest::Ferrosched(_) => "ferrosched",
             SchedulerUnderTest::KubeScheduler(_) => "kube-scheduler",
+            SchedulerUnderTest::BindingCeiling => "binding-ceiling",
         }
     }
 
-    pub fn exe(&self) -> &Path {
+    /// The child's binary; None for the binding ceiling (no child).
+    pub fn exe(&self) -> Option<&Path> {
         match self {
-            SchedulerUnderTest::Ferrosched(p) | SchedulerUnderTest::KubeScheduler(p) => p,
+            SchedulerUnderTest::Ferrosched(p) | SchedulerUnderTest::KubeScheduler(p) => Some(p),
+            SchedulerUnderTest::BindingCeiling => None,
         }
     }
 
-    /// The child's command line for a run whose config is `config`.
-    pub fn command(&self, config: &Path) -> Command {
-        let mut cmd = Command::new(self.exe());
+    /// The child's command line for a run whose config is `config`; None for the binding
+    /// ceiling.
+    pub fn command(&self, config: &Path) -> Option<Command> {
+        let mut cmd = Command::new(self.exe()?);
         if let SchedulerUnderTest::Ferrosched(_) = self {
             cmd.arg("run");
         }
         // No serving port: runs never collide on it, and neither scheduler spends CPU on it.
         cmd.arg("--config").arg(config).args(["--secure-port", "0"]);
-        cmd
+        Some(cmd)
     }
 }
 
@@ -142,11 +158,21 @@ pub struct ClusterBenchResult {
     pub pods_per_second: f64,
     pub first_to_last_seconds: f64,
     pub throughput: Throughput,
-    /// How fast the driver created the measured pods (a ceiling on pods/s).
+    /// How fast the driver created the measured pods (a ceiling on pods/s unless the
+    /// pods were created first).
     pub create_pods_per_second: f64,
+    /// The measured pods existed before the scheduler that bound them started.
+    #[serde(default)]
+    pub pods_first: bool,
+    /// From the start of the process that bound the measured pods (pods first) or from
+    /// the first measured create to the first measured binding: start-up and sync time
+    /// that pods/s (first to last binding) leaves out.
+    #[serde(default)]
+    pub start_to_first_binding_seconds: f64,
     /// The scheduler's user+system CPU over its whole life (sync, init and measured pods).
     pub cpu_seconds: f64,
-    /// The scheduler's CPU while the measured pods were created and scheduled.
+    /// The scheduler's CPU while the measured pods were created and scheduled (pods
+    /// first: the whole life of the process that scheduled them). 0 for the ceiling.
     pub measured_cpu_seconds: f64,
     pub cpu_ms_per_pod: f64,
     /// The scheduler's VmHWM.
@@ -260,22 +286,17 @@ async fn drive(
     let pods: Api<Pod> = Api::namespaced(client.clone(), &run.namespace);
     let watch = tokio::spawn(track(pods.clone(), run.selector(), Arc::clone(tracker)));
     let _abort_watch = AbortOnDrop(watch);
+    let ceiling = (opts.scheduler.exe().is_none()).then(|| Ceiling {
+        binder: controller::Binder::new(client.clone(), 5000.0, 5000),
+        nodes: (0..w.nodes.len()).map(|i| run.node_name(i)).collect(),
+    });
 
     // The scheduler starts after the nodes exist, so it lists them instead of taking
     // thousands of watch events.
-    let stderr = std::fs::File::create(&scheduler.lock().unwrap().stderr).map_err(io)?;
-    let child = opts
-        .scheduler
-        .command(&config)
-        // Plain text in the log we show on a stall.
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .map_err(|e| BenchError::Io(format!("{}: {e}", opts.scheduler.exe().display())))?;
-    let pid = child.id();
-    scheduler.lock().unwrap().child = Some(child);
+    let mut pid = match ceiling {
+        None => Some(start_scheduler(opts, &config, scheduler)?),
+        Some(_) => None,
+    };
 
     let t = Instant::now();
     while !tracker.lock().unwrap().synced {
@@ -296,6 +317,9 @@ async fn drive(
         .collect();
     let t = Instant::now();
     create_all(&pods, init, opts.concurrency).await?;
+    if let Some(c) = &ceiling {
+        c.bind_phase(&pods, run, "init").await?;
+    }
     let init_done = wait_bound(opts, scheduler, tracker, |t| {
         t.init_bound >= w.init_pods.len()
     })
@@ -307,10 +331,17 @@ async fn drive(
         t.elapsed().as_secs_f64()
     );
 
-    let cpu_before = process_cpu_seconds(pid).unwrap_or(0.0);
+    let mut cpu_before = pid.and_then(process_cpu_seconds).unwrap_or(0.0);
     let mut stalled_in = (!init_done).then_some("init");
     let mut create_rate = 0.0;
+    let pods_first = opts.pods_first || ceiling.is_some();
+    let mut measured_start = Instant::now();
+    let mut first_rss = 0.0;
     if init_done {
+        if pods_first && let Some(p) = pid.take() {
+            first_rss = process_peak_rss_mib(p).unwrap_or(0.0);
+            scheduler.lock().unwrap().stop();
+        }
         let measured: Vec<Pod> = w
             .measured_pods
             .iter()
@@ -319,18 +350,34 @@ async fn drive(
         let t = Instant::now();
         create_all(&pods, measured, opts.concurrency).await?;
         create_rate = w.measured_pods.len() as f64 / t.elapsed().as_secs_f64().max(1e-9);
+        if !pods_first {
+            measured_start = t;
+        } else if let Some(c) = &ceiling {
+            measured_start = Instant::now();
+            c.bind_phase(&pods, run, "measured").await?;
+        } else {
+            measured_start = Instant::now();
+            pid = Some(start_scheduler(opts, &config, scheduler)?);
+            cpu_before = 0.0;
+        }
         let n = w.measured_pods.len();
         if !wait_bound(opts, scheduler, tracker, |t| t.measured_bound.len() >= n).await? {
             stalled_in = Some("measured");
         }
     }
-    let cpu_after = process_cpu_seconds(pid).unwrap_or(0.0);
-    let peak_rss_mib = process_peak_rss_mib(pid).unwrap_or(0.0);
+    let cpu_after = pid.and_then(process_cpu_seconds).unwrap_or(0.0);
+    let peak_rss_mib = pid
+        .and_then(process_peak_rss_mib)
+        .unwrap_or(0.0)
+        .max(first_rss);
 
     let t = tracker.lock().unwrap();
     let mut times = t.measured_bound.clone();
     times.sort_unstable();
     let origin = times.first().copied();
+    let start_to_first = origin.map_or(0.0, |o| {
+        o.saturating_duration_since(measured_start).as_secs_f64()
+    });
     let since: Vec<Duration> = times
         .iter()
         .map(|i| i.duration_since(origin.unwrap_or(*i)))
@@ -357,6 +404,8 @@ async fn drive(
         first_to_last_seconds: span,
         throughput: throughput(&since),
         create_pods_per_second: create_rate,
+        pods_first,
+        start_to_first_binding_seconds: start_to_first,
         cpu_seconds: cpu_after,
         measured_cpu_seconds: measured_cpu,
         cpu_ms_per_pod: measured_cpu * 1000.0 / scheduled.max(1) as f64,
@@ -370,6 +419,73 @@ async fn drive(
         }),
         scheduler_stderr_tail: (!complete).then(|| scheduler.lock().unwrap().stderr_tail()),
     })
+}
+
+/// Starts the scheduler child (stderr to the run's log); returns its pid.
+fn start_scheduler(
+    opts: &BenchOptions,
+    config: &Path,
+    scheduler: &Mutex<Scheduler>,
+) -> Result<u32, BenchError> {
+    let mut s = scheduler.lock().unwrap();
+    let stderr = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&s.stderr)
+        .map_err(|e| BenchError::Io(format!("{}: {e}", s.stderr.display())))?;
+    let (Some(mut cmd), Some(exe)) = (opts.scheduler.command(config), opts.scheduler.exe()) else {
+        return Err(BenchError::Io("no scheduler to start".into()));
+    };
+    let child = cmd
+        // Plain text in the log we show on a stall.
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| BenchError::Io(format!("{}: {e}", exe.display())))?;
+    let pid = child.id();
+    s.child = Some(child);
+    Ok(pid)
+}
+
+/// The binding ceiling's "scheduler": the controller's Binding call, no scheduling.
+struct Ceiling {
+    binder: controller::Binder,
+    nodes: Vec<String>,
+}
+
+impl Ceiling {
+    /// Binds every pod of `phase` (listed for their UIDs, as a scheduler's informer has
+    /// them), round robin over the nodes, [`controller::MAX_ACTIONS_IN_FLIGHT`] at once.
+    async fn bind_phase(
+        &self,
+        pods: &Api<Pod>,
+        run: &RunNames,
+        phase: &str,
+    ) -> Result<(), BenchError> {
+        let lp = ListParams::default().labels(&format!("{},{PHASE_LABEL}={phase}", run.selector()));
+        let refs: Vec<controller::PodRef> = pods
+            .list(&lp)
+            .await?
+            .items
+            .into_iter()
+            .map(|p| controller::PodRef {
+                namespace: run.namespace.clone(),
+                name: p.metadata.name.unwrap_or_default(),
+                uid: p.metadata.uid.unwrap_or_default(),
+            })
+            .collect();
+        futures::stream::iter(refs.iter().enumerate())
+            .map(|(i, pod)| {
+                self.binder
+                    .bind(pod, &self.nodes[i % self.nodes.len().max(1)])
+            })
+            .buffer_unordered(controller::MAX_ACTIONS_IN_FLIGHT)
+            .try_collect::<Vec<()>>()
+            .await?;
+        Ok(())
+    }
 }
 
 /// Waits until `done`; false when no pod was bound for the stall timeout. Fails when the
@@ -429,7 +545,7 @@ mod tests {
         let ferro = SchedulerUnderTest::Ferrosched("/bin/ferrosched".into());
         let kube = SchedulerUnderTest::KubeScheduler("/opt/kube-scheduler".into());
         assert_eq!(
-            args(&ferro.command(config)),
+            args(&ferro.command(config).unwrap()),
             [
                 "run",
                 "--config",
@@ -440,10 +556,17 @@ mod tests {
         );
         // kube-scheduler has no subcommand; it takes the kubeconfig from the config file.
         assert_eq!(
-            args(&kube.command(config)),
+            args(&kube.command(config).unwrap()),
             ["--config", "/tmp/run/scheduler.yaml", "--secure-port", "0"]
         );
-        assert_eq!(kube.command(config).get_program(), "/opt/kube-scheduler");
+        assert_eq!(
+            kube.command(config).unwrap().get_program(),
+            "/opt/kube-scheduler"
+        );
+        // The binding ceiling starts no process.
+        let ceiling = SchedulerUnderTest::BindingCeiling;
+        assert!(ceiling.command(config).is_none() && ceiling.exe().is_none());
+        assert_eq!(ceiling.name(), "binding-ceiling");
         assert_eq!(
             (ferro.name(), kube.name()),
             ("ferrosched", "kube-scheduler")

@@ -59,7 +59,7 @@ impl RunNames {
         l
     }
 
-    fn node_name(&self, i: usize) -> String {
+    pub(super) fn node_name(&self, i: usize) -> String {
         format!("ferrosched-bench-{}-node-{i}", self.id)
     }
 

@@ -60,6 +60,22 @@ pub struct BenchArgs {
     /// side by side with ferrosched's ratios.
     #[arg(long, value_name = "PATH", requires = "kubeconfig")]
     kube_scheduler: Option<PathBuf>,
+    /// With --kubeconfig: also measure the API server's ceiling: the same nodes and pods,
+    /// no scheduler, the driver POSTs a Binding for every pod (round robin over the nodes)
+    /// through ferrosched's own client and Binding call, qps/burst 5000, 128 at once.
+    /// Reported as a `binding-ceiling` row.
+    #[arg(long, requires = "kubeconfig")]
+    binding_ceiling: bool,
+    /// With --kubeconfig: create the measured pods while no scheduler runs (the scheduler
+    /// binds the init pods, stops, the measured pods are created, a fresh scheduler
+    /// process schedules them), so the driver's create rate does not bound pods/s. CPU
+    /// and peak RSS are then that process's whole life, start-up lists included.
+    #[arg(long, requires = "kubeconfig")]
+    pods_first: bool,
+    /// With --kubeconfig: the ferrosched binary to run as the scheduler (default: this
+    /// one), e.g. another build to compare.
+    #[arg(long, value_name = "PATH", requires = "kubeconfig")]
+    ferrosched: Option<PathBuf>,
     /// With --kubeconfig: concurrent create requests.
     #[arg(long, value_name = "N", default_value_t = 32)]
     concurrency: usize,
@@ -277,13 +293,24 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .try_init();
-    let scheduler_exe = match std::env::current_exe() {
+    let scheduler_exe = match args
+        .ferrosched
+        .clone()
+        .map_or_else(std::env::current_exe, Ok)
+    {
         Ok(e) => e,
         Err(e) => {
             eprintln!("cannot find own executable to run the scheduler: {e}");
             return ExitCode::FAILURE;
         }
     };
+    if !scheduler_exe.is_file() {
+        eprintln!(
+            "error: --ferrosched {}: no such file; give the path of a ferrosched binary",
+            scheduler_exe.display()
+        );
+        return ExitCode::FAILURE;
+    }
     let mut schedulers = vec![SchedulerUnderTest::Ferrosched(scheduler_exe)];
     if let Some(kube) = &args.kube_scheduler {
         if !kube.is_file() {
@@ -294,6 +321,9 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
         schedulers.push(SchedulerUnderTest::KubeScheduler(kube.clone()));
+    }
+    if args.binding_ceiling {
+        schedulers.push(SchedulerUnderTest::BindingCeiling);
     }
     let rt = match super::runtime() {
         Ok(rt) => rt,
@@ -320,6 +350,7 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
                         stall_timeout: Duration::from_secs(args.stall_timeout),
                         keep: args.keep,
                         concurrency: args.concurrency,
+                        pods_first: args.pods_first,
                     };
                     let who = scheduler.name();
                     eprintln!(
@@ -415,6 +446,26 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
                 && (f.workload.as_str(), f.nodes) == (r.workload.as_str(), r.nodes)
         }) {
             let _ = writeln!(out, "{:<14} {}", "", ratios(f, r));
+        }
+        // After a ceiling row: how close each scheduler of the same workload came to it.
+        if r.scheduler == "binding-ceiling" && r.pods_per_second > 0.0 {
+            let shares: Vec<String> = results
+                .iter()
+                .filter(|s| {
+                    s.scheduler != r.scheduler
+                        && (s.workload.as_str(), s.nodes) == (r.workload.as_str(), r.nodes)
+                })
+                .map(|s| {
+                    format!(
+                        "{} {:.0}%",
+                        s.scheduler,
+                        100.0 * s.pods_per_second / r.pods_per_second
+                    )
+                })
+                .collect();
+            if !shares.is_empty() {
+                let _ = writeln!(out, "{:<14} of the ceiling: {}", "", shares.join(", "));
+            }
         }
     }
     out
