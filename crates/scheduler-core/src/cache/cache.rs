@@ -11,7 +11,7 @@ use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
 
-use super::node_tree::{NodeTree, zone_key};
+use super::node_tree::{NodeTree, zone_key_of};
 use super::snapshot::{NamespaceLabels, Snapshot};
 use super::workload_selectors::{WorkloadSelector, WorkloadSelectors};
 use crate::types::{
@@ -154,14 +154,14 @@ impl Cache {
         self.ensure_entry(&name);
         let (old_zone, old_images) = self
             .mutate_node(&name, |n| {
-                let old_zone = n.has_node().then(|| zone_key(&n.labels));
+                let old_zone = n.has_node().then(|| zone_key_of(&n.labels));
                 let old_images = std::mem::take(&mut n.images);
                 n.set_node_arc(node);
                 (old_zone, old_images)
             })
             .expect("entry was just ensured");
         let info = &self.nodes[&name];
-        let new_zone = zone_key(&info.labels);
+        let new_zone = zone_key_of(&info.labels);
         if old_zone.as_deref() != Some(new_zone.as_str()) {
             if let Some(z) = &old_zone {
                 self.tree.remove(z, &name);
@@ -173,10 +173,10 @@ impl Cache {
             && old_images.keys().all(|k| info.images.contains_key(k));
         if !same_images {
             let counts = Arc::make_mut(&mut self.image_nodes);
-            for img in old_images.keys().filter(|k| !info.images.contains_key(*k)) {
+            for img in old_images.keys().filter(|k| !info.images.contains_key(k)) {
                 decrement(counts, img);
             }
-            for img in info.images.keys().filter(|k| !old_images.contains_key(*k)) {
+            for img in info.images.keys().filter(|k| !old_images.contains_key(k)) {
                 *counts.entry(img.clone()).or_insert(0) += 1;
             }
         }
@@ -189,7 +189,7 @@ impl Cache {
         let Some(info) = info else {
             return Err(CacheError::NodeNotFound(name.to_string()));
         };
-        let zone = zone_key(&info.labels);
+        let zone = zone_key_of(&info.labels);
         let images: Vec<String> = info.images.keys().cloned().collect();
         let has_pods = !info.pods.is_empty();
         self.tree.remove(&zone, name);

@@ -13,6 +13,6 @@ mod snapshot;
 pub mod workload_selectors;
 
 pub use cache::{Cache, CacheDump, CacheError, SnapshotUpdate};
-pub use node_tree::zone_key;
+pub use node_tree::{zone_key, zone_key_of};
 pub use snapshot::{ImageSpread, Snapshot};
 pub use workload_selectors::{WorkloadEntry, WorkloadSelector, WorkloadSelectors};

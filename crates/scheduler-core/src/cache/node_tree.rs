@@ -1,6 +1,7 @@
 //! Node order for the snapshot: round-robin across zones, as upstream `nodeTree` lists them,
 //! so that a partial scan (percentageOfNodesToScore) samples every zone.
 
+use crate::types::LabelSet;
 use std::collections::{BTreeMap, HashMap};
 
 const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
@@ -10,14 +11,19 @@ const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
 
 /// Upstream `GetZoneKey`: region and zone (GA labels first, then beta), "" when both are unset.
 pub fn zone_key(labels: &BTreeMap<String, String>) -> String {
+    zone_key_of(labels)
+}
+
+/// [`zone_key`] of any label set (the views' [`crate::types::Labels`]).
+pub fn zone_key_of<L: LabelSet + ?Sized>(labels: &L) -> String {
     let zone = labels
-        .get(LABEL_ZONE)
-        .or_else(|| labels.get(LABEL_ZONE_BETA));
+        .label(LABEL_ZONE)
+        .or_else(|| labels.label(LABEL_ZONE_BETA));
     let region = labels
-        .get(LABEL_REGION)
-        .or_else(|| labels.get(LABEL_REGION_BETA));
-    let zone = zone.map(String::as_str).unwrap_or("");
-    let region = region.map(String::as_str).unwrap_or("");
+        .label(LABEL_REGION)
+        .or_else(|| labels.label(LABEL_REGION_BETA));
+    let zone = zone.unwrap_or("");
+    let region = region.unwrap_or("");
     if zone.is_empty() && region.is_empty() {
         return String::new();
     }

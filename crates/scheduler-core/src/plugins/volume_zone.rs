@@ -153,7 +153,7 @@ impl FilterPlugin for VolumeZone {
         let Some(s) = state.read::<PreFilterState>() else {
             return Status::error("reading VolumeZone PreFilter state: not found");
         };
-        if !TOPOLOGY_LABELS.iter().any(|k| node.labels.contains_key(*k)) {
+        if !TOPOLOGY_LABELS.iter().any(|k| node.labels.contains_key(k)) {
             return Status::success();
         }
         for t in &s.topologies {

@@ -5,10 +5,12 @@
 //! empty one selects everything; matchLabels and matchExpressions are ANDed. An invalid
 //! selector selects nothing and records why.
 
+#[cfg(test)]
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
+use super::labels::LabelSet;
 use super::node_selector::{LabelOperator, LabelRequirement};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +97,7 @@ impl LabelSelector {
         }
     }
 
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches<L: LabelSet + ?Sized>(&self, labels: &L) -> bool {
         match self {
             LabelSelector::Nothing => false,
             LabelSelector::Requirements(reqs) => reqs.iter().all(|r| r.matches(labels)),

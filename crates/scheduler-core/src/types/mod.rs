@@ -5,13 +5,16 @@
 
 pub mod declared_features;
 pub mod dra;
+pub mod images;
 pub mod label_selector;
+pub mod labels;
 pub mod node;
 pub mod node_selector;
 pub mod pdb;
 pub mod pod;
 pub mod pod_affinity;
 pub mod quantity;
+pub mod rare;
 pub mod resource;
 pub mod runtime_class;
 pub mod symbol;
@@ -22,6 +25,7 @@ pub mod topology_spread;
 pub mod volume;
 
 pub use label_selector::LabelSelector;
+pub use labels::{LabelSet, Labels};
 pub use node::{HostPortInfo, NodeInfo, next_generation};
 pub use node_selector::{
     FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,

@@ -1,11 +1,13 @@
 //! Per-node aggregated scheduling state (upstream `framework.NodeInfo`).
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1 as k8s;
 
+use super::images::ImageSizes;
+use super::labels::Labels;
 use super::pod::{DEFAULT_BIND_ALL_HOST_IP, HostPort, PodInfo, PodKey, Protocol};
 use super::resource::Resource;
 use super::taint::Taint;
@@ -25,7 +27,8 @@ pub fn next_generation() -> u64 {
 /// set would free it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostPortInfo {
-    ports: HashMap<(Protocol, i32), HashMap<String, u32>>,
+    // Fx: no per-map random state (16 bytes a map, in every NodeInfo).
+    ports: FxHashMap<(Protocol, i32), FxHashMap<String, u32>>,
 }
 
 impl HostPortInfo {
@@ -84,7 +87,7 @@ impl HostPortInfo {
 #[derive(Debug, Clone, Default)]
 pub struct NodeInfo {
     pub name: String,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
     pub allocatable: Resource,
@@ -97,9 +100,9 @@ pub struct NodeInfo {
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
     pub used_ports: HostPortInfo,
     /// `namespace/claim` -> number of pods here using it.
-    pub pvc_ref_counts: HashMap<String, u32>,
+    pub pvc_ref_counts: FxHashMap<String, u32>,
     /// Every image name in `status.images` -> its size in bytes.
-    pub images: HashMap<String, i64>,
+    pub images: ImageSizes,
     /// `status.declaredFeatures` (NodeDeclaredFeatures, 1.35+; empty on older kubelets).
     pub declared_features: Vec<String>,
     /// Bumped on every change; the snapshot copies only nodes newer than itself.
@@ -133,7 +136,7 @@ impl NodeInfo {
 
     pub fn set_node(&mut self, node: &k8s::Node) {
         self.name = node.metadata.name.clone().unwrap_or_default();
-        self.labels = node.metadata.labels.clone().unwrap_or_default();
+        self.labels = Labels::from(node.metadata.labels.as_ref());
         let spec = node.spec.as_ref();
         self.taints = spec
             .and_then(|s| s.taints.as_ref())
@@ -147,7 +150,7 @@ impl NodeInfo {
             .and_then(|s| s.allocatable.as_ref())
             .map(Resource::from_resource_list)
             .unwrap_or_default();
-        self.images = image_sizes(node);
+        self.images = ImageSizes::from_node(node);
         self.declared_features = status
             .and_then(|s| s.declared_features.clone())
             .unwrap_or_default();
@@ -231,24 +234,6 @@ impl NodeInfo {
     pub fn has_node(&self) -> bool {
         self.node_known
     }
-}
-
-fn image_sizes(node: &k8s::Node) -> HashMap<String, i64> {
-    let mut out = HashMap::new();
-    let images = node
-        .status
-        .as_ref()
-        .and_then(|s| s.images.as_ref())
-        .into_iter()
-        .flatten();
-    for img in images {
-        for name in img.names.iter().flatten() {
-            // First occurrence wins when a name is listed twice.
-            out.entry(name.clone())
-                .or_insert(img.size_bytes.unwrap_or(0));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as k8s;
 
+use super::labels::LabelSet;
 use crate::k8s_names::{is_label_value, is_qualified_name};
 
 /// The only field a node selector may use.
@@ -30,11 +31,11 @@ pub struct LabelRequirement {
 }
 
 impl LabelRequirement {
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    pub fn matches<L: LabelSet + ?Sized>(&self, labels: &L) -> bool {
+        let value = labels.label(&self.key);
         match &self.op {
-            LabelOperator::In(vals) => value.is_some_and(|v| vals.contains(v)),
-            LabelOperator::NotIn(vals) => value.is_none_or(|v| !vals.contains(v)),
+            LabelOperator::In(vals) => value.is_some_and(|v| vals.iter().any(|x| x == v)),
+            LabelOperator::NotIn(vals) => value.is_none_or(|v| !vals.iter().any(|x| x == v)),
             LabelOperator::Exists => value.is_some(),
             LabelOperator::DoesNotExist => value.is_none(),
             LabelOperator::Gt(n) => value
@@ -84,7 +85,7 @@ impl NodeSelectorTerm {
         self.errors.is_empty()
     }
 
-    pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches<L: LabelSet + ?Sized>(&self, node_name: &str, labels: &L) -> bool {
         if !self.errors.is_empty() || (self.labels.is_empty() && self.fields.is_empty()) {
             return false;
         }
@@ -126,6 +127,11 @@ impl NodeSelector {
     }
 
     pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_labels(node_name, labels)
+    }
+
+    /// [`Self::matches`] for any label set (the views' [`super::labels::Labels`]).
+    pub fn matches_labels<L: LabelSet + ?Sized>(&self, node_name: &str, labels: &L) -> bool {
         self.terms.iter().any(|t| t.matches(node_name, labels))
     }
 }

@@ -1,7 +1,7 @@
 //! The scheduling view of a PodDisruptionBudget: which pods it covers and how many more of
 //! them may be disrupted. Preemption prefers victims whose eviction keeps every budget.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
@@ -61,7 +61,7 @@ impl PdbInfo {
     }
 }
 
-fn covers_labels(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+fn covers_labels(selector: &LabelSelector, labels: &super::labels::Labels) -> bool {
     !labels.is_empty() && selector.matches(labels)
 }
 

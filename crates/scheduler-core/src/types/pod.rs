@@ -7,13 +7,16 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::labels::Labels;
 use super::node_selector::{NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm};
 use super::pod_affinity::PodAffinityTerms;
 use super::quantity::{Quantity, parse_quantity};
+use super::rare::Rare;
 use super::resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, HUGEPAGES_PREFIX, RESOURCE_CPU,
     RESOURCE_MEMORY, Resource,
 };
+use super::symbol::Sym;
 use super::taint::Toleration;
 
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -101,7 +104,7 @@ impl HostPort {
 pub struct PodInfo {
     pub uid: String,
     pub key: PodKey,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     pub annotations_len: usize,
     pub scheduler_name: String,
     /// `spec.serviceAccountName` ("default" when unset): whose RBAC decides which
@@ -133,7 +136,8 @@ pub struct PodInfo {
     /// Such a pod must never be bound unless each claim is allocated and reserved for it.
     pub resource_claims: Vec<super::dra::PodClaimRef>,
     /// Init container images then container images, normalized like ImageLocality does.
-    pub images: Vec<String>,
+    /// Interned: a deployment's pods and the nodes' image lists share each name.
+    pub images: Vec<Sym>,
     /// Init containers plus regular containers; ImageLocality scales its upper size threshold
     /// by it (a container without an image still counts).
     pub num_containers: usize,
@@ -144,7 +148,8 @@ pub struct PodInfo {
     pub topology_spread_constraints: Vec<k8s::TopologySpreadConstraint>,
     pub pvc_names: Vec<String>,
     /// Claims (incl. generic ephemeral) and in-tree disks, for the volume plugins.
-    pub volumes: super::volume::PodVolumeSources,
+    /// Behind [`Rare`] (one word; most pods have none), like the compiled terms below.
+    pub volumes: Rare<super::volume::PodVolumeSources>,
     pub is_terminating: bool,
     /// Terminating because scheduler preemption evicted it: deletion started and the
     /// `DisruptionTarget` condition is True with reason `PreemptionByScheduler`.
@@ -153,9 +158,9 @@ pub struct PodInfo {
     pub has_pod_affinity: bool,
     pub has_required_pod_anti_affinity: bool,
     /// Compiled pod (anti-)affinity terms (see [`PodAffinityTerms`]).
-    pub affinity_terms: PodAffinityTerms,
+    pub affinity_terms: Rare<PodAffinityTerms>,
     /// Topology spread constraints compiled (matchLabelKeys merged) and the controller ref.
-    pub spread: super::topology_spread::PodSpreadInfo,
+    pub spread: Rare<super::topology_spread::PodSpreadInfo>,
     /// Malformed input found while converting (bad quantities, invalid selectors).
     pub problems: Vec<String>,
 }
@@ -261,13 +266,13 @@ impl PodInfo {
             .iter()
             .chain(spec.containers.iter())
             .filter_map(|c| c.image.as_deref())
-            .map(normalized_image_name)
+            .map(|name| Sym::new(&normalized_image_name(name)))
             .collect();
 
-        PodInfo {
+        let mut info = PodInfo {
             uid: meta.uid.clone().unwrap_or_default(),
             key: PodKey::of(pod),
-            labels: meta.labels.clone().unwrap_or_default(),
+            labels: Labels::from(meta.labels.as_ref()),
             annotations_len: meta.annotations.as_ref().map_or(0, |a| a.len()),
             scheduler_name: spec
                 .scheduler_name
@@ -327,16 +332,33 @@ impl PodInfo {
                         .map(|c| c.claim_name.clone())
                 })
                 .collect(),
-            volumes: super::volume::PodVolumeSources::from_pod(pod),
+            volumes: Rare::new(super::volume::PodVolumeSources::from_pod(pod)),
             is_terminating: meta.deletion_timestamp.is_some(),
             terminating_by_preemption: meta.deletion_timestamp.is_some()
                 && evicted_by_scheduler_preemption(status),
             has_pod_affinity,
             has_required_pod_anti_affinity,
-            affinity_terms: PodAffinityTerms::from_pod(pod, &mut problems),
-            spread: super::topology_spread::PodSpreadInfo::from_pod(pod, &mut problems),
+            affinity_terms: Rare::new(PodAffinityTerms::from_pod(pod, &mut problems)),
+            spread: Rare::new(super::topology_spread::PodSpreadInfo::from_pod(
+                pod,
+                &mut problems,
+            )),
             problems,
-        }
+        };
+        info.shrink();
+        info
+    }
+
+    /// Drops the spare capacity of vectors collected from filtered iterators (a one-element
+    /// `collect` reserves four): the view is built once and kept for the pod's life.
+    fn shrink(&mut self) {
+        self.host_ports.shrink_to_fit();
+        self.images.shrink_to_fit();
+        self.scheduling_gates.shrink_to_fit();
+        self.pvc_names.shrink_to_fit();
+        self.required_node_features.shrink_to_fit();
+        self.preferred_node_affinity.shrink_to_fit();
+        self.problems.shrink_to_fit();
     }
 
     /// A copy that accounts for a RuntimeClass overhead the API server has not set yet.

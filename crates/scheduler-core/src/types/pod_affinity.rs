@@ -22,6 +22,7 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use super::label_selector::LabelSelector;
+use super::labels::LabelSet;
 use crate::k8s_names::{is_label_value, is_qualified_name};
 
 /// Labels of a namespace that is not known: upstream treats it as an empty label set.
@@ -50,10 +51,10 @@ impl AffinityTerm {
     /// (`ns_labels`, `None` for an unknown namespace) satisfy the namespace selector, and
     /// the pod's labels satisfy the term's selector. The cheap namespace test runs first.
     #[inline]
-    pub fn matches(
+    pub fn matches<L: LabelSet + ?Sized>(
         &self,
         namespace: &str,
-        labels: &BTreeMap<String, String>,
+        labels: &L,
         ns_labels: Option<&BTreeMap<String, String>>,
     ) -> bool {
         let in_scope = self.lists_namespace(namespace)
@@ -82,6 +83,22 @@ pub struct PodAffinityTerms {
     /// Why one or more lists were dropped; a pod with this set cannot be scheduled (upstream
     /// rejects it in InterPodAffinity PreFilter with "parsing pod: ...").
     pub parse_error: Option<String>,
+}
+
+impl super::rare::RareEmpty for PodAffinityTerms {
+    fn empty() -> &'static Self {
+        static EMPTY: PodAffinityTerms = PodAffinityTerms {
+            required_affinity: Vec::new(),
+            required_anti_affinity: Vec::new(),
+            preferred_affinity: Vec::new(),
+            preferred_anti_affinity: Vec::new(),
+            parse_error: None,
+        };
+        &EMPTY
+    }
+    fn is_empty_value(&self) -> bool {
+        self == Self::empty()
+    }
 }
 
 impl PodAffinityTerms {

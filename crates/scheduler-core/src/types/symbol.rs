@@ -7,6 +7,7 @@
 //! against a real API server). A [`Sym`] compares as two words, and 5,000 nodes carrying the
 //! same taint hold one string between them.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -15,11 +16,38 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 /// An interned string: equal strings are the same allocation, so equality is pointer
 /// equality. Ordered by content.
+///
+/// Backed by `Arc<String>` rather than `Arc<str>` so that label maps built from Syms
+/// ([`super::labels::Labels`]) can hand out `&String` like the `BTreeMap<String, String>`
+/// they replace; the extra word is paid once per distinct string.
 #[derive(Clone)]
-pub struct Sym(Arc<str>);
+pub struct Sym(Arc<String>);
+
+/// The interner's entry: hashed and compared by content, so a `&str` finds it.
+struct Entry(Arc<String>);
+
+impl Borrow<str> for Entry {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Eq for Entry {}
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.as_str().hash(state)
+    }
+}
 
 struct Interner {
-    set: HashSet<Arc<str>, rustc_hash::FxBuildHasher>,
+    set: HashSet<Entry, rustc_hash::FxBuildHasher>,
     /// Size after the last sweep; the next one runs when the set has doubled.
     swept_at: usize,
 }
@@ -35,20 +63,31 @@ impl Sym {
     pub fn new(s: &str) -> Sym {
         let mut i = INTERNER.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = i.set.get(s) {
-            return Sym(Arc::clone(a));
+            return Sym(Arc::clone(&a.0));
         }
         if i.set.len() >= 2 * i.swept_at {
             // Strings no Sym holds any more (deleted nodes' values) go.
-            i.set.retain(|a| Arc::strong_count(a) > 1);
+            i.set.retain(|a| Arc::strong_count(&a.0) > 1);
             i.swept_at = i.set.len().max(64);
         }
-        let a: Arc<str> = Arc::from(s);
-        i.set.insert(Arc::clone(&a));
+        let a = Arc::new(s.to_string());
+        i.set.insert(Entry(Arc::clone(&a)));
         Sym(a)
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The interned string as a `String`, for APIs shaped like `BTreeMap<String, String>`.
+    pub fn as_string(&self) -> &String {
+        &self.0
+    }
+
+    /// Whether both are the same interned string (what `==` does; named for clarity where
+    /// the pointer comparison is the point).
+    pub fn same(&self, other: &Sym) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -75,20 +114,20 @@ impl Eq for Sym {}
 
 impl PartialEq<str> for Sym {
     fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
+        self.0.as_str() == other
     }
 }
 
 impl PartialEq<&str> for Sym {
     fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
+        self.0.as_str() == *other
     }
 }
 
 impl Hash for Sym {
     fn hash<H: Hasher>(&self, state: &mut H) {
         // Consistent with pointer equality; content hashing would be too, but costs more.
-        std::ptr::hash(Arc::as_ptr(&self.0) as *const u8, state)
+        std::ptr::hash(Arc::as_ptr(&self.0), state)
     }
 }
 

@@ -152,6 +152,19 @@ pub struct PodSpreadInfo {
     pub controller: Option<SpreadController>,
 }
 
+impl super::rare::RareEmpty for PodSpreadInfo {
+    fn empty() -> &'static Self {
+        static EMPTY: PodSpreadInfo = PodSpreadInfo {
+            constraints: Vec::new(),
+            controller: None,
+        };
+        &EMPTY
+    }
+    fn is_empty_value(&self) -> bool {
+        self.constraints.is_empty() && self.controller.is_none()
+    }
+}
+
 impl PodSpreadInfo {
     /// Compiles the pod's constraints; invalid selectors are reported in `problems`.
     pub fn from_pod(pod: &k8s::Pod, problems: &mut Vec<String>) -> Self {

@@ -8,6 +8,7 @@
 //! the other, backtracking on a dead end; the first full solution wins. CEL results are
 //! cached per device and request within one call.
 
+use crate::types::LabelSet;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -151,10 +152,10 @@ impl Allocator {
 
     /// One allocation result per claim, in order, for the node; `Ok(None)` when the devices
     /// the node can reach do not satisfy every claim.
-    pub fn allocate(
+    pub fn allocate<L: LabelSet>(
         &self,
         node: &str,
-        labels: &BTreeMap<String, String>,
+        labels: &L,
     ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
         // Devices the node reaches, pool by pool (pools sorted by driver and name, slices by
         // name), skipping incomplete and invalid pools.
@@ -302,7 +303,7 @@ struct Pos {
 struct Run<'a> {
     al: &'a Allocator,
     node: &'a str,
-    labels: &'a BTreeMap<String, String>,
+    labels: &'a dyn LabelSet,
     cands: Vec<Cand<'a>>,
     /// Per claim, per request: one entry, or one per subrequest.
     reqs: Vec<Vec<Vec<ReqData<'a>>>>,
@@ -323,7 +324,7 @@ impl<'a> Run<'a> {
     fn new(
         al: &'a Allocator,
         node: &'a str,
-        labels: &'a BTreeMap<String, String>,
+        labels: &'a dyn LabelSet,
         cands: Vec<Cand<'a>>,
     ) -> Self {
         Run {

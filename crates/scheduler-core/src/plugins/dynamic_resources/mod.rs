@@ -371,7 +371,7 @@ impl FilterPlugin for DynamicResources {
             c.allocation
                 .as_ref()
                 .and_then(|a| a.node_selector.as_ref())
-                .is_some_and(|sel| !sel.matches(&node.name, &node.labels))
+                .is_some_and(|sel| !sel.matches_labels(&node.name, &node.labels))
         });
         if unavailable {
             return Status::unresolvable(NOT_AVAILABLE_ON_NODE);

@@ -9,6 +9,7 @@
 //! terms and required affinity terms (the latter weighted by `hardPodAffinityWeight`), summed
 //! per topology pair in PreScore, looked up per node in Score and min-max normalised.
 
+use crate::types::Labels;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -203,7 +204,7 @@ impl TopologyMap {
     /// Adds `delta` to the pair (`key`, the node's value for `key`) if the node has the key.
     /// Entries that reach zero are removed (match counts), so emptiness means "no match".
     #[inline]
-    fn count_on_node(&mut self, key: &str, node_labels: &BTreeMap<String, String>, delta: i64) {
+    fn count_on_node(&mut self, key: &str, node_labels: &Labels, delta: i64) {
         if delta == 0 {
             return;
         }
@@ -231,7 +232,7 @@ impl TopologyMap {
     /// Like [`Self::count_on_node`] but keeps zero entries (score sums: upstream keeps them,
     /// and their presence decides whether scoring runs at all).
     #[inline]
-    fn sum_on_node(&mut self, key: &str, node_labels: &BTreeMap<String, String>, delta: i64) {
+    fn sum_on_node(&mut self, key: &str, node_labels: &Labels, delta: i64) {
         let Some(value) = node_labels.get(key) else {
             return;
         };
@@ -247,7 +248,7 @@ impl TopologyMap {
 
     /// Whether some pair of the node's labels has a positive count.
     #[inline]
-    fn any_positive_on(&self, node_labels: &BTreeMap<String, String>) -> bool {
+    fn any_positive_on(&self, node_labels: &Labels) -> bool {
         self.by_key.iter().any(|(k, values)| {
             node_labels
                 .get(k)
@@ -258,7 +259,7 @@ impl TopologyMap {
 
     /// Sum of the node's values over every topology key.
     #[inline]
-    fn sum_for(&self, node_labels: &BTreeMap<String, String>) -> i64 {
+    fn sum_for(&self, node_labels: &Labels) -> i64 {
         self.by_key
             .iter()
             .filter_map(|(k, values)| node_labels.get(k).and_then(|v| values.get(v.as_str())))

@@ -138,7 +138,7 @@ impl Plugin for NodeAffinity {
         hint_if_node_now_passes(objects, |n| {
             self.added_required
                 .as_ref()
-                .is_none_or(|a| a.matches(&n.name, &n.labels))
+                .is_none_or(|a| a.matches_labels(&n.name, &n.labels))
                 && pod_matches_node(pod, n)
         })
     }
@@ -152,7 +152,7 @@ pub fn pod_matches_node(pod: &PodInfo, node: &NodeInfo) -> bool {
         && pod
             .required_node_affinity
             .as_ref()
-            .is_none_or(|sel| sel.matches(&node.name, &node.labels))
+            .is_none_or(|sel| sel.matches_labels(&node.name, &node.labels))
 }
 
 /// The Filter reason when the pod's own rules reject a node: upstream's, plus the parse
@@ -229,7 +229,7 @@ impl PreFilterPlugin for NodeAffinity {
 impl FilterPlugin for NodeAffinity {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if let Some(added) = &self.added_required
-            && !added.matches(&node.name, &node.labels)
+            && !added.matches_labels(&node.name, &node.labels)
         {
             return Status::unresolvable(ERR_REASON_ENFORCED);
         }

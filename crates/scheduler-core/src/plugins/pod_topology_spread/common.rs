@@ -33,7 +33,7 @@ fn matches_required_node_affinity(pod: &PodInfo, node: &NodeInfo) -> bool {
         && pod
             .required_node_affinity
             .as_ref()
-            .is_none_or(|a| a.matches(&node.name, &node.labels))
+            .is_none_or(|a| a.matches_labels(&node.name, &node.labels))
 }
 
 fn has_untolerated_hard_taint(pod: &PodInfo, node: &NodeInfo) -> bool {

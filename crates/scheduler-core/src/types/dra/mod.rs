@@ -9,6 +9,7 @@
 pub mod cel;
 mod objects;
 
+use super::labels::LabelSet;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -421,10 +422,10 @@ impl DeviceNodes {
     }
 
     /// Whether a node (name, labels) can reach the devices.
-    pub fn reaches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub fn reaches<L: LabelSet + ?Sized>(&self, node_name: &str, labels: &L) -> bool {
         match self {
             DeviceNodes::Node(n) => n == node_name,
-            DeviceNodes::Selector(s, _) => s.matches(node_name, labels),
+            DeviceNodes::Selector(s, _) => s.matches_labels(node_name, labels),
             DeviceNodes::AllNodes => true,
             DeviceNodes::PerDevice | DeviceNodes::Nowhere => false,
         }

@@ -12,6 +12,7 @@
 mod in_tree;
 mod store;
 
+use super::labels::LabelSet;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1 as k8s;
@@ -239,10 +240,10 @@ impl PvInfo {
 
     /// Upstream `CheckNodeAffinity`: no required affinity matches every node. The node is
     /// matched by labels only (field selectors see an empty node name, as upstream).
-    pub fn node_affinity_matches(&self, node_labels: &BTreeMap<String, String>) -> bool {
+    pub fn node_affinity_matches<L: LabelSet + ?Sized>(&self, node_labels: &L) -> bool {
         self.node_affinity
             .as_ref()
-            .is_none_or(|s| s.matches("", node_labels))
+            .is_none_or(|s| s.matches_labels("", node_labels))
     }
 
     /// Upstream `IsVolumeBoundToClaim`.
@@ -332,14 +333,14 @@ impl StorageClassInfo {
 
     /// Upstream `MatchTopologySelectorTerms`: no terms allow every node; an empty term or
     /// one with an empty value list matches nothing.
-    pub fn allows_node(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn allows_node<L: LabelSet + ?Sized>(&self, labels: &L) -> bool {
         if self.allowed_topologies.is_empty() {
             return true;
         }
         self.allowed_topologies.iter().any(|term| {
             !term.is_empty()
                 && term.iter().all(|(k, vals)| {
-                    !vals.is_empty() && labels.get(k).is_some_and(|v| vals.contains(v))
+                    !vals.is_empty() && labels.label(k).is_some_and(|v| vals.iter().any(|x| x == v))
                 })
         })
     }
@@ -469,7 +470,7 @@ impl CsiStorageCapacityInfo {
     }
 
     /// Upstream `nodeHasAccess`: only matching by node labels.
-    pub fn node_has_access(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn node_has_access<L: LabelSet + ?Sized>(&self, labels: &L) -> bool {
         self.node_topology.matches(labels)
     }
 }
@@ -512,6 +513,20 @@ pub struct PodVolumeSources {
     pub disks: Vec<DiskVolume>,
     /// Inline in-tree volumes whose plugin can be migrated to CSI (attach limits).
     pub in_tree: Vec<InTreeVolume>,
+}
+
+impl super::rare::RareEmpty for PodVolumeSources {
+    fn empty() -> &'static Self {
+        static EMPTY: PodVolumeSources = PodVolumeSources {
+            claims: Vec::new(),
+            disks: Vec::new(),
+            in_tree: Vec::new(),
+        };
+        &EMPTY
+    }
+    fn is_empty_value(&self) -> bool {
+        self.claims.is_empty() && self.disks.is_empty() && self.in_tree.is_empty()
+    }
 }
 
 impl PodVolumeSources {
