@@ -8,6 +8,7 @@
 
 pub mod cel;
 mod objects;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
