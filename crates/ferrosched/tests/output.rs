@@ -76,3 +76,44 @@ fn simulate_output_flag() {
     let (yaml, _) = run(&["simulate", "-o", "yaml"]);
     assert!(yaml.starts_with("outcomes:\n"), "{yaml}");
 }
+
+/// The DRA workload runs in memory (every pod placed, the table widened to its name) and
+/// is refused against an API server with the workloads that can run there.
+#[test]
+fn dra_bench_workload_in_memory_and_refused_with_kubeconfig() {
+    let (json, _) = run(&[
+        "bench",
+        "--workload",
+        "SchedulingWithResourceClaimTemplate",
+        "--nodes",
+        "4",
+        "--init-pods",
+        "8",
+        "--measured-pods",
+        "24",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["workload"], "SchedulingWithResourceClaimTemplate");
+    // 4 nodes x 8 devices: 8 init pods leave room for exactly 24.
+    assert_eq!(v[0]["scheduled"], 24);
+
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--kubeconfig",
+            "/nonexistent",
+            "--workload",
+            "SchedulingWithResourceClaimTemplate",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("workload \"SchedulingWithResourceClaimTemplate\" runs in memory only; drop --kubeconfig or choose one of: SchedulingBasic,"),
+        "{err}"
+    );
+    assert!(!err.contains("choose one of: SchedulingBasic, NodeAffinity, PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles, SchedulingWith"), "{err}");
+}

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
@@ -22,6 +23,7 @@ use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
 };
 use crate::types::PodInfo;
+use crate::types::dra::template;
 
 /// The workloads `ferrosched bench` knows.
 pub const WORKLOADS: &[&str] = &[
@@ -32,7 +34,16 @@ pub const WORKLOADS: &[&str] = &[
     "TopologySpreading",
     "PreemptionBasic",
     "MixedProfiles",
+    DRA_WORKLOAD,
 ];
+
+/// scheduler_perf's `SchedulingWithResourceClaimTemplate`: every node has a DRA driver's
+/// devices, every pod one claim from a ResourceClaimTemplate.
+pub const DRA_WORKLOAD: &str = "SchedulingWithResourceClaimTemplate";
+/// The bench's DRA driver (upstream's test driver name).
+pub const DRA_DRIVER: &str = "test-driver.cdi.k8s.io";
+/// Devices the driver publishes per node.
+pub const DRA_DEVICES_PER_NODE: usize = 8;
 
 /// A generated workload.
 pub struct Workload {
@@ -41,6 +52,24 @@ pub struct Workload {
     pub init_pods: Vec<core::Pod>,
     pub measured_pods: Vec<core::Pod>,
     pub config: Loaded,
+    /// DeviceClasses, ResourceSlices and the claims made from templates (DRA workloads).
+    pub dra: DraWorkload,
+}
+
+/// The DRA objects of a workload: they exist before the pods are scheduled, the claims
+/// made as the resourceclaim controller makes them (named in each pod's status).
+#[derive(Default, Clone)]
+pub struct DraWorkload {
+    pub classes: Vec<dra::DeviceClass>,
+    pub slices: Vec<dra::ResourceSlice>,
+    pub templates: Vec<dra::ResourceClaimTemplate>,
+    pub claims: Vec<dra::ResourceClaim>,
+}
+
+impl DraWorkload {
+    fn is_empty(&self) -> bool {
+        self.classes.is_empty() && self.slices.is_empty() && self.claims.is_empty()
+    }
 }
 
 pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
@@ -145,12 +174,105 @@ fn pods(n: usize, prefix: &str, make: impl Fn(usize) -> core::Pod) -> Vec<core::
         .collect()
 }
 
+/// scheduler_perf's `test-class`: every device of the test driver.
+pub fn dra_device_class() -> dra::DeviceClass {
+    dra::DeviceClass {
+        metadata: meta::ObjectMeta {
+            name: Some("test-class".into()),
+            ..Default::default()
+        },
+        spec: Some(dra::DeviceClassSpec {
+            selectors: Some(vec![dra::DeviceSelector {
+                cel: Some(dra::CELDeviceSelector {
+                    expression: format!("device.driver == \"{DRA_DRIVER}\""),
+                }),
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+/// The driver's slice for node `i`: one pool per node, [`DRA_DEVICES_PER_NODE`] devices.
+pub fn dra_node_slice(i: usize) -> dra::ResourceSlice {
+    let node = format!("node-{i}");
+    dra::ResourceSlice {
+        metadata: meta::ObjectMeta {
+            name: Some(format!("{node}-{DRA_DRIVER}")),
+            ..Default::default()
+        },
+        spec: dra::ResourceSliceSpec {
+            driver: DRA_DRIVER.into(),
+            node_name: Some(node.clone()),
+            pool: dra::ResourcePool {
+                name: node,
+                generation: 1,
+                resource_slice_count: 1,
+            },
+            devices: Some(
+                (0..DRA_DEVICES_PER_NODE)
+                    .map(|d| dra::Device {
+                        name: format!("device-{d}"),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+    }
+}
+
+/// scheduler_perf's `test-claim-template`: one device of `test-class`.
+pub fn dra_claim_template(namespace: &str) -> dra::ResourceClaimTemplate {
+    dra::ResourceClaimTemplate {
+        metadata: meta::ObjectMeta {
+            name: Some("test-claim-template".into()),
+            namespace: Some(namespace.into()),
+            ..Default::default()
+        },
+        spec: Some(dra::ResourceClaimTemplateSpec {
+            metadata: None,
+            spec: Some(dra::ResourceClaimSpec {
+                devices: Some(dra::DeviceClaim {
+                    requests: Some(vec![dra::DeviceRequest {
+                        name: "req-0".into(),
+                        exactly: Some(dra::ExactDeviceRequest {
+                            device_class_name: "test-class".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+            }),
+        }),
+    }
+}
+
+/// scheduler_perf's pod with one claim (`resource`) from `test-claim-template`, used by its
+/// container.
+pub fn pod_with_claim_template(namespace: &str) -> core::Pod {
+    with_spec(pod(namespace, "x", &[]), |s| {
+        s.resource_claims = Some(vec![core::PodResourceClaim {
+            name: "resource".into(),
+            resource_claim_template_name: Some("test-claim-template".into()),
+            ..Default::default()
+        }]);
+        if let Some(r) = s.containers[0].resources.as_mut() {
+            r.claims = Some(vec![core::ResourceClaim {
+                name: "resource".into(),
+                ..Default::default()
+            }]);
+        }
+    })
+}
+
 /// Builds a workload by name (see [`WORKLOADS`]) with `nodes` nodes, `init` init pods and
 /// `measured` measured pods.
 pub fn build(name: &str, nodes: usize, init: usize, measured: usize) -> Option<Workload> {
     let default_config = || config::from_flags(None, None).expect("default config is valid");
     let ns = "bench";
     let basic = |i: usize| pod(ns, &format!("p-{i}"), &[]);
+    let mut dra_objects = DraWorkload::default();
     let (init_pods, measured_pods, config) = match name {
         "SchedulingBasic" => (
             pods(init, "init", basic),
@@ -296,6 +418,28 @@ pub fn build(name: &str, nodes: usize, init: usize, measured: usize) -> Option<W
                 cfg,
             )
         }
+        DRA_WORKLOAD => {
+            let template = dra_claim_template(ns);
+            let mut claims = Vec::new();
+            let mut make = |prefix: &str, n: usize| {
+                let mut out = pods(n, prefix, |_| pod_with_claim_template(ns));
+                for p in &mut out {
+                    let claim = template::claim_from_template(p, "resource", &template, "bench");
+                    let claim_name = claim.metadata.name.clone().unwrap_or_default();
+                    template::name_generated_claim(p, "resource", &claim_name);
+                    claims.push(claim);
+                }
+                out
+            };
+            let (init_pods, measured_pods) = (make("init", init), make("measured", measured));
+            dra_objects = DraWorkload {
+                classes: vec![dra_device_class()],
+                slices: (0..nodes).map(dra_node_slice).collect(),
+                templates: vec![template],
+                claims,
+            };
+            (init_pods, measured_pods, default_config())
+        }
         _ => return None,
     };
     Some(Workload {
@@ -304,6 +448,7 @@ pub fn build(name: &str, nodes: usize, init: usize, measured: usize) -> Option<W
         init_pods,
         measured_pods,
         config,
+        dra: dra_objects,
     })
 }
 
@@ -351,6 +496,19 @@ impl Runner {
         let mut cache = Cache::new();
         for n in &w.nodes {
             cache.add_node(n);
+        }
+        if !w.dra.is_empty() {
+            cache.set_dra_api_served(true);
+            let objects = cache.dra_mut();
+            for c in &w.dra.classes {
+                objects.update_class(c);
+            }
+            for s in &w.dra.slices {
+                objects.update_slice(s);
+            }
+            for c in &w.dra.claims {
+                objects.update_claim(c);
+            }
         }
         let pct = w.config.config.percentage_of_nodes_to_score.unwrap_or(0);
         Runner {
@@ -543,6 +701,7 @@ pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
         init_pods: Vec::new(),
         measured_pods: Vec::new(),
         config,
+        dra: DraWorkload::default(),
     };
     let mut r = Runner::new(&w);
     let clock = FakeClock::new();
@@ -667,6 +826,28 @@ mod tests {
             assert!(stats.scheduled > 0, "{name}: nothing scheduled");
         }
         assert!(build("Nope", 1, 1, 1).is_none());
+    }
+
+    /// The DRA workload: each pod's generated claim exists and is named in its status; the
+    /// cluster takes exactly [`DRA_DEVICES_PER_NODE`] pods per node, never one device twice.
+    #[test]
+    fn dra_workload_fills_every_device_once() {
+        let w = build(DRA_WORKLOAD, 2, 6, 12).unwrap();
+        assert_eq!(w.dra.slices.len(), 2);
+        assert_eq!(w.dra.claims.len(), 18);
+        let stats = run(&w);
+        // 16 devices: 6 init pods, then 10 of the 12 measured pods.
+        assert_eq!(stats.scheduled, 10, "{stats:?}");
+        assert_eq!(stats.unschedulable, 2);
+
+        let mut r = Runner::new(&w);
+        for p in w.init_pods.iter().chain(&w.measured_pods) {
+            r.schedule(&Arc::new(PodInfo::from_pod(p)));
+        }
+        r.cache.update_snapshot(&mut r.snapshot);
+        let allocated = r.snapshot.dra().allocated_devices();
+        assert_eq!(allocated.len(), 2 * DRA_DEVICES_PER_NODE);
+        assert!(allocated.values().all(|&n| n == 1), "{allocated:?}");
     }
 
     /// Both churn runs schedule every pod; hints only ever save attempts.

@@ -12,14 +12,16 @@ use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
-use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, WORKLOADS};
+use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, DRA_WORKLOAD, WORKLOADS};
 use serde::{Deserialize, Serialize};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
     /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
-    /// Churn, ChurnWithoutHints (in memory only; reports attempts per scheduled pod).
+    /// SchedulingWithResourceClaimTemplate (DRA: 8 devices per node, one claim per pod; in
+    /// memory only), Churn, ChurnWithoutHints (in memory only; reports attempts per
+    /// scheduled pod).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Node counts to run each workload at.
@@ -125,10 +127,16 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         }
     }
     if let Some(kubeconfig) = &args.kubeconfig {
-        if let Some(n) = names.iter().find(|n| CHURN_WORKLOADS.contains(&n.as_str())) {
+        let in_memory_only = |n: &str| CHURN_WORKLOADS.contains(&n) || n == DRA_WORKLOAD;
+        if let Some(n) = names.iter().find(|n| in_memory_only(n)) {
+            let cluster: Vec<&str> = WORKLOADS
+                .iter()
+                .copied()
+                .filter(|w| !in_memory_only(w))
+                .collect();
             eprintln!(
                 "workload {n:?} runs in memory only; drop --kubeconfig or choose one of: {}",
-                WORKLOADS.join(", ")
+                cluster.join(", ")
             );
             return ExitCode::FAILURE;
         }
@@ -249,9 +257,13 @@ fn peak_rss_mib() -> f64 {
 
 fn table(results: &[BenchResult]) -> String {
     let mut out = String::new();
+    let w = results
+        .iter()
+        .map(|r| r.workload.len())
+        .fold(18, usize::max);
     let _ = writeln!(
         out,
-        "{:<18} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "{:<w$} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
         "WORKLOAD",
         "NODES",
         "INIT",
@@ -266,7 +278,7 @@ fn table(results: &[BenchResult]) -> String {
     for r in results {
         let _ = writeln!(
             out,
-            "{:<18} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9}",
+            "{:<w$} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9}",
             r.workload,
             r.nodes,
             r.init_pods,

@@ -125,6 +125,11 @@ async fn fetch(args: &ExplainArgs) -> Result<(ClusterObjects, config::Loaded), S
         csi_drivers: list(c).await?,
         storage_capacities: list(c).await?,
         volume_attachments: list(c).await?,
+        // Clusters before 1.34 (or with DRA off) do not serve these: read as none.
+        device_classes: list(c).await.unwrap_or_default(),
+        resource_slices: list(c).await.unwrap_or_default(),
+        resource_claims: list(c).await.unwrap_or_default(),
+        resource_claim_templates: list(c).await.unwrap_or_default(),
         ..ClusterObjects::default()
     };
     Ok((objects, loaded))

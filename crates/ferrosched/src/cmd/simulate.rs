@@ -201,6 +201,9 @@ pub fn table(r: &Report) -> String {
             "{:pod_w$}  {profile:prof_w$}  {:>8}  {result}",
             o.pod, o.priority
         );
+        for d in &o.devices {
+            let _ = writeln!(out, "{:pod_w$}  device: {d}", "");
+        }
         if !o.missing_from_dump.is_empty() {
             let _ = writeln!(
                 out,

@@ -6,6 +6,7 @@
 //! [`schedule_one`]. Each placement is assumed in the cache before the next pod, exactly as
 //! the controller does, so later pods see earlier ones.
 
+mod dra;
 mod explain_pod;
 pub mod load;
 #[cfg(test)]
@@ -30,6 +31,7 @@ use crate::schedule_one::{
 };
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
+pub use dra::PodDevice;
 pub use explain_pod::{ExplainedPod, explain_pod};
 pub use load::{ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, load_paths, load_str};
 
@@ -49,6 +51,9 @@ pub struct PodOutcome {
     /// Objects the pod needs that the dump lacks (for pods that were not placed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_from_dump: Vec<String>,
+    /// Devices the pod's claims hold once it is placed (DRA), claim by claim.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<PodDevice>,
     /// The last attempt, explained (only for the pods asked about).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
@@ -171,7 +176,10 @@ fn simulate(
             continue;
         }
         let pod = match admit(raw, objects) {
-            Ok(p) => Arc::new(PodInfo::from_pod(&p)),
+            Ok(mut p) => {
+                dra::generate_claims(&mut p, objects, &mut cache);
+                Arc::new(PodInfo::from_pod(&p))
+            }
             Err(reason) => {
                 outcomes.push(outcome(
                     &PodInfo::from_pod(raw),
@@ -271,14 +279,16 @@ fn simulate(
                 }
                 cache.finish_binding(pod.key());
                 fw.run_post_bind(&state, &pod, &node);
-                outcomes.push(outcome(
+                let mut o = outcome(
                     &pod,
                     Some(fw.profile_name()),
                     PodResult::Scheduled {
                         node,
                         preempted: victims_of.remove(pod.key()).unwrap_or_default(),
                     },
-                ));
+                );
+                o.devices = dra::pod_devices(&pod, &state, cache.dra_mut());
+                outcomes.push(o);
             }
             Decision::Unschedulable {
                 message,
@@ -355,6 +365,7 @@ fn simulate(
             priority: q.pod.priority,
             result: PodResult::Unschedulable { message },
             missing_from_dump: Vec::new(),
+            devices: Vec::new(),
             explanation: None,
         });
     }
@@ -362,7 +373,7 @@ fn simulate(
         o.explanation = explanations.remove(&o.pod);
         if matches!(
             o.result,
-            PodResult::Unschedulable { .. } | PodResult::Error { .. }
+            PodResult::Unschedulable { .. } | PodResult::Error { .. } | PodResult::Gated { .. }
         ) && let Some(raw) = objects.pods.iter().find(|p| {
             format!(
                 "{}/{}",
@@ -447,6 +458,22 @@ fn cluster_cache(objects: &ClusterObjects) -> Cache {
         .volume_attachments
         .iter()
         .for_each(|o| cache.add_volume_attachment(o));
+    // A dump is read as from a 1.34+ cluster: DRA is served (a pod's missing claims are
+    // reported as missing from the dump).
+    cache.set_dra_api_served(true);
+    let dra = cache.dra_mut();
+    objects
+        .device_classes
+        .iter()
+        .for_each(|o| dra.update_class(o));
+    objects
+        .resource_slices
+        .iter()
+        .for_each(|o| dra.update_slice(o));
+    objects
+        .resource_claims
+        .iter()
+        .for_each(|o| dra.update_claim(o));
     cache
 }
 
@@ -526,6 +553,7 @@ fn missing_from_dump(pod: &PodInfo, objects: &ClusterObjects) -> Vec<String> {
             out.push(format!("StorageClass {sc} (dump storageclasses)"));
         }
     }
+    dra::missing_from_dump(pod, objects, &mut out);
     if let Some(rc) = pod.runtime_class_name.as_deref()
         && !objects
             .runtime_classes
@@ -553,6 +581,7 @@ fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcom
         priority: pod.priority,
         result,
         missing_from_dump: Vec::new(),
+        devices: Vec::new(),
         explanation: None,
     }
 }

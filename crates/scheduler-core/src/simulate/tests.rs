@@ -84,6 +84,39 @@ fn case_study_explains_every_pod_that_did_not_land() {
     assert!(gpu1.extended["nvidia.com/gpu"].0 >= 2);
 }
 
+/// The DRA pod's claim is made from its template, and it gets an L4 GPU (only gpu-6 has
+/// them) through the allocator.
+#[test]
+fn case_study_dra_pod_gets_an_l4_from_its_template() {
+    let r = run_case_study();
+    assert_eq!(r.node_of("ml/infer-dra"), Some("gpu-6"));
+    let o = r.outcomes.iter().find(|o| o.pod == "ml/infer-dra").unwrap();
+    assert_eq!(o.devices.len(), 1, "{:?}", o.devices);
+    let d = &o.devices[0];
+    assert_eq!(d.claim, "ml/infer-dra-gpu-sim");
+    assert_eq!(d.request, "gpu");
+    assert_eq!(
+        (d.driver.as_str(), d.pool.as_str()),
+        ("gpu.example.com", "gpu-6")
+    );
+    assert!(d.device.starts_with("gpu-"), "{d:?}");
+    assert!(!d.shared);
+    assert_eq!(
+        d.to_string(),
+        format!(
+            "ml/infer-dra-gpu-sim gpu: gpu.example.com/gpu-6/{}",
+            d.device
+        )
+    );
+    // Pods without claims list no devices.
+    assert!(
+        r.outcomes
+            .iter()
+            .filter(|o| o.pod != "ml/infer-dra")
+            .all(|o| o.devices.is_empty())
+    );
+}
+
 #[test]
 fn gvisor_overhead_is_counted_on_the_node() {
     let r = run_case_study();
@@ -103,7 +136,7 @@ fn the_same_seed_gives_the_same_report() {
     let r = run(&objects, &loaded, 1).unwrap();
     let again = run(&objects, &loaded, 1).unwrap();
     assert_eq!(r, again, "same seed, same result");
-    assert_eq!(r.scheduled(), 6 + 4 + 2 + 3);
+    assert_eq!(r.scheduled(), 6 + 4 + 2 + 3 + 1);
 }
 
 /// Two full nodes; the one whose lowest-priority pod is covered by an exhausted budget is

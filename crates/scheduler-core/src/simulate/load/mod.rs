@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
@@ -18,6 +19,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 mod checks;
+
+/// The DRA kinds' API version (GA in 1.34; the beta versions are not read).
+const DRA: &[&str] = &["resource.k8s.io/v1"];
 
 /// Every kind `simulate` reads (the kinds `run` watches), with the resource name `kubectl get`
 /// takes for it.
@@ -39,11 +43,15 @@ pub const KINDS_READ: &[(&str, &str)] = &[
     ("CSIDriver", "csidrivers"),
     ("CSIStorageCapacity", "csistoragecapacities"),
     ("VolumeAttachment", "volumeattachments"),
+    ("DeviceClass", "deviceclasses"),
+    ("ResourceSlice", "resourceslices"),
+    ("ResourceClaim", "resourceclaims"),
+    ("ResourceClaimTemplate", "resourceclaimtemplates"),
 ];
 
 /// The one command that dumps everything `simulate` reads (README, docs and
 /// `simulate --help` show this very text; a test checks they agree).
-pub const DUMP_COMMAND: &str = "kubectl get nodes,pods,namespaces,services,replicasets,statefulsets,replicationcontrollers,runtimeclasses,priorityclasses,poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments -A -o yaml > cluster.yaml";
+pub const DUMP_COMMAND: &str = "kubectl get nodes,pods,namespaces,services,replicasets,statefulsets,replicationcontrollers,runtimeclasses,priorityclasses,poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments,deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A -o yaml > cluster.yaml";
 
 /// Every object `simulate` understands, in file order.
 #[derive(Clone, Debug, Default)]
@@ -60,6 +68,10 @@ pub struct ClusterObjects {
     pub csi_drivers: Vec<CSIDriver>,
     pub storage_capacities: Vec<CSIStorageCapacity>,
     pub volume_attachments: Vec<VolumeAttachment>,
+    pub device_classes: Vec<dra::DeviceClass>,
+    pub resource_slices: Vec<dra::ResourceSlice>,
+    pub resource_claims: Vec<dra::ResourceClaim>,
+    pub resource_claim_templates: Vec<dra::ResourceClaimTemplate>,
     pub namespaces: Vec<Namespace>,
     pub services: Vec<Service>,
     pub replica_sets: Vec<ReplicaSet>,
@@ -107,6 +119,11 @@ impl ClusterObjects {
         self.csi_drivers.extend(other.csi_drivers);
         self.storage_capacities.extend(other.storage_capacities);
         self.volume_attachments.extend(other.volume_attachments);
+        self.device_classes.extend(other.device_classes);
+        self.resource_slices.extend(other.resource_slices);
+        self.resource_claims.extend(other.resource_claims);
+        self.resource_claim_templates
+            .extend(other.resource_claim_templates);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -352,6 +369,16 @@ impl DocCtx<'_> {
                 &api_version,
                 &["storage.k8s.io/v1"],
                 &mut out.volume_attachments,
+            ),
+            "DeviceClass" => self.typed(v, &kind, &api_version, DRA, &mut out.device_classes),
+            "ResourceSlice" => self.typed(v, &kind, &api_version, DRA, &mut out.resource_slices),
+            "ResourceClaim" => self.typed(v, &kind, &api_version, DRA, &mut out.resource_claims),
+            "ResourceClaimTemplate" => self.typed(
+                v,
+                &kind,
+                &api_version,
+                DRA,
+                &mut out.resource_claim_templates,
             ),
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }

@@ -8,6 +8,7 @@
 
 pub mod cel;
 mod objects;
+pub mod template;
 
 use super::labels::LabelSet;
 use std::collections::BTreeMap;
