@@ -12,14 +12,20 @@ use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
-use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, WORKLOADS};
+use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, IDENTICAL_WORKLOADS, WORKLOADS};
+
+/// Workloads run in memory only, reported with attempts per scheduled pod.
+fn in_memory_only(name: &str) -> bool {
+    CHURN_WORKLOADS.contains(&name) || IDENTICAL_WORKLOADS.contains(&name)
+}
 use serde::{Deserialize, Serialize};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
     /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
-    /// Churn, ChurnWithoutHints (in memory only; reports attempts per scheduled pod).
+    /// Churn, ChurnWithoutHints, IdenticalPods, IdenticalPodsWithoutBatching (in memory
+    /// only; report attempts per scheduled pod).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Node counts to run each workload at.
@@ -96,20 +102,28 @@ impl BenchArgs {
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     let names: Vec<String> = if args.workloads.is_empty() {
-        let all = WORKLOADS.iter().chain(CHURN_WORKLOADS);
+        let all = WORKLOADS
+            .iter()
+            .chain(CHURN_WORKLOADS)
+            .chain(IDENTICAL_WORKLOADS);
         all.map(|s| s.to_string()).collect()
     } else {
         args.workloads.clone()
     };
     for n in &names {
-        if !WORKLOADS.contains(&n.as_str()) && !CHURN_WORKLOADS.contains(&n.as_str()) {
-            let known: Vec<&str> = WORKLOADS.iter().chain(CHURN_WORKLOADS).copied().collect();
+        if !WORKLOADS.contains(&n.as_str()) && !in_memory_only(n) {
+            let known: Vec<&str> = WORKLOADS
+                .iter()
+                .chain(CHURN_WORKLOADS)
+                .chain(IDENTICAL_WORKLOADS)
+                .copied()
+                .collect();
             eprintln!("unknown workload {n:?}; known: {}", known.join(", "));
             return ExitCode::FAILURE;
         }
     }
     if let Some(kubeconfig) = &args.kubeconfig {
-        if let Some(n) = names.iter().find(|n| CHURN_WORKLOADS.contains(&n.as_str())) {
+        if let Some(n) = names.iter().find(|n| in_memory_only(n)) {
             eprintln!(
                 "workload {n:?} runs in memory only; drop --kubeconfig or choose one of: {}",
                 WORKLOADS.join(", ")
@@ -183,8 +197,13 @@ pub fn run(args: &BenchArgs) -> ExitCode {
 }
 
 fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
-    if CHURN_WORKLOADS.contains(&name) {
-        let s = bench_workloads::run_churn(nodes, measured, name == "Churn");
+    if in_memory_only(name) {
+        let s = match name {
+            "IdenticalPods" | "IdenticalPodsWithoutBatching" => {
+                bench_workloads::run_identical(nodes, measured, name == "IdenticalPods")
+            }
+            _ => bench_workloads::run_churn(nodes, measured, name == "Churn"),
+        };
         let micros = s.elapsed.as_secs_f64() * 1e6 / s.scheduled.max(1) as f64;
         return BenchResult {
             workload: name.to_string(),
@@ -235,7 +254,7 @@ fn table(results: &[BenchResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<18} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "{:<28} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
         "WORKLOAD",
         "NODES",
         "INIT",
@@ -250,7 +269,7 @@ fn table(results: &[BenchResult]) -> String {
     for r in results {
         let _ = writeln!(
             out,
-            "{:<18} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9}",
+            "{:<28} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9}",
             r.workload,
             r.nodes,
             r.init_pods,

@@ -11,6 +11,8 @@
 //! allocatable. VolumeAttachments on the node count too (since upstream 1.32), so a volume
 //! still detaching from a deleted pod keeps its slot.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -46,6 +48,10 @@ struct PreFilterState {
 }
 
 impl Plugin for NodeVolumeLimits {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::volumes(pod)])
+    }
     fn name(&self) -> &'static str {
         NODE_VOLUME_LIMITS
     }
