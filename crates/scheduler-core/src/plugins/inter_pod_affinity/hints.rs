@@ -120,16 +120,15 @@ mod tests {
         let anti = affinity_pod(true);
         let matching = bound(&[("service", "securityscan")]);
         let other = bound(&[("aaa", "a")]);
-        let pod = |old: Option<&PodInfo>, new: Option<&PodInfo>| {
-            // Lifetimes: build the objects inline.
-            (old.cloned(), new.cloned())
-        };
-        let cases: Vec<(
-            &str,
-            &PodInfo,
+        let pod = |old: Option<&PodInfo>, new: Option<&PodInfo>| (old.cloned(), new.cloned());
+        // (name, target, (old, new), want)
+        type Case<'a> = (
+            &'a str,
+            &'a PodInfo,
             (Option<PodInfo>, Option<PodInfo>),
             QueueingHint,
-        )> = vec![
+        );
+        let cases: Vec<Case> = vec![
             (
                 "an unscheduled pod added: skip",
                 &aff,
