@@ -193,8 +193,16 @@ impl State {
                         self.queue.move_all_with_objects(event, &objects, None);
                     }
                 }
-                // Upstream addPodToCache (including our own binding coming back).
-                _ => self.fire(EventResource::AssignedPod, ActionType::ADD),
+                // Upstream addPodToCache (including our own binding coming back); the
+                // hints of InterPodAffinity and PodTopologySpread look at the pod.
+                _ => {
+                    let objects = EventObjects::Pod {
+                        old: None,
+                        new: Some(info),
+                    };
+                    let event = ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD);
+                    self.queue.move_all_with_objects(event, &objects, None);
+                }
             }
             return;
         }
