@@ -193,8 +193,16 @@ impl State {
                         self.queue.move_all_with_objects(event, &objects, None);
                     }
                 }
-                // Upstream addPodToCache (including our own binding coming back).
-                _ => self.fire(EventResource::AssignedPod, ActionType::ADD),
+                // Upstream addPodToCache (including our own binding coming back); the
+                // hints of InterPodAffinity and PodTopologySpread look at the pod.
+                _ => {
+                    let objects = EventObjects::Pod {
+                        old: None,
+                        new: Some(info),
+                    };
+                    let event = ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD);
+                    self.queue.move_all_with_objects(event, &objects, None);
+                }
             }
             return;
         }
@@ -363,11 +371,24 @@ impl State {
         old: Option<&K>,
         new: &K,
     ) {
-        match old {
-            None => self.fire(resource, ActionType::ADD),
-            Some(o) if o != new => self.fire(resource, ActionType::UPDATE),
-            Some(_) => {}
-        }
+        self.fire_add_or_update_with(resource, old, new, &EventObjects::None);
+    }
+
+    /// As [`Self::fire_add_or_update`], with the objects the queueing hints look at.
+    fn fire_add_or_update_with<K: PartialEq>(
+        &mut self,
+        resource: EventResource,
+        old: Option<&K>,
+        new: &K,
+        objects: &EventObjects<'_>,
+    ) {
+        let action = match old {
+            None => ActionType::ADD,
+            Some(o) if o != new => ActionType::UPDATE,
+            Some(_) => return,
+        };
+        self.queue
+            .move_all_with_objects(ClusterEvent::new(resource, action), objects, None);
     }
 
     /// Claims: VolumeBinding (unbound Immediate claims, WaitForFirstConsumer claims to
@@ -387,7 +408,8 @@ impl State {
             ),
             resource_version(m),
         );
-        self.fire_add_or_update(EventResource::PersistentVolumeClaim, old, pvc);
+        let objects = EventObjects::Pvc { new: pvc };
+        self.fire_add_or_update_with(EventResource::PersistentVolumeClaim, old, pvc, &objects);
     }
 
     pub(crate) fn on_pvc_delete(&mut self, pvc: &PersistentVolumeClaim) {
@@ -426,7 +448,8 @@ impl State {
 
     pub(crate) fn on_storage_class(&mut self, old: Option<&StorageClass>, sc: &StorageClass) {
         self.cache.update_storage_class(sc);
-        self.fire_add_or_update(EventResource::StorageClass, old, sc);
+        let objects = EventObjects::StorageClass { old, new: sc };
+        self.fire_add_or_update_with(EventResource::StorageClass, old, sc, &objects);
     }
 
     pub(crate) fn on_storage_class_delete(&mut self, sc: &StorageClass) {
@@ -437,7 +460,8 @@ impl State {
 
     pub(crate) fn on_csi_node(&mut self, old: Option<&CSINode>, n: &CSINode) {
         self.cache.update_csi_node(n);
-        self.fire_add_or_update(EventResource::CSINode, old, n);
+        let objects = EventObjects::CsiNode { old, new: n };
+        self.fire_add_or_update_with(EventResource::CSINode, old, n, &objects);
     }
 
     pub(crate) fn on_csi_node_delete(&mut self, n: &CSINode) {
@@ -478,7 +502,8 @@ impl State {
     /// CSIDrivers: whether a provisioner opts into VolumeBinding's storage-capacity check.
     pub(crate) fn on_csi_driver(&mut self, old: Option<&CSIDriver>, d: &CSIDriver) {
         self.cache.update_csi_driver(d);
-        self.fire_add_or_update(EventResource::CSIDriver, old, d);
+        let objects = EventObjects::CsiDriver { old, new: d };
+        self.fire_add_or_update_with(EventResource::CSIDriver, old, d, &objects);
     }
 
     /// ResourceClaims (DRA): kept as views in the cache (the informer's copy ends an
@@ -536,7 +561,8 @@ impl State {
         c: &CSIStorageCapacity,
     ) {
         self.cache.update_storage_capacity(c);
-        self.fire_add_or_update(EventResource::CSIStorageCapacity, old, c);
+        let objects = EventObjects::StorageCapacity { old, new: c };
+        self.fire_add_or_update_with(EventResource::CSIStorageCapacity, old, c, &objects);
     }
 
     pub(crate) fn on_storage_capacity_delete(&mut self, c: &CSIStorageCapacity) {

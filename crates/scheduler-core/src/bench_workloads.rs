@@ -635,6 +635,8 @@ pub struct ChurnStats {
     pub attempts: usize,
     pub nodes_added: usize,
     pub elapsed: Duration,
+    /// Attempts that took opportunistic batching's hinted node.
+    pub batched: usize,
 }
 
 impl ChurnStats {
@@ -804,6 +806,61 @@ pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
         attempts,
         nodes_added: added,
         elapsed: start.elapsed(),
+        batched: r.alg.batch_stats().hints_used() as usize,
+    }
+}
+
+/// The identical-pods workloads (opportunistic batching on and off), in memory only.
+pub const IDENTICAL_WORKLOADS: &[&str] = &["IdenticalPods", "IdenticalPodsWithoutBatching"];
+
+/// The default profile with no default spreading: upstream signs no pod while the
+/// profile has default topology spread constraints, so batching needs them off.
+const BATCHABLE_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
+";
+
+/// One identical pod: 3 of a node's 4 CPUs, so each node takes one (the case batching
+/// serves: the node just chosen is full for the next pod).
+pub fn identical_pod(i: usize) -> core::Pod {
+    with_spec(pod("batch", &format!("p-{i}"), &[("app", "batch")]), |s| {
+        s.containers[0].resources = Some(core::ResourceRequirements {
+            requests: Some(quantities(&[("cpu", "3"), ("memory", "1Gi")])),
+            ..Default::default()
+        });
+    })
+}
+
+/// Schedules `pods` identical pods on `nodes` standard nodes, one attempt each, with
+/// opportunistic batching on or off. `attempts` counts every attempt; `batched` the
+/// attempts that took the hinted node.
+pub fn run_identical(nodes: usize, pods: usize, batching: bool) -> ChurnStats {
+    let w = Workload {
+        name: "IdenticalPods".into(),
+        nodes: (1..=nodes).map(node).collect(),
+        init_pods: Vec::new(),
+        measured_pods: Vec::new(),
+        config: config::load_str(BATCHABLE_CONFIG, "identical-pods").expect("valid config"),
+    };
+    let mut r = Runner::new(&w);
+    r.alg.set_opportunistic_batching(batching);
+    let measured: Vec<Arc<PodInfo>> = (0..pods)
+        .map(|i| Arc::new(PodInfo::from_pod(&identical_pod(i))))
+        .collect();
+    let start = Instant::now();
+    let scheduled = measured.iter().filter(|p| r.schedule(p)).count();
+    ChurnStats {
+        pods,
+        scheduled,
+        attempts: pods,
+        nodes_added: 0,
+        elapsed: start.elapsed(),
+        batched: r.alg.batch_stats().hints_used() as usize,
     }
 }
 
@@ -861,5 +918,15 @@ mod tests {
             with.attempts < without.attempts,
             "hints {with:?} vs none {without:?}"
         );
+    }
+
+    /// Batching places every identical pod, and most of them on the hinted node.
+    #[test]
+    fn identical_pods_are_batched() {
+        let on = run_identical(150, 120, true);
+        let off = run_identical(150, 120, false);
+        assert_eq!((on.scheduled, off.scheduled), (120, 120));
+        assert_eq!(off.batched, 0);
+        assert!(on.batched > 100, "{on:?}");
     }
 }

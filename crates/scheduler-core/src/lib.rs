@@ -15,6 +15,7 @@ mod k8s_names;
 pub mod plugins;
 pub mod policy;
 pub mod queue;
+mod schedule_batch;
 pub mod schedule_one;
 pub mod simulate;
 pub mod types;

@@ -12,9 +12,10 @@ use crate::cache::{Cache, CacheError, Snapshot};
 use crate::explain::{Explanation, FilterScope, Preemption};
 use crate::framework::{
     BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
-    NodePluginScores, NominatedPods, PluginTimer, PointTiming, PostFilterContext, PostFilterResult,
-    ScoreDetail, ScoreTable, Status,
+    NodePluginScores, NominatedPods, OpportunisticBatch, PluginTimer, PointTiming,
+    PostFilterContext, PostFilterResult, ScoreDetail, ScoreTable, Status,
 };
+use crate::schedule_batch::AttemptBatch;
 use crate::types::{NodeInfo, PodInfo};
 
 /// Upstream's floor on how many feasible nodes to look for before stopping.
@@ -58,7 +59,7 @@ impl TieBreaker {
     }
 
     /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0.u64(..n)
     }
 }
@@ -77,6 +78,11 @@ pub struct SchedulingAlgorithm {
     timings: CycleTimings,
     /// The plugin timer of the current cycle, when it is sampled.
     plugin_timer: Option<Arc<PluginTimer>>,
+    pub(crate) batching: bool,
+    pub(crate) batch: OpportunisticBatch,
+    /// Orders the kept list's ties; apart from `tie_breaker`, so batching leaves the
+    /// unbatched choices' random draws as they were.
+    pub(crate) batch_order: TieBreaker,
 }
 
 /// Plugin durations are sampled on one cycle in this many (upstream samples 10% of cycles).
@@ -91,6 +97,9 @@ impl SchedulingAlgorithm {
             percentage_of_nodes_to_score,
             next_start_node_index: 0,
             tie_breaker: TieBreaker::new(seed),
+            batching: true,
+            batch: OpportunisticBatch::default(),
+            batch_order: TieBreaker::new(seed.wrapping_add(1)),
             record_metrics: false,
             cycles: 0,
             timings: CycleTimings::default(),
@@ -258,8 +267,16 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::NoNodes);
         }
         let mut scope = rec.as_ref().map(|_| FilterScope::default());
-        let (feasible, diagnosis) =
-            self.find_nodes_that_fit(fw, state, pod, snapshot, nominated, scope.as_mut())?;
+        let mut batch = self.begin_batch(fw, pod, rec.is_none());
+        let (feasible, diagnosis) = self.find_nodes_that_fit(
+            fw,
+            state,
+            pod,
+            snapshot,
+            nominated,
+            scope.as_mut(),
+            &mut batch,
+        )?;
         if let (Some(r), Some(scope)) = (rec.as_deref_mut(), &scope) {
             r.record_filter(snapshot, &feasible, &diagnosis, scope);
         }
@@ -275,6 +292,7 @@ impl SchedulingAlgorithm {
             if let Some(r) = rec {
                 r.record_only_feasible(&feasible[0].name);
             }
+            self.batch_store(fw, batch, 0, &feasible, &[]);
             return Ok(ScheduleResult {
                 suggested_host: feasible[0].name.clone(),
                 evaluated_nodes,
@@ -291,6 +309,7 @@ impl SchedulingAlgorithm {
             r.record_selection(&feasible, &scores.totals, chosen);
         }
         let host = feasible[chosen].name.clone();
+        self.batch_store(fw, batch, chosen, &feasible, &scores.totals);
         Ok(ScheduleResult {
             suggested_host: host,
             evaluated_nodes,
@@ -300,6 +319,7 @@ impl SchedulingAlgorithm {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn find_nodes_that_fit(
         &mut self,
         fw: &Framework,
@@ -308,6 +328,7 @@ impl SchedulingAlgorithm {
         snapshot: &Snapshot,
         nominated: &NominatedPods,
         scope: Option<&mut FilterScope>,
+        batch: &mut AttemptBatch,
     ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let start = self.point_start();
@@ -325,16 +346,22 @@ impl SchedulingAlgorithm {
             return Ok((Vec::new(), diagnosis));
         }
 
-        // A nominated node (set by an earlier preemption) is likely the only fit: try it first.
-        if let Some(nnn) = pod.nominated_node_name.as_deref()
-            && let Some(node) = snapshot.get(nnn)
-        {
-            let one = [Arc::clone(node)];
+        let hinted = self.batch_hint(fw, state, pod, snapshot, batch);
+        // A nominated node (set by an earlier preemption) is likely the only fit: try it
+        // first; else the node batching hints at (upstream `evaluateNominatedNode`).
+        let first = match pod.nominated_node_name.as_deref() {
+            Some(nnn) => snapshot.get(nnn).cloned(),
+            None => hinted,
+        };
+        if let Some(node) = first {
+            let one = [node];
             let mut d = Diagnosis::default();
             let feasible =
                 self.find_nodes_that_pass_filters(fw, state, pod, &one, &mut d, nominated, false)?;
             if !feasible.is_empty() {
-                if let Some(scope) = scope {
+                if let Some(scope) = scope
+                    && pod.nominated_node_name.is_some()
+                {
                     scope.nominated_fast_path = true;
                 }
                 return Ok((feasible, diagnosis));
@@ -749,40 +776,5 @@ fn rejected_after_filter(s: Status) -> Decision {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn adaptive_percentage_matches_upstream() {
-        // Small clusters: every node.
-        assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
-        assert_eq!(num_feasible_nodes_to_find(0, 99), 99);
-        // 100..: at least 100.
-        assert_eq!(num_feasible_nodes_to_find(0, 100), 100);
-        assert_eq!(num_feasible_nodes_to_find(0, 150), 100);
-        // 500 nodes: 50 - 4 = 46%.
-        assert_eq!(num_feasible_nodes_to_find(0, 500), 230);
-        // 1000 nodes: 42%.
-        assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
-        // 5000 nodes: 50 - 40 = 10%.
-        assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
-        // 6000 nodes: 50 - 48 = 2% -> floor 5%.
-        assert_eq!(num_feasible_nodes_to_find(0, 6000), 300);
-        // Explicit percentage, floored at 100 nodes.
-        assert_eq!(num_feasible_nodes_to_find(100, 5000), 5000);
-        assert_eq!(num_feasible_nodes_to_find(1, 5000), 100);
-        assert_eq!(num_feasible_nodes_to_find(30, 1000), 300);
-    }
-
-    #[test]
-    fn tie_breaker_is_roughly_uniform() {
-        let mut t = TieBreaker::new(42);
-        let mut counts = [0u32; 4];
-        for _ in 0..40_000 {
-            counts[t.below(4) as usize] += 1;
-        }
-        for c in counts {
-            assert!((9_000..11_000).contains(&c), "{counts:?}");
-        }
-    }
-}
+#[path = "schedule_one_tests.rs"]
+mod tests;

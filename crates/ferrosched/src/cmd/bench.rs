@@ -12,7 +12,19 @@ use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
-use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, DRA_WORKLOAD, WORKLOADS};
+use scheduler_core::bench_workloads::{
+    self, CHURN_WORKLOADS, DRA_WORKLOAD, IDENTICAL_WORKLOADS, WORKLOADS,
+};
+
+/// Workloads run in memory only, reported with attempts per scheduled pod.
+fn in_memory_only(name: &str) -> bool {
+    CHURN_WORKLOADS.contains(&name) || IDENTICAL_WORKLOADS.contains(&name)
+}
+
+/// Workloads the cluster bench (`--kubeconfig`) cannot run.
+fn cluster_unsupported(name: &str) -> bool {
+    in_memory_only(name) || name == DRA_WORKLOAD
+}
 use serde::{Deserialize, Serialize};
 
 #[derive(Args, Debug)]
@@ -20,8 +32,8 @@ pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
     /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
     /// SchedulingWithResourceClaimTemplate (DRA: 8 devices per node, one claim per pod; in
-    /// memory only), Churn, ChurnWithoutHints (in memory only; reports attempts per
-    /// scheduled pod).
+    /// memory only), Churn, ChurnWithoutHints, IdenticalPods, IdenticalPodsWithoutBatching
+    /// (in memory only; report attempts per scheduled pod).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Node counts to run each workload at.
@@ -114,25 +126,32 @@ impl BenchArgs {
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     let names: Vec<String> = if args.workloads.is_empty() {
-        let all = WORKLOADS.iter().chain(CHURN_WORKLOADS);
+        let all = WORKLOADS
+            .iter()
+            .chain(CHURN_WORKLOADS)
+            .chain(IDENTICAL_WORKLOADS);
         all.map(|s| s.to_string()).collect()
     } else {
         args.workloads.clone()
     };
     for n in &names {
-        if !WORKLOADS.contains(&n.as_str()) && !CHURN_WORKLOADS.contains(&n.as_str()) {
-            let known: Vec<&str> = WORKLOADS.iter().chain(CHURN_WORKLOADS).copied().collect();
+        if !WORKLOADS.contains(&n.as_str()) && !in_memory_only(n) {
+            let known: Vec<&str> = WORKLOADS
+                .iter()
+                .chain(CHURN_WORKLOADS)
+                .chain(IDENTICAL_WORKLOADS)
+                .copied()
+                .collect();
             eprintln!("unknown workload {n:?}; known: {}", known.join(", "));
             return ExitCode::FAILURE;
         }
     }
     if let Some(kubeconfig) = &args.kubeconfig {
-        let in_memory_only = |n: &str| CHURN_WORKLOADS.contains(&n) || n == DRA_WORKLOAD;
-        if let Some(n) = names.iter().find(|n| in_memory_only(n)) {
+        if let Some(n) = names.iter().find(|n| cluster_unsupported(n)) {
             let cluster: Vec<&str> = WORKLOADS
                 .iter()
                 .copied()
-                .filter(|w| !in_memory_only(w))
+                .filter(|w| !cluster_unsupported(w))
                 .collect();
             eprintln!(
                 "workload {n:?} runs in memory only; drop --kubeconfig or choose one of: {}",
@@ -207,8 +226,13 @@ pub fn run(args: &BenchArgs) -> ExitCode {
 }
 
 fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
-    if CHURN_WORKLOADS.contains(&name) {
-        let s = bench_workloads::run_churn(nodes, measured, name == "Churn");
+    if in_memory_only(name) {
+        let s = match name {
+            "IdenticalPods" | "IdenticalPodsWithoutBatching" => {
+                bench_workloads::run_identical(nodes, measured, name == "IdenticalPods")
+            }
+            _ => bench_workloads::run_churn(nodes, measured, name == "Churn"),
+        };
         let micros = s.elapsed.as_secs_f64() * 1e6 / s.scheduled.max(1) as f64;
         return BenchResult {
             workload: name.to_string(),

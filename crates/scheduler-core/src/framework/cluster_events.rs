@@ -8,6 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::{BitAnd, BitOr, BitOrAssign};
 
 use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::storage::v1 as storage;
 
 use crate::types::PodInfo;
 use crate::types::quantity::parse_k8s_quantity;
@@ -304,6 +305,28 @@ pub enum EventObjects<'a> {
     Pod {
         old: Option<&'a PodInfo>,
         new: Option<&'a PodInfo>,
+    },
+    /// A PersistentVolumeClaim added or updated.
+    Pvc { new: &'a k8s::PersistentVolumeClaim },
+    /// A StorageClass added (`old: None`) or updated.
+    StorageClass {
+        old: Option<&'a storage::StorageClass>,
+        new: &'a storage::StorageClass,
+    },
+    /// A CSINode added (`old: None`) or updated.
+    CsiNode {
+        old: Option<&'a storage::CSINode>,
+        new: &'a storage::CSINode,
+    },
+    /// A CSIDriver added (`old: None`) or updated.
+    CsiDriver {
+        old: Option<&'a storage::CSIDriver>,
+        new: &'a storage::CSIDriver,
+    },
+    /// A CSIStorageCapacity added (`old: None`) or updated.
+    StorageCapacity {
+        old: Option<&'a storage::CSIStorageCapacity>,
+        new: &'a storage::CSIStorageCapacity,
     },
 }
 

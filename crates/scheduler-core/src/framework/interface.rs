@@ -42,6 +42,13 @@ pub trait Plugin: Send + Sync + 'static {
     ) -> super::QueueingHint {
         super::QueueingHint::Queue
     }
+
+    /// This plugin's part of `pod`'s scheduling signature, for opportunistic batching
+    /// (upstream `SignPlugin.SignPod`). Default `None`: the plugin cannot sign, which turns
+    /// batching off for every profile that runs it at PreFilter, Filter, PreScore or Score.
+    fn sign_pod(&self, _pod: &PodInfo) -> Option<super::Signing> {
+        None
+    }
 }
 
 /// Trait objects for every point a plugin implements; `None` where it does not.

@@ -1,5 +1,6 @@
 //! The plugin framework: extension points, statuses, cycle state and per-profile frameworks.
 
+mod batch;
 mod cluster_events;
 mod cycle_state;
 mod diagnosis;
@@ -13,6 +14,10 @@ mod runtime;
 mod status;
 mod timing;
 
+pub use batch::{
+    BatchStats, HINT_NOT_USED, HINT_USED, MAX_BATCH_AGE, NO_HINT, OpportunisticBatch, PodSignature,
+    SignFragment, Signing, flush as batch_flush,
+};
 pub use cluster_events::{
     ActionType, ClusterEvent, EventObjects, EventResource, NodeFingerprint, PluginEvents,
     QueueingHint, node_info_update_actions, node_update_actions, node_update_events,

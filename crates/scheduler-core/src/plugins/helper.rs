@@ -128,3 +128,34 @@ pub(crate) fn hint_if_node_now_passes(
         QueueingHint::Queue
     }
 }
+
+/// Signature fragments several plugins share (upstream's signer names as keys), for
+/// opportunistic batching.
+pub(crate) mod sign {
+    use crate::framework::{SignFragment, Signing};
+    use crate::types::PodInfo;
+
+    pub fn with(fragments: Vec<SignFragment>) -> Option<Signing> {
+        Some(Signing::Fragments(fragments))
+    }
+
+    pub fn tolerations(pod: &PodInfo) -> SignFragment {
+        ("v1.Pod.Spec.Tolerations", format!("{:?}", pod.tolerations))
+    }
+
+    /// Requests as the resource plugins count them (pod-level, overhead, non-zero defaults).
+    pub fn resources(pod: &PodInfo) -> SignFragment {
+        (
+            "v1.Pod.Spec.ContainerRequestsAndOverheads()",
+            format!("{:?} {:?}", pod.requests, pod.non_zero_requests),
+        )
+    }
+
+    /// Volume sources, with the namespace their claims live in.
+    pub fn volumes(pod: &PodInfo) -> SignFragment {
+        (
+            "v1.Pod.Spec.Volumes.NonSyntheticSources()",
+            format!("{}/{:?}", pod.namespace(), pod.volumes),
+        )
+    }
+}

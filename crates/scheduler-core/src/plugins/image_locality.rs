@@ -7,6 +7,8 @@
 //! shared image table and node total, one `Arc` clone per cycle) in the cycle state before
 //! scoring; the plugin keeps implementing Score only, as the catalog says.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::ImageSpread;
@@ -25,6 +27,13 @@ pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 pub struct ImageLocality;
 
 impl Plugin for ImageLocality {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![(
+            "v1.Pod.Spec.CanonicalImageNames()",
+            format!("{:?} {}", pod.images, pod.num_containers),
+        )])
+    }
     fn name(&self) -> &'static str {
         IMAGE_LOCALITY
     }

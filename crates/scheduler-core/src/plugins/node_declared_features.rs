@@ -7,6 +7,8 @@
 //! kube-scheduler has no such filter. When no node of the snapshot declares any feature, the
 //! plugin stands aside, as that scheduler did, instead of refusing every node.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -29,6 +31,13 @@ pub struct NodeDeclaredFeatures;
 struct Required(Vec<&'static str>);
 
 impl Plugin for NodeDeclaredFeatures {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![(
+            "v1.Pod.Spec.RequiredFeatures()",
+            format!("{:?}", pod.required_node_features),
+        )])
+    }
     fn name(&self) -> &'static str {
         NODE_DECLARED_FEATURES
     }

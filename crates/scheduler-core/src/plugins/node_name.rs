@@ -1,6 +1,8 @@
 //! NodeName: a pod that already names its node (`spec.nodeName`) but is still pending can
 //! only go there.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::framework::{ActionType, ClusterEvent, EventResource};
@@ -16,6 +18,13 @@ pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
 pub struct NodeName;
 
 impl Plugin for NodeName {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![(
+            "v1.Pod.Spec.NodeName",
+            format!("{:?}", pod.node_name),
+        )])
+    }
     fn name(&self) -> &'static str {
         NODE_NAME
     }

@@ -1,6 +1,8 @@
 //! NodePorts: a node must have every host port the pod asks for free, per protocol and
 //! host IP (`0.0.0.0` clashes with every IP on the same protocol and port).
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -23,6 +25,13 @@ pub struct NodePorts;
 struct WantedPorts(Vec<HostPort>);
 
 impl Plugin for NodePorts {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![(
+            "v1.Pod.Spec.HostPorts()",
+            format!("{:?}", pod.host_ports),
+        )])
+    }
     fn name(&self) -> &'static str {
         NODE_PORTS
     }

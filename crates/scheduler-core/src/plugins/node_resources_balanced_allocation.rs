@@ -5,6 +5,8 @@
 //! PreScore skips pods that request none of the configured resources, so best-effort pods do
 //! not all pile onto the node that happens to look most balanced.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -58,6 +60,10 @@ impl NodeResourcesBalancedAllocation {
 }
 
 impl Plugin for NodeResourcesBalancedAllocation {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::resources(pod)])
+    }
     fn name(&self) -> &'static str {
         NODE_RESOURCES_BALANCED_ALLOCATION
     }

@@ -1,6 +1,8 @@
 //! NodeUnschedulable: a cordoned node (`spec.unschedulable`) takes only pods that tolerate
 //! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::{Arc, LazyLock};
 
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
@@ -23,6 +25,10 @@ static UNSCHEDULABLE_TAINT: LazyLock<Taint> =
 pub struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::tolerations(pod)])
+    }
     fn name(&self) -> &'static str {
         NODE_UNSCHEDULABLE
     }

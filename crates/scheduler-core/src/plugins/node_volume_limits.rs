@@ -17,6 +17,8 @@
 //! starting its CSI plugin is not filled with pods it cannot mount. Clusters older than 1.35
 //! never set the field, so nothing changes there.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -58,6 +60,10 @@ struct PreFilterState {
 }
 
 impl Plugin for NodeVolumeLimits {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::volumes(pod)])
+    }
     fn name(&self) -> &'static str {
         NODE_VOLUME_LIMITS
     }

@@ -12,6 +12,8 @@
 //!   the queue retries the pod on RuntimeClass events).
 //! * Filter requires the node to carry every label of the class's `scheduling.nodeSelector`.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -40,6 +42,13 @@ pub struct RuntimeClass;
 struct RequiredLabels(BTreeMap<String, String>);
 
 impl Plugin for RuntimeClass {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![(
+            "v1.Pod.Spec.RuntimeClassName",
+            format!("{:?}", pod.runtime_class_name),
+        )])
+    }
     fn name(&self) -> &'static str {
         RUNTIME_CLASS
     }

@@ -1,6 +1,8 @@
 //! TaintToleration: NoSchedule and NoExecute taints must be tolerated (Filter); among the
 //! feasible nodes, fewer untolerated PreferNoSchedule taints score higher (Score).
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -26,6 +28,10 @@ pub const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
 pub struct TaintToleration;
 
 impl Plugin for TaintToleration {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::tolerations(pod)])
+    }
     fn name(&self) -> &'static str {
         TAINT_TOLERATION
     }

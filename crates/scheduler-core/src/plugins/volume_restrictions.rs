@@ -2,6 +2,8 @@
 //! on a node (GCE PD, AWS EBS, iSCSI, RBD) and ReadWriteOncePod claims already in use
 //! anywhere in the cluster.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -45,6 +47,10 @@ impl PreFilterState {
 }
 
 impl Plugin for VolumeRestrictions {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::volumes(pod)])
+    }
     fn name(&self) -> &'static str {
         VOLUME_RESTRICTIONS
     }

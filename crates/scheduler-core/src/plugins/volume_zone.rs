@@ -1,6 +1,8 @@
 //! VolumeZone (upstream `volumezone`): a pod whose bound volumes carry zone/region labels
 //! only fits nodes in one of those zones/regions.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -39,6 +41,10 @@ struct PreFilterState {
 }
 
 impl Plugin for VolumeZone {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::volumes(pod)])
+    }
     fn name(&self) -> &'static str {
         VOLUME_ZONE
     }

@@ -84,6 +84,40 @@ impl Framework {
         )
     }
 
+    /// `pod`'s scheduling signature (upstream `SignPod`): the scheduler name plus every
+    /// PreFilter, Filter, PreScore and Score plugin's fragments; `None` when one of them
+    /// cannot sign it.
+    pub fn sign_pod(&self, pod: &PodInfo) -> Option<super::PodSignature> {
+        // Malformed input: its handling is not something to share between pods.
+        if !pod.problems.is_empty() {
+            return None;
+        }
+        let mut out = std::collections::BTreeMap::new();
+        out.insert("SchedulerName", pod.scheduler_name.clone());
+        let plugins = self
+            .pre_filter
+            .iter()
+            .map(|n| (n.name, n.plugin.sign_pod(pod)))
+            .chain(self.filter.iter().map(|n| (n.name, n.plugin.sign_pod(pod))))
+            .chain(
+                self.pre_score
+                    .iter()
+                    .map(|n| (n.name, n.plugin.sign_pod(pod))),
+            )
+            .chain(
+                self.score
+                    .iter()
+                    .map(|(n, _)| (n.name, n.plugin.sign_pod(pod))),
+            );
+        for (_, signing) in plugins {
+            match signing? {
+                super::Signing::Fragments(f) => out.extend(f),
+                super::Signing::Unsignable(_) => return None,
+            }
+        }
+        Some(super::PodSignature(out))
+    }
+
     pub fn profile_name(&self) -> &str {
         &self.profile_name
     }

@@ -24,6 +24,8 @@
 
 pub mod allocator;
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -119,6 +121,16 @@ pub fn unknown_request_type(claim: &ResourceClaimInfo, request: &str) -> String 
 pub struct DynamicResources;
 
 impl Plugin for DynamicResources {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        if pod.resource_claims.is_empty() {
+            sign::with(Vec::new())
+        } else {
+            Some(Signing::Unsignable(
+                "pods with resource claims are not signable",
+            ))
+        }
+    }
     fn name(&self) -> &'static str {
         DYNAMIC_RESOURCES
     }

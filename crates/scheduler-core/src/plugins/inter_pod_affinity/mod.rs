@@ -9,6 +9,8 @@
 //! terms and required affinity terms (the latter weighted by `hardPodAffinityWeight`), summed
 //! per topology pair in PreScore, looked up per node in Score and min-max normalised.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use crate::types::Labels;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -16,7 +18,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{InterPodAffinityArgs, PluginArgs};
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -86,6 +88,20 @@ impl InterPodAffinity {
 }
 
 impl Plugin for InterPodAffinity {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        if pod.has_pod_affinity {
+            return Some(Signing::Unsignable(
+                "pods with pod affinity are not signable",
+            ));
+        }
+        // Existing pods' terms select by namespace and labels. Upstream signs the labels
+        // only (none with ignorePreferredTermsOfExistingPods); the namespace too is safer.
+        sign::with(vec![(
+            "v1.Pod.Labels",
+            format!("{}/{:?}", pod.namespace(), pod.labels),
+        )])
+    }
     fn name(&self) -> &'static str {
         INTER_POD_AFFINITY
     }
@@ -98,11 +114,23 @@ impl Plugin for InterPodAffinity {
                 EventResource::Pod,
                 ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
             ),
+            // Taints too: upstream's guard for a node added before it was ready.
             ClusterEvent::new(
                 EventResource::Node,
-                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
             ),
         ]
+    }
+
+    /// Upstream's hints: a bound pod that now matches the affinity or no longer the
+    /// anti-affinity (added, relabelled, gone), or a node carrying a term's topology key.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        hints::hint(pod, objects)
     }
 }
 
@@ -727,5 +755,6 @@ impl ScorePlugin for InterPodAffinity {
     }
 }
 
+mod hints;
 #[cfg(test)]
 mod tests;

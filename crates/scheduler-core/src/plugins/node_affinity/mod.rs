@@ -2,6 +2,8 @@
 //! (Filter), preferred terms add their weights (Score). A profile may also enforce its own
 //! `addedAffinity` (NodeAffinityArgs) on every pod, checked before the pod's own rules.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -114,6 +116,22 @@ impl NodeAffinity {
 }
 
 impl Plugin for NodeAffinity {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![
+            (
+                "v1.Pod.Spec.Affinity.NodeSelector",
+                format!("{:?}", pod.node_selector),
+            ),
+            (
+                "v1.Pod.Spec.Affinity.NodeAffinity",
+                format!(
+                    "{:?}",
+                    pod.affinity.as_ref().and_then(|a| a.node_affinity.as_ref())
+                ),
+            ),
+        ])
+    }
     fn name(&self) -> &'static str {
         NODE_AFFINITY
     }

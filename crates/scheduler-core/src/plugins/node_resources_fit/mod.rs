@@ -5,6 +5,8 @@
 //! (zero and ignored requests dropped), so Filter is a handful of comparisons per node and
 //! allocates only when it rejects. PreScore does the same for scoring.
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -269,6 +271,10 @@ impl NodeResourcesFit {
 }
 
 impl Plugin for NodeResourcesFit {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::resources(pod)])
+    }
     fn name(&self) -> &'static str {
         NODE_RESOURCES_FIT
     }
@@ -323,7 +329,7 @@ impl Plugin for NodeResourcesFit {
                 }
                 _ => QueueingHint::Queue,
             },
-            EventObjects::None => QueueingHint::Queue,
+            _ => QueueingHint::Queue,
         }
     }
 }

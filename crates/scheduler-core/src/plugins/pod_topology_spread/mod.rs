@@ -12,10 +12,13 @@
 
 mod common;
 mod filtering;
+mod hints;
 mod scoring;
 #[cfg(test)]
 mod tests;
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
@@ -23,7 +26,9 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use super::names::POD_TOPOLOGY_SPREAD;
 use crate::cache::Snapshot;
 use crate::config::{PluginArgs, PodTopologySpreadArgs, PodTopologySpreadConstraintsDefaulting};
-use crate::framework::{ActionType, ClusterEvent, EventResource, Plugin, PluginPoints};
+use crate::framework::{
+    ActionType, ClusterEvent, EventObjects, EventResource, Plugin, PluginPoints, QueueingHint,
+};
 use crate::plugin_points;
 use crate::types::topology_spread::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE};
 use crate::types::{PodInfo, SpreadConstraint, WhenUnsatisfiable};
@@ -137,6 +142,22 @@ impl PodTopologySpread {
 }
 
 impl Plugin for PodTopologySpread {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        // Spreading depends on other nodes' pods: never signable with constraints, the
+        // profile's defaults included.
+        if !pod.spread.constraints.is_empty() || !pod.topology_spread_constraints.is_empty() {
+            return Some(Signing::Unsignable(
+                "pods with topology constraints are not signable",
+            ));
+        }
+        if !self.default_constraints.is_empty() {
+            return Some(Signing::Unsignable(
+                "pods with default topology constraints are not signable",
+            ));
+        }
+        sign::with(Vec::new())
+    }
     fn name(&self) -> &'static str {
         POD_TOPOLOGY_SPREAD
     }
@@ -147,7 +168,11 @@ impl Plugin for PodTopologySpread {
         vec![
             ClusterEvent::new(
                 EventResource::Pod,
-                ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
+                // A toleration may help when a constraint honours taints (with hints, upstream).
+                ActionType::ADD
+                    | ActionType::UPDATE_POD_LABEL
+                    | ActionType::UPDATE_POD_TOLERATION
+                    | ActionType::DELETE,
             ),
             ClusterEvent::new(
                 EventResource::Node,
@@ -157,5 +182,17 @@ impl Plugin for PodTopologySpread {
                     | ActionType::UPDATE_NODE_TAINT,
             ),
         ]
+    }
+
+    /// Upstream's hints: a bound pod of the namespace whose labels (added, changed, gone)
+    /// change what a hard constraint selects, the pod itself tolerating more when a
+    /// constraint honours taints, or a node gaining, losing or changing a topology key.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        self.hint(pod, event, objects)
     }
 }

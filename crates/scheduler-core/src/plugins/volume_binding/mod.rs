@@ -22,15 +22,17 @@
 //! Not covered: in-tree volumes migrated to CSI (node affinity of bound in-tree volumes is
 //! checked untranslated).
 
+use crate::framework::Signing;
+use crate::plugins::helper::sign;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::cache::Snapshot;
 use crate::config::PluginArgs;
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin,
-    PluginPoints, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin,
-    ScorePlugin, Status,
+    ActionType, ClusterEvent, CycleState, EventObjects, EventResource, FilterPlugin,
+    MAX_NODE_SCORE, Plugin, PluginPoints, PreBindPlugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, QueueingHint, ReservePlugin, ScorePlugin, Status,
 };
 use crate::plugin_points;
 use crate::types::volume::{NOT_SUPPORTED_PROVISIONER, claim_key};
@@ -88,6 +90,10 @@ impl VolumeBinding {
 }
 
 impl Plugin for VolumeBinding {
+    /// Signature for opportunistic batching (upstream `SignPod`).
+    fn sign_pod(&self, pod: &PodInfo) -> Option<Signing> {
+        sign::with(vec![sign::volumes(pod)])
+    }
     fn name(&self) -> &'static str {
         VOLUME_BINDING
     }
@@ -103,14 +109,27 @@ impl Plugin for VolumeBinding {
             ClusterEvent::new(EventResource::StorageClass, add_update),
             ClusterEvent::new(EventResource::PersistentVolumeClaim, add_update),
             ClusterEvent::new(EventResource::PersistentVolume, add_update),
+            // With hints, upstream drops UpdateNodeTaint (a taint never changes its answer).
             ClusterEvent::new(
                 EventResource::Node,
-                ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
             ),
             ClusterEvent::new(EventResource::CSINode, add_update),
-            ClusterEvent::new(EventResource::CSIDriver, add_update),
+            ClusterEvent::new(EventResource::CSIDriver, ActionType::UPDATE),
             ClusterEvent::new(EventResource::CSIStorageCapacity, add_update),
         ]
+    }
+
+    /// Upstream's hints: a claim the pod uses, a new class or changed allowed topologies, a
+    /// CSINode's migrated plugins, a driver no longer asking for capacity checks, or more
+    /// capacity reported. Volumes and nodes always queue.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        hints::hint(pod, objects)
     }
 }
 
@@ -654,5 +673,6 @@ pub fn decided_claims(v: &PodVolumes) -> Vec<String> {
         .collect()
 }
 
+mod hints;
 #[cfg(test)]
 mod tests;
