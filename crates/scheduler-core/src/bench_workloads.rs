@@ -846,6 +846,7 @@ pub fn run_identical(nodes: usize, pods: usize, batching: bool) -> ChurnStats {
         init_pods: Vec::new(),
         measured_pods: Vec::new(),
         config: config::load_str(BATCHABLE_CONFIG, "identical-pods").expect("valid config"),
+        dra: DraWorkload::default(),
     };
     let mut r = Runner::new(&w);
     r.alg.set_opportunistic_batching(batching);
