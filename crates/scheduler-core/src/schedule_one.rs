@@ -9,7 +9,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::cache::{Cache, CacheError, Snapshot};
-use crate::explain::{Explanation, FilterScope, Preemption};
+use crate::explain::{Explanation, Preemption, Record};
 use crate::framework::{
     BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
     NodePluginScores, NominatedPods, PluginTimer, PointTiming, PostFilterContext, PostFilterResult,
@@ -243,8 +243,8 @@ impl SchedulingAlgorithm {
         self.schedule_pod_explained(fw, state, pod, snapshot, nominated, None)
     }
 
-    /// [`schedule_pod`](Self::schedule_pod), recording each node's verdict, the scores and
-    /// the selection into `rec` when given.
+    /// [`schedule_pod`](Self::schedule_pod), recording the filter statuses, the scores and
+    /// the selection into `rec` when given (compactly: see [`Record`]).
     pub fn schedule_pod_explained(
         &mut self,
         fw: &Framework,
@@ -252,18 +252,25 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
-        mut rec: Option<&mut Explanation>,
+        mut rec: Option<&mut Record>,
     ) -> Result<ScheduleResult, ScheduleError> {
         if snapshot.num_nodes() == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        let mut scope = rec.as_ref().map(|_| FilterScope::default());
-        let (feasible, diagnosis) =
-            self.find_nodes_that_fit(fw, state, pod, snapshot, nominated, scope.as_mut())?;
-        if let (Some(r), Some(scope)) = (rec.as_deref_mut(), &scope) {
-            r.record_filter(snapshot, &feasible, &diagnosis, scope);
-        }
+        let (feasible, diagnosis) = self.find_nodes_that_fit(
+            fw,
+            state,
+            pod,
+            snapshot,
+            nominated,
+            rec.as_deref_mut().map(|r| &mut r.scope),
+        )?;
         if feasible.is_empty() {
+            if let Some(r) = rec {
+                // The decision hands the diagnosis on; the record keeps its own copy.
+                r.diagnosis = diagnosis.clone();
+                r.filtered = true;
+            }
             return Err(ScheduleError::Unfit(Box::new(FitError {
                 pod: pod.key().clone(),
                 num_all_nodes: snapshot.num_nodes(),
@@ -271,10 +278,12 @@ impl SchedulingAlgorithm {
             })));
         }
         let evaluated_nodes = feasible.len() + diagnosis.node_to_status.len();
+        if let Some(r) = rec.as_deref_mut() {
+            r.diagnosis = diagnosis;
+            r.feasible.extend(feasible.iter().cloned());
+            r.filtered = true;
+        }
         if feasible.len() == 1 {
-            if let Some(r) = rec {
-                r.record_only_feasible(&feasible[0].name);
-            }
             return Ok(ScheduleResult {
                 suggested_host: feasible[0].name.clone(),
                 evaluated_nodes,
@@ -283,12 +292,18 @@ impl SchedulingAlgorithm {
                 scores: ScoreTable::default(),
             });
         }
-        let mut detail = rec.as_ref().map(|_| ScoreDetail::default());
-        let scores = self.prioritize_nodes(fw, state, pod, &feasible, snapshot, detail.as_mut())?;
+        let scores = self.prioritize_nodes(
+            fw,
+            state,
+            pod,
+            &feasible,
+            snapshot,
+            rec.as_deref_mut().map(|r| &mut r.detail),
+        )?;
         let chosen = self.select_host(&scores.totals);
-        if let (Some(r), Some(detail)) = (rec, &detail) {
-            r.record_scores(&feasible, &scores, detail);
-            r.record_selection(&feasible, &scores.totals, chosen);
+        if let Some(r) = rec {
+            r.table.clone_from(&scores);
+            r.chosen = Some(chosen);
         }
         let host = feasible[chosen].name.clone();
         Ok(ScheduleResult {
@@ -307,7 +322,7 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
-        scope: Option<&mut FilterScope>,
+        scope: Option<&mut crate::explain::FilterScope>,
     ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let start = self.point_start();
@@ -558,17 +573,24 @@ pub fn schedule_one_explained(
     nominated: &NominatedPods,
     explain: &mut Explanation,
 ) -> Decision {
-    *explain = Explanation::new(&pod.key().to_string(), fw.profile_name());
-    explain.num_all_nodes = snapshot.num_nodes();
-    explain.filter_plugins = fw.filter_plugin_names();
-    let d = cycle(fw, alg, pod, snapshot, nominated, Some(explain));
-    // Hints judge the pod the plugins saw (RuntimeClass overhead and tolerations included).
-    let resolved = fw
-        .resolves_runtime_class()
-        .then(|| crate::plugins::runtime_class::resolve(pod, snapshot))
-        .flatten();
-    explain.finish(&d, resolved.as_ref().unwrap_or(pod), snapshot);
+    let mut rec = Record::new();
+    let d = schedule_one_recorded(fw, alg, pod, snapshot, nominated, &mut rec);
+    *explain = rec.render(fw, pod, snapshot, &d);
     d
+}
+
+/// [`schedule_one`], recording compactly into `rec` (reset first) what
+/// [`Record::render`] needs to explain the decision later, against the same snapshot.
+pub fn schedule_one_recorded(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    rec: &mut Record,
+) -> Decision {
+    rec.reset();
+    cycle(fw, alg, pod, snapshot, nominated, Some(rec))
 }
 
 fn cycle(
@@ -577,7 +599,7 @@ fn cycle(
     pod: &Arc<PodInfo>,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
-    mut explain: Option<&mut Explanation>,
+    mut explain: Option<&mut Record>,
 ) -> Decision {
     let resolved = if fw.resolves_runtime_class() {
         crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)

@@ -12,7 +12,7 @@ use super::output::Output;
 use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
-use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, WORKLOADS};
+use scheduler_core::bench_workloads::{self, CHURN_WORKLOADS, ExplainMode, WORKLOADS};
 use serde::{Deserialize, Serialize};
 
 #[derive(Args, Debug)]
@@ -34,9 +34,11 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     output: Output,
-    /// In memory: explain every measured attempt, to measure what explanations cost.
-    #[arg(long, conflicts_with = "kubeconfig")]
-    explain: bool,
+    /// In memory: measure what explanations cost. `run` (the default when the flag is given
+    /// alone): every attempt recorded compactly and the unschedulable ones rendered, as
+    /// `run --explain` does; `full`: every attempt rendered, as `simulate --explain` does.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "run", conflicts_with = "kubeconfig")]
+    explain: Option<BenchExplain>,
     /// Deprecated: use `-o json`.
     #[arg(long, hide = true)]
     json: bool,
@@ -127,7 +129,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             nodes,
             args.init_pods,
             args.measured_pods,
-            args.explain,
+            args.explain.map_or(ExplainMode::Off, BenchExplain::mode),
         );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
         return ExitCode::SUCCESS;
@@ -154,7 +156,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 ])
                 .args(["--init-pods", &args.init_pods.to_string()])
                 .args(["--measured-pods", &args.measured_pods.to_string()])
-                .args(args.explain.then_some("--explain"))
+                .args(args.explain.map(|e| format!("--explain={}", e.name())))
                 .output();
             match out {
                 Ok(o) if o.status.success() => {
@@ -182,7 +184,35 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
 }
 
-fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum BenchExplain {
+    Run,
+    Full,
+}
+
+impl BenchExplain {
+    fn mode(self) -> ExplainMode {
+        match self {
+            BenchExplain::Run => ExplainMode::Run,
+            BenchExplain::Full => ExplainMode::Full,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            BenchExplain::Run => "run",
+            BenchExplain::Full => "full",
+        }
+    }
+}
+
+fn run_one(
+    name: &str,
+    nodes: usize,
+    init: usize,
+    measured: usize,
+    explain: ExplainMode,
+) -> BenchResult {
     if CHURN_WORKLOADS.contains(&name) {
         let s = bench_workloads::run_churn(nodes, measured, name == "Churn");
         let micros = s.elapsed.as_secs_f64() * 1e6 / s.scheduled.max(1) as f64;

@@ -6,6 +6,7 @@
 //! The types serialize to the stable schema documented in `docs/explain.md`
 //! (`schema: ferrosched.io/explain/v1`): fields may be added, never renamed or removed.
 
+mod compact;
 mod hints;
 mod record;
 pub mod render;
@@ -18,6 +19,7 @@ use serde::Serialize;
 
 use crate::framework::Status;
 
+pub use compact::Record;
 pub use hints::hints;
 pub(crate) use record::FilterScope;
 
