@@ -10,6 +10,7 @@ mod compact;
 mod hints;
 mod record;
 pub mod render;
+pub mod simulator;
 #[cfg(test)]
 mod tests;
 
