@@ -158,18 +158,16 @@ async fn a_pending_pods_explanation_is_served_to_authorized_users_only() {
     .await;
     let addr = running.health;
     let path = "/debug/explain/default/huge";
-    let mut body = String::new();
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let body = loop {
         let (status, b) = http_get_as(addr, path, Some("alice-token")).await;
         if status.contains("200") {
-            body = b;
-            break;
+            break b;
         }
         assert!(status.contains("404"), "{status} {b}");
         assert!(Instant::now() < deadline, "never explained: {b}");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
     let e: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(e["schema"], "ferrosched.io/explain/v1");
     assert_eq!(e["pod"], "default/huge");
