@@ -294,6 +294,7 @@ profiles:
             health_tls: None,
             health_auth: None,
             extensions: Vec::new(),
+            explain: Default::default(),
         }));
         self.scheduler = Some(Scheduler { stop, task });
     }

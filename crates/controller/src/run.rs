@@ -45,6 +45,8 @@ pub struct RunOptions {
     /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
     /// gate when a profile enables it); empty: the in-tree plugins only.
     pub extensions: Vec<Box<dyn Extension>>,
+    /// Explanations of attempts (`--explain`, `--explain-annotations`); default: off.
+    pub explain: crate::serving::explain::ExplainOptions,
 }
 
 /// The instance id upstream would use: the hostname.
@@ -108,6 +110,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         health_tls,
         health_auth,
         mut extensions,
+        explain,
     } = opts;
     let mut registry = Registry::in_tree();
     for e in &extensions {
@@ -121,7 +124,15 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         Arc::clone(&clock),
         Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
     );
+    for p in &explain.annotate_profiles {
+        if profiles.for_scheduler_name(p).is_none() {
+            return Err(Error::Config(format!(
+                "--explain-annotations names profile {p:?}, which the config does not have"
+            )));
+        }
+    }
     let shared = Arc::new(state::Shared::new(queue, clock, profiles));
+    shared.lock().explain = crate::serving::explain::ExplainStore::new(&explain);
     let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
     // Extension-point durations every cycle, plugin durations sampled: for /metrics.
     alg.set_record_metrics(true);
@@ -202,6 +213,8 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         shared: Arc::clone(&shared),
         alg,
         actions: tx,
+        explain,
+        record: scheduler_core::explain::Record::new(),
     };
     let thread = std::thread::Builder::new()
         .name("scheduling-loop".into())

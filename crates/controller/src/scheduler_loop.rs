@@ -6,10 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scheduler_core::cache::Snapshot;
+use scheduler_core::explain::{Record, simulator};
 use scheduler_core::framework::{BindAction, PostFilterResult, QueuedPodInfo};
 use scheduler_core::plugins::volume_binding;
 use scheduler_core::queue::QueueError;
-use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
+use scheduler_core::schedule_one::{
+    Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_recorded,
+};
 use scheduler_core::types::PodInfo;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -17,6 +20,7 @@ use crate::binding::executor::Action;
 use crate::binding::pod_status::{self as status, Nomination};
 use crate::binding::podref::PodRef;
 use crate::informers::INFORMER_COUNT;
+use crate::serving::explain::ExplainOptions;
 use crate::serving::metrics;
 use crate::state::Shared;
 
@@ -35,6 +39,9 @@ pub(crate) struct SchedulingLoop {
     pub(crate) shared: Arc<Shared>,
     pub(crate) alg: SchedulingAlgorithm,
     pub(crate) actions: UnboundedSender<Action>,
+    pub(crate) explain: ExplainOptions,
+    /// Reused by every recorded attempt.
+    pub(crate) record: Record,
 }
 
 impl SchedulingLoop {
@@ -95,11 +102,38 @@ impl SchedulingLoop {
             st.cache.update_snapshot(snapshot);
             st.queue.nominated_pods().clone()
         };
-        let decision = schedule_one(fw, &mut self.alg, &q.pod, snapshot, &nominated);
+        let recorded = self.explain.records(&scheduler_name);
+        let decision = if recorded {
+            schedule_one_recorded(
+                fw,
+                &mut self.alg,
+                &q.pod,
+                snapshot,
+                &nominated,
+                &mut self.record,
+            )
+        } else {
+            schedule_one(fw, &mut self.alg, &q.pod, snapshot, &nominated)
+        };
         shared
             .metrics
             .cycle(&scheduler_name, &self.alg.take_cycle_timings());
         let pod_ref = PodRef::of(&q.pod);
+        // Named and worded only when kept: a pending pod's for /debug/explain, any pod's
+        // for the simulator's annotations.
+        let placed = matches!(decision, Decision::Bind { .. });
+        let annotate = recorded && self.explain.annotates(&scheduler_name);
+        let explanation = (recorded && (annotate || (self.explain.serve && !placed)))
+            .then(|| Arc::new(self.record.render(fw, &q.pod, snapshot, &decision)));
+        if annotate && let Some(e) = &explanation {
+            self.send(Action::Annotate {
+                pod: pod_ref.clone(),
+                annotations: simulator::simulator_annotations(e),
+            });
+        }
+        if let Some(e) = explanation.filter(|_| !placed) {
+            shared.lock().explain.put(key.clone(), e);
+        }
         match decision {
             Decision::Bind {
                 node,
@@ -111,6 +145,7 @@ impl SchedulingLoop {
                 let BindAction::Binding { .. } = action;
                 let mut st = shared.lock();
                 st.queue.delete_nominated_if_exists(&key);
+                st.explain.remove(&key);
                 if let Err(e) = assume_decision(&mut st.cache, Arc::clone(&pod), &node, &state) {
                     tracing::warn!(pod = %key, error = %e, "assume failed");
                     let _ = st.queue.add_unschedulable_if_not_present(q, None, cycle);

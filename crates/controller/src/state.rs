@@ -28,6 +28,7 @@ use scheduler_core::framework::{
 use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey};
 
+use crate::serving::explain::ExplainStore;
 use crate::serving::metrics::Metrics;
 
 pub(crate) struct State {
@@ -43,6 +44,8 @@ pub(crate) struct State {
     /// binding cycle can tell its own writes from older copies.
     pub(crate) volume_versions: HashMap<String, u64>,
     pub(crate) shutting_down: bool,
+    /// `run --explain`'s kept explanations (disabled unless asked for).
+    pub(crate) explain: ExplainStore,
 }
 
 /// The state plus the condition variable the scheduling thread sleeps on.
@@ -71,6 +74,7 @@ impl Shared {
                 synced: 0,
                 volume_versions: HashMap::new(),
                 shutting_down: false,
+                explain: ExplainStore::default(),
             }),
             wake: Condvar::new(),
             profiles,
@@ -173,6 +177,7 @@ impl State {
             // Upstream: leaving the unscheduled-pod handler is a delete from the queue.
             self.queue.delete(&key);
             self.conditions.remove(&key);
+            self.explain.remove(&key);
             if is_terminal(pod) {
                 if let Some(gone) = self.cache.get_pod(&key).cloned() {
                     let _ = self.cache.remove_pod(&key);
@@ -253,6 +258,7 @@ impl State {
     pub(crate) fn on_pod_delete(&mut self, key: &PodKey) {
         self.queue.delete(key);
         self.conditions.remove(key);
+        self.explain.remove(key);
         if let Some(gone) = self.cache.get_pod(key).cloned() {
             let _ = self.cache.remove_pod(key);
             self.fire_pod_gone(&gone);

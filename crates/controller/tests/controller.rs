@@ -146,6 +146,7 @@ async fn start_full(
         health_tls: None,
         health_auth,
         extensions: Vec::new(),
+        explain: Default::default(),
     }));
     Running {
         health,

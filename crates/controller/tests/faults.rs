@@ -78,6 +78,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         health_tls: None,
         health_auth: None,
         extensions: Vec::new(),
+        explain: Default::default(),
     }));
     Running { stop, task }
 }

@@ -331,6 +331,7 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         health_tls: None,
         health_auth: Some(std::sync::Arc::new(auth)),
         extensions: Vec::new(),
+        explain: Default::default(),
     }));
     // A scrape with a token: one TokenReview and one SubjectAccessReview.
     server.add_token("scraper", "prometheus", &[]);

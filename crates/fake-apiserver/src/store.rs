@@ -49,6 +49,7 @@ pub const RESOURCES: &[Resource] = &[
     res("nodes", "", "v1", "Node", false),
     res("namespaces", "", "v1", "Namespace", false),
     res("services", "", "v1", "Service", true),
+    res("configmaps", "", "v1", "ConfigMap", true),
     res(
         "replicationcontrollers",
         "",

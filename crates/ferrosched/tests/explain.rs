@@ -121,3 +121,90 @@ async fn explains_a_pending_and_a_bound_pod_reading_only() {
     assert!(server.bindings().is_empty());
     assert!(server.events().is_empty());
 }
+
+async fn explain_without_config(server: &FakeApiServer, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.arg("explain")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig());
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Without --config, the config the running scheduler uses, from its ConfigMap; a missing
+/// ConfigMap or key is named with both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_the_config_from_the_schedulers_config_map() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("small", "1"));
+    server.apply("nodes", &node("big", "4"));
+    let mut p = pod("batch", "2", None);
+    p["spec"]["schedulerName"] = json!("from-map");
+    server.apply("pods", &p);
+    server.apply(
+        "configmaps",
+        &json!({
+            "metadata": {"name": "ferrosched-config", "namespace": "kube-system"},
+            "data": {"config.yaml": "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: from-map\n"},
+        }),
+    );
+
+    // The default --config-map: kube-system/ferrosched-config, key config.yaml.
+    let o = explain_without_config(&server, &["default/batch", "-o", "json"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["profile"], "from-map");
+    assert_eq!(v["node"], "big");
+
+    let o = explain_without_config(
+        &server,
+        &[
+            "default/batch",
+            "--config-map",
+            "kube-system/nope:config.yaml",
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ConfigMap kube-system/nope not found, so there is no key \"config.yaml\""),
+        "{err}"
+    );
+
+    let o = explain_without_config(
+        &server,
+        &[
+            "default/batch",
+            "--config-map",
+            "kube-system/ferrosched-config:scheduler.yaml",
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "ConfigMap kube-system/ferrosched-config has no key \"scheduler.yaml\" (its keys: config.yaml)"
+        ),
+        "{err}"
+    );
+
+    // Reads only: the ConfigMap is a get, allowed by the Role in manifests/explain/.
+    let gets: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == "get")
+        .collect();
+    assert!(gets.iter().all(|r| r.resource == "configmaps"), "{gets:?}");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.verb == "get" || r.verb == "list"),
+        "{:?}",
+        server.requests()
+    );
+}

@@ -16,11 +16,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use crate::cache::{Cache, Snapshot};
 use crate::config::{self, Loaded};
-use crate::explain::Explanation;
+use crate::explain::{Explanation, Record};
 use crate::framework::CycleState;
 use crate::framework::{NominatedPods, ProfileRegistry, Registry};
 use crate::schedule_one::{
-    Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
+    Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_recorded,
 };
 use crate::types::PodInfo;
 use crate::types::dra::template;
@@ -484,9 +484,21 @@ pub struct Runner {
     profiles: ProfileRegistry,
     alg: SchedulingAlgorithm,
     nominated: NominatedPods,
-    /// Explain every attempt (what `run` would pay with explanations on); the last one is
-    /// kept, as a bounded recorder would.
-    explain: Option<Explanation>,
+    explain: ExplainMode,
+    record: Record,
+    last: Option<Explanation>,
+}
+
+/// What a bench run pays for explanations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExplainMode {
+    #[default]
+    Off,
+    /// What `run` does with explanations on: every attempt recorded compactly, and only the
+    /// attempts it keeps (the unschedulable ones) rendered.
+    Run,
+    /// Every attempt recorded and rendered, as `simulate --explain` does.
+    Full,
 }
 
 impl Runner {
@@ -517,7 +529,9 @@ impl Runner {
             profiles,
             alg: SchedulingAlgorithm::new(pct, 1),
             nominated: NominatedPods::new(),
-            explain: None,
+            explain: ExplainMode::Off,
+            record: Record::new(),
+            last: None,
         }
     }
 
@@ -529,22 +543,28 @@ impl Runner {
         ok
     }
 
-    /// Explains every attempt from now on.
-    pub fn set_explain(&mut self, on: bool) {
-        self.explain = on.then(|| Explanation::new("", ""));
+    /// Explains attempts from now on, as `mode` says.
+    pub fn set_explain(&mut self, mode: ExplainMode) {
+        self.explain = mode;
     }
 
-    /// The last attempt's explanation, when explaining.
+    /// The last rendered explanation, when explaining.
     pub fn last_explanation(&self) -> Option<&Explanation> {
-        self.explain.as_ref()
+        self.last.as_ref()
     }
 
     fn decide(&mut self, pod: &Arc<PodInfo>) -> Option<Decision> {
         let fw = self.profiles.for_scheduler_name(&pod.scheduler_name)?;
         let (alg, snap, nom) = (&mut self.alg, &self.snapshot, &self.nominated);
-        Some(match self.explain.as_mut() {
-            None => schedule_one(fw, alg, pod, snap, nom),
-            Some(e) => schedule_one_explained(fw, alg, pod, snap, nom, e),
+        Some(match self.explain {
+            ExplainMode::Off => schedule_one(fw, alg, pod, snap, nom),
+            mode => {
+                let d = schedule_one_recorded(fw, alg, pod, snap, nom, &mut self.record);
+                if mode == ExplainMode::Full || !matches!(d, Decision::Bind { .. }) {
+                    self.last = Some(self.record.render(fw, pod, snap, &d));
+                }
+                d
+            }
         })
     }
 
@@ -584,11 +604,11 @@ impl Runner {
 
 /// Schedules the init pods (unmeasured), then the measured pods, timing each attempt.
 pub fn run(w: &Workload) -> RunStats {
-    run_with(w, false)
+    run_with(w, ExplainMode::Off)
 }
 
-/// [`run`], explaining every measured attempt when `explain` is set.
-pub fn run_with(w: &Workload, explain: bool) -> RunStats {
+/// [`run`], explaining the measured attempts as `explain` says.
+pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
     let mut r = Runner::new(w);
     for p in &w.init_pods {
         r.schedule(&Arc::new(PodInfo::from_pod(p)));
@@ -878,8 +898,10 @@ mod tests {
             let stats = run(&w);
             assert_eq!(stats.measured, 10, "{name}");
             // Explained, the same pods are placed.
-            let explained = run_with(&w, true);
-            assert_eq!(explained.scheduled, stats.scheduled, "{name}");
+            for mode in [ExplainMode::Run, ExplainMode::Full] {
+                let explained = run_with(&w, mode);
+                assert_eq!(explained.scheduled, stats.scheduled, "{name} {mode:?}");
+            }
             assert_eq!(stats.attempt_latencies.len(), 10);
             assert!(stats.scheduled > 0, "{name}: nothing scheduled");
         }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::cache::{Cache, CacheError, Snapshot};
-use crate::explain::{Explanation, FilterScope, Preemption};
+use crate::explain::{Explanation, Preemption, Record};
 use crate::framework::{
     BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
     NodePluginScores, NominatedPods, OpportunisticBatch, PluginTimer, PointTiming,
@@ -252,8 +252,8 @@ impl SchedulingAlgorithm {
         self.schedule_pod_explained(fw, state, pod, snapshot, nominated, None)
     }
 
-    /// [`schedule_pod`](Self::schedule_pod), recording each node's verdict, the scores and
-    /// the selection into `rec` when given.
+    /// [`schedule_pod`](Self::schedule_pod), recording the filter statuses, the scores and
+    /// the selection into `rec` when given (compactly: see [`Record`]).
     pub fn schedule_pod_explained(
         &mut self,
         fw: &Framework,
@@ -261,12 +261,11 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
-        mut rec: Option<&mut Explanation>,
+        mut rec: Option<&mut Record>,
     ) -> Result<ScheduleResult, ScheduleError> {
         if snapshot.num_nodes() == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        let mut scope = rec.as_ref().map(|_| FilterScope::default());
         let mut batch = self.begin_batch(fw, pod, rec.is_none());
         let (feasible, diagnosis) = self.find_nodes_that_fit(
             fw,
@@ -274,13 +273,15 @@ impl SchedulingAlgorithm {
             pod,
             snapshot,
             nominated,
-            scope.as_mut(),
+            rec.as_deref_mut().map(|r| &mut r.scope),
             &mut batch,
         )?;
-        if let (Some(r), Some(scope)) = (rec.as_deref_mut(), &scope) {
-            r.record_filter(snapshot, &feasible, &diagnosis, scope);
-        }
         if feasible.is_empty() {
+            if let Some(r) = rec {
+                // The decision hands the diagnosis on; the record keeps its own copy.
+                r.diagnosis = diagnosis.clone();
+                r.filtered = true;
+            }
             return Err(ScheduleError::Unfit(Box::new(FitError {
                 pod: pod.key().clone(),
                 num_all_nodes: snapshot.num_nodes(),
@@ -288,10 +289,12 @@ impl SchedulingAlgorithm {
             })));
         }
         let evaluated_nodes = feasible.len() + diagnosis.node_to_status.len();
+        if let Some(r) = rec.as_deref_mut() {
+            r.diagnosis = diagnosis;
+            r.feasible.extend(feasible.iter().cloned());
+            r.filtered = true;
+        }
         if feasible.len() == 1 {
-            if let Some(r) = rec {
-                r.record_only_feasible(&feasible[0].name);
-            }
             self.batch_store(fw, batch, 0, &feasible, &[]);
             return Ok(ScheduleResult {
                 suggested_host: feasible[0].name.clone(),
@@ -301,12 +304,18 @@ impl SchedulingAlgorithm {
                 scores: ScoreTable::default(),
             });
         }
-        let mut detail = rec.as_ref().map(|_| ScoreDetail::default());
-        let scores = self.prioritize_nodes(fw, state, pod, &feasible, snapshot, detail.as_mut())?;
+        let scores = self.prioritize_nodes(
+            fw,
+            state,
+            pod,
+            &feasible,
+            snapshot,
+            rec.as_deref_mut().map(|r| &mut r.detail),
+        )?;
         let chosen = self.select_host(&scores.totals);
-        if let (Some(r), Some(detail)) = (rec, &detail) {
-            r.record_scores(&feasible, &scores, detail);
-            r.record_selection(&feasible, &scores.totals, chosen);
+        if let Some(r) = rec {
+            r.table.clone_from(&scores);
+            r.chosen = Some(chosen);
         }
         let host = feasible[chosen].name.clone();
         self.batch_store(fw, batch, chosen, &feasible, &scores.totals);
@@ -327,7 +336,7 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
-        scope: Option<&mut FilterScope>,
+        scope: Option<&mut crate::explain::FilterScope>,
         batch: &mut AttemptBatch,
     ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
@@ -585,17 +594,24 @@ pub fn schedule_one_explained(
     nominated: &NominatedPods,
     explain: &mut Explanation,
 ) -> Decision {
-    *explain = Explanation::new(&pod.key().to_string(), fw.profile_name());
-    explain.num_all_nodes = snapshot.num_nodes();
-    explain.filter_plugins = fw.filter_plugin_names();
-    let d = cycle(fw, alg, pod, snapshot, nominated, Some(explain));
-    // Hints judge the pod the plugins saw (RuntimeClass overhead and tolerations included).
-    let resolved = fw
-        .resolves_runtime_class()
-        .then(|| crate::plugins::runtime_class::resolve(pod, snapshot))
-        .flatten();
-    explain.finish(&d, resolved.as_ref().unwrap_or(pod), snapshot);
+    let mut rec = Record::new();
+    let d = schedule_one_recorded(fw, alg, pod, snapshot, nominated, &mut rec);
+    *explain = rec.render(fw, pod, snapshot, &d);
     d
+}
+
+/// [`schedule_one`], recording compactly into `rec` (reset first) what
+/// [`Record::render`] needs to explain the decision later, against the same snapshot.
+pub fn schedule_one_recorded(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    rec: &mut Record,
+) -> Decision {
+    rec.reset();
+    cycle(fw, alg, pod, snapshot, nominated, Some(rec))
 }
 
 fn cycle(
@@ -604,7 +620,7 @@ fn cycle(
     pod: &Arc<PodInfo>,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
-    mut explain: Option<&mut Explanation>,
+    mut explain: Option<&mut Record>,
 ) -> Decision {
     let resolved = if fw.resolves_runtime_class() {
         crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)

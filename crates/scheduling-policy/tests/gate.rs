@@ -75,6 +75,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         health_tls: None,
         health_auth: None,
         extensions,
+        explain: Default::default(),
     }));
     Running {
         stop: Some(tx),

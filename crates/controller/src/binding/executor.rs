@@ -83,6 +83,12 @@ pub(crate) enum Action {
         victims: Vec<PodRef>,
         clear: Vec<PodRef>,
     },
+    /// kube-scheduler-simulator's result annotations for the attempt (`run
+    /// --explain-annotations`), merged into the pod's metadata.
+    Annotate {
+        pod: PodRef,
+        annotations: std::collections::BTreeMap<String, String>,
+    },
 }
 
 impl Action {
@@ -255,6 +261,9 @@ impl Executor {
                     &nomination,
                 )
                 .await
+            }
+            Action::Annotate { pod, annotations } => {
+                status::annotate(&self.client, &pod, &annotations).await;
             }
             Action::Preempt {
                 preemptor,

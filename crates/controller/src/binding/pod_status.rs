@@ -87,6 +87,26 @@ async fn patch_status(client: &ApiClient, pod: &PodRef, patch: &Value) -> Result
     }
 }
 
+/// Merges `annotations` into the pod's metadata (a JSON merge patch: other annotations stay).
+/// A pod gone meanwhile needs none; other failures are logged, as they change no decision.
+pub(crate) async fn annotate(
+    client: &ApiClient,
+    pod: &PodRef,
+    annotations: &std::collections::BTreeMap<String, String>,
+) {
+    let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
+    let patch = Patch::Merge(serde_json::json!({"metadata": {"annotations": annotations}}));
+    let pp = PatchParams::default();
+    let result = client
+        .call("annotate pod", || api.patch(&pod.name, &pp, &patch))
+        .await;
+    match result {
+        Ok(_) => {}
+        Err(e) if status_code(&e) == Some(404) => {}
+        Err(e) => tracing::warn!(%pod, error = %e, "could not write the explanation annotations"),
+    }
+}
+
 pub(crate) async fn report_failure(
     client: &ApiClient,
     pod: &PodRef,

@@ -28,6 +28,9 @@ pub enum Error {
     /// The scheduling thread panicked or could not be started.
     #[error("scheduling thread: {0}")]
     Thread(String),
+    /// A run option contradicts the config.
+    #[error("{0}")]
+    Config(String),
 }
 
 impl From<FrameworkError> for Error {

@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 
 use crate::informers::INFORMER_COUNT;
 use crate::serving::auth::{self, DelegatedAuth};
-use crate::serving::metrics;
+use crate::serving::{explain, metrics};
 use crate::state::Shared;
 
 /// /healthz and /livez: fail when this process leads but has stopped renewing its lease
@@ -78,6 +78,8 @@ pub(crate) async fn serve(
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route("/debug/explain", get(explain::list))
+        .route("/debug/explain/{namespace}/{pod}", get(explain::one))
         .with_state(shared);
     if let Some(auth) = auth {
         // Around the whole router, so unknown paths are authorized too (as upstream).

@@ -42,9 +42,15 @@ impl Grant {
                 .as_array()
                 .is_some_and(|gs| gs.iter().any(|g| g.as_str() == Some(&self.subject)));
         if let Some(nr) = spec.get("nonResourceAttributes") {
+            // As RBAC's nonResourceURLs: a trailing `*` matches any path with that prefix.
+            let path = s(&nr["path"]);
+            let path_ok = match self.resource.strip_suffix('*') {
+                Some(prefix) => path.starts_with(prefix),
+                None => path == self.resource,
+            };
             return subject
                 && self.resource.starts_with('/')
-                && s(&nr["path"]) == self.resource
+                && path_ok
                 && s(&nr["verb"]) == self.verb;
         }
         subject

@@ -13,7 +13,7 @@ use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
 use scheduler_core::bench_workloads::{
-    self, CHURN_WORKLOADS, DRA_WORKLOAD, IDENTICAL_WORKLOADS, WORKLOADS,
+    self, CHURN_WORKLOADS, DRA_WORKLOAD, ExplainMode, IDENTICAL_WORKLOADS, WORKLOADS,
 };
 
 /// Workloads run in memory only, reported with attempts per scheduled pod.
@@ -48,9 +48,11 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     output: Output,
-    /// In memory: explain every measured attempt, to measure what explanations cost.
-    #[arg(long, conflicts_with = "kubeconfig")]
-    explain: bool,
+    /// In memory: measure what explanations cost. `run` (the default when the flag is given
+    /// alone): every attempt recorded compactly and the unschedulable ones rendered, as
+    /// `run --explain` does; `full`: every attempt rendered, as `simulate --explain` does.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "run", conflicts_with = "kubeconfig")]
+    explain: Option<BenchExplain>,
     /// Deprecated: use `-o json`.
     #[arg(long, hide = true)]
     json: bool,
@@ -170,7 +172,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             nodes,
             args.init_pods,
             args.measured_pods,
-            args.explain,
+            args.explain.map_or(ExplainMode::Off, BenchExplain::mode),
         );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
         return ExitCode::SUCCESS;
@@ -197,7 +199,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 ])
                 .args(["--init-pods", &args.init_pods.to_string()])
                 .args(["--measured-pods", &args.measured_pods.to_string()])
-                .args(args.explain.then_some("--explain"))
+                .args(args.explain.map(|e| format!("--explain={}", e.name())))
                 .output();
             match out {
                 Ok(o) if o.status.success() => {
@@ -225,7 +227,35 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
 }
 
-fn run_one(name: &str, nodes: usize, init: usize, measured: usize, explain: bool) -> BenchResult {
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum BenchExplain {
+    Run,
+    Full,
+}
+
+impl BenchExplain {
+    fn mode(self) -> ExplainMode {
+        match self {
+            BenchExplain::Run => ExplainMode::Run,
+            BenchExplain::Full => ExplainMode::Full,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            BenchExplain::Run => "run",
+            BenchExplain::Full => "full",
+        }
+    }
+}
+
+fn run_one(
+    name: &str,
+    nodes: usize,
+    init: usize,
+    measured: usize,
+    explain: ExplainMode,
+) -> BenchResult {
     if in_memory_only(name) {
         let s = match name {
             "IdenticalPods" | "IdenticalPodsWithoutBatching" => {

@@ -153,14 +153,39 @@ async fn config_from_map(client: &Client, spec: &str) -> Result<config::Loaded, 
     let bad = || format!("--config-map {spec:?}: expected NAMESPACE/NAME:KEY");
     let (ns_name, key) = spec.split_once(':').ok_or_else(bad)?;
     let (ns, name) = ns_name.split_once('/').ok_or_else(bad)?;
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .get(name)
+    if ns.is_empty() || name.is_empty() || key.is_empty() {
+        return Err(bad());
+    }
+    let cm = match Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get_opt(name)
         .await
-        .map_err(|e| format!("reading ConfigMap {ns}/{name} (or pass --config FILE): {e}"))?;
-    let text = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .ok_or_else(|| format!("ConfigMap {ns}/{name} has no key {key:?}"))?;
+    {
+        Ok(Some(cm)) => cm,
+        Ok(None) => {
+            return Err(format!(
+                "ConfigMap {ns}/{name} not found, so there is no key {key:?} to read the \
+                 scheduler's config from: pass --config-map NAMESPACE/NAME:KEY naming the \
+                 running scheduler's ConfigMap, or --config FILE"
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "reading ConfigMap {ns}/{name} (or pass --config FILE): {e}"
+            ));
+        }
+    };
+    let data = cm.data.unwrap_or_default();
+    let Some(text) = data.get(key) else {
+        let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+        return Err(format!(
+            "ConfigMap {ns}/{name} has no key {key:?} (its keys: {}): pass --config-map \
+             {ns}/{name}:KEY with the key that holds the config, or --config FILE",
+            if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            }
+        ));
+    };
     config::load_str(text, &format!("ConfigMap {ns}/{name}, key {key}")).map_err(|e| e.to_string())
 }

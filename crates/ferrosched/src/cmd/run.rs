@@ -47,6 +47,21 @@ pub struct RunArgs {
     /// PEM private key of --tls-cert-file.
     #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
     tls_private_key_file: Option<PathBuf>,
+    /// Record each attempt's explanation and keep each pending pod's last one (at most
+    /// --explain-max-pods), served on the secure port at /debug/explain (the list) and
+    /// /debug/explain/NAMESPACE/POD, behind the same authorization as /metrics. Off by
+    /// default; see docs/explain.md for what it costs.
+    #[arg(long)]
+    explain: bool,
+    /// How many pending pods' explanations --explain keeps (the oldest go first).
+    #[arg(long, value_name = "N", default_value_t = controller::explain::DEFAULT_MAX_PODS, requires = "explain")]
+    explain_max_pods: usize,
+    /// Write kube-scheduler-simulator's result annotations (scheduler-simulator/filter-result,
+    /// score-result, finalscore-result, selected-node) on every pod this profile attempts,
+    /// so the simulator's web UI can show them. Repeat for several profiles. Needs `patch`
+    /// on pods (manifests/explain/run-rbac.yaml).
+    #[arg(long = "explain-annotations", value_name = "PROFILE")]
+    explain_annotations: Vec<String>,
     /// kube-scheduler's own flags (boxed: they would make `run` the largest subcommand).
     #[command(flatten)]
     kube_scheduler: Box<KubeSchedulerFlags>,
@@ -196,6 +211,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
             health_tls: tls,
             health_auth,
             extensions,
+            explain: controller::explain::ExplainOptions {
+                serve: args.explain,
+                max_pods: args.explain_max_pods,
+                annotate_profiles: args.explain_annotations.iter().cloned().collect(),
+            },
         })
         .await
     });

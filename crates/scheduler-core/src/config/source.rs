@@ -17,10 +17,35 @@ fn pos_of(m: Marker) -> Pos {
     }
 }
 
+/// Where the tab a scanner error complains about really is. The scanner reports where the
+/// token it was reading began: the key after a tab of indentation, or a plain scalar on the
+/// line above the tab that indents its continuation. Looks in the indentation of the
+/// reported line and the two below it, then anywhere on the reported line.
+fn tab_position(text: &str, reported: Pos) -> Option<Pos> {
+    let first = (reported.line as usize).checked_sub(1)?;
+    let lines: Vec<&str> = text.split('\n').collect();
+    for (i, line) in lines.iter().enumerate().skip(first).take(3) {
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        // Indentation is ASCII: its byte offset is its column.
+        if let Some(c) = line[..indent].find('\t') {
+            return Some(Pos {
+                line: i as u32 + 1,
+                column: c as u32 + 1,
+            });
+        }
+    }
+    let c = lines.get(first)?.chars().position(|ch| ch == '\t')?;
+    Some(Pos {
+        line: reported.line,
+        column: c as u32 + 1,
+    })
+}
+
 /// Parses one YAML document. An empty document is an empty mapping's worth of nothing:
 /// it yields `Value::Null`, which the decoder reports as a missing apiVersion/kind.
 pub fn parse(text: &str, source: &str) -> Result<Node, ConfigError> {
     let mut b = Builder {
+        text,
         parser: Parser::new_from_str(text),
         anchors: HashMap::new(),
         source,
@@ -29,6 +54,7 @@ pub fn parse(text: &str, source: &str) -> Result<Node, ConfigError> {
 }
 
 struct Builder<'a> {
+    text: &'a str,
     parser: Parser<'a, serde_saphyr::granit_parser::StrInput<'a>>,
     anchors: HashMap<usize, Node>,
     source: &'a str,
@@ -36,9 +62,13 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     fn syntax(&self, e: ScanError) -> ConfigError {
+        let mut at = pos_of(*e.marker());
+        if e.info().contains("tab") {
+            at = tab_position(self.text, at).unwrap_or(at);
+        }
         ConfigError::new(
             self.source,
-            Some(pos_of(*e.marker())),
+            Some(at),
             "",
             format!("{}: {}", msg::YAML_SYNTAX, e.info()),
         )
@@ -321,6 +351,33 @@ mod tests {
         let e = parse("a: [1, 2\nb: 3\n", "bad.yaml").unwrap_err();
         assert!(e.line.is_some(), "{e}");
         assert!(e.message.starts_with(msg::YAML_SYNTAX), "{e}");
+    }
+
+    /// A tab is reported where it is: in a key's indentation, in the indentation that would
+    /// continue a plain scalar from the line above, and with CRLF line ends. (Tabs inside
+    /// values, after a key, in quoted and flow values were already reported right, at the
+    /// value, by the decoder.)
+    #[test]
+    fn tabs_are_reported_where_they_are() {
+        let head = "apiVersion: v1\nkind: K\nprofiles:\n- schedulerName: a\n";
+        for (text, line, column) in [
+            (format!("{head}  plugins:\n\t  score: {{}}\n"), 6, 1),
+            (format!("{head}\tplugins: {{}}\n"), 5, 1),
+            (format!("{head}  plugins:\n  \t score: {{}}\n"), 6, 3),
+            (
+                format!("{head}  plugins:\n\t score: {{}}\n").replace('\n', "\r\n"),
+                6,
+                1,
+            ),
+        ] {
+            let e = parse(&text, "t.yaml").unwrap_err();
+            assert!(e.message.contains("tab"), "{e}");
+            assert_eq!(
+                (e.line, e.column),
+                (Some(line), Some(column)),
+                "{text:?}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -6,9 +6,11 @@
 //! The types serialize to the stable schema documented in `docs/explain.md`
 //! (`schema: ferrosched.io/explain/v1`): fields may be added, never renamed or removed.
 
+mod compact;
 mod hints;
 mod record;
 pub mod render;
+pub mod simulator;
 #[cfg(test)]
 mod tests;
 
@@ -18,6 +20,7 @@ use serde::Serialize;
 
 use crate::framework::Status;
 
+pub use compact::Record;
 pub use hints::hints;
 pub(crate) use record::FilterScope;
 

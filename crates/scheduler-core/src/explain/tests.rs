@@ -418,3 +418,50 @@ fn preemption_names_victims_and_why_other_candidates_lost() {
         "{text}"
     );
 }
+
+/// The simulator's annotations carry the same numbers as the explanation, in its shape:
+/// node -> plugin -> string.
+#[test]
+fn simulator_annotations_show_the_explanations_scores_and_filters() {
+    use super::simulator::*;
+    let e = case_study_explained("default/web-1");
+    let a = simulator_annotations(&e);
+    assert_eq!(a.get(SELECTED_NODE), e.node.as_ref());
+    let parse = |k: &str| -> serde_json::Value { serde_json::from_str(&a[k]).unwrap() };
+    let (score, fin, filter) = (
+        parse(SCORE_RESULT),
+        parse(FINAL_SCORE_RESULT),
+        parse(FILTER_RESULT),
+    );
+    for n in &e.scores {
+        for p in &n.plugins {
+            assert_eq!(score[&n.node][&p.plugin], p.raw.to_string());
+            assert_eq!(fin[&n.node][&p.plugin], p.weighted.to_string());
+        }
+    }
+    assert_eq!(score.as_object().unwrap().len(), e.scores.len());
+    for n in &e.nodes {
+        match &n.verdict {
+            Verdict::Feasible => {
+                assert!(
+                    e.filter_plugins
+                        .iter()
+                        .all(|p| filter[&n.node][p] == PASSED)
+                );
+            }
+            Verdict::Rejected(r) => {
+                let p = r.plugin.as_deref().unwrap();
+                assert_eq!(filter[&n.node][p], r.reasons.join(", "));
+                let at = e.filter_plugins.iter().position(|f| f == p).unwrap();
+                assert_eq!(filter[&n.node].as_object().unwrap().len(), at + 1);
+            }
+            Verdict::Skipped { .. } => assert!(filter.get(&n.node).is_none()),
+        }
+    }
+    // An unschedulable pod: no selected node, every node's rejection.
+    let e = case_study_explained("ml/train-huge");
+    let a = simulator_annotations(&e);
+    assert!(!a.contains_key(SELECTED_NODE));
+    let filter: serde_json::Value = serde_json::from_str(&a[FILTER_RESULT]).unwrap();
+    assert_eq!(filter.as_object().unwrap().len(), 15);
+}

@@ -531,8 +531,10 @@ impl Framework {
 
         if let Some(d) = detail.as_deref_mut() {
             d.raw.clone_from(&raw);
-            d.normalized = vec![0; raw.len()];
-            d.weights = active.iter().map(|(_, (_, w))| *w).collect();
+            d.normalized.clear();
+            d.normalized.resize(raw.len(), 0);
+            d.weights.clear();
+            d.weights.extend(active.iter().map(|(_, (_, w))| *w));
         }
         let mut weighted = raw;
         let mut column: Vec<NodeScore<'_>> = Vec::with_capacity(nodes.len());

@@ -1,0 +1,303 @@
+//! `run --explain` against the fake API server: a pending pod's last explanation is served
+//! at /debug/explain behind the secure port's authorization, and `--explain-annotations`
+//! writes kube-scheduler-simulator's result annotations for the profiles it names only.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller::explain::ExplainOptions;
+use fake_apiserver::FakeApiServer;
+use serde_json::{Value, json};
+
+const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: quiet
+";
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    })
+}
+
+fn pod(name: &str, cpu: &str, scheduler: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    })
+}
+
+async fn http_get_as(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let status = out.lines().next().unwrap_or_default().to_string();
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    (status, body)
+}
+
+async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+struct Running {
+    health: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<controller::Result<()>>,
+}
+
+async fn start(
+    server: &FakeApiServer,
+    auth: Option<Arc<controller::auth::DelegatedAuth>>,
+    explain: ExplainOptions,
+) -> Running {
+    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = listener.local_addr().unwrap();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        client,
+        loaded,
+        instance_id: "test-host".into(),
+        shutdown: Box::pin(async move {
+            let _ = rx.await;
+        }),
+        seed: 1,
+        health: Some(listener),
+        health_tls: None,
+        health_auth: auth,
+        extensions: Vec::new(),
+        explain,
+    }));
+    Running {
+        health,
+        stop: tx,
+        task,
+    }
+}
+
+impl Running {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("controller stops promptly")
+            .expect("controller task")
+            .expect("controller exits cleanly");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_pods_explanation_is_served_to_authorized_users_only() {
+    let server = FakeApiServer::start().await;
+    const ADMIN: &str = "alice";
+    server.add_token("alice-token", ADMIN, &["system:authenticated"]);
+    server.add_token("bob-token", "bob", &["system:authenticated"]);
+    server.grant(fake_apiserver::Grant::non_resource(
+        ADMIN,
+        "get",
+        "/debug/explain",
+    ));
+    server.grant(fake_apiserver::Grant::non_resource(
+        ADMIN,
+        "get",
+        "/debug/explain/*",
+    ));
+    server.apply("nodes", &node("small-1", "1"));
+    server.apply("nodes", &node("small-2", "2"));
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let auth = controller::auth::DelegatedAuth::new(
+        Some(client.clone()),
+        Some(client),
+        controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS
+            .map(String::from)
+            .to_vec(),
+    );
+    let running = start(
+        &server,
+        Some(Arc::new(auth)),
+        ExplainOptions {
+            serve: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    server.apply("pods", &pod("huge", "8", "default-scheduler"));
+    server.apply("pods", &pod("fits", "500m", "default-scheduler"));
+    wait_for("fits is bound", || {
+        server.node_of("default", "fits").is_some()
+    })
+    .await;
+    let addr = running.health;
+    let path = "/debug/explain/default/huge";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let (status, b) = http_get_as(addr, path, Some("alice-token")).await;
+        if status.contains("200") {
+            break b;
+        }
+        assert!(status.contains("404"), "{status} {b}");
+        assert!(Instant::now() < deadline, "never explained: {b}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let e: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(e["schema"], "ferrosched.io/explain/v1");
+    assert_eq!(e["pod"], "default/huge");
+    assert_eq!(e["outcome"], "unschedulable");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("0/2 nodes are available: 2 Insufficient cpu."),
+        "{message}"
+    );
+    let verdicts: Vec<(&str, &str)> = e["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap(), n["plugin"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("small-1", "NodeResourcesFit"),
+            ("small-2", "NodeResourcesFit")
+        ]
+    );
+    // The table, as `ferrosched explain` prints it.
+    let (status, table) =
+        http_get_as(addr, &format!("{path}?format=table"), Some("alice-token")).await;
+    assert!(status.contains("200"), "{status}");
+    assert!(table.contains("Insufficient cpu"), "{table}");
+    // The list names the pending pod and not the bound one.
+    let (status, list) = http_get_as(addr, "/debug/explain", Some("alice-token")).await;
+    assert!(status.contains("200"), "{status} {list}");
+    let list: Value = serde_json::from_str(&list).unwrap();
+    let pods: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(pods, ["default/huge"]);
+    // No token: system:anonymous may not; nor may an authenticated user without the grant.
+    let (status, body) = http_get_as(addr, path, None).await;
+    assert!(status.contains("403"), "{status}");
+    assert!(
+        body.contains("User \"system:anonymous\" cannot get path \"/debug/explain/default/huge\""),
+        "{body}"
+    );
+    let (status, _) = http_get_as(addr, "/debug/explain", Some("bob-token")).await;
+    assert!(status.contains("403"), "{status}");
+    // A node big enough appears: the pod is bound and its explanation dropped.
+    server.apply("nodes", &node("big", "16"));
+    wait_for("huge is bound", || {
+        server.node_of("default", "huge").is_some()
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, b) = http_get_as(addr, path, Some("alice-token")).await;
+        if status.contains("404") {
+            assert!(b.contains("no explanation for pod default/huge"), "{b}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still kept after binding: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_explain_the_debug_path_says_how_to_turn_it_on() {
+    let server = FakeApiServer::start().await;
+    let running = start(&server, None, ExplainOptions::default()).await;
+    let (status, body) = http_get_as(running.health, "/debug/explain/default/x", None).await;
+    assert!(status.contains("404"), "{status}");
+    assert_eq!(body, controller::explain::NOT_RECORDING);
+    running.stop().await;
+}
+
+fn annotations(server: &FakeApiServer, name: &str) -> serde_json::Map<String, Value> {
+    server
+        .get("pods", "default", name)
+        .and_then(|p| p["metadata"]["annotations"].as_object().cloned())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulator_annotations_are_written_for_the_profiles_named_only() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4"));
+    server.apply("nodes", &node("n2", "1"));
+    let running = start(
+        &server,
+        None,
+        ExplainOptions {
+            annotate_profiles: BTreeSet::from(["default-scheduler".to_string()]),
+            ..Default::default()
+        },
+    )
+    .await;
+    server.apply("pods", &pod("shown", "2", "default-scheduler"));
+    server.apply("pods", &pod("unshown", "2", "quiet"));
+    wait_for("both bound", || {
+        server.node_of("default", "shown").is_some()
+            && server.node_of("default", "unshown").is_some()
+    })
+    .await;
+    wait_for("annotations written", || {
+        annotations(&server, "shown").contains_key("scheduler-simulator/selected-node")
+    })
+    .await;
+    let a = annotations(&server, "shown");
+    assert_eq!(a["scheduler-simulator/selected-node"], "n1");
+    let filter: Value =
+        serde_json::from_str(a["scheduler-simulator/filter-result"].as_str().unwrap()).unwrap();
+    assert_eq!(filter["n1"]["NodeResourcesFit"], "passed");
+    assert_eq!(filter["n2"]["NodeResourcesFit"], "Insufficient cpu");
+    // Filters after the rejecting one never ran on n2.
+    assert!(filter["n2"].get("VolumeBinding").is_none(), "{filter}");
+    assert_eq!(filter["n1"]["VolumeBinding"], "passed");
+    assert_eq!(filter["n2"]["TaintToleration"], "passed");
+    // One feasible node: scoring was skipped, as the simulator would show it.
+    assert_eq!(a["scheduler-simulator/score-result"], "{}");
+    assert_eq!(a["scheduler-simulator/finalscore-result"], "{}");
+    // The other profile's pod carries none.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let quiet = annotations(&server, "unshown");
+    assert!(
+        !quiet.keys().any(|k| k.starts_with("scheduler-simulator/")),
+        "{quiet:?}"
+    );
+    running.stop().await;
+}
