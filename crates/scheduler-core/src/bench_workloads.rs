@@ -835,7 +835,7 @@ pub const IDENTICAL_WORKLOADS: &[&str] = &["IdenticalPods", "IdenticalPodsWithou
 
 /// The default profile with no default spreading: upstream signs no pod while the
 /// profile has default topology spread constraints, so batching needs them off.
-const BATCHABLE_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+pub(crate) const BATCHABLE_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: default-scheduler

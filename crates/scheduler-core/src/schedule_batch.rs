@@ -115,15 +115,7 @@ mod tests {
     use crate::schedule_one::{Decision, assume_decision, schedule_one};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-    const NO_DEFAULT_SPREAD: &str = "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: PodTopologySpread
-    args:
-      defaultingType: List
-";
+    use crate::bench_workloads::BATCHABLE_CONFIG as NO_DEFAULT_SPREAD;
 
     fn registry(text: &str) -> ProfileRegistry {
         let cfg = config::load_str(text, "test").expect("valid");
