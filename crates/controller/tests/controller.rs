@@ -1755,3 +1755,30 @@ async fn dra_claims_are_allocated_and_reserved_before_the_binding() {
     );
     running.stop().await;
 }
+
+/// The initial lists come in pages. A `resourceVersion=0` list is served whole, ignoring
+/// `limit` (kube-apiserver does so from its watch cache; the fake server copies it), but
+/// kube's watcher leaves `resourceVersion=0` out of a list that has a page size (its
+/// default, 500), so `any_semantic` still lists 500 at a time from the newest version: the
+/// node list of 1,200 takes three requests, and every page counts (only the last node has
+/// room for the pod). Without a page size the whole body would be decoded at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initial_lists_come_in_pages() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    for i in 0..1200 {
+        let cpu = if i == 1199 { "8" } else { "1" };
+        server.apply("nodes", &node(&format!("n{i:04}"), cpu, json!({})));
+    }
+    server.apply("pods", &pod("wide", "4", json!({})));
+    let running = start_controller(&server).await;
+    wait_for("wide bound", || server.node_of("default", "wide").is_some()).await;
+    assert_eq!(server.node_of("default", "wide").as_deref(), Some("n1199"));
+    let node_lists = server
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list" && r.resource == "nodes")
+        .count();
+    assert_eq!(node_lists, 3, "1,200 nodes in pages of 500");
+    running.stop().await;
+}
