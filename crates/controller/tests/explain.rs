@@ -2,6 +2,8 @@
 //! at /debug/explain behind the secure port's authorization, and `--explain-annotations`
 //! writes kube-scheduler-simulator's result annotations for the profiles it names only.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,6 +11,7 @@ use std::time::{Duration, Instant};
 use controller::explain::ExplainOptions;
 use fake_apiserver::FakeApiServer;
 use serde_json::{Value, json};
+use support::{http_get_as, wait_for};
 
 const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -35,32 +38,6 @@ fn pod(name: &str, cpu: &str, scheduler: &str) -> Value {
             "containers": [{"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu}}}],
         },
     })
-}
-
-async fn http_get_as(
-    addr: std::net::SocketAddr,
-    path: &str,
-    token: Option<&str>,
-) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let status = out.lines().next().unwrap_or_default().to_string();
-    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
-    (status, body)
-}
-
-async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 struct Running {

@@ -1,1 +1,35 @@
 pub mod pv_controller;
+
+/// GET over plain HTTP/1.0 with `Authorization: Bearer <token>` when given; returns the
+/// status line and body.
+#[allow(dead_code)] // not every test crate that includes `support` calls it
+pub async fn http_get_as(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let status = out.lines().next().unwrap_or_default().to_string();
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    (status, body)
+}
+
+/// Polls `f` every 20 ms for at most 10 s.
+#[allow(dead_code)] // not every test crate that includes `support` calls it
+pub async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
