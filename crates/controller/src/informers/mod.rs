@@ -47,6 +47,12 @@ use watch::{Presence, run_informer, run_informer_with};
 /// terminal arrives as a delete).
 pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
+/// Objects per page of an initial list (kube's and client-go's default is 500). Each page
+/// is decoded whole before its objects are applied, and pods from a real API server are
+/// large (admission adds a projected service-account volume): at 500 the pages in flight
+/// were ~9 of the ~21 MB heap peak at 5,000 nodes (heaptrack, real kube-apiserver).
+pub(crate) const LIST_PAGE_SIZE: u32 = 100;
+
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
 pub(crate) const INFORMER_COUNT: usize = 15 + WORKLOAD_INFORMER_COUNT;
 
@@ -64,7 +70,9 @@ where
 {
     tokio::spawn(run_informer_with(
         Api::<K>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
+        watcher::Config::default()
+            .any_semantic()
+            .page_size(LIST_PAGE_SIZE),
         presence,
         Arc::clone(shared),
         handler,
@@ -87,6 +95,7 @@ pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::tas
             Api::<Lean<Pod>>::all(client.clone()),
             watcher::Config::default()
                 .any_semantic()
+                .page_size(LIST_PAGE_SIZE)
                 .fields(POD_FIELD_SELECTOR),
             Arc::clone(shared),
             Pods,
