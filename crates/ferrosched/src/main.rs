@@ -7,6 +7,12 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 
+// Cheaper small allocations than glibc malloc and no per-thread arenas holding freed
+// memory. Off with `--no-default-features` (glibc malloc, e.g. for heaptrack).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A fast, compatible replacement for kube-scheduler.
 ///
 /// ferrosched reads the same KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as
