@@ -3,8 +3,8 @@
 //! refuse a re-created pod of the same name.
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
-use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::Resource;
+use kube::api::ObjectMeta;
 
 use crate::binding::podref::PodRef;
 use crate::client::retry::{ApiClient, status_code};
@@ -37,7 +37,6 @@ impl Binder {
 }
 
 pub(crate) async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result<(), BindError> {
-    let api: Api<Pod> = Api::namespaced(client.client.clone(), &pod.namespace);
     let binding = Binding {
         metadata: ObjectMeta {
             name: Some(pod.name.clone()),
@@ -52,11 +51,9 @@ pub(crate) async fn bind(client: &ApiClient, pod: &PodRef, node: &str) -> Result
             ..Default::default()
         },
     };
-    let pp = PostParams::default();
+    let pods = Pod::url_path(&(), Some(&pod.namespace));
     let result = client
-        .call("bind", || {
-            api.create_subresource::<_, serde_json::Value>("binding", &pod.name, &pp, &binding)
-        })
+        .post_unread("bind", &pods, Some((&pod.name, "binding")), &binding)
         .await;
     match result {
         Ok(_) => Ok(()),

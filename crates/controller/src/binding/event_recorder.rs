@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::Api;
-use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::{Api, Resource};
 
 use crate::binding::podref::PodRef;
 use crate::client::retry::ApiClient;
@@ -240,11 +240,10 @@ impl Recorder {
                     s.name.clone_from(&event.metadata.name);
                     s.namespace.clone_from(ns);
                 }
-                let pp = PostParams::default();
+                let events = Event::url_path(&(), Some(ns));
                 self.client
-                    .call("event", || api.create(&pp, &event))
+                    .post_unread("event", &events, None, &event)
                     .await
-                    .map(drop)
             }
             Write::Series { name, count } => {
                 let patch = serde_json::json!({"series": {

@@ -58,6 +58,37 @@ impl ApiClient {
     {
         with_retry(&self.limiter, what, f).await
     }
+
+    /// POSTs `body` to the collection at `url_path` (or to `subresource` of object `name`
+    /// there, e.g. `binding`), rate limited and retried like [`Self::call`], without decoding
+    /// what the server returns: the created object comes back whole and nobody reads it
+    /// (Scheduled events, Bindings); decoding it cost ~3% of the scheduler's CPU against a
+    /// real server. Errors are decoded as usual (the `Status`).
+    pub(crate) async fn post_unread<B: serde::Serialize>(
+        &self,
+        what: &str,
+        url_path: &str,
+        subresource: Option<(&str, &str)>,
+        body: &B,
+    ) -> Result<(), kube::Error> {
+        let bytes = serde_json::to_vec(body).map_err(kube::Error::SerdeError)?;
+        let pp = kube::api::PostParams::default();
+        self.call(what, || {
+            let request = kube::core::Request::new(url_path);
+            let req = match subresource {
+                Some((name, sub)) => request.create_subresource(sub, name, &pp, bytes.clone()),
+                None => request.create(&pp, bytes.clone()),
+            };
+            async move {
+                let req = req.map_err(kube::Error::BuildRequest)?;
+                self.client
+                    .request::<serde::de::IgnoredAny>(req)
+                    .await
+                    .map(drop)
+            }
+        })
+        .await
+    }
 }
 
 async fn with_retry<T, F, Fut>(
