@@ -23,6 +23,7 @@
 //! device or request using one of these is never allocated).
 
 pub mod allocator;
+pub mod extended;
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
@@ -190,6 +191,8 @@ struct StateData {
     by_node: Arc<Mutex<HashMap<String, Vec<dra::AllocationResult>>>>,
     /// What Reserve decided for the chosen node.
     reserved: Option<Vec<ClaimStatusWrite>>,
+    /// The pod asks for extended resources a DeviceClass backs.
+    extended: Option<Arc<extended::ExtendedState>>,
 }
 
 /// The claim status writes Reserve decided for the pod's node, for the controller to carry
@@ -266,7 +269,13 @@ impl PreFilterPlugin for DynamicResources {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        if pod.resource_claims.is_empty() {
+        let ext = (pod.extended_requests.is_set()
+            && snapshot.dra_api_served()
+            && extended::dra_handles_extended_resources(state))
+        .then(|| extended::ExtendedState::new(pod, snapshot.dra()))
+        .flatten()
+        .map(Arc::new);
+        if pod.resource_claims.is_empty() && ext.is_none() {
             return (None, Status::skip());
         }
         if !snapshot.dra_api_served() {
@@ -277,7 +286,7 @@ impl PreFilterPlugin for DynamicResources {
             Ok(c) => c,
             Err(m) => return (None, Status::unresolvable(m)),
         };
-        if claims.is_empty() {
+        if claims.is_empty() && ext.is_none() {
             return (None, Status::skip());
         }
         let mut to_allocate = Vec::new();
@@ -306,6 +315,7 @@ impl PreFilterPlugin for DynamicResources {
             allocator,
             by_node: Arc::default(),
             reserved: None,
+            extended: ext,
         });
         (None, Status::success())
     }
@@ -366,10 +376,16 @@ fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<StateData>() else {
             return missing_state();
         };
+        if let Some(e) = &s.extended {
+            let pending = s.allocator.as_ref().map(|a| a.claims()).unwrap_or_default();
+            if let Some(st) = extended::filter(e, pod, node, &s.objects, pending) {
+                return st;
+            }
+        }
         let mut allocations = None;
         if let Some(a) = &s.allocator {
             match a.allocate(&node.name, &node.labels) {

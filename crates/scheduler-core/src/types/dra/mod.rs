@@ -7,6 +7,7 @@
 //! allocated or reserved but whose status write is still in flight (assumed claims).
 
 pub mod cel;
+pub mod extended;
 mod objects;
 pub mod template;
 
@@ -376,6 +377,11 @@ pub struct DeviceClassInfo {
     pub selectors: Vec<CelSelector>,
     /// `spec.config`, copied into allocation results of requests using the class.
     pub config: Vec<dra::DeviceClassConfiguration>,
+    /// `spec.extendedResourceName`: pods asking for this extended resource get devices of
+    /// this class where no node advertises it ([`extended`]).
+    pub extended_resource_name: Option<String>,
+    /// Creation time (Unix nanoseconds): the newest class naming a resource wins.
+    pub created: i64,
 }
 
 impl DeviceClassInfo {
@@ -385,6 +391,18 @@ impl DeviceClassInfo {
             name: c.metadata.name.clone().unwrap_or_default(),
             selectors: compile_selectors(spec.and_then(|s| s.selectors.as_ref())),
             config: spec.and_then(|s| s.config.clone()).unwrap_or_default(),
+            extended_resource_name: spec
+                .and_then(|s| s.extended_resource_name.clone())
+                .filter(|n| !n.is_empty()),
+            created: c
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| {
+                    t.0.as_nanosecond()
+                        .clamp(i64::MIN as i128, i64::MAX as i128) as i64
+                })
+                .unwrap_or(0),
         }
     }
 }
