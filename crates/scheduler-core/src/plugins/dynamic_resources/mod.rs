@@ -17,10 +17,12 @@
 //! - Preemption: a victim's claims reserved only for it free their devices in the attempt.
 //!
 //! Without the plugin in the pod's profile the framework rejects such a pod itself (see
-//! [`disabled_in_profile`]). Not done yet: PostFilter's deallocation of a claim allocated for
-//! an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, partitionable
-//! devices, consumable capacity, binding conditions and DRA-backed extended resources (a
-//! device or request using one of these is never allocated).
+//! [`disabled_in_profile`]). Partitionable devices (shared counters) are the allocator's
+//! (`counters.rs`); extended resources backed by DRA are [`extended`]'s (decided in Filter,
+//! the claim not written yet). Not done yet: PostFilter's deallocation of a claim allocated
+//! for an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, consumable
+//! capacity and binding conditions (a device or request using one of these is never
+//! allocated).
 
 pub mod allocator;
 pub mod extended;
