@@ -8,33 +8,33 @@
 //!   from DRA: one claim for the pod, with a request per container (upstream's request names
 //!   and mappings), allocated together with the pod's other claims ([`ExtendedState::node_claim`]).
 //!
-//! Not done yet: creating that claim in the API server (PreBind), writing the pod's
-//! `status.extendedResourceClaimStatus`, and deleting a stale claim from an earlier attempt.
-//! So a node where DRA would have to provide the devices is rejected with
-//! [`EXTENDED_CLAIM_NOT_WRITTEN`] after the allocator found them, never bound without them;
-//! nodes that advertise the resource (device plugins) are used as before.
+//! - Reserve: the chosen node's claim becomes a [`ClaimStatusWrite`] with `create` set; the
+//!   controller creates the claim, writes its allocation and reservation, and the pod's
+//!   `status.extendedResourceClaimStatus`, before the Binding (`binding/claims.rs`).
+//!
+//! Not done yet: finding the claim an earlier attempt created (upstream reuses or deletes
+//! it in PostFilter); a claim left by a failed attempt is deleted by the controller when the
+//! attempt fails, so only a crash in between leaves one behind (owned by the pod, it goes
+//! with the pod).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::framework::{CycleState, Status};
+use k8s_openapi::api::resource::v1 as dra;
+
 use crate::types::dra::extended::{
-    RequestMapping, is_dra_extended_resource_name, requests_and_mappings, special_claim,
+    ExtendedClaimCreate, ExtendedDeviceRequest, RequestMapping, SPECIAL_CLAIM_NAME,
+    is_dra_extended_resource_name, requests_and_mappings, special_claim,
 };
-use crate::types::dra::{DraObjects, ResourceClaimInfo};
+use crate::types::dra::{ClaimStatusWrite, ConsumerRef, DraObjects, ResourceClaimInfo};
 use crate::types::{NodeInfo, PodInfo};
 
-use super::allocator::{AllocError, Allocator};
+use super::allocator::Allocator;
 
 /// Filter: the pod asks for an extended resource the node neither advertises nor has a
 /// DeviceClass for (upstream's "cannot fit resource").
 pub const CANNOT_FIT_RESOURCE: &str = "cannot fit resource";
-/// Filter: devices for the pod's DRA-backed extended resources were found on the node, but
-/// ferrosched does not create the claim that would hold them yet, so it does not bind there.
-pub const EXTENDED_CLAIM_NOT_WRITTEN: &str = "extended resources backed by DRA need a \
-     ResourceClaim ferrosched cannot create yet (request the devices with a ResourceClaim, \
-     or advertise the resource with a device plugin)";
-
 /// Set by the framework when the pod's profile runs DynamicResources.
 #[derive(Debug, Clone)]
 struct Handled;
@@ -57,14 +57,17 @@ pub(crate) struct ExtendedState {
     resources: Vec<(String, Option<String>)>,
     /// Allocators per set of resources DRA must provide (nodes differ in what they
     /// advertise, so the claim differs), with the claim's mappings.
-    allocators: Mutex<HashMap<Vec<String>, (Arc<Allocator>, Arc<Vec<RequestMapping>>)>>,
+    allocators: Mutex<HashMap<Vec<String>, NodeClaim>>,
+    /// Filter's result per node: the claim's requests, mappings and allocation.
+    by_node: Mutex<HashMap<String, (NodeClaim, dra::AllocationResult)>>,
 }
 
 /// One node's claim for the pod's extended resources.
+#[derive(Debug, Clone)]
 pub(crate) struct NodeClaim {
     /// The pod's claims to allocate followed by the extended resource claim.
     pub(crate) allocator: Arc<Allocator>,
-    #[allow(dead_code)] // written into the pod's status once the claim is created
+    pub(crate) requests: Arc<Vec<ExtendedDeviceRequest>>,
     pub(crate) mappings: Arc<Vec<RequestMapping>>,
 }
 
@@ -90,6 +93,7 @@ impl ExtendedState {
             .then(|| ExtendedState {
                 resources,
                 allocators: Mutex::default(),
+                by_node: Mutex::default(),
             })
     }
 
@@ -127,7 +131,7 @@ impl ExtendedState {
             return Ok(None);
         }
         let mut cache = self.allocators.lock().unwrap_or_else(|e| e.into_inner());
-        let (allocator, mappings) = cache
+        let nc = cache
             .entry(needed.clone())
             .or_insert_with(|| {
                 let set: BTreeSet<&str> = needed.iter().map(String::as_str).collect();
@@ -141,36 +145,52 @@ impl ExtendedState {
                     requests_and_mappings(&pod.extended_requests, &set, class_of);
                 let mut all = claims.to_vec();
                 all.push(Arc::new(special_claim(pod.namespace(), &requests)));
-                (Arc::new(Allocator::new(objects, all)), Arc::new(mappings))
+                NodeClaim {
+                    allocator: Arc::new(Allocator::new(objects, all)),
+                    requests: Arc::new(requests),
+                    mappings: Arc::new(mappings),
+                }
             })
             .clone();
-        Ok(Some(NodeClaim {
-            allocator,
-            mappings,
-        }))
+        Ok(Some(nc))
+    }
+
+    /// Filter found the claim's devices on `node` (the last allocation result).
+    pub(crate) fn record(&self, node: &str, nc: NodeClaim, result: dra::AllocationResult) {
+        self.by_node
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(node.to_string(), (nc, result));
+    }
+
+    /// Reserve: the write creating the claim on the chosen node, if DRA provides some of
+    /// the pod's extended resources there.
+    pub(crate) fn reserve_write(&self, pod: &PodInfo, node: &str) -> Option<ClaimStatusWrite> {
+        let by_node = self.by_node.lock().unwrap_or_else(|e| e.into_inner());
+        let (nc, result) = by_node.get(node)?;
+        Some(ClaimStatusWrite {
+            namespace: pod.namespace().to_string(),
+            name: placeholder_name(pod),
+            uid: String::new(),
+            resource_version: String::new(),
+            allocation: Some(result.clone()),
+            reserved_for: vec![ConsumerRef::pod(pod.name(), &pod.uid)],
+            add_finalizer: false,
+            finalizers: Vec::new(),
+            create: Some(Box::new(ExtendedClaimCreate {
+                pod_name: pod.name().to_string(),
+                pod_uid: pod.uid.clone(),
+                requests: nc.requests.to_vec(),
+                mappings: nc.mappings.to_vec(),
+            })),
+        })
     }
 }
 
-/// Filter's extended resource part: Some(status) decides the node (DRA would have to provide
-/// devices there), None leaves it to the rest of Filter.
-pub(crate) fn filter(
-    ext: &ExtendedState,
-    pod: &PodInfo,
-    node: &NodeInfo,
-    objects: &DraObjects,
-    pending: &[Arc<ResourceClaimInfo>],
-) -> Option<Status> {
-    let nc = match ext.node_claim(pod, node, objects, pending) {
-        Ok(Some(nc)) => nc,
-        Ok(None) => return None,
-        Err(s) => return Some(s),
-    };
-    Some(match nc.allocator.allocate(&node.name, &node.labels) {
-        Ok(Some(_)) => Status::unresolvable(EXTENDED_CLAIM_NOT_WRITTEN),
-        Ok(None) => Status::unresolvable(super::CANNOT_ALLOCATE_ALL_CLAIMS),
-        Err(AllocError::Fatal(m)) => Status::error(m),
-        Err(AllocError::Node(m)) => Status::unresolvable(m),
-    })
+/// The key the claim is assumed under until it has a name: not a valid object name, and
+/// one per pod.
+pub fn placeholder_name(pod: &PodInfo) -> String {
+    format!("{SPECIAL_CLAIM_NAME}{}", pod.uid)
 }
 
 #[cfg(test)]

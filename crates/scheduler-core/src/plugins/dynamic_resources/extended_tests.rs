@@ -10,6 +10,7 @@ use crate::framework::{Framework, NominatedPods, Registry};
 use crate::plugins::node_resources_fit::INSUFFICIENT_PREFIX;
 use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
 use crate::types::dra::extended::{RESOURCE_DEVICE_CLASS_PREFIX, SPECIAL_CLAIM_NAME};
+use crate::types::dra::{ConsumerRef, DeviceId};
 
 const GPU: &str = "example.com/gpu";
 
@@ -80,13 +81,12 @@ fn gpu_pod(resource: &str, n: &str) -> PodInfo {
 #[test]
 fn dra_backed_extended_resources_through_a_whole_cycle() {
     let implicit = format!("{RESOURCE_DEVICE_CLASS_PREFIX}gpu");
-    let not_written = format!("0/1 nodes are available: 1 {EXTENDED_CLAIM_NOT_WRITTEN}.");
     let insufficient = format!("0/1 nodes are available: 1 {INSUFFICIENT_PREFIX}{GPU}.");
     // (case, pod, class names the resource, DRA served, with n2, without DynamicResources, want)
     let cases: Vec<(&str, PodInfo, bool, bool, bool, bool, String)> = vec![
         (
-            "a node advertising the resource is used as before",
-            gpu_pod(GPU, "1"),
+            "a node advertising the resource (device plugin) still fits where DRA has too few",
+            gpu_pod(GPU, "3"),
             true,
             true,
             true,
@@ -94,13 +94,13 @@ fn dra_backed_extended_resources_through_a_whole_cycle() {
             "bound to n2".into(),
         ),
         (
-            "devices found through DRA, but the claim cannot be written: never bound",
+            "devices through DRA",
             gpu_pod(GPU, "2"),
             true,
             true,
             false,
             false,
-            not_written.clone(),
+            "bound to n1".into(),
         ),
         (
             "the implicit name of the class",
@@ -109,7 +109,7 @@ fn dra_backed_extended_resources_through_a_whole_cycle() {
             true,
             false,
             false,
-            not_written.clone(),
+            "bound to n1".into(),
         ),
         (
             "more than the node's devices",
@@ -153,6 +153,121 @@ fn dra_backed_extended_resources_through_a_whole_cycle() {
         let got = outcome(run(&framework(without_dra), &pod, &snap));
         assert_eq!(got, want, "{name}");
     }
+}
+
+#[test]
+fn reserve_decides_the_claim_to_create() {
+    let pod_on_n1 = PodInfo::test("ns", "p")
+        .uid("uid-p")
+        .request(GPU, "2")
+        .build();
+    let snap_n1 = snapshot(true, false, objects(true, 2));
+    let fw = framework(false);
+    let writes = match run(&fw, &pod_on_n1, &snap_n1) {
+        Decision::Bind { node, state, .. } => {
+            assert_eq!(node, "n1");
+            super::super::decided_claim_writes(&state).unwrap().to_vec()
+        }
+        other => panic!("{other:?}"),
+    };
+    let [w] = &writes[..] else {
+        panic!("{writes:?}")
+    };
+    let create = w.create.as_ref().expect("the claim is created");
+    assert_eq!(w.namespace, "ns");
+    assert_eq!(w.name, format!("{SPECIAL_CLAIM_NAME}uid-p"));
+    assert_eq!(w.reserved_for, vec![ConsumerRef::pod("p", "uid-p")]);
+    let results: Vec<(String, String)> = w
+        .allocation
+        .as_ref()
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|r| (r.request.clone(), r.device.clone()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("container-0-request-0".to_string(), "gpu-0".to_string()),
+            ("container-0-request-0".to_string(), "gpu-1".to_string()),
+        ]
+    );
+    let obj = create.claim("ns");
+    assert_eq!(
+        obj.metadata.generate_name.as_deref(),
+        Some("p-extended-resources-")
+    );
+    let owner = &obj.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("Pod", "uid-p", Some(true))
+    );
+    assert_eq!(
+        obj.metadata.annotations.as_ref().unwrap()
+            [crate::types::dra::extended::EXTENDED_RESOURCE_CLAIM_ANNOTATION],
+        "true"
+    );
+    let req = &obj
+        .spec
+        .as_ref()
+        .unwrap()
+        .devices
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap()[0];
+    let exactly = req.exactly.as_ref().unwrap();
+    assert_eq!(
+        (
+            req.name.as_str(),
+            exactly.device_class_name.as_str(),
+            exactly.count
+        ),
+        ("container-0-request-0", "gpu", Some(2))
+    );
+    let status = create.pod_status("p-extended-resources-abcde");
+    assert_eq!(status.resource_claim_name, "p-extended-resources-abcde");
+    assert_eq!(status.request_mappings.len(), 1);
+    assert_eq!(status.request_mappings[0].container_name, "c0");
+    assert_eq!(status.request_mappings[0].resource_name, GPU);
+    assert_eq!(
+        status.request_mappings[0].request_name,
+        "container-0-request-0"
+    );
+
+    // Assumed in the cache, the claim's devices are taken until the write lands.
+    let mut o = objects(true, 2);
+    o.assume_claim_writes(&writes);
+    assert!(o.device_allocated(&DeviceId {
+        driver: super::super::allocator::tests::DRIVER.into(),
+        pool: "n1".into(),
+        device: "gpu-1".into(),
+    }));
+    let snap_taken = snapshot(true, false, o.clone());
+    let other = PodInfo::test("ns", "q")
+        .uid("uid-q")
+        .request(GPU, "1")
+        .build();
+    assert_eq!(
+        outcome(run(&fw, &other, &snap_taken)),
+        format!("0/1 nodes are available: 1 {CANNOT_ALLOCATE_ALL_CLAIMS}.")
+    );
+    // Created as a real claim: the assumption moves there; a failed binding forgets it.
+    o.confirm_created_claim("ns", &w.name, "p-extended-resources-abcde", "7");
+    assert!(o.claim("ns", &w.name).is_none());
+    assert!(o.is_assumed("ns", "p-extended-resources-abcde"));
+    assert_eq!(
+        o.claim("ns", "p-extended-resources-abcde")
+            .unwrap()
+            .resource_version,
+        "7"
+    );
+    let mut o2 = objects(true, 2);
+    o2.assume_claim_writes(&writes);
+    o2.forget_claim_writes(&writes);
+    assert!(o2.allocated_devices().is_empty());
 }
 
 #[test]
@@ -240,7 +355,9 @@ fn a_resource_neither_advertised_nor_backed_does_not_fit() {
         .build();
     let snap = snapshot(true, true, o);
     let ext = ExtendedState::new(&pod, snap.dra()).unwrap();
-    let s = filter(&ext, &pod, snap.get("n1").unwrap(), snap.dra(), &[]).unwrap();
+    let s = ext
+        .node_claim(&pod, snap.get("n1").unwrap(), snap.dra(), &[])
+        .unwrap_err();
     assert_eq!(s.code(), crate::framework::Code::Unschedulable);
     assert_eq!(s.message(), CANNOT_FIT_RESOURCE);
     assert!(

@@ -382,14 +382,22 @@ impl FilterPlugin for DynamicResources {
         let Some(s) = state.read::<StateData>() else {
             return missing_state();
         };
+        // Where DRA provides the pod's extended resources, their claim is allocated with the
+        // pod's other claims.
+        let mut ext_claim = None;
         if let Some(e) = &s.extended {
             let pending = s.allocator.as_ref().map(|a| a.claims()).unwrap_or_default();
-            if let Some(st) = extended::filter(e, pod, node, &s.objects, pending) {
-                return st;
+            match e.node_claim(pod, node, &s.objects, pending) {
+                Ok(c) => ext_claim = c,
+                Err(st) => return st,
             }
         }
         let mut allocations = None;
-        if let Some(a) = &s.allocator {
+        if let Some(a) = ext_claim
+            .as_ref()
+            .map(|c| &c.allocator)
+            .or(s.allocator.as_ref())
+        {
             match a.allocate(&node.name, &node.labels) {
                 Ok(Some(r)) => allocations = Some(r),
                 Ok(None) => return Status::unresolvable(CANNOT_ALLOCATE_ALL_CLAIMS),
@@ -406,7 +414,13 @@ impl FilterPlugin for DynamicResources {
         if unavailable {
             return Status::unresolvable(NOT_AVAILABLE_ON_NODE);
         }
-        if let Some(r) = allocations {
+        if let Some(mut r) = allocations {
+            // The extended resource claim came last: its result is not the pod's claims'.
+            if let (Some(e), Some(c)) = (&s.extended, ext_claim)
+                && let Some(last) = r.pop()
+            {
+                e.record(&node.name, c, last);
+            }
             s.by_node
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -462,8 +476,10 @@ impl ReservePlugin for DynamicResources {
                 finalizers: c.finalizers.clone(),
                 allocation,
                 reserved_for,
+                create: None,
             });
         }
+        writes.extend(s.extended.as_ref().and_then(|e| e.reserve_write(pod, node)));
         s.reserved = Some(writes);
         Status::success()
     }

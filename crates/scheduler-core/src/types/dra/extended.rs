@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::resource::v1 as dra;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::{
     AllocationMode, ClaimRequest, DeviceClassInfo, DraObjects, RequestSpec, ResourceClaimInfo,
@@ -237,6 +239,81 @@ pub fn requests_and_mappings(
     }
     requests.sort_by(|a, b| a.name.cmp(&b.name));
     (requests, mappings)
+}
+
+impl ExtendedDeviceRequest {
+    pub fn to_k8s(&self) -> dra::DeviceRequest {
+        dra::DeviceRequest {
+            name: self.name.clone(),
+            exactly: Some(dra::ExactDeviceRequest {
+                device_class_name: self.class.clone(),
+                allocation_mode: Some("ExactCount".into()),
+                count: Some(self.count),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// What the controller needs to create the claim for a pod's extended resources (upstream
+/// PreBind: `createExtendedResourceClaimInAPI`, then `patchPodExtendedResourceClaimStatus`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtendedClaimCreate {
+    pub pod_name: String,
+    pub pod_uid: String,
+    pub requests: Vec<ExtendedDeviceRequest>,
+    pub mappings: Vec<RequestMapping>,
+}
+
+impl ExtendedClaimCreate {
+    /// The claim to POST: a generated name after the pod's, owned (controller) by the pod,
+    /// annotated as the extended resource claim, with the delete-protection finalizer an
+    /// allocation needs.
+    pub fn claim(&self, namespace: &str) -> dra::ResourceClaim {
+        let mut c = dra::ResourceClaim::default();
+        c.metadata.namespace = Some(namespace.to_string());
+        c.metadata.generate_name = Some(format!("{}-extended-resources-", self.pod_name));
+        c.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: self.pod_name.clone(),
+            uid: self.pod_uid.clone(),
+            controller: Some(true),
+            ..Default::default()
+        }]);
+        c.metadata.annotations = Some(
+            [(
+                EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_string(),
+                "true".to_string(),
+            )]
+            .into(),
+        );
+        c.metadata.finalizers = Some(vec![super::CLAIM_FINALIZER.to_string()]);
+        c.spec = Some(dra::ResourceClaimSpec {
+            devices: Some(dra::DeviceClaim {
+                requests: Some(self.requests.iter().map(|r| r.to_k8s()).collect()),
+                ..Default::default()
+            }),
+        });
+        c
+    }
+
+    /// The pod's `status.extendedResourceClaimStatus` once the claim is named.
+    pub fn pod_status(&self, claim_name: &str) -> k8s::PodExtendedResourceClaimStatus {
+        k8s::PodExtendedResourceClaimStatus {
+            resource_claim_name: claim_name.to_string(),
+            request_mappings: self
+                .mappings
+                .iter()
+                .map(|m| k8s::ContainerExtendedResourceRequest {
+                    container_name: m.container_name.clone(),
+                    resource_name: m.resource_name.clone(),
+                    request_name: m.request_name.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The in-memory claim for one node's extended resource requests (upstream: a claim named
