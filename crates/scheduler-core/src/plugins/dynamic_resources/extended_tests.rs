@@ -371,3 +371,14 @@ fn a_resource_neither_advertised_nor_backed_does_not_fit() {
         "no class backs anything the pod asks for"
     );
 }
+
+#[test]
+fn node_resources_fit_waits_for_device_classes_too() {
+    // A pod NodeResourcesFit rejected for `example.com/gpu` is retried when a class starts
+    // naming it, as upstream registers with DRAExtendedResource.
+    use crate::framework::{ActionType, EventResource, Plugin};
+    let fit = crate::plugins::node_resources_fit::NodeResourcesFit::new(None).unwrap();
+    assert!(fit.events_to_register().iter().any(|e| {
+        e.resource == EventResource::DeviceClass && e.action.contains(ActionType::ADD)
+    }));
+}

@@ -319,6 +319,12 @@ impl Plugin for NodeResourcesFit {
                 EventResource::Node,
                 ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
             ),
+            // A class naming an extended resource the pod asks for hands it to DRA (upstream
+            // registers this with DRAExtendedResource; its hint is approximated by Queue).
+            ClusterEvent::new(
+                EventResource::DeviceClass,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
         ]
     }
 
