@@ -1756,3 +1756,139 @@ async fn the_initial_lists_come_in_pages() {
     assert_eq!(node_lists, 12, "1,200 nodes in pages of 100");
     running.stop().await;
 }
+
+/// The newer DRA fields through the fake API server and the informers: a partitioned GPU
+/// (shared counters) is handed out whole to one pod, so the next pod finds its halves'
+/// counters spent; a pod asking for an extended resource a DeviceClass backs gets a claim
+/// created, allocated and reserved for it before its Binding (deleted again when the
+/// Binding fails), and a node advertising the resource needs no claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitionable_devices_and_dra_backed_extended_resources() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"extendedResourceName": "example.com/gpu",
+                         "selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    let mut slice = gpu_slice("n1", &[]);
+    let consuming = |name: &str, memory: &str| {
+        json!({"name": name, "consumesCounters": [{"counterSet": "gpu-0",
+               "counters": {"memory": {"value": memory}}}]})
+    };
+    slice["spec"]["devices"] = json!([
+        consuming("gpu-0", "8Gi"),
+        consuming("gpu-0-half-0", "4Gi"),
+        consuming("gpu-0-half-1", "4Gi"),
+    ]);
+    slice["spec"]["sharedCounters"] =
+        json!([{"name": "gpu-0", "counters": {"memory": {"value": "8Gi"}}}]);
+    server.apply("resourceslices", &slice);
+    server.apply("resourceclaims", &gpu_claim("c1", None));
+    server.apply("resourceclaims", &gpu_claim("c2", None));
+    let with_claim =
+        |claim: &str| json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]});
+    server.apply("pods", &pod("p1", "100m", with_claim("c1")));
+    let running = start_controller(&server).await;
+
+    wait_for("p1 bound", || server.node_of("default", "p1").is_some()).await;
+    assert_eq!(allocated_device(&server, "c1").as_deref(), Some("gpu-0"));
+    server.apply("pods", &pod("p2", "100m", with_claim("c2")));
+    wait_for("p2 refused: the halves' counters are spent", || {
+        server.events_for("default", "p2").iter().any(|e| {
+            e["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("cannot allocate all claims"))
+        })
+    })
+    .await;
+    assert_eq!(allocated_device(&server, "c2"), None);
+
+    // Extended resources: DRA provides them on n1 from a second pool. p2 takes one of its
+    // two devices first (so the scheduler has seen the pool).
+    let mut extra = gpu_slice("n1", &["gpu-1", "gpu-2"]);
+    extra["metadata"]["name"] = json!("n1-extra");
+    extra["spec"]["pool"]["name"] = json!("n1-extra");
+    server.apply("resourceslices", &extra);
+    wait_for("p2 bound once a plain GPU appears", || {
+        server.node_of("default", "p2").is_some()
+    })
+    .await;
+    assert_eq!(allocated_device(&server, "c2").as_deref(), Some("gpu-1"));
+    // p3's first Binding fails (all five attempts of the retrying client): the claim
+    // created for it is deleted again, then a new one is created, allocated and reserved
+    // before the next Binding.
+    server.fail_next_bindings(5);
+    let mut ext = pod("p3", "100m", json!({}));
+    ext["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = json!("1");
+    server.apply("pods", &ext);
+    wait_for("p3 bound to n1", || {
+        server.node_of("default", "p3").as_deref() == Some("n1")
+    })
+    .await;
+    let ext_claims: Vec<Value> = server
+        .list("resourceclaims")
+        .into_iter()
+        .filter(|c| {
+            c["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+        })
+        .collect();
+    let [claim] = &ext_claims[..] else {
+        panic!("one extended resource claim, the failed attempt's deleted: {ext_claims:?}")
+    };
+    let name = claim["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("p3-extended-resources-"), "{name}");
+    let p3 = server.get("pods", "default", "p3").unwrap();
+    assert_eq!(
+        claim["metadata"]["ownerReferences"][0]["uid"],
+        p3["metadata"]["uid"]
+    );
+    assert_eq!(claim["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(
+        claim["spec"]["devices"]["requests"][0],
+        json!({"name": "container-0-request-1", "exactly": {"deviceClassName": "gpu",
+               "allocationMode": "ExactCount", "count": 1}})
+    );
+    assert_eq!(allocated_device(&server, name).as_deref(), Some("gpu-2"));
+    assert_eq!(
+        claim["status"]["reservedFor"][0]["uid"],
+        p3["metadata"]["uid"]
+    );
+    assert_eq!(
+        p3["status"]["extendedResourceClaimStatus"],
+        json!({"resourceClaimName": name, "requestMappings": [
+            {"containerName": "c", "resourceName": "example.com/gpu",
+             "requestName": "container-0-request-1"}]})
+    );
+    let requests = server.requests();
+    let claim_at = requests
+        .iter()
+        .rposition(|r| r.resource == "resourceclaims" && r.verb == "create")
+        .unwrap();
+    let binding_at = requests
+        .iter()
+        .rposition(|r| r.subresource == "binding" && r.name == "p3")
+        .unwrap();
+    assert!(claim_at < binding_at);
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.resource == "resourceclaims" && r.verb == "delete"),
+        "the failed attempt's claim was deleted"
+    );
+    // No device left on n1: a node advertising the resource through a device plugin takes
+    // the next such pod, with no claim.
+    let mut n2 = node("n2", "4", json!({}));
+    n2["status"]["allocatable"]["example.com/gpu"] = json!("2");
+    server.apply("nodes", &n2);
+    let mut ext = pod("p4", "100m", json!({}));
+    ext["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = json!("1");
+    server.apply("pods", &ext);
+    wait_for("p4 bound to n2", || {
+        server.node_of("default", "p4").as_deref() == Some("n2")
+    })
+    .await;
+    running.stop().await;
+}

@@ -382,6 +382,30 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
             .any(|r| r.verb == "patch" && r.resource == "events")
     })
     .await;
+    // DRA-backed extended resources: the claim is created; the first binding fails (every
+    // retry), so it is deleted again, then created anew for the next attempt.
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"extendedResourceName": "example.com/gpu",
+                         "selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}}),
+    );
+    server.apply(
+        "resourceslices",
+        &json!({"metadata": {"name": "n2-gpus"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "n2",
+                         "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0"}]}}),
+    );
+    server.fail_next_bindings(5);
+    let mut ext = pod("ext", "10m", json!({}));
+    ext["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = json!("1");
+    server.apply("pods", &ext);
+    wait_for(
+        "ext bound after its claim was deleted and created again",
+        || server.node_of("default", "ext").is_some(),
+    )
+    .await;
     // Clean shutdown releases the lease (update).
     let _ = tx.send(());
     tokio::time::timeout(Duration::from_secs(10), task)
@@ -448,6 +472,8 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "resource.k8s.io", "resourceclaims"),
         ("patch", "resource.k8s.io", "resourceclaims"),
         ("patch", "resource.k8s.io", "resourceclaims/status"),
+        ("create", "resource.k8s.io", "resourceclaims"),
+        ("delete", "resource.k8s.io", "resourceclaims"),
         ("list", "resource.k8s.io", "resourceslices"),
         ("watch", "resource.k8s.io", "resourceslices"),
         ("list", "resource.k8s.io", "deviceclasses"),

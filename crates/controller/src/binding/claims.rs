@@ -8,15 +8,21 @@
 //! 2. `status.allocation` (if the scheduler allocated it) and the whole new
 //!    `status.reservedFor`, a merge patch of the status subresource.
 //!
+//! The claim for a pod's DRA-backed extended resources does not exist yet ([`create_one`]):
+//! it is created (owned by the pod, with the finalizer), its status written, then the pod's
+//! `status.extendedResourceClaimStatus` names it; undoing deletes it.
+//!
 //! Every patch carries the resourceVersion the scheduler read (then the one the previous
 //! patch returned), so a claim changed meanwhile (deallocated, reserved by someone else) is
 //! refused with 409 and nothing is handed out twice. When a later step fails (another
 //! claim, or the Binding itself), [`undo_claims`] takes back what was written: the
 //! allocation the scheduler made and the pod's reservedFor entry.
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use scheduler_core::types::dra::extended::ExtendedClaimCreate;
 use scheduler_core::types::dra::{CLAIM_FINALIZER, ClaimStatusWrite};
 use serde_json::json;
 
@@ -31,6 +37,8 @@ pub(crate) struct Written {
     pub(crate) write: ClaimStatusWrite,
     /// What the status write returned.
     pub(crate) resource_version: String,
+    /// The name the API server gave a claim this cycle created (extended resources).
+    pub(crate) created: Option<String>,
 }
 
 fn api_message(e: &kube::Error) -> String {
@@ -48,10 +56,17 @@ pub(crate) async fn write_claims(
 ) -> Result<Vec<Written>, String> {
     let mut done = Vec::new();
     for w in writes {
-        match write_one(client, w).await {
-            Ok(rv) => done.push(Written {
+        let result = match &w.create {
+            Some(c) => create_one(client, w, c)
+                .await
+                .map(|(name, rv)| (rv, Some(name))),
+            None => write_one(client, w).await.map(|rv| (rv, None)),
+        };
+        match result {
+            Ok((rv, created)) => done.push(Written {
                 write: w.clone(),
                 resource_version: rv,
+                created,
             }),
             Err(e) => {
                 undo_claims(client, &done).await;
@@ -108,12 +123,104 @@ async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, S
     Ok(c.metadata.resource_version.unwrap_or_default())
 }
 
+/// Creates the claim of the pod's extended resources, writes its allocation and
+/// reservation, then the pod's `status.extendedResourceClaimStatus` (upstream's PreBind for
+/// them). A failure after the create deletes the claim again. Returns its name and the
+/// status write's resourceVersion.
+async fn create_one(
+    client: &ApiClient,
+    w: &ClaimStatusWrite,
+    c: &ExtendedClaimCreate,
+) -> Result<(String, String), String> {
+    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
+    let created = api
+        .create(&PostParams::default(), &c.claim(&w.namespace))
+        .await
+        .map_err(|e| {
+            format!(
+                "create claim for extended resources {}/: {}",
+                w.namespace,
+                api_message(&e)
+            )
+        })?;
+    let name = created.metadata.name.clone().unwrap_or_default();
+    let rv = created
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_default();
+    let written = async {
+        let reserved: Vec<_> = w.reserved_for.iter().map(|r| r.to_k8s()).collect();
+        let mut status = json!({"reservedFor": reserved});
+        if let Some(a) = &w.allocation {
+            status["allocation"] = serde_json::to_value(a).map_err(|e| e.to_string())?;
+        }
+        let patch = json!({"metadata": {"resourceVersion": rv}, "status": status});
+        let claim = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                format!(
+                    "add allocation and reservation to claim {}/{name}: {}",
+                    w.namespace,
+                    api_message(&e)
+                )
+            })?;
+        let pods: Api<Pod> = Api::namespaced(client.client.clone(), &w.namespace);
+        let patch = json!({"status": {"extendedResourceClaimStatus": c.pod_status(&name)}});
+        pods.patch_status(&c.pod_name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                format!(
+                    "update pod {}/{} ExtendedResourceClaimStatus: {}",
+                    w.namespace,
+                    c.pod_name,
+                    api_message(&e)
+                )
+            })?;
+        Ok::<_, String>(claim.metadata.resource_version.unwrap_or_default())
+    }
+    .await;
+    match written {
+        Ok(rv) => Ok((name, rv)),
+        Err(e) => {
+            delete_created(client, &w.namespace, &name).await;
+            Err(e)
+        }
+    }
+}
+
+/// Deletes a claim this binding cycle created: the finalizer first (nothing else removes
+/// it), then the object. Best effort, logged.
+async fn delete_created(client: &ApiClient, namespace: &str, name: &str) {
+    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), namespace);
+    let patch = json!({"metadata": {"finalizers": null}});
+    let result = match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => api.delete(name, &DeleteParams::default()).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        tracing::warn!(
+            claim = %format!("{namespace}/{name}"),
+            error = %api_message(&e),
+            "could not delete the extended resource claim of a failed binding"
+        );
+    }
+}
+
 /// Takes back what [`write_claims`] wrote: the pod's reservedFor entry, and the allocation
 /// when the scheduler made it (the finalizer stays; the claim's driver side removes it with
 /// the allocation). Best effort: a claim changed since (409) is left as it is, logged.
 pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
     for d in written.iter().rev() {
         let w = &d.write;
+        if let Some(name) = &d.created {
+            delete_created(client, &w.namespace, name).await;
+            continue;
+        }
         let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
         let before: Vec<_> = w
             .reserved_for

@@ -475,11 +475,20 @@ impl Executor {
                     // Written: the informer's copy at least this new ends each assumption.
                     let mut st = self.shared.lock();
                     for d in &w {
-                        st.cache.dra_mut().confirm_claim_write(
-                            &d.write.namespace,
-                            &d.write.name,
-                            &d.resource_version,
-                        );
+                        let dra = st.cache.dra_mut();
+                        match &d.created {
+                            Some(name) => dra.confirm_created_claim(
+                                &d.write.namespace,
+                                &d.write.name,
+                                name,
+                                &d.resource_version,
+                            ),
+                            None => dra.confirm_claim_write(
+                                &d.write.namespace,
+                                &d.write.name,
+                                &d.resource_version,
+                            ),
+                        }
                     }
                     drop(st);
                     written = w;

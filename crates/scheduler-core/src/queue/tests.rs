@@ -660,7 +660,11 @@ fn default_profile_registers_upstream_events() {
         of(names::NODE_RESOURCES_FIT),
         [
             pod_ev(ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN),
-            node(ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE)
+            node(ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE),
+            ev(
+                EventResource::DeviceClass,
+                ActionType::ADD | ActionType::UPDATE
+            )
         ]
     );
     assert_eq!(

@@ -10,6 +10,8 @@ use crate::cache::Cache;
 use crate::framework::CycleState;
 use crate::plugins::dynamic_resources::decided_claim_writes;
 use crate::types::PodInfo;
+use crate::types::dra::ClaimAllocation;
+use crate::types::dra::extended::SPECIAL_CLAIM_NAME;
 use crate::types::dra::template as dra_template;
 use crate::types::dra::{DraObjects, PodClaimSource};
 
@@ -97,6 +99,22 @@ pub(super) fn pod_devices(pod: &PodInfo, state: &CycleState, dra: &DraObjects) -
                 pool: d.id.pool.clone(),
                 device: d.id.device.clone(),
                 shared,
+            });
+        }
+    }
+    // The claim the scheduler would create for DRA-backed extended resources.
+    for w in decided_claim_writes(state).into_iter().flatten() {
+        let (Some(_), Some(a)) = (&w.create, &w.allocation) else {
+            continue;
+        };
+        for d in ClaimAllocation::from_result(a).devices {
+            out.push(PodDevice {
+                claim: format!("{}/{SPECIAL_CLAIM_NAME}", w.namespace),
+                request: d.request,
+                driver: d.id.driver,
+                pool: d.id.pool,
+                device: d.id.device,
+                shared: false,
             });
         }
     }
@@ -268,6 +286,31 @@ spec:
             ),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A pod asking for `example.com/gpu`, which a class names: the devices of the claim the
+    /// scheduler would create are shown.
+    #[test]
+    fn dra_backed_extended_resources_show_their_devices() {
+        let class = CLASS.replace(
+            "spec:\n",
+            "spec:\n  extendedResourceName: example.com/gpu\n",
+        );
+        let pod = "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: ml}\nspec:\n  containers: [{name: c, image: i, resources: {requests: {example.com/gpu: \"2\"}}}]\n";
+        let r = simulate(&format!("{NODES}{class}{pod}"));
+        assert_eq!(r.node_of("ml/x"), Some("n2"), "{:?}", outcome(&r, "ml/x"));
+        let got: Vec<(&str, &str, &str)> = outcome(&r, "ml/x")
+            .devices
+            .iter()
+            .map(|d| (d.claim.as_str(), d.request.as_str(), d.device.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ml/<extended-resources>", "container-0-request-0", "gpu-0"),
+                ("ml/<extended-resources>", "container-0-request-0", "gpu-1"),
+            ]
+        );
     }
 
     /// Without the template the pod waits as upstream's (no claim is made) and the template

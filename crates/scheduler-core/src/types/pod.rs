@@ -135,6 +135,9 @@ pub struct PodInfo {
     /// `spec.resourceClaims` entries (DRA), resolved against `status.resourceClaimStatuses`.
     /// Such a pod must never be bound unless each claim is allocated and reserved for it.
     pub resource_claims: Vec<super::dra::PodClaimRef>,
+    /// Containers' requests for extended resources a DeviceClass may back (DRA-backed
+    /// extended resources); most pods have none.
+    pub extended_requests: Rare<super::dra::extended::ExtendedRequests>,
     /// Init container images then container images, normalized like ImageLocality does.
     /// Interned: a deployment's pods and the nodes' image lists share each name.
     pub images: Vec<Sym>,
@@ -314,6 +317,7 @@ impl PodInfo {
                 .map(|g| g.name.clone())
                 .collect(),
             resource_claims: super::dra::pod_claims(pod),
+            extended_requests: Rare::new(super::dra::extended::ExtendedRequests::from_spec(spec)),
             images,
             num_containers: init_containers.len() + spec.containers.len(),
             required_node_features: super::declared_features::required_features(spec),

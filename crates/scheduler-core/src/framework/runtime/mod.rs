@@ -241,6 +241,16 @@ impl Framework {
                 Vec::new(),
             );
         }
+        // NodeResourcesFit leaves DRA-backed extended resources to DynamicResources only when
+        // this profile runs it; otherwise they are checked against allocatable as before.
+        if pod.extended_requests.is_set()
+            && self
+                .pre_filter
+                .iter()
+                .any(|p| p.name == crate::plugins::names::DYNAMIC_RESOURCES)
+        {
+            crate::plugins::dynamic_resources::extended::mark_handled(state);
+        }
         let mut result: Option<PreFilterResult> = None;
         let mut narrowing: Vec<&'static str> = Vec::new();
         for (i, p) in self.pre_filter.iter().enumerate() {

@@ -58,6 +58,8 @@ pub struct Allocator {
     allocated: Arc<HashMap<DeviceId, u32>>,
     /// Devices of claims preemption would free (victims'), usable in this attempt.
     freed: HashSet<DeviceId>,
+    /// Shared counters of the pools whose devices consume some (partitionable devices).
+    counters: HashMap<usize, Arc<counters::PoolCounters>>,
 }
 
 impl Allocator {
@@ -89,11 +91,13 @@ impl Allocator {
         let mut names: Vec<HashSet<&str>> = vec![HashSet::new(); pools.len()];
         let mut local: HashMap<String, Vec<(usize, Arc<ResourceSliceInfo>)>> = HashMap::new();
         let mut shared = Vec::new();
+        let mut current: Vec<Vec<&ResourceSliceInfo>> = vec![Vec::new(); pools.len()];
         for s in objects.slices() {
             let i = index[&(s.driver.as_str(), s.pool.as_str())];
             if s.pool_generation != newest[&(s.driver.as_str(), s.pool.as_str())].0 {
                 continue; // outdated
             }
+            current[i].push(s);
             for d in &s.devices {
                 if !names[i].insert(d.name.as_str()) && pools[i].invalid.is_none() {
                     pools[i].invalid = Some(format!("duplicate device name {}", d.name));
@@ -127,6 +131,11 @@ impl Allocator {
             shared,
             allocated: Arc::new(objects.allocated_devices().clone()),
             freed: HashSet::new(),
+            counters: current
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, s)| counters::PoolCounters::of(s).map(|c| (i, c)))
+                .collect(),
         }
     }
 
@@ -196,6 +205,7 @@ impl Allocator {
                     continue;
                 }
                 cands.push(Cand {
+                    pool: *p,
                     slice: s,
                     dev: d,
                     id: DeviceId {
@@ -230,6 +240,7 @@ impl Allocator {
 }
 
 struct Cand<'a> {
+    pool: usize,
     slice: &'a ResourceSliceInfo,
     dev: &'a SliceDevice,
     id: DeviceId,
@@ -314,6 +325,7 @@ struct Run<'a> {
     results: Vec<Vec<(usize, String, bool)>>,
     selected_sub: HashMap<(usize, usize), usize>,
     matches: HashMap<(usize, usize, usize, usize), bool>,
+    counters: counters::Tracker,
 }
 
 fn kobj(c: &ResourceClaimInfo) -> String {
@@ -338,6 +350,7 @@ impl<'a> Run<'a> {
             results: vec![Vec::new(); al.claims.len()],
             selected_sub: HashMap::new(),
             matches: HashMap::new(),
+            counters: counters::Tracker::default(),
         }
     }
 
@@ -681,6 +694,9 @@ impl<'a> Run<'a> {
         {
             return Ok(false);
         }
+        if !self.take_counters(cand) {
+            return Ok(false);
+        }
         let (base, sub) = match &parent {
             Some(p) => (p.clone(), Some(name.as_str())),
             None => (name.clone(), None),
@@ -708,6 +724,7 @@ impl<'a> Run<'a> {
             added.push(i);
         }
         if failed {
+            self.give_back_counters(cand);
             for j in added {
                 let k = &mut self.constraints[r.claim][j];
                 k.count -= 1;
@@ -735,6 +752,7 @@ impl<'a> Run<'a> {
     }
 
     fn deallocate(&mut self, r: Pos, cand: usize) {
+        self.give_back_counters(cand);
         let (name, parent) = {
             let d = &self.reqs[r.claim][r.request][r.sub];
             (d.spec.name.clone(), d.parent.map(str::to_string))
@@ -762,6 +780,9 @@ impl<'a> Run<'a> {
 
 #[path = "allocation_result.rs"]
 mod result;
+
+#[path = "counters.rs"]
+mod counters;
 
 #[cfg(test)]
 #[path = "allocator_tests.rs"]

@@ -865,7 +865,7 @@ fn devices_using_unsupported_features_are_never_allocated() {
     partition.consumes_counters = Some(vec![dra::DeviceCounterConsumption {
         counter_set: "mem".into(),
         counters: BTreeMap::new(),
-        compatibility_groups: None,
+        compatibility_groups: Some(vec!["a".into()]),
     }]);
     let o = objects(
         vec![local("n1", vec![tainted, partition, device("plain", &[])])],

@@ -17,12 +17,15 @@
 //! - Preemption: a victim's claims reserved only for it free their devices in the attempt.
 //!
 //! Without the plugin in the pod's profile the framework rejects such a pod itself (see
-//! [`disabled_in_profile`]). Not done yet: PostFilter's deallocation of a claim allocated for
-//! an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, partitionable
-//! devices, consumable capacity, binding conditions and DRA-backed extended resources (a
-//! device or request using one of these is never allocated).
+//! [`disabled_in_profile`]). Partitionable devices (shared counters) are the allocator's
+//! (`counters.rs`); extended resources backed by DRA are [`extended`]'s (decided in Filter,
+//! the claim not written yet). Not done yet: PostFilter's deallocation of a claim allocated
+//! for an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, consumable
+//! capacity and binding conditions (a device or request using one of these is never
+//! allocated).
 
 pub mod allocator;
+pub mod extended;
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
@@ -190,6 +193,8 @@ struct StateData {
     by_node: Arc<Mutex<HashMap<String, Vec<dra::AllocationResult>>>>,
     /// What Reserve decided for the chosen node.
     reserved: Option<Vec<ClaimStatusWrite>>,
+    /// The pod asks for extended resources a DeviceClass backs.
+    extended: Option<Arc<extended::ExtendedState>>,
 }
 
 /// The claim status writes Reserve decided for the pod's node, for the controller to carry
@@ -266,7 +271,13 @@ impl PreFilterPlugin for DynamicResources {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        if pod.resource_claims.is_empty() {
+        let ext = (pod.extended_requests.is_set()
+            && snapshot.dra_api_served()
+            && extended::dra_handles_extended_resources(state))
+        .then(|| extended::ExtendedState::new(pod, snapshot.dra()))
+        .flatten()
+        .map(Arc::new);
+        if pod.resource_claims.is_empty() && ext.is_none() {
             return (None, Status::skip());
         }
         if !snapshot.dra_api_served() {
@@ -277,7 +288,7 @@ impl PreFilterPlugin for DynamicResources {
             Ok(c) => c,
             Err(m) => return (None, Status::unresolvable(m)),
         };
-        if claims.is_empty() {
+        if claims.is_empty() && ext.is_none() {
             return (None, Status::skip());
         }
         let mut to_allocate = Vec::new();
@@ -306,6 +317,7 @@ impl PreFilterPlugin for DynamicResources {
             allocator,
             by_node: Arc::default(),
             reserved: None,
+            extended: ext,
         });
         (None, Status::success())
     }
@@ -366,12 +378,26 @@ fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<StateData>() else {
             return missing_state();
         };
+        // Where DRA provides the pod's extended resources, their claim is allocated with the
+        // pod's other claims.
+        let mut ext_claim = None;
+        if let Some(e) = &s.extended {
+            let pending = s.allocator.as_ref().map(|a| a.claims()).unwrap_or_default();
+            match e.node_claim(pod, node, &s.objects, pending) {
+                Ok(c) => ext_claim = c,
+                Err(st) => return st,
+            }
+        }
         let mut allocations = None;
-        if let Some(a) = &s.allocator {
+        if let Some(a) = ext_claim
+            .as_ref()
+            .map(|c| &c.allocator)
+            .or(s.allocator.as_ref())
+        {
             match a.allocate(&node.name, &node.labels) {
                 Ok(Some(r)) => allocations = Some(r),
                 Ok(None) => return Status::unresolvable(CANNOT_ALLOCATE_ALL_CLAIMS),
@@ -388,7 +414,13 @@ impl FilterPlugin for DynamicResources {
         if unavailable {
             return Status::unresolvable(NOT_AVAILABLE_ON_NODE);
         }
-        if let Some(r) = allocations {
+        if let Some(mut r) = allocations {
+            // The extended resource claim came last: its result is not the pod's claims'.
+            if let (Some(e), Some(c)) = (&s.extended, ext_claim)
+                && let Some(last) = r.pop()
+            {
+                e.record(&node.name, c, last);
+            }
             s.by_node
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -444,8 +476,10 @@ impl ReservePlugin for DynamicResources {
                 finalizers: c.finalizers.clone(),
                 allocation,
                 reserved_for,
+                create: None,
             });
         }
+        writes.extend(s.extended.as_ref().and_then(|e| e.reserve_write(pod, node)));
         s.reserved = Some(writes);
         Status::success()
     }

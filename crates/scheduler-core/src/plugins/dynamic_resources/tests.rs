@@ -388,6 +388,7 @@ fn concurrent_pods_never_get_the_same_device() {
         reserved_for: Vec::new(),
         add_finalizer: false,
         finalizers: Vec::new(),
+        create: None,
     };
     cache.dra_mut().forget_claim_writes(&[w]);
     let (_, writes) = bound(run(&fw, &pod_named("p3", &["c"]), &cache.snapshot()));
@@ -469,6 +470,7 @@ fn a_claim_being_written_for_another_pod_makes_the_pod_wait() {
         reserved_for: vec![ConsumerRef::pod("p1", "uid-p1")],
         add_finalizer: false,
         finalizers: Vec::new(),
+        create: None,
     }]);
     let (_, s) = DynamicResources.pre_filter(
         &mut CycleState::new(),

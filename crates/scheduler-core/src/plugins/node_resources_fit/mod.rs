@@ -23,8 +23,10 @@ use crate::types::{
     Resource, ResourceName, is_extended_resource_name,
 };
 
+use super::dynamic_resources::extended::dra_handles_extended_resources;
 use super::names::NODE_RESOURCES_FIT;
 use super::resource_allocation::{ResourceAllocationScorer, Strategy};
+use crate::types::dra::extended::is_dra_extended_resource_name;
 
 /// The node already runs as many pods as its `pods` allocatable allows.
 pub const TOO_MANY_PODS: &str = "Too many pods";
@@ -57,6 +59,9 @@ struct PreFilterState {
     ephemeral_storage: i64,
     /// Non-zero scalar requests that are not ignored, sorted by name.
     scalars: Vec<(ResourceName, i64)>,
+    /// Extended resources a DeviceClass backs: on a node that advertises none of it
+    /// (allocatable 0) DynamicResources allocates devices instead, so it is not checked here.
+    dra_backed: Vec<ResourceName>,
 }
 
 impl PreFilterState {
@@ -71,7 +76,27 @@ impl PreFilterState {
                 .filter(|(name, q)| *q != 0 && !ignored(name))
                 .cloned()
                 .collect(),
+            dra_backed: Vec::new(),
         }
+    }
+
+    /// Marks the requests DRA backs (upstream: NodeResourcesFit leaves an extended resource
+    /// with a DeviceClass mapping and no allocatable to the DynamicResources plugin). Only
+    /// when the profile runs DynamicResources (see [`dra_handles_extended_resources`]).
+    fn with_dra_backed(mut self, pod: &PodInfo, snapshot: &Snapshot) -> Self {
+        if !pod.extended_requests.is_set() || !snapshot.dra_api_served() {
+            return self;
+        }
+        self.dra_backed = self
+            .scalars
+            .iter()
+            .filter(|(n, _)| {
+                is_dra_extended_resource_name(n)
+                    && snapshot.dra().class_for_extended_resource(n).is_some()
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        self
     }
 
     /// Calls `fail` for every resource `node` lacks, in upstream's order: pod count, cpu,
@@ -115,6 +140,9 @@ impl PreFilterState {
         }
         for (name, requested) in &self.scalars {
             let capacity = alloc.scalar_value(name);
+            if capacity == 0 && self.dra_backed.contains(name) {
+                continue;
+            }
             let used = used.scalar_value(name);
             if *requested > capacity.wrapping_sub(used) {
                 report(Lack {
@@ -291,6 +319,12 @@ impl Plugin for NodeResourcesFit {
                 EventResource::Node,
                 ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
             ),
+            // A class naming an extended resource the pod asks for hands it to DRA (upstream
+            // registers this with DRAExtendedResource; its hint is approximated by Queue).
+            ClusterEvent::new(
+                EventResource::DeviceClass,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
         ]
     }
 
@@ -358,10 +392,14 @@ impl PreFilterPlugin for NodeResourcesFit {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _snapshot: &Snapshot,
+        snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         // Never Skip: even a pod requesting nothing needs a free pod slot.
-        state.write(PreFilterState::new(&pod.requests, |n| self.is_ignored(n)));
+        let mut s = PreFilterState::new(&pod.requests, |n| self.is_ignored(n));
+        if dra_handles_extended_resources(state) {
+            s = s.with_dra_backed(pod, snapshot);
+        }
+        state.write(s);
         (None, Status::success())
     }
 }

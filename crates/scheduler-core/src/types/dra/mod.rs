@@ -7,6 +7,7 @@
 //! allocated or reserved but whose status write is still in flight (assumed claims).
 
 pub mod cel;
+pub mod extended;
 mod objects;
 pub mod template;
 
@@ -376,6 +377,11 @@ pub struct DeviceClassInfo {
     pub selectors: Vec<CelSelector>,
     /// `spec.config`, copied into allocation results of requests using the class.
     pub config: Vec<dra::DeviceClassConfiguration>,
+    /// `spec.extendedResourceName`: pods asking for this extended resource get devices of
+    /// this class where no node advertises it ([`extended`]).
+    pub extended_resource_name: Option<String>,
+    /// Creation time (Unix nanoseconds): the newest class naming a resource wins.
+    pub created: i64,
 }
 
 impl DeviceClassInfo {
@@ -385,6 +391,18 @@ impl DeviceClassInfo {
             name: c.metadata.name.clone().unwrap_or_default(),
             selectors: compile_selectors(spec.and_then(|s| s.selectors.as_ref())),
             config: spec.and_then(|s| s.config.clone()).unwrap_or_default(),
+            extended_resource_name: spec
+                .and_then(|s| s.extended_resource_name.clone())
+                .filter(|n| !n.is_empty()),
+            created: c
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| {
+                    t.0.as_nanosecond()
+                        .clamp(i64::MIN as i128, i64::MAX as i128) as i64
+                })
+                .unwrap_or(0),
         }
     }
 }
@@ -472,8 +490,11 @@ pub struct SliceDevice {
     /// NoExecute) unless a request tolerates them.
     pub taints: Vec<DeviceTaintView>,
     /// Why this version never allocates the device (a feature it does not implement yet:
-    /// shared counters, binding conditions, multiple allocations); None: usable.
+    /// binding conditions, multiple allocations); None: usable.
     pub unsupported: Option<&'static str>,
+    /// `consumesCounters`: what the device takes from its pool's shared counter sets
+    /// (partitionable devices).
+    pub consumes: Vec<CounterConsumption>,
     /// The `device` variable CEL selectors see.
     pub cel: ::cel::Value,
 }
@@ -490,6 +511,27 @@ pub struct ResourceSliceInfo {
     pub pool_slice_count: i64,
     pub nodes: DeviceNodes,
     pub devices: Vec<SliceDevice>,
+    /// `sharedCounters`: counter sets the pool's devices consume from (by set name, then
+    /// counter name; amounts in nano-units).
+    pub shared_counters: Vec<(String, Vec<(String, i128)>)>,
+}
+
+/// One `consumesCounters` entry of a device (amounts in nano-units).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterConsumption {
+    pub counter_set: String,
+    pub counters: Vec<(String, i128)>,
+}
+
+/// Counter amounts as nano-units; None if one does not parse.
+fn counter_amounts(c: &BTreeMap<String, dra::Counter>) -> Option<Vec<(String, i128)>> {
+    c.iter()
+        .map(|(k, v)| {
+            parse_quantity(&v.value.0)
+                .ok()
+                .map(|q| (k.clone(), q.nanos()))
+        })
+        .collect()
 }
 
 fn attr_value(a: &dra::DeviceAttribute) -> Option<AttrValue> {
@@ -529,8 +571,26 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
             effect: t.effect.clone(),
         })
         .collect();
-    let unsupported = if d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
-        Some("partitionable devices (consumesCounters)")
+    let consumes: Option<Vec<CounterConsumption>> = d
+        .consumes_counters
+        .iter()
+        .flatten()
+        .map(|c| {
+            counter_amounts(&c.counters).map(|counters| CounterConsumption {
+                counter_set: c.counter_set.clone(),
+                counters,
+            })
+        })
+        .collect();
+    let groups = d.consumes_counters.iter().flatten().any(|c| {
+        c.compatibility_groups
+            .as_ref()
+            .is_some_and(|g| !g.is_empty())
+    });
+    let unsupported = if consumes.is_none() {
+        Some("a consumed counter whose quantity does not parse")
+    } else if groups {
+        Some("counter compatibility groups")
     } else if d.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()) {
         Some("binding conditions")
     } else if d.binds_to_node == Some(true) {
@@ -554,6 +614,7 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
         attributes,
         taints,
         unsupported,
+        consumes: consumes.unwrap_or_default(),
     }
 }
 
@@ -580,6 +641,23 @@ impl ResourceSliceInfo {
                 .map(|d| device_view(&spec.driver, d, per_device))
                 .collect(),
             nodes,
+            // A counter that does not parse counts as none: nothing consuming it fits.
+            shared_counters: spec
+                .shared_counters
+                .iter()
+                .flatten()
+                .map(|set| {
+                    let counters = set
+                        .counters
+                        .iter()
+                        .map(|(k, v)| {
+                            let n = parse_quantity(&v.value.0).map_or(0, |q| q.nanos());
+                            (k.clone(), n)
+                        })
+                        .collect();
+                    (set.name.clone(), counters)
+                })
+                .collect(),
         }
     }
 }

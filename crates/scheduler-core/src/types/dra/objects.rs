@@ -60,6 +60,9 @@ pub struct ClaimStatusWrite {
     pub add_finalizer: bool,
     /// The claim's finalizers as read (the finalizer is appended to these).
     pub finalizers: Vec<String>,
+    /// The claim of the pod's DRA-backed extended resources, which does not exist yet: the
+    /// controller creates it first (`name` is a placeholder until then).
+    pub create: Option<Box<super::extended::ExtendedClaimCreate>>,
 }
 
 impl ClaimStatusWrite {
@@ -190,6 +193,10 @@ impl DraObjects {
     pub fn assume_claim_writes(&mut self, writes: &[ClaimStatusWrite]) {
         for w in writes {
             let key = w.key();
+            if let Some(c) = &w.create {
+                self.assume_created(key, w, c);
+                continue;
+            }
             let Some(cur) = self.claims.get(&key).cloned() else {
                 continue;
             };
@@ -209,6 +216,71 @@ impl DraObjects {
             next.reserved_for = w.reserved_for.clone();
             self.put_claim(key, Some(Arc::new(next)));
         }
+    }
+
+    /// A claim the scheduler will create (extended resources): held under its placeholder
+    /// name, with nothing to restore, so its devices count as taken meanwhile.
+    fn assume_created(
+        &mut self,
+        key: String,
+        w: &ClaimStatusWrite,
+        c: &super::extended::ExtendedClaimCreate,
+    ) {
+        let view = ResourceClaimInfo {
+            namespace: w.namespace.clone(),
+            name: w.name.clone(),
+            allocation: w.allocation.as_ref().map(ClaimAllocation::from_result),
+            reserved_for: w.reserved_for.clone(),
+            owner_pod_uid: Some(c.pod_uid.clone()),
+            ..ResourceClaimInfo::default()
+        };
+        Arc::make_mut(&mut self.assumed).insert(
+            key.clone(),
+            Assumed {
+                original: None,
+                written_rv: None,
+            },
+        );
+        self.put_claim(key, Some(Arc::new(view)));
+    }
+
+    /// The claim assumed under `placeholder` was created as `name` and its status written
+    /// at `resource_version`: the assumption moves to the real name, where the informer's
+    /// copy at least that new ends it.
+    pub fn confirm_created_claim(
+        &mut self,
+        namespace: &str,
+        placeholder: &str,
+        name: &str,
+        resource_version: &str,
+    ) {
+        let pkey = format!("{namespace}/{placeholder}");
+        let Some(view) = self.claims.get(&pkey).cloned() else {
+            return;
+        };
+        if self.assumed.contains_key(&pkey) {
+            Arc::make_mut(&mut self.assumed).remove(&pkey);
+        }
+        self.put_claim(pkey, None);
+        let key = format!("{namespace}/{name}");
+        let current = self.claims.get(&key).cloned();
+        if current
+            .as_ref()
+            .is_some_and(|c| rv(&c.resource_version) >= rv(resource_version))
+        {
+            return; // the informer has it already
+        }
+        let mut next = (*view).clone();
+        next.name = name.to_string();
+        next.resource_version = resource_version.to_string();
+        Arc::make_mut(&mut self.assumed).insert(
+            key.clone(),
+            Assumed {
+                original: current,
+                written_rv: Some(rv(resource_version)),
+            },
+        );
+        self.put_claim(key, Some(Arc::new(next)));
     }
 
     /// Undoes [`Self::assume_claim_writes`] after a failed binding: each claim still assumed

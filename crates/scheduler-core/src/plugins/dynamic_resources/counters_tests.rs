@@ -1,0 +1,264 @@
+//! Partitionable devices, after upstream's allocator cases for shared counters, in our own
+//! words: one GPU with 8Gi of memory offered whole or as two 4Gi halves.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::resource::v1 as dra;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+
+use super::super::tests::{DRIVER, Nodes, claim, count, device, gpu_class, objects, req, slice};
+use super::super::{AllocError, Allocator};
+use crate::types::dra::{DeviceId, DraObjects};
+
+fn counters(pairs: &[(&str, &str)]) -> BTreeMap<String, dra::Counter> {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                dra::Counter {
+                    value: K8sQuantity(v.to_string()),
+                },
+            )
+        })
+        .collect()
+}
+
+fn consuming(name: &str, pairs: &[(&str, &str)]) -> dra::Device {
+    let mut d = device(name, &[]);
+    d.consumes_counters = Some(vec![dra::DeviceCounterConsumption {
+        counter_set: "gpu-0".into(),
+        counters: counters(pairs),
+        compatibility_groups: None,
+    }]);
+    d
+}
+
+/// The whole GPU first, then its halves.
+fn partitioned() -> Vec<dra::Device> {
+    vec![
+        consuming("gpu-0", &[("memory", "8Gi")]),
+        consuming("gpu-0-half-0", &[("memory", "4Gi")]),
+        consuming("gpu-0-half-1", &[("memory", "4Gi")]),
+    ]
+}
+
+fn counter_set(pairs: &[(&str, &str)]) -> Vec<dra::CounterSet> {
+    vec![dra::CounterSet {
+        name: "gpu-0".into(),
+        counters: counters(pairs),
+    }]
+}
+
+/// One node-local slice holding the counter set and the devices.
+fn pool(devices: Vec<dra::Device>, set: &[(&str, &str)]) -> dra::ResourceSlice {
+    let mut s = slice("n1-gpus", "n1", 1, 1, Nodes::Node("n1"), devices);
+    s.spec.shared_counters = Some(counter_set(set));
+    s
+}
+
+/// Allocates the claims (by name) on n1; devices per claim, or None.
+fn run(
+    o: &DraObjects,
+    claims: &[&str],
+    freed: &[&str],
+) -> Result<Option<Vec<Vec<String>>>, AllocError> {
+    let claims = claims
+        .iter()
+        .map(|c| o.claim("ns", c).unwrap().clone())
+        .collect();
+    let mut a = Allocator::new(o, claims);
+    a.free_devices(freed.iter().map(|d| DeviceId {
+        driver: DRIVER.into(),
+        pool: "n1".into(),
+        device: d.to_string(),
+    }));
+    let labels: BTreeMap<String, String> = BTreeMap::new();
+    a.allocate("n1", &labels).map(|r| {
+        r.map(|results| {
+            results
+                .iter()
+                .map(|a| {
+                    a.devices
+                        .as_ref()
+                        .and_then(|d| d.results.as_ref())
+                        .into_iter()
+                        .flatten()
+                        .map(|r| r.device.clone())
+                        .collect()
+                })
+                .collect()
+        })
+    })
+}
+
+fn want(v: &[&[&str]]) -> Result<Option<Vec<Vec<String>>>, AllocError> {
+    Ok(Some(
+        v.iter()
+            .map(|c| c.iter().map(|s| s.to_string()).collect())
+            .collect(),
+    ))
+}
+
+/// A claim already allocated `device` (so it holds its counters).
+fn holding(name: &str, device: &str) -> dra::ResourceClaim {
+    let mut c = claim(name, vec![req("r", "gpu")]);
+    c.status = Some(dra::ResourceClaimStatus {
+        allocation: Some(dra::AllocationResult {
+            devices: Some(dra::DeviceAllocationResult {
+                results: Some(vec![dra::DeviceRequestAllocationResult {
+                    request: "r".into(),
+                    driver: DRIVER.into(),
+                    pool: "n1".into(),
+                    device: device.into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    c
+}
+
+#[test]
+fn devices_share_their_pools_counters() {
+    let one = claim("one", vec![req("r", "gpu")]);
+    let two = claim("two", vec![count(req("r", "gpu"), 2)]);
+    let three = claim("three", vec![count(req("r", "gpu"), 3)]);
+    let other = claim("other", vec![req("r", "gpu")]);
+    let o = |held: &[dra::ResourceClaim]| {
+        let mut claims = vec![one.clone(), two.clone(), three.clone(), other.clone()];
+        claims.extend_from_slice(held);
+        objects(
+            vec![pool(partitioned(), &[("memory", "8Gi")])],
+            vec![gpu_class()],
+            &claims,
+        )
+    };
+    // (case, held by other claims, claims to allocate, freed by preemption, want)
+    type Case<'a> = (
+        &'a str,
+        Vec<dra::ResourceClaim>,
+        &'a [&'a str],
+        &'a [&'a str],
+        Result<Option<Vec<Vec<String>>>, AllocError>,
+    );
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "the whole GPU fits",
+            vec![],
+            &["one"],
+            &[],
+            want(&[&["gpu-0"]]),
+        ),
+        (
+            "two devices: the whole GPU leaves nothing, so both halves",
+            vec![],
+            &["two"],
+            &[],
+            want(&[&["gpu-0-half-0", "gpu-0-half-1"]]),
+        ),
+        (
+            "three devices exceed the memory",
+            vec![],
+            &["three"],
+            &[],
+            Ok(None),
+        ),
+        (
+            "two claims of the pod: no device is counted twice",
+            vec![],
+            &["one", "other"],
+            &[],
+            want(&[&["gpu-0-half-0"], &["gpu-0-half-1"]]),
+        ),
+        (
+            "an allocated half leaves only the other half",
+            vec![holding("held", "gpu-0-half-0")],
+            &["one"],
+            &[],
+            want(&[&["gpu-0-half-1"]]),
+        ),
+        (
+            "the allocated whole GPU leaves nothing",
+            vec![holding("held", "gpu-0")],
+            &["one"],
+            &[],
+            Ok(None),
+        ),
+        (
+            "a victim's device frees its counters",
+            vec![holding("held", "gpu-0")],
+            &["two"],
+            &["gpu-0"],
+            want(&[&["gpu-0-half-0", "gpu-0-half-1"]]),
+        ),
+    ];
+    for (name, held, claims, freed, w) in cases {
+        assert_eq!(run(&o(&held), claims, freed), w, "{name}");
+    }
+}
+
+#[test]
+fn counters_published_in_their_own_slice() {
+    // Since 1.35 a pool may carry its counter sets in a slice without devices.
+    let mut counters_only = slice("a-counters", "n1", 1, 2, Nodes::Node("n1"), vec![]);
+    counters_only.spec.node_name = None;
+    counters_only.spec.devices = None;
+    counters_only.spec.shared_counters = Some(counter_set(&[("memory", "8Gi")]));
+    let devices = slice("b-devices", "n1", 1, 2, Nodes::Node("n1"), partitioned());
+    let o = objects(
+        vec![counters_only, devices.clone()],
+        vec![gpu_class()],
+        &[claim("two", vec![count(req("r", "gpu"), 2)])],
+    );
+    assert_eq!(
+        run(&o, &["two"], &[]),
+        want(&[&["gpu-0-half-0", "gpu-0-half-1"]])
+    );
+    // Without the counters slice the pool is incomplete and not used at all.
+    let o = objects(
+        vec![devices],
+        vec![gpu_class()],
+        &[claim("two", vec![count(req("r", "gpu"), 2)])],
+    );
+    assert_eq!(run(&o, &["two"], &[]), Ok(None));
+}
+
+#[test]
+fn every_counter_of_the_set_must_be_left() {
+    let mut whole = consuming("gpu-0", &[("memory", "4Gi"), ("cores", "3")]);
+    whole.name = "big-cores".into();
+    let o = objects(
+        vec![pool(
+            vec![
+                whole,
+                consuming("small", &[("memory", "4Gi"), ("cores", "1")]),
+                consuming("small-2", &[("memory", "4Gi"), ("cores", "1")]),
+            ],
+            &[("memory", "8Gi"), ("cores", "2")],
+        )],
+        vec![gpu_class()],
+        &[
+            claim("one", vec![req("r", "gpu")]),
+            claim("two", vec![count(req("r", "gpu"), 2)]),
+        ],
+    );
+    assert_eq!(run(&o, &["one"], &[]), want(&[&["small"]]), "3 cores > 2");
+    assert_eq!(run(&o, &["two"], &[]), want(&[&["small", "small-2"]]));
+}
+
+#[test]
+fn consumption_ferrosched_cannot_read_is_never_allocated() {
+    let bad = consuming("bad-quantity", &[("memory", "lots")]);
+    let mut grouped = consuming("grouped", &[("memory", "1Gi")]);
+    grouped.consumes_counters.as_mut().unwrap()[0].compatibility_groups = Some(vec!["g".into()]);
+    let o = objects(
+        vec![pool(vec![bad, grouped], &[("memory", "8Gi")])],
+        vec![gpu_class()],
+        &[claim("one", vec![req("r", "gpu")])],
+    );
+    assert_eq!(run(&o, &["one"], &[]), Ok(None));
+}
