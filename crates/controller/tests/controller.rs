@@ -1617,8 +1617,9 @@ async fn dra_claims_are_allocated_and_reserved_before_the_binding() {
     server.apply("resourceclaims", &gpu_claim("c2", None));
     let with_claim =
         |claim: &str| json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]});
-    // The first Binding fails: the claim written for it must be taken back.
-    server.fail_next_bindings(1);
+    // The first binding fails (503 on every one of the client's attempts): the claim
+    // written for it must be taken back.
+    server.fail_next_bindings(controller::client::ATTEMPTS as usize);
     server.apply("pods", &pod("p1", "100m", with_claim("c1")));
     server.apply("pods", &pod("p2", "100m", with_claim("c2")));
     server.apply(
@@ -1670,13 +1671,43 @@ async fn dra_claims_are_allocated_and_reserved_before_the_binding() {
         .rposition(|r| r.subresource == "binding" && r.name == winner.0)
         .expect("binding posted");
     assert!(status_at < binding_at);
-    // The failed first Binding's claim was taken back (nothing allocated for a pod that was
-    // not bound): one allocation in total, and the loser is refused.
+    // The failed first binding's claim was taken back (nothing allocated for a pod that was
+    // not bound): after the last failed attempt its claim's status is written again before
+    // any other Binding, one allocation in total, and the loser is refused.
+    let bindings: Vec<usize> = requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.subresource == "binding")
+        .map(|(i, _)| i)
+        .collect();
+    let attempts = controller::client::ATTEMPTS as usize;
+    assert!(
+        bindings.len() > attempts,
+        "the failed binding was tried {attempts} times, then one more binding"
+    );
+    let failed = &requests[bindings[attempts - 1]];
+    let failed_claim = if failed.name == "p1" { "c1" } else { "c2" };
+    assert!(
+        requests[bindings[attempts - 1]..bindings[attempts]]
+            .iter()
+            .any(|r| r.resource == "resourceclaims"
+                && r.subresource == "status"
+                && r.name == failed_claim),
+        "the claim of the pod whose binding failed is written back before the next Binding"
+    );
+    // Refused, as its PodScheduled condition says (its events may show the earlier binding
+    // failure instead: a later FailedScheduling only extends that event's series, as
+    // upstream's recorder does).
     wait_for("the other pod refused", || {
-        server.events_for("default", loser.0).iter().any(|e| {
-            e["note"]
-                .as_str()
-                .is_some_and(|n| n.contains("cannot allocate all claims"))
+        server.get("pods", "default", loser.0).is_some_and(|p| {
+            p["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "PodScheduled"
+                        && c["message"]
+                            .as_str()
+                            .is_some_and(|m| m.contains("cannot allocate all claims"))
+                })
+            })
         })
     })
     .await;
