@@ -643,8 +643,31 @@ pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
 
 /// The churn workloads: nodes and pods come and go while pods wait in the queue. Reported
 /// as attempts per scheduled pod; `ChurnWithoutHints` replays the same run with every
-/// queueing hint answering Queue (ferrosched's requeue before hints).
-pub const CHURN_WORKLOADS: &[&str] = &["Churn", "ChurnWithoutHints"];
+/// queueing hint answering Queue (ferrosched's requeue before hints), and
+/// `ChurnWithoutOldNode` with hints that see only the updated node, not the node before.
+pub const CHURN_WORKLOADS: &[&str] = &["Churn", "ChurnWithoutOldNode", "ChurnWithoutHints"];
+
+/// What the churn run's events give the queueing hints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChurnHints {
+    /// No objects: every hint answers Queue.
+    Off,
+    /// Node updates carry the new node only.
+    NewNodeOnly,
+    /// Node updates carry the node before and after (as the controller does).
+    OldAndNew,
+}
+
+impl ChurnHints {
+    /// The mode a churn workload name selects.
+    pub fn of_workload(name: &str) -> Self {
+        match name {
+            "ChurnWithoutHints" => ChurnHints::Off,
+            "ChurnWithoutOldNode" => ChurnHints::NewNodeOnly,
+            _ => ChurnHints::OldAndNew,
+        }
+    }
+}
 
 /// What a churn run measured.
 #[derive(Clone, Debug)]
@@ -686,8 +709,8 @@ fn churn_node(i: usize) -> core::Node {
     n
 }
 
-/// A third of the pods need 6 CPU (only big nodes fit), a third `pool=gpu`, the rest are
-/// scheduler_perf's default pod.
+/// A third of the pods need 6 CPU (only big nodes fit), a third `pool=gpu` and 3 CPU (one
+/// per pool node), the rest are scheduler_perf's default pod.
 fn churn_pod(i: usize) -> core::Pod {
     let p = pod("churn", &format!("p-{i}"), &[]);
     match i % 3 {
@@ -699,17 +722,37 @@ fn churn_pod(i: usize) -> core::Pod {
         }),
         1 => with_spec(p, |s| {
             s.node_selector = Some([("pool".to_string(), "gpu".to_string())].into());
+            s.containers[0].resources = Some(core::ResourceRequirements {
+                requests: Some(quantities(&[("cpu", "3"), ("memory", "1Gi")])),
+                ..Default::default()
+            });
         }),
         _ => p,
     }
 }
 
+/// The `k`-th (round robin) joined node in the `pool=gpu` pool: the nodes whose waiting
+/// pods' selector already matched.
+fn relabel_target(joined: &[core::Node], k: usize) -> Option<usize> {
+    let gpu: Vec<usize> = (0..joined.len())
+        .filter(|&i| {
+            joined[i]
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.get("pool").is_some_and(|p| p == "gpu"))
+        })
+        .collect();
+    (!gpu.is_empty()).then(|| gpu[k % gpu.len()])
+}
+
 /// Runs the churn workload: `nodes` standard nodes and `pods` pods queued at once. The
 /// scheduler tries pods until none is left to try, then one cluster event happens: a node
-/// joins (see [`churn_node`]), or every 5th event a bound default pod finishes; and so on
-/// until every pod is placed. With `hints`, events carry their objects so the plugins'
-/// queueing hints can leave pods the event cannot help. Deterministic (fake clock).
-pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
+/// joins (see [`churn_node`]), or every 5th event a bound default pod finishes, or every
+/// 5th (offset 2) a joined `pool=gpu` node gets a label no pod selects; and so on until
+/// every pod is placed. With hints, events carry their objects so the plugins' queueing
+/// hints can leave pods the event cannot help. Deterministic (fake clock).
+pub fn run_churn(nodes: usize, pods: usize, mode: ChurnHints) -> ChurnStats {
     use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource};
     use crate::queue::{FakeClock, QueueConfig, SchedulingQueue};
 
@@ -736,11 +779,13 @@ pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
         q.add(Arc::new(PodInfo::from_pod(&churn_pod(i))));
     }
     let mut bound_default: Vec<crate::types::PodKey> = Vec::new();
-    let (mut attempts, mut scheduled, mut added) = (0, 0, 0);
+    let (mut attempts, mut scheduled) = (0, 0);
     let mut next_node = 0usize;
     let start = Instant::now();
     let max_events = pods * 20 + 1_000;
-    let mut add_node = |r: &mut Runner, q: &mut SchedulingQueue, added: &mut usize| {
+    let hints = mode != ChurnHints::Off;
+    let mut joined: Vec<core::Node> = Vec::new();
+    let mut add_node = |r: &mut Runner, q: &mut SchedulingQueue, joined: &mut Vec<core::Node>| {
         let n = churn_node(next_node);
         next_node += 1;
         let name = n.metadata.name.clone().unwrap_or_default();
@@ -748,12 +793,32 @@ pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
         let mut n = n;
         n.metadata.name = Some(format!("churn-{name}"));
         r.cache.add_node(&n);
-        *added += 1;
+        joined.push(n);
         let event = ClusterEvent::new(EventResource::Node, ActionType::ADD);
         let info = r.cache.node_info(&format!("churn-{name}")).cloned();
         match (&info, hints) {
             (Some(new), true) => {
                 q.move_all_with_objects(event, &EventObjects::Node { old: None, new }, None)
+            }
+            _ => q.move_all_to_active_or_backoff(event, None),
+        };
+    };
+    // A label no pod selects changes on a joined node: it can help no waiting pod, but the
+    // node passes NodeAffinity for the pods waiting for the pool.
+    let relabel = |r: &mut Runner, q: &mut SchedulingQueue, n: &mut core::Node, rev: usize| {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        n.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("churn-rev".into(), rev.to_string());
+        let before = r.cache.node_info(&name).cloned();
+        r.cache.update_node(n);
+        let after = r.cache.node_info(&name).cloned();
+        let event = ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_LABEL);
+        let old = before.as_deref().filter(|_| mode == ChurnHints::OldAndNew);
+        match (&after, hints) {
+            (Some(new), true) => {
+                q.move_all_with_objects(event, &EventObjects::Node { old, new }, None)
             }
             _ => q.move_all_to_active_or_backoff(event, None),
         };
@@ -816,10 +881,16 @@ pub fn run_churn(nodes: usize, pods: usize, hints: bool) -> ChurnStats {
             } else {
                 q.move_all_to_active_or_backoff(ev, None);
             }
+        } else if let Some(i) = (event % 5 == 2)
+            .then(|| relabel_target(&joined, event / 5))
+            .flatten()
+        {
+            relabel(&mut r, &mut q, &mut joined[i], event);
         } else {
-            add_node(&mut r, &mut q, &mut added);
+            add_node(&mut r, &mut q, &mut joined);
         }
     }
+    let added = joined.len();
     ChurnStats {
         pods,
         scheduled,
@@ -933,13 +1004,20 @@ mod tests {
     /// Both churn runs schedule every pod; hints only ever save attempts.
     #[test]
     fn churn_schedules_everything_with_fewer_attempts_with_hints() {
-        let with = run_churn(10, 60, true);
-        let without = run_churn(10, 60, false);
+        let with = run_churn(10, 60, ChurnHints::OldAndNew);
+        let new_only = run_churn(10, 60, ChurnHints::NewNodeOnly);
+        let without = run_churn(10, 60, ChurnHints::Off);
         assert_eq!(with.scheduled, 60, "{with:?}");
+        assert_eq!(new_only.scheduled, 60, "{new_only:?}");
         assert_eq!(without.scheduled, 60, "{without:?}");
         assert!(
-            with.attempts < without.attempts,
-            "hints {with:?} vs none {without:?}"
+            new_only.attempts < without.attempts,
+            "hints {new_only:?} vs none {without:?}"
+        );
+        // The old node lets NodeAffinity leave pods a relabelled node already matched.
+        assert!(
+            with.attempts < new_only.attempts,
+            "old and new {with:?} vs new only {new_only:?}"
         );
     }
 

@@ -32,8 +32,8 @@ pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
     /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
     /// SchedulingWithResourceClaimTemplate (DRA: 8 devices per node, one claim per pod; in
-    /// memory only), Churn, ChurnWithoutHints, IdenticalPods, IdenticalPodsWithoutBatching
-    /// (in memory only; report attempts per scheduled pod).
+    /// memory only), Churn, ChurnWithoutOldNode, ChurnWithoutHints, IdenticalPods,
+    /// IdenticalPodsWithoutBatching (in memory only; report attempts per scheduled pod).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Node counts to run each workload at.
@@ -261,7 +261,11 @@ fn run_one(
             "IdenticalPods" | "IdenticalPodsWithoutBatching" => {
                 bench_workloads::run_identical(nodes, measured, name == "IdenticalPods")
             }
-            _ => bench_workloads::run_churn(nodes, measured, name == "Churn"),
+            _ => bench_workloads::run_churn(
+                nodes,
+                measured,
+                bench_workloads::ChurnHints::of_workload(name),
+            ),
         };
         let micros = s.elapsed.as_secs_f64() * 1e6 / s.scheduled.max(1) as f64;
         return BenchResult {
