@@ -440,6 +440,13 @@ pub fn build(name: &str, nodes: usize, init: usize, measured: usize) -> Option<W
             };
             (init_pods, measured_pods, default_config())
         }
+        // One pod per node, batchable (no default spreading); the cluster bench turns
+        // batching off for the second one with the OpportunisticBatching feature gate.
+        "IdenticalPods" | "IdenticalPodsWithoutBatching" => (
+            pods(init, "init", identical_pod),
+            pods(measured, "measured", identical_pod),
+            config::load_str(BATCHABLE_CONFIG, "identical-pods").expect("valid config"),
+        ),
         _ => return None,
     };
     Some(Workload {
