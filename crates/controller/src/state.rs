@@ -541,7 +541,19 @@ impl State {
     /// assumed allocation); their events retry pods DynamicResources refused.
     pub(crate) fn on_resource_claim(&mut self, old: Option<&ResourceClaim>, c: &ResourceClaim) {
         self.cache.dra_mut().update_claim(c);
-        self.fire_add_or_update(EventResource::ResourceClaim, old, c);
+        let action = match old {
+            None => ActionType::ADD,
+            Some(o) if o != c => ActionType::UPDATE,
+            Some(_) => return,
+        };
+        // DynamicResources' hint resolves the pod's claims as the cache now holds them.
+        let objects = EventObjects::ResourceClaim {
+            old,
+            new: c,
+            claims: self.cache.dra(),
+        };
+        let event = ClusterEvent::new(EventResource::ResourceClaim, action);
+        self.queue.move_all_with_objects(event, &objects, None);
     }
 
     pub(crate) fn on_resource_claim_delete(&mut self, c: &ResourceClaim) {

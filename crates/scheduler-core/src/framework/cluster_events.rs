@@ -313,6 +313,13 @@ pub enum EventObjects<'a> {
         old: Option<&'a k8s::PersistentVolume>,
         new: &'a k8s::PersistentVolume,
     },
+    /// A ResourceClaim added (`old: None`) or updated, with the claims as the cache holds
+    /// them after the event (DynamicResources resolves the pod's claims there).
+    ResourceClaim {
+        old: Option<&'a k8s_openapi::api::resource::v1::ResourceClaim>,
+        new: &'a k8s_openapi::api::resource::v1::ResourceClaim,
+        claims: &'a crate::types::dra::DraObjects,
+    },
     /// A VolumeAttachment deleted. `claim` is the `(namespace, name)` of the claim bound to
     /// its PersistentVolume (from the volume's claimRef) when the cache knows it.
     VolumeAttachmentGone {

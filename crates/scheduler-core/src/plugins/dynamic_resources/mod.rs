@@ -23,6 +23,7 @@
 //! device or request using one of these is never allocated).
 
 pub mod allocator;
+mod hints;
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
@@ -158,6 +159,15 @@ impl Plugin for DynamicResources {
             ClusterEvent::new(EventResource::DeviceClass, add_update),
             ClusterEvent::new(EventResource::ResourceSlice, add_update),
         ]
+    }
+
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &crate::framework::EventObjects<'_>,
+    ) -> crate::framework::QueueingHint {
+        hints::hint(pod, objects)
     }
 }
 
