@@ -295,6 +295,7 @@ profiles:
             health_auth: None,
             extensions: Vec::new(),
             explain: Default::default(),
+            opportunistic_batching: true,
         }));
         self.scheduler = Some(Scheduler { stop, task });
     }

@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub extensions: Vec<Box<dyn Extension>>,
     /// Explanations of attempts (`--explain`, `--explain-annotations`); default: off.
     pub explain: crate::serving::explain::ExplainOptions,
+    /// Opportunistic batching (upstream's OpportunisticBatching gate, on by default).
+    pub opportunistic_batching: bool,
 }
 
 /// The instance id upstream would use: the hostname.
@@ -111,6 +113,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         health_auth,
         mut extensions,
         explain,
+        opportunistic_batching,
     } = opts;
     let mut registry = Registry::in_tree();
     for e in &extensions {
@@ -136,6 +139,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
     // Extension-point durations every cycle, plugin durations sampled: for /metrics.
     alg.set_record_metrics(true);
+    alg.set_opportunistic_batching(opportunistic_batching);
 
     // Before any pod is scheduled: decides how pods with resource claims are refused.
     let dra = crate::client::discovery::serves_dra(&client).await;

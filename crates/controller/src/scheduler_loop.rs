@@ -118,6 +118,9 @@ impl SchedulingLoop {
         shared
             .metrics
             .cycle(&scheduler_name, &self.alg.take_cycle_timings());
+        shared
+            .metrics
+            .batch(&scheduler_name, &self.alg.take_batch_stats());
         let pod_ref = PodRef::of(&q.pod);
         // Named and worded only when kept: a pending pod's for /debug/explain, any pod's
         // for the simulator's annotations.

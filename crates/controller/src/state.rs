@@ -26,7 +26,7 @@ use scheduler_core::framework::{
     pod_update_events,
 };
 use scheduler_core::queue::{Clock, SchedulingQueue};
-use scheduler_core::types::{PodInfo, PodKey};
+use scheduler_core::types::{PodInfo, PodKey, VolumeAttachmentInfo};
 
 use crate::serving::explain::ExplainStore;
 use crate::serving::metrics::Metrics;
@@ -283,12 +283,22 @@ impl State {
         node: &Node,
         new: &NodeFingerprint,
     ) {
-        self.cache.update_node(node);
-        // The informer keeps no old view, so hints see only the node as it is now.
+        // The informer keeps only a fingerprint; the cache's view before this update is the
+        // old node the hints compare with (upstream passes both objects).
         let name = node.metadata.name.as_deref().unwrap_or_default();
+        // Only for updates that fire events: heartbeats keep the cache's view unshared.
+        let before = old
+            .filter(|o| !o.actions_to(new).is_empty())
+            .and_then(|_| self.cache.node_info(name))
+            .filter(|n| n.has_node())
+            .cloned();
+        self.cache.update_node(node);
         let info = self.cache.node_info(name).cloned();
         let objects = match &info {
-            Some(new) => EventObjects::Node { old: None, new },
+            Some(new) => EventObjects::Node {
+                old: before.as_deref(),
+                new,
+            },
             None => EventObjects::None,
         };
         match old {
@@ -439,7 +449,8 @@ impl State {
             ),
             resource_version(&pv.metadata),
         );
-        self.fire_add_or_update(EventResource::PersistentVolume, old, pv);
+        let objects = EventObjects::Pv { old, new: pv };
+        self.fire_add_or_update_with(EventResource::PersistentVolume, old, pv, &objects);
     }
 
     pub(crate) fn on_pv_delete(&mut self, pv: &PersistentVolume) {
@@ -502,7 +513,21 @@ impl State {
 
     pub(crate) fn on_volume_attachment_delete(&mut self, va: &VolumeAttachment) {
         self.cache.remove_volume_attachment(va);
-        self.fire(EventResource::VolumeAttachment, ActionType::DELETE);
+        // NodeVolumeLimits' hint asks which claim the detached volume belonged to.
+        let info = VolumeAttachmentInfo::from_volume_attachment(va);
+        let claim_ref = info
+            .pv_name
+            .as_deref()
+            .and_then(|pv| self.cache.volumes().pv(pv))
+            .and_then(|pv| pv.claim_ref.clone());
+        let objects = EventObjects::VolumeAttachmentGone {
+            va: &info,
+            claim: claim_ref
+                .as_ref()
+                .map(|c| (c.namespace.as_str(), c.name.as_str())),
+        };
+        let event = ClusterEvent::new(EventResource::VolumeAttachment, ActionType::DELETE);
+        self.queue.move_all_with_objects(event, &objects, None);
     }
 
     /// CSIDrivers: whether a provisioner opts into VolumeBinding's storage-capacity check.
@@ -516,7 +541,19 @@ impl State {
     /// assumed allocation); their events retry pods DynamicResources refused.
     pub(crate) fn on_resource_claim(&mut self, old: Option<&ResourceClaim>, c: &ResourceClaim) {
         self.cache.dra_mut().update_claim(c);
-        self.fire_add_or_update(EventResource::ResourceClaim, old, c);
+        let action = match old {
+            None => ActionType::ADD,
+            Some(o) if o != c => ActionType::UPDATE,
+            Some(_) => return,
+        };
+        // DynamicResources' hint resolves the pod's claims as the cache now holds them.
+        let objects = EventObjects::ResourceClaim {
+            old,
+            new: c,
+            claims: self.cache.dra(),
+        };
+        let event = ClusterEvent::new(EventResource::ResourceClaim, action);
+        self.queue.move_all_with_objects(event, &objects, None);
     }
 
     pub(crate) fn on_resource_claim_delete(&mut self, c: &ResourceClaim) {
@@ -688,6 +725,74 @@ mod tests {
 
     /// Workload informers feed the cache's selectors, from which PodTopologySpread's system
     /// default constraints take a pod's selector.
+    fn labelled(name: &str, cpu: &str, labels: serde_json::Value) -> Node {
+        let mut n = node(name, cpu);
+        n.metadata.labels = serde_json::from_value(labels).unwrap();
+        n
+    }
+
+    /// Node updates are judged with the node before and after, as upstream's hints: a
+    /// relabelled node the pod's selector already matched cannot help it (NodeAffinity
+    /// skips), a node that starts matching can.
+    #[test]
+    fn node_updates_are_judged_with_the_old_node() {
+        let loaded = scheduler_core::config::load_str(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let profiles =
+            Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
+        let clock = FakeClock::new();
+        let queue = SchedulingQueue::new(
+            QueueConfig::default(),
+            Arc::new(clock.clone()),
+            Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
+        );
+        let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
+        let mut st = shared.lock();
+        let fp = |n: &Node| NodeFingerprint::of(n);
+        let gpu = labelled("gpu", "1", json!({"pool": "gpu"}));
+        let plain = node("plain", "8");
+        st.on_node(None, &gpu, &fp(&gpu));
+        st.on_node(None, &plain, &fp(&plain));
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+            "spec": {"nodeSelector": {"pool": "gpu"}, "containers": [{"name": "c",
+                "image": "i", "resources": {"requests": {"cpu": "2"}}}]},
+        }))
+        .unwrap();
+        st.on_pod(&profiles, None, &pod);
+        let key = PodKey::of(&pod);
+        let q = st.queue.pop().unwrap();
+        let cycle = st.queue.scheduling_cycle();
+        let mut snapshot = Snapshot::new();
+        st.cache.update_snapshot(&mut snapshot);
+        let fw = profiles.for_scheduler_name("default-scheduler").unwrap();
+        let mut alg = SchedulingAlgorithm::new(0, 1);
+        let nominated = st.queue.nominated_pods().clone();
+        let Decision::Unschedulable { diagnosis, .. } =
+            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
+        else {
+            panic!("the gpu node is too small, the other one has no pool label");
+        };
+        let diagnosis = diagnosis.expect("plugins rejected it");
+        assert!(diagnosis.unschedulable_plugins.contains("NodeAffinity"));
+        st.queue
+            .add_unschedulable_if_not_present(q, Some(&diagnosis), cycle)
+            .unwrap();
+        clock.advance(std::time::Duration::from_secs(2));
+
+        // The gpu node gets another label: it matched before and matches now.
+        let relabelled = labelled("gpu", "1", json!({"pool": "gpu", "rack": "r1"}));
+        st.on_node(Some(&fp(&gpu)), &relabelled, &fp(&relabelled));
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
+        // The big node joins the pool: it did not match before.
+        let joined = labelled("plain", "8", json!({"pool": "gpu"}));
+        st.on_node(Some(&fp(&plain)), &joined, &fp(&joined));
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Active));
+    }
+
     #[test]
     fn workload_selectors_follow_informer_events() {
         use scheduler_core::cache::workload_selectors::{replica_set_entry, service_entry};

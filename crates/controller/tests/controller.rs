@@ -120,6 +120,7 @@ async fn start_full(
         health_auth,
         extensions: Vec::new(),
         explain: Default::default(),
+        opportunistic_batching: true,
     }));
     Running {
         health,
@@ -1921,5 +1922,52 @@ async fn partitionable_devices_and_dra_backed_extended_resources() {
         server.node_of("default", "p4").as_deref() == Some("n2")
     })
     .await;
+    running.stop().await;
+}
+
+/// Opportunistic batching's counters under upstream's names: identical pods that fill a
+/// node each, in a profile without default spreading, take the previous pod's next-best
+/// node as a hint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batching_counters_are_exported() {
+    const BATCHABLE: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
+";
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    for i in 0..4 {
+        server.apply("nodes", &node(&format!("n{i}"), "4", json!({})));
+    }
+    for i in 0..4 {
+        server.apply("pods", &pod(&format!("p{i}"), "3", json!({})));
+    }
+    let running = start_with(&server, BATCHABLE, "test-host").await;
+    let m = running.health;
+    wait_for_metric(m, SCHEDULED_ATTEMPTS, 4.0).await;
+    let used = "scheduler_batch_attempts_total{profile=\"default-scheduler\",result=\"hint_used\"}";
+    let none = "scheduler_batch_attempts_total{profile=\"default-scheduler\",result=\"no_hint\"}";
+    let used = metric(m, used).await.unwrap_or(0.0);
+    let none = metric(m, none).await.unwrap_or(0.0);
+    // The first pod has nothing to reuse; the later ones are hinted (one whose attempt came
+    // more than 500 ms after the previous one, on a loaded machine, finds the list expired).
+    assert!(
+        none >= 1.0 && used >= 1.0,
+        "no_hint {none}, hint_used {used}"
+    );
+    assert_eq!(used + none, 4.0, "hint_used {used}, no_hint {none}");
+    let (_, body) = http_get(m, "/metrics").await;
+    assert!(
+        body.contains(
+            "# HELP scheduler_batch_attempts Counts of results when we attempt to use batching."
+        ),
+        "{body}"
+    );
     running.stop().await;
 }

@@ -71,6 +71,7 @@ async fn start(
         health_auth: auth,
         extensions: Vec::new(),
         explain,
+        opportunistic_batching: true,
     }));
     Running {
         health,

@@ -79,6 +79,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         health_auth: None,
         extensions: Vec::new(),
         explain: Default::default(),
+        opportunistic_batching: true,
     }));
     Running { stop, task }
 }

@@ -332,6 +332,7 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         health_auth: Some(std::sync::Arc::new(auth)),
         extensions: Vec::new(),
         explain: Default::default(),
+        opportunistic_batching: true,
     }));
     // A scrape with a token: one TokenReview and one SubjectAccessReview.
     server.add_token("scraper", "prometheus", &[]);

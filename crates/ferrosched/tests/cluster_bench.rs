@@ -150,3 +150,51 @@ async fn pods_first_and_the_binding_ceiling_bind_every_pod_once() {
     assert!(rows[0]["peakRssMib"].as_f64().unwrap() > 0.0);
     assert_eq!(rows[1]["cpuSeconds"].as_f64(), Some(0.0));
 }
+
+/// The identical-pods workloads run against an API server too, batching on and off (the
+/// child gets `--feature-gates=OpportunisticBatching=false` for the second): one pod per
+/// node, every pod bound once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_pods_run_against_an_api_server_with_and_without_batching() {
+    let server = FakeApiServer::start().await;
+    let kubeconfig = server.kubeconfig();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["bench", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--workload", "IdenticalPods"])
+            .args([
+                "--workload",
+                "IdenticalPodsWithoutBatching",
+                "--nodes",
+                "30",
+            ])
+            .args(["--init-pods", "5", "--pods", "20", "-o", "json"])
+            .args(["--stall-timeout", "20"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let rows = report.as_array().expect("one result per workload");
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["workload"].as_str()).collect();
+    assert_eq!(names, ["IdenticalPods", "IdenticalPodsWithoutBatching"]);
+    for r in rows {
+        assert_eq!(r["complete"], true, "{r}");
+        assert_eq!(
+            (r["initScheduled"].as_u64(), r["scheduled"].as_u64()),
+            (Some(5), Some(20))
+        );
+    }
+    // 3 of a node's 4 CPUs each: never two pods of a run on one node.
+    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, node) in server.bindings() {
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node.values().sum::<usize>(), 50, "{per_node:?}");
+    assert!(per_node.values().all(|&n| n == 1), "{per_node:?}");
+}

@@ -28,6 +28,12 @@ impl SchedulingAlgorithm {
         &self.batch.stats
     }
 
+    /// The counts since the last call (for metrics: the controller adds them after each
+    /// attempt, labelled with the attempt's profile).
+    pub fn take_batch_stats(&mut self) -> BatchStats {
+        std::mem::take(&mut self.batch.stats)
+    }
+
     /// Starts an attempt; the pod is signed when batching is on and `signable` (explained
     /// attempts are not batched, so their explanation covers every node).
     pub(crate) fn begin_batch(

@@ -76,6 +76,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         health_auth: None,
         extensions,
         explain: Default::default(),
+        opportunistic_batching: true,
     }));
     Running {
         stop: Some(tx),

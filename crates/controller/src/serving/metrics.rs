@@ -32,6 +32,11 @@
 //!   waiting for the state lock included, labelled `<Resource><Action>` as upstream's
 //!   handlers (`NodeAdd`, `AssignedPodUpdate`, `UnschedulablePodDelete`, ...); one
 //!   observation per event (upstream observes a node update once per classified change).
+//! - `scheduler_batch_attempts_total{profile,result}` (`hint_used`, `hint_not_used`,
+//!   `no_hint`) and `scheduler_batch_cache_flushed_total{profile,reason}`: opportunistic
+//!   batching's counts, added after each attempt under the attempt's profile. (Upstream's
+//!   later `scheduler_batch_rescore_attempts_total` is not exported: ferrosched does not
+//!   re-score a hinted node.)
 //! - `leader_election_master_status{name}` (client-go's): 1 while this process holds the
 //!   lease `name`, 0 once it lost or released it; absent without leader election.
 
@@ -44,7 +49,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use scheduler_core::framework::{CycleTimings, ExtensionPoint};
+use scheduler_core::framework::{BatchStats, CycleTimings, ExtensionPoint};
 use scheduler_core::queue::{PendingCounts, QueueCounters, QueueKind};
 
 type Labels<const N: usize> = [(&'static str, String); N];
@@ -102,6 +107,8 @@ pub(crate) struct Metrics {
     extension_point_duration: HistogramFamily<3>,
     plugin_duration: HistogramFamily<3>,
     leader_status: Family<Labels<1>, Gauge>,
+    batch_attempts: Family<Labels<2>, Counter>,
+    batch_cache_flushed: Family<Labels<2>, Counter>,
 }
 
 impl Default for Metrics {
@@ -204,7 +211,21 @@ impl Metrics {
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
             leader_status.clone(),
         );
+        let batch_attempts = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            batch_attempts.clone(),
+        );
+        let batch_cache_flushed = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "scheduler_batch_cache_flushed",
+            "Counts of cache flushes by reason.",
+            batch_cache_flushed.clone(),
+        );
         Metrics {
+            batch_attempts,
+            batch_cache_flushed,
             leader_status,
             registry,
             render_lock: Mutex::new(()),
@@ -251,6 +272,26 @@ impl Metrics {
                     ("status", p.code.as_str().to_string()),
                 ])
                 .observe(p.took.as_secs_f64());
+        }
+    }
+
+    /// Opportunistic batching's counts from attempts of `profile`.
+    pub(crate) fn batch(&self, profile: &str, stats: &BatchStats) {
+        for (result, n) in &stats.attempts {
+            self.batch_attempts
+                .get_or_create(&[
+                    ("profile", profile.to_string()),
+                    ("result", result.to_string()),
+                ])
+                .inc_by(*n);
+        }
+        for (reason, n) in &stats.flushed {
+            self.batch_cache_flushed
+                .get_or_create(&[
+                    ("profile", profile.to_string()),
+                    ("reason", reason.to_string()),
+                ])
+                .inc_by(*n);
         }
     }
 
@@ -410,6 +451,13 @@ mod tests {
             },
         );
         m.event_handled("NodeAdd".into(), Duration::from_micros(30));
+        let mut batch = BatchStats::default();
+        batch
+            .attempts
+            .insert(scheduler_core::framework::HINT_USED, 2);
+        batch.flushed.insert("node_not_full", 1);
+        m.batch("default-scheduler", &batch);
+        m.batch("default-scheduler", &batch);
         let mut counters = QueueCounters::default();
         counters
             .incoming
@@ -446,6 +494,8 @@ mod tests {
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",status=\"Success\",profile=\"default-scheduler\"} 1",
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Filter\",status=\"Success\",profile=\"default-scheduler\"} 1",
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Unschedulable\"} 1",
+            "scheduler_batch_attempts_total{profile=\"default-scheduler\",result=\"hint_used\"} 4",
+            "scheduler_batch_cache_flushed_total{profile=\"default-scheduler\",reason=\"node_not_full\"} 2",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

@@ -294,7 +294,7 @@ async fn drive(
     // The scheduler starts after the nodes exist, so it lists them instead of taking
     // thousands of watch events.
     let mut pid = match ceiling {
-        None => Some(start_scheduler(opts, &config, scheduler)?),
+        None => Some(start_scheduler(opts, &config, &w.name, scheduler)?),
         Some(_) => None,
     };
 
@@ -357,7 +357,7 @@ async fn drive(
             c.bind_phase(&pods, run, "measured").await?;
         } else {
             measured_start = Instant::now();
-            pid = Some(start_scheduler(opts, &config, scheduler)?);
+            pid = Some(start_scheduler(opts, &config, &w.name, scheduler)?);
             cpu_before = 0.0;
         }
         let n = w.measured_pods.len();
@@ -425,6 +425,7 @@ async fn drive(
 fn start_scheduler(
     opts: &BenchOptions,
     config: &Path,
+    workload: &str,
     scheduler: &Mutex<Scheduler>,
 ) -> Result<u32, BenchError> {
     let mut s = scheduler.lock().unwrap();
@@ -437,6 +438,7 @@ fn start_scheduler(
         return Err(BenchError::Io("no scheduler to start".into()));
     };
     let child = cmd
+        .args(objects::scheduler_flags(workload))
         // Plain text in the log we show on a stall.
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())

@@ -84,6 +84,12 @@ pub fn scheduler_config(run: &RunNames, workload: &str, kubeconfig: Option<&Path
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nclientConnection:\n{kubeconfig}  qps: 5000\n  burst: 5000\nprofiles:\n- schedulerName: {}\n",
         run.scheduler_name
     );
+    if workload.starts_with("IdenticalPods") {
+        // No default spreading: pods are batchable (as the in-memory workload's config).
+        text.push_str(
+            "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n",
+        );
+    }
     if workload == "MixedProfiles" {
         // The workload's second profile (see scheduler-core's workloads).
         text.push_str(&format!(
@@ -92,6 +98,15 @@ pub fn scheduler_config(run: &RunNames, workload: &str, kubeconfig: Option<&Path
         ));
     }
     text
+}
+
+/// Command-line flags the scheduler child gets for `workload` (both ferrosched and
+/// kube-scheduler understand them): batching off for `IdenticalPodsWithoutBatching`.
+pub fn scheduler_flags(workload: &str) -> &'static [&'static str] {
+    match workload {
+        "IdenticalPodsWithoutBatching" => &["--feature-gates=OpportunisticBatching=false"],
+        _ => &[],
+    }
 }
 
 /// The namespace's `default` ServiceAccount, which a real API server's ServiceAccount
@@ -376,7 +391,12 @@ mod tests {
     #[test]
     fn generated_configs_are_valid() {
         let run = RunNames::new("abc");
-        for w in ["SchedulingBasic", "MixedProfiles"] {
+        for w in [
+            "SchedulingBasic",
+            "MixedProfiles",
+            "IdenticalPods",
+            "IdenticalPodsWithoutBatching",
+        ] {
             let loaded = scheduler_core::config::load_str(
                 &scheduler_config(&run, w, Some(Path::new("/tmp/k 1"))),
                 "<bench>",
@@ -388,6 +408,25 @@ mod tests {
             // survives the YAML.
             assert_eq!(loaded.config.client_connection.kubeconfig, "/tmp/k 1");
         }
+        // Identical pods are batchable only without the default spreading.
+        let identical = scheduler_core::config::load_str(
+            &scheduler_config(&run, "IdenticalPods", None),
+            "<bench>",
+        )
+        .unwrap();
+        let profiles = scheduler_core::framework::ProfileRegistry::new(
+            &identical.profiles,
+            &scheduler_core::framework::Registry::in_tree(),
+        )
+        .unwrap();
+        let fw = profiles.iter().next().unwrap().1;
+        let pod = scheduler_core::types::PodInfo::from_pod(&bench_workloads::identical_pod(0));
+        assert!(fw.sign_pod(&pod).is_some(), "identical pods are batchable");
+        assert_eq!(
+            scheduler_flags("IdenticalPodsWithoutBatching"),
+            ["--feature-gates=OpportunisticBatching=false"]
+        );
+        assert!(scheduler_flags("IdenticalPods").is_empty());
         let mixed = bench_workloads::build("MixedProfiles", 1, 0, 2).unwrap();
         let p = bench_pod(&run, "measured", &mixed.measured_pods[1]);
         assert_eq!(

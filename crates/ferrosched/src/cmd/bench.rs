@@ -21,9 +21,10 @@ fn in_memory_only(name: &str) -> bool {
     CHURN_WORKLOADS.contains(&name) || IDENTICAL_WORKLOADS.contains(&name)
 }
 
-/// Workloads the cluster bench (`--kubeconfig`) cannot run.
+/// Workloads the cluster bench (`--kubeconfig`) cannot run. (The identical-pods workloads
+/// run there too: batching is turned off with the OpportunisticBatching feature gate.)
 fn cluster_unsupported(name: &str) -> bool {
-    in_memory_only(name) || name == DRA_WORKLOAD
+    CHURN_WORKLOADS.contains(&name) || name == DRA_WORKLOAD
 }
 use serde::{Deserialize, Serialize};
 
@@ -32,8 +33,9 @@ pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
     /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
     /// SchedulingWithResourceClaimTemplate (DRA: 8 devices per node, one claim per pod; in
-    /// memory only), Churn, ChurnWithoutHints, IdenticalPods, IdenticalPodsWithoutBatching
-    /// (in memory only; report attempts per scheduled pod).
+    /// memory only), Churn, ChurnWithoutOldNode, ChurnWithoutHints (in memory only; report
+    /// attempts per scheduled pod), IdenticalPods, IdenticalPodsWithoutBatching (one pod
+    /// per node, opportunistic batching on and off).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Node counts to run each workload at.
@@ -132,7 +134,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             .iter()
             .chain(CHURN_WORKLOADS)
             .chain(IDENTICAL_WORKLOADS);
-        all.map(|s| s.to_string()).collect()
+        // Against a cluster: every workload it can run.
+        all.filter(|w| args.kubeconfig.is_none() || !cluster_unsupported(w))
+            .map(|s| s.to_string())
+            .collect()
     } else {
         args.workloads.clone()
     };
@@ -152,6 +157,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         if let Some(n) = names.iter().find(|n| cluster_unsupported(n)) {
             let cluster: Vec<&str> = WORKLOADS
                 .iter()
+                .chain(IDENTICAL_WORKLOADS)
                 .copied()
                 .filter(|w| !cluster_unsupported(w))
                 .collect();
@@ -261,7 +267,11 @@ fn run_one(
             "IdenticalPods" | "IdenticalPodsWithoutBatching" => {
                 bench_workloads::run_identical(nodes, measured, name == "IdenticalPods")
             }
-            _ => bench_workloads::run_churn(nodes, measured, name == "Churn"),
+            _ => bench_workloads::run_churn(
+                nodes,
+                measured,
+                bench_workloads::ChurnHints::of_workload(name),
+            ),
         };
         let micros = s.elapsed.as_secs_f64() * 1e6 / s.scheduled.max(1) as f64;
         return BenchResult {

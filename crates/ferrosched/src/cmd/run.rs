@@ -62,6 +62,10 @@ pub struct RunArgs {
     /// on pods (manifests/explain/run-rbac.yaml).
     #[arg(long = "explain-annotations", value_name = "PROFILE")]
     explain_annotations: Vec<String>,
+    /// Feature gates, as kube-scheduler's `--feature-gates=Name=bool,...`. ferrosched knows
+    /// OpportunisticBatching (default true); any other name is refused.
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    feature_gates: Option<String>,
     /// kube-scheduler's own flags (boxed: they would make `run` the largest subcommand).
     #[command(flatten)]
     kube_scheduler: Box<KubeSchedulerFlags>,
@@ -118,6 +122,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    let gates = match FeatureGates::parse(args.feature_gates.as_deref().unwrap_or_default()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     for (flag, path) in [
         (
             "--authentication-kubeconfig",
@@ -216,6 +227,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 max_pods: args.explain_max_pods,
                 annotate_profiles: args.explain_annotations.iter().cloned().collect(),
             },
+            opportunistic_batching: gates.opportunistic_batching,
         })
         .await
     });
@@ -248,5 +260,85 @@ pub(crate) async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The feature gates `ferrosched run` honours (`--feature-gates`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FeatureGates {
+    /// OpportunisticBatching (upstream beta, on by default since 1.35).
+    opportunistic_batching: bool,
+}
+
+impl FeatureGates {
+    const KNOWN: &[&str] = &["OpportunisticBatching"];
+
+    /// Parses `Name=bool,Name=bool` (empty: the defaults). A gate ferrosched does not
+    /// implement is an error rather than silently ignored.
+    fn parse(text: &str) -> Result<Self, String> {
+        let mut gates = FeatureGates {
+            opportunistic_batching: true,
+        };
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let Some((name, value)) = item.split_once('=') else {
+                return Err(format!(
+                    "--feature-gates: {item:?} is not NAME=true or NAME=false"
+                ));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            let on = match value.to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(format!(
+                        "--feature-gates: {name}={value:?}: the value must be true or false"
+                    ));
+                }
+            };
+            match name {
+                "OpportunisticBatching" => gates.opportunistic_batching = on,
+                _ => {
+                    return Err(format!(
+                        "--feature-gates: feature gate {name:?} is not implemented by ferrosched (known: {})",
+                        Self::KNOWN.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(gates)
+    }
+}
+
+#[cfg(test)]
+mod feature_gate_tests {
+    use super::FeatureGates;
+
+    #[test]
+    fn feature_gates_parse_like_kube_scheduler_and_refuse_unknown_names() {
+        assert!(FeatureGates::parse("").unwrap().opportunistic_batching);
+        assert!(
+            !FeatureGates::parse("OpportunisticBatching=false")
+                .unwrap()
+                .opportunistic_batching
+        );
+        assert!(
+            FeatureGates::parse(" OpportunisticBatching = True ,")
+                .unwrap()
+                .opportunistic_batching
+        );
+        let e = FeatureGates::parse("OpportunisticBatching=false,SchedulerAsyncAPICalls=true")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching)"
+        );
+        assert_eq!(
+            FeatureGates::parse("OpportunisticBatching").unwrap_err(),
+            "--feature-gates: \"OpportunisticBatching\" is not NAME=true or NAME=false"
+        );
+        assert_eq!(
+            FeatureGates::parse("OpportunisticBatching=maybe").unwrap_err(),
+            "--feature-gates: OpportunisticBatching=\"maybe\": the value must be true or false"
+        );
     }
 }

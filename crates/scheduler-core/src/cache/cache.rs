@@ -344,6 +344,12 @@ impl Cache {
         self.dra_api_served = served;
     }
 
+    /// ResourceClaims, ResourceSlices and DeviceClasses as the informers last reported them
+    /// (with this scheduler's assumed writes).
+    pub fn dra(&self) -> &crate::types::dra::DraObjects {
+        &self.dra
+    }
+
     /// ResourceClaims, ResourceSlices and DeviceClasses, to add, update or remove.
     pub fn dra_mut(&mut self) -> &mut crate::types::dra::DraObjects {
         &mut self.dra

@@ -308,6 +308,24 @@ pub enum EventObjects<'a> {
     },
     /// A PersistentVolumeClaim added or updated.
     Pvc { new: &'a k8s::PersistentVolumeClaim },
+    /// A PersistentVolume added (`old: None`) or updated.
+    Pv {
+        old: Option<&'a k8s::PersistentVolume>,
+        new: &'a k8s::PersistentVolume,
+    },
+    /// A ResourceClaim added (`old: None`) or updated, with the claims as the cache holds
+    /// them after the event (DynamicResources resolves the pod's claims there).
+    ResourceClaim {
+        old: Option<&'a k8s_openapi::api::resource::v1::ResourceClaim>,
+        new: &'a k8s_openapi::api::resource::v1::ResourceClaim,
+        claims: &'a crate::types::dra::DraObjects,
+    },
+    /// A VolumeAttachment deleted. `claim` is the `(namespace, name)` of the claim bound to
+    /// its PersistentVolume (from the volume's claimRef) when the cache knows it.
+    VolumeAttachmentGone {
+        va: &'a crate::types::VolumeAttachmentInfo,
+        claim: Option<(&'a str, &'a str)>,
+    },
     /// A StorageClass added (`old: None`) or updated.
     StorageClass {
         old: Option<&'a storage::StorageClass>,

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, Plugin, PluginPoints,
-    PreFilterPlugin, PreFilterResult, Status,
+    ActionType, ClusterEvent, CycleState, EventObjects, EventResource, FilterPlugin, Plugin,
+    PluginPoints, PreFilterPlugin, PreFilterResult, QueueingHint, Status,
 };
 use crate::plugin_points;
 use crate::types::{NodeInfo, PodInfo};
@@ -45,12 +45,30 @@ impl Plugin for NodeDeclaredFeatures {
         plugin_points!(self => pre_filter, filter)
     }
     /// A node added or declaring other features may now fit. (Upstream also registers the
-    /// pod's own update, which the queue already handles for the pod itself.)
+    /// pod's own update, hinting Queue only when the pod's requirements changed; the fields
+    /// they come from are immutable, so that hint never queues and is left out here.)
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::new(
             EventResource::Node,
             ActionType::ADD | ActionType::UPDATE_NODE_DECLARED_FEATURE,
         )]
+    }
+
+    /// Upstream `isSchedulableAfterNodeChange`: an update that leaves the declared features
+    /// as they were (in order) cannot help; a new node, or an update without the old view, may.
+    fn queueing_hint(
+        &self,
+        _pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        match objects {
+            EventObjects::Node {
+                old: Some(old),
+                new,
+            } if old.declared_features == new.declared_features => QueueingHint::QueueSkip,
+            _ => QueueingHint::Queue,
+        }
     }
 }
 
@@ -241,5 +259,40 @@ mod tests {
                 .contains(ActionType::UPDATE_NODE_DECLARED_FEATURE)
         );
         assert!(!events[0].action.intersects(ActionType::UPDATE_NODE_LABEL));
+    }
+
+    /// Upstream's TestIsSchedulableAfterNodeChange, in our words.
+    #[test]
+    fn queueing_hint_on_node_changes() {
+        let pod = needing_restart_all();
+        let ev = ClusterEvent::new(
+            EventResource::Node,
+            ActionType::UPDATE_NODE_DECLARED_FEATURE,
+        );
+        let hint = |old: Option<&NodeInfo>, new: &NodeInfo| {
+            NodeDeclaredFeatures.queueing_hint(&pod, &ev, &EventObjects::Node { old, new })
+        };
+        let none = node("n", &[]);
+        let a = node("n", &["A"]);
+        let ab = node("n", &["A", "B"]);
+        let ba = node("n", &["B", "A"]);
+        assert_eq!(hint(None, &a), QueueingHint::Queue, "node added");
+        assert_eq!(
+            hint(Some(&none), &a),
+            QueueingHint::Queue,
+            "feature declared"
+        );
+        assert_eq!(hint(Some(&a), &ab), QueueingHint::Queue, "feature added");
+        assert_eq!(hint(Some(&ab), &a), QueueingHint::Queue, "feature removed");
+        assert_eq!(hint(Some(&ab), &ba), QueueingHint::Queue, "order changed");
+        assert_eq!(
+            hint(Some(&ab), &ab.clone()),
+            QueueingHint::QueueSkip,
+            "unchanged"
+        );
+        assert_eq!(
+            NodeDeclaredFeatures.queueing_hint(&pod, &ev, &EventObjects::None),
+            QueueingHint::Queue
+        );
     }
 }

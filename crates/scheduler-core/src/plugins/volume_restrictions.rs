@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -59,16 +59,61 @@ impl Plugin for VolumeRestrictions {
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
-            // Deleting a pod releases its disks and ReadWriteOncePod claims; a new node or a
-            // claim change can also resolve the conflict.
+            // Deleting a pod releases its disks and ReadWriteOncePod claims (pod volumes
+            // are immutable, so pod updates cannot help).
             ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            // Any new node may help: no hint, as upstream.
             ClusterEvent::new(EventResource::Node, ActionType::ADD),
-            ClusterEvent::new(
-                EventResource::PersistentVolumeClaim,
-                ActionType::ADD | ActionType::UPDATE,
-            ),
+            // PreFilter needs the claims to exist to read their access modes.
+            ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::ADD),
         ]
     }
+
+    /// Upstream's hints: a deleted pod helps only in the pod's namespace and when it held
+    /// one of the pod's disks or used one of its claims; a new claim only when the pod names it.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        match objects {
+            EventObjects::Pod {
+                old: Some(deleted),
+                new: None,
+            } => queue_if(deleted_pod_may_help(pod, deleted)),
+            EventObjects::Pvc { new } => queue_if(
+                new.metadata.namespace.as_deref() == Some(pod.namespace())
+                    && pod
+                        .pvc_names
+                        .iter()
+                        .any(|c| new.metadata.name.as_deref() == Some(c.as_str())),
+            ),
+            _ => QueueingHint::Queue,
+        }
+    }
+}
+
+fn queue_if(helps: bool) -> QueueingHint {
+    if helps {
+        QueueingHint::Queue
+    } else {
+        QueueingHint::QueueSkip
+    }
+}
+
+/// Upstream `isSchedulableAfterPodDeleted`: like upstream, a pod of another namespace is
+/// never taken to help, and claims are compared by name only (their access mode is not read).
+fn deleted_pod_may_help(pod: &PodInfo, deleted: &PodInfo) -> bool {
+    if deleted.namespace() != pod.namespace() {
+        return false;
+    }
+    let disk_conflict = pod
+        .volumes
+        .disks
+        .iter()
+        .any(|d| deleted.volumes.disks.iter().any(|e| d.conflicts_with(e)));
+    disk_conflict || deleted.pvc_names.iter().any(|c| pod.pvc_names.contains(c))
 }
 
 /// Upstream's NotFound text for a missing claim.
@@ -288,5 +333,106 @@ mod tests {
         assert!(got[1].is_success());
         let got = run(&gce("p", "other", false), nodes(), VolumeObjects::new());
         assert!(got.iter().all(Status::is_success));
+    }
+
+    fn gce_pod(ns: &str, name: &str, pd: &str, read_only: bool) -> PodInfo {
+        PodInfo::test(ns, name)
+            .edit(|p| {
+                p.spec.get_or_insert_with(Default::default).volumes =
+                    Some(vec![k8s_openapi::api::core::v1::Volume {
+                        name: "d".into(),
+                        gce_persistent_disk: Some(
+                            k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+                                pd_name: pd.into(),
+                                read_only: Some(read_only),
+                                ..Default::default()
+                            },
+                        ),
+                        ..Default::default()
+                    }])
+            })
+            .build()
+    }
+
+    /// Upstream's TestIsSchedulableAfterPodDeleted, in our words.
+    #[test]
+    fn queueing_hint_on_pod_deletion() {
+        let ev = ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+        let hint = |pod: &PodInfo, deleted: &PodInfo| {
+            VolumeRestrictions.queueing_hint(
+                pod,
+                &ev,
+                &EventObjects::Pod {
+                    old: Some(deleted),
+                    new: None,
+                },
+            )
+        };
+        let pod = gce_pod("ns", "p", "disk", false);
+        let cases = [
+            (
+                "deleted pod held the same disk",
+                gce_pod("ns", "d", "disk", false),
+                QueueingHint::Queue,
+            ),
+            (
+                "deleted pod held another disk",
+                gce_pod("ns", "d", "other", false),
+                QueueingHint::QueueSkip,
+            ),
+            (
+                "deleted pod in another namespace",
+                gce_pod("other", "d", "disk", false),
+                QueueingHint::QueueSkip,
+            ),
+            (
+                "deleted pod without volumes",
+                PodInfo::test("ns", "d").build(),
+                QueueingHint::QueueSkip,
+            ),
+        ];
+        for (name, deleted, want) in cases {
+            assert_eq!(hint(&pod, &deleted), want, "{name}");
+        }
+        // Both read-only: the disk never conflicted, its owner going away changes nothing.
+        assert_eq!(
+            hint(
+                &gce_pod("ns", "p", "disk", true),
+                &gce_pod("ns", "d", "disk", true)
+            ),
+            QueueingHint::QueueSkip
+        );
+        // A claim the pod uses (ReadWriteOncePod conflicts) was released.
+        let claimer = PodInfo::test("ns", "p").pvc("rwop").build();
+        let user = PodInfo::test("ns", "u").pvc("rwop").build();
+        assert_eq!(hint(&claimer, &user), QueueingHint::Queue);
+        let other_user = PodInfo::test("ns", "u").pvc("else").build();
+        assert_eq!(hint(&claimer, &other_user), QueueingHint::QueueSkip);
+        // Without the objects the hint queues.
+        assert_eq!(
+            VolumeRestrictions.queueing_hint(&claimer, &ev, &EventObjects::None),
+            QueueingHint::Queue
+        );
+    }
+
+    /// Upstream's TestIsSchedulableAfterPersistentVolumeClaimAdded, in our words.
+    #[test]
+    fn queueing_hint_on_claim_added() {
+        let ev = ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::ADD);
+        let pod = PodInfo::test("ns", "p").pvc("claim").build();
+        let hint = |c: &k8s_openapi::api::core::v1::PersistentVolumeClaim| {
+            VolumeRestrictions.queueing_hint(&pod, &ev, &EventObjects::Pvc { new: c })
+        };
+        assert_eq!(hint(&pvc("ns", "claim").api()), QueueingHint::Queue);
+        assert_eq!(hint(&pvc("other", "claim").api()), QueueingHint::QueueSkip);
+        assert_eq!(hint(&pvc("ns", "unrelated").api()), QueueingHint::QueueSkip);
+        assert!(
+            !VolumeRestrictions
+                .events_to_register()
+                .iter()
+                .any(|e| e.resource == EventResource::PersistentVolumeClaim
+                    && e.action.intersects(ActionType::UPDATE)),
+            "claim updates cannot change an access mode: not registered, as upstream"
+        );
     }
 }

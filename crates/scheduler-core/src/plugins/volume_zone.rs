@@ -3,11 +3,11 @@
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::framework::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -53,8 +53,10 @@ impl Plugin for VolumeZone {
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
-            // New or relabelled nodes, and bound volumes or claims changing, can fix a zone mismatch.
+            // A new WaitForFirstConsumer class lets PreFilter pass over unbound claims
+            // (a class's binding mode is immutable: updates are not registered).
             ClusterEvent::new(EventResource::StorageClass, ActionType::ADD),
+            // New or relabelled nodes may be in the volume's zone: no hint, as upstream.
             ClusterEvent::new(
                 EventResource::Node,
                 ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
@@ -69,6 +71,57 @@ impl Plugin for VolumeZone {
             ),
         ]
     }
+
+    /// Upstream's hints: a class helps only if it is WaitForFirstConsumer, a claim only if
+    /// the pod names it, a volume when it is new or its zone/region labels changed.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        let helps = match objects {
+            EventObjects::StorageClass { new, .. } => {
+                new.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
+            }
+            EventObjects::Pvc { new } => {
+                new.metadata.namespace.as_deref() == Some(pod.namespace())
+                    && pod
+                        .pvc_names
+                        .iter()
+                        .any(|c| new.metadata.name.as_deref() == Some(c.as_str()))
+            }
+            EventObjects::Pv { old: None, .. } => true,
+            EventObjects::Pv {
+                old: Some(old),
+                new,
+            } => {
+                labels_topology(old.metadata.labels.as_ref())
+                    != labels_topology(new.metadata.labels.as_ref())
+            }
+            _ => true,
+        };
+        if helps {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
+}
+
+/// A volume's zone/region constraints from its labels (upstream `getPVTopologies`; labels
+/// that do not parse are left out, as there).
+fn labels_topology(labels: Option<&BTreeMap<String, String>>) -> Vec<PvTopology> {
+    let Some(labels) = labels else {
+        return Vec::new();
+    };
+    TOPOLOGY_LABELS
+        .into_iter()
+        .filter_map(|key| {
+            let values = zones_to_set(labels.get(key)?)?;
+            Some(PvTopology { key, values })
+        })
+        .collect()
 }
 
 /// Upstream `LabelZonesToSet`: values joined with `__`, each trimmed, none empty (else the
@@ -127,11 +180,7 @@ fn pv_topologies(pod: &PodInfo, snapshot: &Snapshot) -> Result<Vec<PvTopology>, 
                 "persistentvolume {pv_name:?} not found"
             )));
         };
-        for key in TOPOLOGY_LABELS {
-            if let Some(values) = pv.labels.get(key).and_then(|v| zones_to_set(v)) {
-                out.push(PvTopology { key, values });
-            }
-        }
+        out.extend(labels_topology(Some(&pv.labels)));
     }
     Ok(out)
 }
@@ -270,6 +319,96 @@ mod tests {
         assert_eq!(
             s.message(),
             "PersistentVolumeClaim had no pv name and storageClass name"
+        );
+    }
+
+    /// Upstream's TestIsSchedulableAfterStorageClassAdded, in our words.
+    #[test]
+    fn queueing_hint_on_storage_class_added() {
+        use crate::types::testing::volumes::storage_class_api;
+        let ev = ClusterEvent::new(EventResource::StorageClass, ActionType::ADD);
+        let pod = PodInfo::test("ns", "p").pvc("c").build();
+        let hint = |sc: &k8s_openapi::api::storage::v1::StorageClass| {
+            VolumeZone.queueing_hint(
+                &pod,
+                &ev,
+                &EventObjects::StorageClass { old: None, new: sc },
+            )
+        };
+        let mut no_mode = storage_class_api("sc", "csi.example.com", false, &[]);
+        no_mode.volume_binding_mode = None;
+        assert_eq!(hint(&no_mode), QueueingHint::QueueSkip);
+        let immediate = storage_class_api("sc", "csi.example.com", false, &[]);
+        assert_eq!(hint(&immediate), QueueingHint::QueueSkip);
+        let wait = storage_class_api("sc", "csi.example.com", true, &[]);
+        assert_eq!(hint(&wait), QueueingHint::Queue);
+    }
+
+    /// Upstream's TestIsSchedulableAfterPersistentVolumeChange, in our words.
+    #[test]
+    fn queueing_hint_on_volume_change() {
+        let ev = ClusterEvent::new(EventResource::PersistentVolume, ActionType::UPDATE);
+        let pod = PodInfo::test("ns", "p").pvc("c").build();
+        let hint = |old: Option<&k8s_openapi::api::core::v1::PersistentVolume>,
+                    new: &k8s_openapi::api::core::v1::PersistentVolume| {
+            VolumeZone.queueing_hint(&pod, &ev, &EventObjects::Pv { old, new })
+        };
+        let west_b = pv("v", "", "1Gi").label(BETA_ZONE, "us-west1-b").0;
+        let west_c = pv("v", "", "1Gi").label(BETA_ZONE, "us-west1-c").0;
+        let region = pv("v", "", "1Gi")
+            .label(BETA_ZONE, "us-west1-b")
+            .label(REGION, "us-west1")
+            .0;
+        let other_label = pv("v", "", "1Gi")
+            .label(BETA_ZONE, "us-west1-b")
+            .label("team", "a")
+            .0;
+        let unparsable = pv("v", "", "1Gi")
+            .label(BETA_ZONE, "us-west1-b")
+            .label(ZONE, "a____b")
+            .0;
+        assert_eq!(hint(None, &west_b), QueueingHint::Queue, "new volume");
+        assert_eq!(
+            hint(Some(&west_b), &west_c),
+            QueueingHint::Queue,
+            "zone changed"
+        );
+        assert_eq!(
+            hint(Some(&west_b), &region),
+            QueueingHint::Queue,
+            "region added"
+        );
+        assert_eq!(
+            hint(Some(&west_b), &west_b.clone()),
+            QueueingHint::QueueSkip,
+            "no change"
+        );
+        assert_eq!(
+            hint(Some(&west_b), &other_label),
+            QueueingHint::QueueSkip,
+            "other label"
+        );
+        assert_eq!(
+            hint(Some(&west_b), &unparsable),
+            QueueingHint::QueueSkip,
+            "ignored label"
+        );
+    }
+
+    /// Upstream's TestIsSchedulableAfterPersistentVolumeClaimChange, in our words.
+    #[test]
+    fn queueing_hint_on_claim_change() {
+        let ev = ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::UPDATE);
+        let pod = PodInfo::test("ns", "p").pvc("c").build();
+        let hint = |c: &k8s_openapi::api::core::v1::PersistentVolumeClaim| {
+            VolumeZone.queueing_hint(&pod, &ev, &EventObjects::Pvc { new: c })
+        };
+        assert_eq!(hint(&pvc("ns", "c").bound("v").api()), QueueingHint::Queue);
+        assert_eq!(hint(&pvc("other", "c").api()), QueueingHint::QueueSkip);
+        assert_eq!(hint(&pvc("ns", "unrelated").api()), QueueingHint::QueueSkip);
+        assert_eq!(
+            VolumeZone.queueing_hint(&pod, &ev, &EventObjects::None),
+            QueueingHint::Queue
         );
     }
 }

@@ -26,6 +26,7 @@
 
 pub mod allocator;
 pub mod extended;
+mod hints;
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
@@ -161,6 +162,15 @@ impl Plugin for DynamicResources {
             ClusterEvent::new(EventResource::DeviceClass, add_update),
             ClusterEvent::new(EventResource::ResourceSlice, add_update),
         ]
+    }
+
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &crate::framework::EventObjects<'_>,
+    ) -> crate::framework::QueueingHint {
+        hints::hint(pod, objects)
     }
 }
 
