@@ -70,7 +70,7 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             Ok(Arc::new(runtime_class::RuntimeClass))
         }),
         (names::DYNAMIC_RESOURCES, |_| {
-            Ok(Arc::new(dynamic_resources::DynamicResources))
+            Ok(Arc::new(dynamic_resources::DynamicResources::default()))
         }),
         (
             names::NODE_RESOURCES_FIT,

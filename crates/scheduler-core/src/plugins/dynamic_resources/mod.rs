@@ -23,6 +23,7 @@
 //! device or request using one of these is never allocated).
 
 pub mod allocator;
+mod device_index;
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
@@ -118,7 +119,11 @@ pub fn unknown_request_type(claim: &ResourceClaimInfo, request: &str) -> String 
     )
 }
 
-pub struct DynamicResources;
+#[derive(Debug, Default)]
+pub struct DynamicResources {
+    /// The device index of the latest snapshot's slices, shared by the pods' allocators.
+    index: device_index::IndexCache,
+}
 
 impl Plugin for DynamicResources {
     /// Signature for opportunistic batching (upstream `SignPod`).
@@ -298,8 +303,13 @@ impl PreFilterPlugin for DynamicResources {
                 to_allocate.push(c.clone());
             }
         }
-        let allocator =
-            (!to_allocate.is_empty()).then(|| Arc::new(Allocator::new(objects, to_allocate)));
+        let allocator = (!to_allocate.is_empty()).then(|| {
+            Arc::new(Allocator::with_index(
+                self.index.get(objects),
+                objects,
+                to_allocate,
+            ))
+        });
         state.write(StateData {
             objects: objects.clone(),
             claims,

@@ -258,7 +258,7 @@ fn pre_filter_cases() {
     ];
     for (name, pod, served, want) in cases {
         let snap = snapshot_with(served, objects.clone());
-        let (r, s) = DynamicResources.pre_filter(&mut CycleState::new(), &pod, &snap);
+        let (r, s) = DynamicResources::default().pre_filter(&mut CycleState::new(), &pod, &snap);
         assert!(r.is_none(), "{name}");
         match want {
             None => assert!(s.is_skip(), "{name}: {s}"),
@@ -272,16 +272,16 @@ fn pre_filter_cases() {
 
 #[test]
 fn pre_enqueue_waits_for_the_generated_claim() {
-    let s = DynamicResources.pre_enqueue(&templated(None));
+    let s = DynamicResources::default().pre_enqueue(&templated(None));
     assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
     assert_eq!(s.message(), "pod \"ns/p\": ResourceClaim not created yet");
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .pre_enqueue(&templated(Some("p-gpu-1")))
             .is_success()
     );
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .pre_enqueue(&with_claims(&["a"]))
             .is_success()
     );
@@ -294,7 +294,7 @@ fn pre_enqueue_waits_for_the_generated_claim() {
         })
         .build();
     assert_eq!(
-        DynamicResources.pre_enqueue(&neither).message(),
+        DynamicResources::default().pre_enqueue(&neither).message(),
         "pod \"ns/p\": resource claim reference not supported"
     );
     // The status update naming the claim is the event that retries the pod.
@@ -470,7 +470,7 @@ fn a_claim_being_written_for_another_pod_makes_the_pod_wait() {
         add_finalizer: false,
         finalizers: Vec::new(),
     }]);
-    let (_, s) = DynamicResources.pre_filter(
+    let (_, s) = DynamicResources::default().pre_filter(
         &mut CycleState::new(),
         &with_claims(&["a"]),
         &snapshot_with(true, o),
@@ -661,33 +661,37 @@ fn preemption_frees_the_devices_of_victims_claims() {
     // Where preemption does evaluate n1 (another plugin's reason), removing a victim frees
     // the devices of the claims reserved only for it, and adding it back takes them again.
     let mut state = CycleState::new();
-    let (_, s) = DynamicResources.pre_filter(&mut state, &preemptor, &snap);
+    let (_, s) = DynamicResources::default().pre_filter(&mut state, &preemptor, &snap);
     assert!(s.is_success(), "{s}");
     let n1 = snap.get("n1").unwrap().clone();
     assert_eq!(
-        DynamicResources.filter(&state, &preemptor, &n1).message(),
+        DynamicResources::default()
+            .filter(&state, &preemptor, &n1)
+            .message(),
         CANNOT_ALLOCATE_ALL_CLAIMS
     );
     let victim = n1.pods[0].clone();
     let mut without = n1.as_ref().clone();
     without.remove_pod(victim.key()).unwrap();
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .remove_pod(&mut state, &preemptor, &victim, &without)
             .is_success()
     );
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .filter(&state, &preemptor, &without)
             .is_success()
     );
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .add_pod(&mut state, &preemptor, &victim, &n1)
             .is_success()
     );
     assert_eq!(
-        DynamicResources.filter(&state, &preemptor, &n1).message(),
+        DynamicResources::default()
+            .filter(&state, &preemptor, &n1)
+            .message(),
         CANNOT_ALLOCATE_ALL_CLAIMS
     );
 }
