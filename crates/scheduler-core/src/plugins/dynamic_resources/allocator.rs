@@ -31,6 +31,8 @@ pub enum AllocError {
     Fatal(String),
     /// This node cannot be used, for a reason worth telling (invalid pools).
     Node(String),
+    /// The search ran past its time limit (`DynamicResourcesArgs.filterTimeout`).
+    TimedOut,
 }
 
 /// The per-pod part of allocation.
@@ -113,6 +115,17 @@ impl Allocator {
         node: &str,
         labels: &L,
     ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
+        self.allocate_until(node, labels, &never)
+    }
+
+    /// [`Self::allocate`], giving up with [`AllocError::TimedOut`] once `expired` says so
+    /// (asked before each step of the search, as upstream checks its context).
+    pub fn allocate_until<L: LabelSet>(
+        &self,
+        node: &str,
+        labels: &L,
+        expired: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
         // Devices the node reaches, pool by pool (pools sorted by driver and name, slices by
         // name), skipping incomplete and invalid pools.
         let index = &*self.index;
@@ -164,6 +177,7 @@ impl Allocator {
             }
         }
         let mut run = Run::new(self, node, labels, cands);
+        run.expired = expired;
         run.prepare(&node_pools)?;
         match run.allocate_one(Pos::default(), false) {
             Ok(true) => Ok(Some(run.results())),
@@ -182,6 +196,7 @@ impl Allocator {
                 Ok(None)
             }
             Err(Stop::Fatal(e)) => Err(AllocError::Fatal(e)),
+            Err(Stop::TimedOut) => Err(AllocError::TimedOut),
         }
     }
 }
@@ -249,6 +264,7 @@ fn lookup_attribute<'a>(dev: &'a SliceDevice, driver: &str, name: &str) -> Optio
 enum Stop {
     MaxSize,
     Fatal(String),
+    TimedOut,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -273,6 +289,12 @@ struct Run<'a> {
     results: Vec<Vec<(usize, String, bool)>>,
     selected_sub: HashMap<(usize, usize), usize>,
     matches: HashMap<(usize, usize, usize, usize), bool>,
+    /// Whether the time limit has passed.
+    expired: &'a dyn Fn() -> bool,
+}
+
+fn never() -> bool {
+    false
 }
 
 fn kobj(c: &ResourceClaimInfo) -> String {
@@ -297,6 +319,7 @@ impl<'a> Run<'a> {
             results: vec![Vec::new(); al.claims.len()],
             selected_sub: HashMap::new(),
             matches: HashMap::new(),
+            expired: &never,
         }
     }
 
@@ -498,6 +521,9 @@ impl<'a> Run<'a> {
     }
 
     fn allocate_one(&mut self, r: Pos, in_sub: bool) -> Result<bool, Stop> {
+        if (self.expired)() {
+            return Err(Stop::TimedOut);
+        }
         if r.claim >= self.al.claims.len() {
             return Ok(true);
         }
@@ -590,6 +616,7 @@ impl<'a> Run<'a> {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(AllocError::Fatal(e)) | Err(AllocError::Node(e)) => return Err(Stop::Fatal(e)),
+                Err(AllocError::TimedOut) => return Err(Stop::TimedOut),
             }
             if !self.allocate_device(r, cand, false)? {
                 continue;
