@@ -516,7 +516,7 @@ impl<'a> Run<'a> {
     }
 
     fn device_in_use(&self, cand: usize) -> bool {
-        self.al.in_use(&self.cands[cand].id)
+        self.al.in_use(self.cands[cand].id)
             || self.allocating.get(&cand).is_some_and(|v| !v.is_empty())
     }
 
