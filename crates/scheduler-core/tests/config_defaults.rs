@@ -167,6 +167,7 @@ fn default_plugins_after_expansion() {
                 "VolumeBinding",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
                 "NodeResourcesBalancedAllocation",
                 "ImageLocality",
             ],
@@ -188,6 +189,7 @@ fn default_plugins_after_expansion() {
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 1),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
@@ -511,7 +513,7 @@ fn from_flags_binds_to_the_default_profile() {
             ignore_preferred_terms_of_existing_pods: false
         }))
     );
-    assert_eq!(l.profiles[0].plugins_at(Score).len(), 8);
+    assert_eq!(l.profiles[0].plugins_at(Score).len(), 9); // DynamicResources scores firstAvailable choices
 
     let none = from_flags(None, None).unwrap();
     assert_eq!(none.config, default_config());

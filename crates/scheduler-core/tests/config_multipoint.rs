@@ -19,13 +19,14 @@ fn at(l: &Loaded, p: ExtensionPoint) -> Vec<&str> {
         .collect()
 }
 
-const DEFAULT_SCORE: [&str; 8] = [
+const DEFAULT_SCORE: [&str; 9] = [
     "TaintToleration",
     "NodeAffinity",
     "NodeResourcesFit",
     "VolumeBinding",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
     "NodeResourcesBalancedAllocation",
     "ImageLocality",
 ];
@@ -104,6 +105,7 @@ fn overrides_keep_their_order_then_multi_point_then_the_rest() {
             "NodeResourcesFit",
             "VolumeBinding",
             "PodTopologySpread",
+            "DynamicResources",
             "ImageLocality",
             "NodeResourcesBalancedAllocation",
         ]

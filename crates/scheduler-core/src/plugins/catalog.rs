@@ -80,10 +80,10 @@ pub const PLUGINS: &[PluginSpec] = &[
         &[PreFilter, Filter, PreScore, Score],
         Some("InterPodAffinityArgs"),
     ),
-    // Upstream also has PostFilter (deallocation) and Score (firstAvailable): not yet.
+    // Upstream also has PostFilter (deallocation): not yet.
     spec(
         DYNAMIC_RESOURCES,
-        &[PreEnqueue, PreFilter, Filter, Reserve, PreBind],
+        &[PreEnqueue, PreFilter, Filter, Score, Reserve, PreBind],
         Some("DynamicResourcesArgs"),
     ),
     spec(

@@ -69,9 +69,10 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::RUNTIME_CLASS, |_| {
             Ok(Arc::new(runtime_class::RuntimeClass))
         }),
-        (names::DYNAMIC_RESOURCES, |_| {
-            Ok(Arc::new(dynamic_resources::DynamicResources))
-        }),
+        (
+            names::DYNAMIC_RESOURCES,
+            dynamic_resources::DynamicResources::factory,
+        ),
         (
             names::NODE_RESOURCES_FIT,
             node_resources_fit::NodeResourcesFit::factory,

@@ -2,14 +2,15 @@
 //! claims a pod still needs allocated, the pools of devices and the devices already taken,
 //! find devices on one node for every request of every claim, or say none exist.
 //!
-//! Built once per pod ([`Allocator::new`], in PreFilter: pools, their completeness, slices
-//! indexed by node), then asked once per node ([`Allocator::allocate`], in Filter, in
-//! parallel). The search is upstream's: claims in order, requests in order, one device after
-//! the other, backtracking on a dead end; the first full solution wins. CEL results are
-//! cached per device and request within one call.
+//! Built once per pod ([`Allocator::new`], in PreFilter) over a device index shared while
+//! the slices stay the same (pools, their completeness, slices by node: `device_index`),
+//! then asked once per node ([`Allocator::allocate`], in Filter, in parallel). The search is
+//! upstream's: claims in order, requests in order, one device after the other, backtracking
+//! on a dead end; the first full solution wins. Class selector results are kept per device
+//! across pods (in the index); request selector results within one call.
 
 use crate::types::LabelSet;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1 as dra;
@@ -20,6 +21,8 @@ use crate::types::dra::{
     DeviceNodes, DraObjects, RequestSpec, ResourceClaimInfo, ResourceSliceInfo, SliceDevice,
 };
 
+use super::device_index::{ClassMatches, DeviceIndex, IndexedSlice};
+
 /// Why allocation stopped on a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AllocError {
@@ -28,21 +31,8 @@ pub enum AllocError {
     Fatal(String),
     /// This node cannot be used, for a reason worth telling (invalid pools).
     Node(String),
-}
-
-#[derive(Debug, Clone)]
-struct Pool {
-    driver: String,
-    name: String,
-    incomplete: bool,
-    /// Why the pool is invalid (duplicate device names); never used then.
-    invalid: Option<String>,
-}
-
-impl Pool {
-    fn id(&self) -> String {
-        format!("{}/{}", self.driver, self.name)
-    }
+    /// The search ran past its time limit (`DynamicResourcesArgs.filterTimeout`).
+    TimedOut,
 }
 
 /// The per-pod part of allocation.
@@ -50,65 +40,26 @@ impl Pool {
 pub struct Allocator {
     claims: Vec<Arc<ResourceClaimInfo>>,
     classes: HashMap<String, Arc<DeviceClassInfo>>,
-    pools: Vec<Pool>,
-    /// Node-local slices of the pools' newest generations, by node name.
-    local: HashMap<String, Vec<(usize, Arc<ResourceSliceInfo>)>>,
-    /// Slices with a node selector, `allNodes` or per-device node selection.
-    shared: Vec<(usize, Arc<ResourceSliceInfo>)>,
+    /// Pools and devices, shared by every pod while the slices stay the same.
+    index: Arc<DeviceIndex>,
+    /// Per class the pod uses: its selectors' results per device, shared likewise.
+    class_matches: HashMap<String, Arc<ClassMatches>>,
     allocated: Arc<HashMap<DeviceId, u32>>,
     /// Devices of claims preemption would free (victims'), usable in this attempt.
     freed: HashSet<DeviceId>,
-    /// Shared counters of the pools whose devices consume some (partitionable devices).
-    counters: HashMap<usize, Arc<counters::PoolCounters>>,
 }
 
 impl Allocator {
+    /// An allocator with its own device index (tests; the plugin shares one per snapshot).
     pub fn new(objects: &DraObjects, claims: Vec<Arc<ResourceClaimInfo>>) -> Self {
-        // Newest generation per pool, and how many of its slices exist cluster-wide.
-        let mut newest: BTreeMap<(&str, &str), (i64, i64, i64)> = BTreeMap::new();
-        for s in objects.slices() {
-            let e = newest
-                .entry((s.driver.as_str(), s.pool.as_str()))
-                .or_insert((s.pool_generation, 0, s.pool_slice_count));
-            if s.pool_generation > e.0 {
-                *e = (s.pool_generation, 0, s.pool_slice_count);
-            }
-            if s.pool_generation == e.0 {
-                e.1 += 1;
-            }
-        }
-        let mut pools = Vec::new();
-        let mut index = HashMap::new();
-        for ((driver, name), (_, seen, want)) in &newest {
-            index.insert((*driver, *name), pools.len());
-            pools.push(Pool {
-                driver: driver.to_string(),
-                name: name.to_string(),
-                incomplete: seen != want,
-                invalid: None,
-            });
-        }
-        let mut names: Vec<HashSet<&str>> = vec![HashSet::new(); pools.len()];
-        let mut local: HashMap<String, Vec<(usize, Arc<ResourceSliceInfo>)>> = HashMap::new();
-        let mut shared = Vec::new();
-        let mut current: Vec<Vec<&ResourceSliceInfo>> = vec![Vec::new(); pools.len()];
-        for s in objects.slices() {
-            let i = index[&(s.driver.as_str(), s.pool.as_str())];
-            if s.pool_generation != newest[&(s.driver.as_str(), s.pool.as_str())].0 {
-                continue; // outdated
-            }
-            current[i].push(s);
-            for d in &s.devices {
-                if !names[i].insert(d.name.as_str()) && pools[i].invalid.is_none() {
-                    pools[i].invalid = Some(format!("duplicate device name {}", d.name));
-                }
-            }
-            match &s.nodes {
-                DeviceNodes::Node(n) => local.entry(n.clone()).or_default().push((i, s.clone())),
-                DeviceNodes::Nowhere => {}
-                _ => shared.push((i, s.clone())),
-            }
-        }
+        Self::with_index(Arc::new(DeviceIndex::build(objects)), objects, claims)
+    }
+
+    pub(super) fn with_index(
+        index: Arc<DeviceIndex>,
+        objects: &DraObjects,
+        claims: Vec<Arc<ResourceClaimInfo>>,
+    ) -> Self {
         let classes = claims
             .iter()
             .flat_map(|c| &c.requests)
@@ -122,20 +73,18 @@ impl Allocator {
                     .class(&s.device_class_name)
                     .map(|c| (c.name.clone(), c.clone()))
             })
+            .collect::<HashMap<String, Arc<DeviceClassInfo>>>();
+        let class_matches = classes
+            .iter()
+            .map(|(n, c)| (n.clone(), index.class_matches(c)))
             .collect();
         Allocator {
             claims,
             classes,
-            pools,
-            local,
-            shared,
-            allocated: Arc::new(objects.allocated_devices().clone()),
+            index,
+            class_matches,
+            allocated: objects.allocated.clone(),
             freed: HashSet::new(),
-            counters: current
-                .into_iter()
-                .enumerate()
-                .filter_map(|(i, s)| counters::PoolCounters::of(s).map(|c| (i, c)))
-                .collect(),
         }
     }
 
@@ -166,14 +115,27 @@ impl Allocator {
         node: &str,
         labels: &L,
     ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
+        self.allocate_until(node, labels, &never)
+    }
+
+    /// [`Self::allocate`], giving up with [`AllocError::TimedOut`] once `expired` says so
+    /// (asked before each step of the search, as upstream checks its context).
+    pub fn allocate_until<L: LabelSet>(
+        &self,
+        node: &str,
+        labels: &L,
+        expired: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
         // Devices the node reaches, pool by pool (pools sorted by driver and name, slices by
         // name), skipping incomplete and invalid pools.
-        let mut slices: Vec<&(usize, Arc<ResourceSliceInfo>)> = self
+        let index = &*self.index;
+        let mut slices: Vec<&IndexedSlice> = index
             .local
             .get(node)
             .into_iter()
             .flatten()
-            .chain(self.shared.iter().filter(|(_, s)| {
+            .chain(index.shared.iter().filter(|e| {
+                let s = &e.slice;
                 match &s.nodes {
                     DeviceNodes::PerDevice => s
                         .devices
@@ -183,19 +145,21 @@ impl Allocator {
                 }
             }))
             .collect();
-        slices.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        if !index.shared.is_empty() {
+            slices.sort_by(|a, b| (a.pool, &a.slice.name).cmp(&(b.pool, &b.slice.name)));
+        }
         let node_pools: Vec<usize> = {
-            let mut v: Vec<usize> = slices.iter().map(|(p, _)| *p).collect();
+            let mut v: Vec<usize> = slices.iter().map(|e| e.pool).collect();
             v.dedup();
             v
         };
         let mut cands = Vec::new();
-        for (p, s) in &slices {
-            let pool = &self.pools[*p];
+        for e in &slices {
+            let pool = &index.pools[e.pool];
             if pool.incomplete || pool.invalid.is_some() {
                 continue;
             }
-            for d in &s.devices {
+            for (i, d) in e.slice.devices.iter().enumerate() {
                 if d.unsupported.is_some() {
                     continue;
                 }
@@ -205,27 +169,25 @@ impl Allocator {
                     continue;
                 }
                 cands.push(Cand {
-                    pool: *p,
-                    slice: s,
+                    pool: e.pool,
+                    slice: &e.slice,
                     dev: d,
-                    id: DeviceId {
-                        driver: s.driver.clone(),
-                        pool: s.pool.clone(),
-                        device: d.name.clone(),
-                    },
+                    id: &e.ids[i],
+                    ordinal: e.first + i,
                 });
             }
         }
         let mut run = Run::new(self, node, labels, cands);
+        run.expired = expired;
         run.prepare(&node_pools)?;
         match run.allocate_one(Pos::default(), false) {
             Ok(true) => Ok(Some(run.results())),
             Ok(false) | Err(Stop::MaxSize) => {
                 if let Some(p) = node_pools
                     .iter()
-                    .find(|p| self.pools[**p].invalid.is_some())
+                    .find(|p| index.pools[**p].invalid.is_some())
                 {
-                    let pool = &self.pools[*p];
+                    let pool = &index.pools[*p];
                     return Err(AllocError::Node(format!(
                         "invalid resource pools were encountered: pool {}: {}",
                         pool.id(),
@@ -235,6 +197,7 @@ impl Allocator {
                 Ok(None)
             }
             Err(Stop::Fatal(e)) => Err(AllocError::Fatal(e)),
+            Err(Stop::TimedOut) => Err(AllocError::TimedOut),
         }
     }
 }
@@ -243,7 +206,9 @@ struct Cand<'a> {
     pool: usize,
     slice: &'a ResourceSliceInfo,
     dev: &'a SliceDevice,
-    id: DeviceId,
+    id: &'a DeviceId,
+    /// The device's number in the index (for the class selector results).
+    ordinal: usize,
 }
 
 /// One request, or one subrequest of a `firstAvailable` request.
@@ -301,6 +266,7 @@ fn lookup_attribute<'a>(dev: &'a SliceDevice, driver: &str, name: &str) -> Optio
 enum Stop {
     MaxSize,
     Fatal(String),
+    TimedOut,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -325,7 +291,14 @@ struct Run<'a> {
     results: Vec<Vec<(usize, String, bool)>>,
     selected_sub: HashMap<(usize, usize), usize>,
     matches: HashMap<(usize, usize, usize, usize), bool>,
+    /// Per-attempt use of the pools' shared counters (picks of this search).
     counters: counters::Tracker,
+    /// Whether the time limit has passed.
+    expired: &'a dyn Fn() -> bool,
+}
+
+fn never() -> bool {
+    false
 }
 
 fn kobj(c: &ResourceClaimInfo) -> String {
@@ -351,6 +324,7 @@ impl<'a> Run<'a> {
             selected_sub: HashMap::new(),
             matches: HashMap::new(),
             counters: counters::Tracker::default(),
+            expired: &never,
         }
     }
 
@@ -468,7 +442,7 @@ impl<'a> Run<'a> {
             }
             AllocationMode::All => {
                 for p in node_pools {
-                    let pool = &al.pools[*p];
+                    let pool = &al.index.pools[*p];
                     if pool.incomplete {
                         return fatal(format!(
                             "asks for all devices, but resource pool {} is currently being updated",
@@ -527,18 +501,34 @@ impl<'a> Run<'a> {
             }
             Ok(true)
         };
-        let ok = check(&data.class.selectors, &format!("class {}", data.class.name))?
-            && check(&data.spec.selectors, &format!("claim {}", kobj(claim)))?;
+        // The class's answer for a device is shared across pods (see `device_index`).
+        let cached = self.al.class_matches.get(&data.class.name);
+        let class_ok = match cached.and_then(|m| m.get(c.ordinal)) {
+            Some(ok) => ok,
+            None => {
+                let ok = check(&data.class.selectors, &format!("class {}", data.class.name))?;
+                if let Some(m) = cached {
+                    m.set(c.ordinal, ok);
+                }
+                ok
+            }
+        };
+        let ok = class_ok
+            && (data.spec.selectors.is_empty()
+                || check(&data.spec.selectors, &format!("claim {}", kobj(claim)))?);
         self.matches.insert((cand, ci, ri, si), ok);
         Ok(ok)
     }
 
     fn device_in_use(&self, cand: usize) -> bool {
-        self.al.in_use(&self.cands[cand].id)
+        self.al.in_use(self.cands[cand].id)
             || self.allocating.get(&cand).is_some_and(|v| !v.is_empty())
     }
 
     fn allocate_one(&mut self, r: Pos, in_sub: bool) -> Result<bool, Stop> {
+        if (self.expired)() {
+            return Err(Stop::TimedOut);
+        }
         if r.claim >= self.al.claims.len() {
             return Ok(true);
         }
@@ -631,6 +621,7 @@ impl<'a> Run<'a> {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(AllocError::Fatal(e)) | Err(AllocError::Node(e)) => return Err(Stop::Fatal(e)),
+                Err(AllocError::TimedOut) => return Err(Stop::TimedOut),
             }
             if !self.allocate_device(r, cand, false)? {
                 continue;
@@ -782,7 +773,7 @@ impl<'a> Run<'a> {
 mod result;
 
 #[path = "counters.rs"]
-mod counters;
+pub(super) mod counters;
 
 #[cfg(test)]
 #[path = "allocator_tests.rs"]

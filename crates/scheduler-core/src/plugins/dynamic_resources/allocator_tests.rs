@@ -940,3 +940,42 @@ fn device_taints_and_request_tolerations() {
     let results = r[0].devices.as_ref().unwrap().results.as_ref().unwrap();
     assert_eq!(results[0].tolerations, Some(vec![exists]));
 }
+
+/// The search asks whether its time is up before each step and stops with TimedOut when it
+/// is, whatever it found so far; a limit never reached changes nothing.
+#[test]
+fn allocation_stops_when_the_time_is_up() {
+    use std::cell::Cell;
+    let o = objects(
+        vec![local("n1", gpus(4))],
+        vec![gpu_class()],
+        &[claim("c", vec![count(req("r", "gpu"), 3)])],
+    );
+    let claims = vec![o.claim("ns", "c").unwrap().clone()];
+    let a = Allocator::new(&o, claims);
+    let labels: BTreeMap<String, String> = BTreeMap::new();
+    for after in [0, 1, 3] {
+        let checks = Cell::new(0);
+        let expired = || {
+            checks.set(checks.get() + 1);
+            checks.get() > after
+        };
+        assert_eq!(
+            a.allocate_until("n1", &labels, &expired),
+            Err(AllocError::TimedOut),
+            "{after}"
+        );
+    }
+    let got = a.allocate_until("n1", &labels, &|| false).unwrap().unwrap();
+    assert_eq!(
+        got[0]
+            .devices
+            .as_ref()
+            .unwrap()
+            .results
+            .as_ref()
+            .unwrap()
+            .len(),
+        3
+    );
+}

@@ -3,13 +3,13 @@
 //! consumes, added to what allocated and in-flight devices of its pool consume and to what
 //! this allocation picked so far, stays within each of the pool's counter sets.
 //!
-//! [`PoolCounters`] is built once per pod (the counter sets of a pool's newest generation
-//! and the devices consuming from them); [`Tracker`] lives for one allocation on one node:
+//! [`PoolCounters`] is built once per slice change, in the shared device index (the counter
+//! sets of a pool's newest generation and the devices consuming from them); [`Tracker`]
+//! lives for one allocation on one node:
 //! it works out what is left per pool the first time a device of that pool is tried, then
 //! adds and takes back the consumption of the devices the search picks and drops.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use crate::types::dra::{CounterConsumption, DeviceId, ResourceSliceInfo};
 
@@ -30,7 +30,7 @@ impl PoolCounters {
     /// counters (nothing to track).
     pub(crate) fn of<'a>(
         slices: impl IntoIterator<Item = &'a ResourceSliceInfo>,
-    ) -> Option<Arc<PoolCounters>> {
+    ) -> Option<PoolCounters> {
         let mut p = PoolCounters::default();
         for s in slices {
             for (set, counters) in &s.shared_counters {
@@ -48,7 +48,7 @@ impl PoolCounters {
                 p.consumers.push((id, d.consumes.clone()));
             }
         }
-        (!p.consumers.is_empty()).then(|| Arc::new(p))
+        (!p.consumers.is_empty()).then_some(p)
     }
 }
 
@@ -131,7 +131,7 @@ impl Run<'_> {
     pub(super) fn take_counters(&mut self, cand: usize) -> bool {
         let al = self.al;
         let c = &self.cands[cand];
-        match al.counters.get(&c.pool) {
+        match al.index.counters.get(&c.pool) {
             Some(pc) if !c.dev.consumes.is_empty() => {
                 self.counters
                     .take(c.pool, pc, &c.dev.consumes, |id| al.in_use(id))

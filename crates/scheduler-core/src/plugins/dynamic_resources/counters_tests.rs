@@ -2,12 +2,14 @@
 //! words: one GPU with 8Gi of memory offered whole or as two 4Gi halves.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
 use super::super::tests::{DRIVER, Nodes, claim, count, device, gpu_class, objects, req, slice};
 use super::super::{AllocError, Allocator};
+use crate::plugins::dynamic_resources::device_index::DeviceIndex;
 use crate::types::dra::{DeviceId, DraObjects};
 
 fn counters(pairs: &[(&str, &str)]) -> BTreeMap<String, dra::Counter> {
@@ -63,11 +65,21 @@ fn run(
     claims: &[&str],
     freed: &[&str],
 ) -> Result<Option<Vec<Vec<String>>>, AllocError> {
+    run_with(Arc::new(DeviceIndex::build(o)), o, claims, freed)
+}
+
+/// [`run`] over a given device index (as the plugin shares one across pods).
+fn run_with(
+    index: Arc<DeviceIndex>,
+    o: &DraObjects,
+    claims: &[&str],
+    freed: &[&str],
+) -> Result<Option<Vec<Vec<String>>>, AllocError> {
     let claims = claims
         .iter()
         .map(|c| o.claim("ns", c).unwrap().clone())
         .collect();
-    let mut a = Allocator::new(o, claims);
+    let mut a = Allocator::with_index(index, o, claims);
     a.free_devices(freed.iter().map(|d| DeviceId {
         driver: DRIVER.into(),
         pool: "n1".into(),
@@ -225,6 +237,65 @@ fn counters_published_in_their_own_slice() {
         &[claim("two", vec![count(req("r", "gpu"), 2)])],
     );
     assert_eq!(run(&o, &["two"], &[]), Ok(None));
+}
+
+#[test]
+fn only_the_newest_generation_counts() {
+    // Generation 1 offered 16Gi (and would win, its slice sorting last); generation 2, the
+    // current one, offers 8Gi: the three devices (16Gi) no longer fit, two still do.
+    let mut old = slice("z-old", "n1", 1, 1, Nodes::Node("n1"), partitioned());
+    old.spec.shared_counters = Some(counter_set(&[("memory", "16Gi")]));
+    let mut new = slice("a-new", "n1", 2, 1, Nodes::Node("n1"), partitioned());
+    new.spec.shared_counters = Some(counter_set(&[("memory", "8Gi")]));
+    let claims = [
+        claim("two", vec![count(req("r", "gpu"), 2)]),
+        claim("three", vec![count(req("r", "gpu"), 3)]),
+    ];
+    let o = objects(vec![old.clone(), new], vec![gpu_class()], &claims);
+    assert_eq!(run(&o, &["three"], &[]), Ok(None));
+    assert_eq!(
+        run(&o, &["two"], &[]),
+        want(&[&["gpu-0-half-0", "gpu-0-half-1"]])
+    );
+    // Alone, the old generation is the newest and its 16Gi count.
+    let o = objects(vec![old], vec![gpu_class()], &claims);
+    assert_eq!(
+        run(&o, &["three"], &[]),
+        want(&[&["gpu-0", "gpu-0-half-0", "gpu-0-half-1"]])
+    );
+}
+
+#[test]
+fn one_index_many_attempts_each_with_its_own_use() {
+    // The counter sets live in the shared index; what allocated, freed and picked devices
+    // use is per allocator and per call, so attempts never see each other's picks.
+    let o = objects(
+        vec![pool(partitioned(), &[("memory", "8Gi")])],
+        vec![gpu_class()],
+        &[
+            claim("one", vec![req("r", "gpu")]),
+            claim("two", vec![count(req("r", "gpu"), 2)]),
+            holding("held", "gpu-0"),
+        ],
+    );
+    let index = Arc::new(DeviceIndex::build(&o));
+    assert_eq!(index.counters.len(), 1, "one pool consumes counters");
+    let halves = want(&[&["gpu-0-half-0", "gpu-0-half-1"]]);
+    // A victim's whole GPU frees the counters in that attempt only.
+    assert_eq!(run_with(index.clone(), &o, &["two"], &["gpu-0"]), halves);
+    assert_eq!(run_with(index.clone(), &o, &["two"], &[]), Ok(None));
+    assert_eq!(run_with(index.clone(), &o, &["one"], &[]), Ok(None));
+    // One allocator asked twice (two nodes' Filter calls) starts afresh each time.
+    let mut a = Allocator::with_index(index, &o, vec![o.claim("ns", "two").unwrap().clone()]);
+    a.free_devices([DeviceId {
+        driver: DRIVER.into(),
+        pool: "n1".into(),
+        device: "gpu-0".into(),
+    }]);
+    let labels: BTreeMap<String, String> = BTreeMap::new();
+    let first = a.allocate("n1", &labels).unwrap();
+    assert!(first.is_some());
+    assert_eq!(a.allocate("n1", &labels).unwrap(), first);
 }
 
 #[test]

@@ -31,6 +31,7 @@ use crate::types::dra::{ClaimStatusWrite, ConsumerRef, DraObjects, ResourceClaim
 use crate::types::{NodeInfo, PodInfo};
 
 use super::allocator::Allocator;
+use super::device_index::IndexCache;
 
 /// Filter: the pod asks for an extended resource the node neither advertises nor has a
 /// DeviceClass for (upstream's "cannot fit resource").
@@ -119,11 +120,12 @@ impl ExtendedState {
 
     /// The allocator for `node` when DRA must provide some of the pod's extended resources
     /// there (None: nothing to provide). `claims` are the pod's claims not allocated yet.
-    pub(crate) fn node_claim(
+    pub(super) fn node_claim(
         &self,
         pod: &PodInfo,
         node: &NodeInfo,
         objects: &DraObjects,
+        index: &IndexCache,
         claims: &[Arc<ResourceClaimInfo>],
     ) -> Result<Option<NodeClaim>, Status> {
         let needed = self.needed_on(node)?;
@@ -146,7 +148,7 @@ impl ExtendedState {
                 let mut all = claims.to_vec();
                 all.push(Arc::new(special_claim(pod.namespace(), &requests)));
                 NodeClaim {
-                    allocator: Arc::new(Allocator::new(objects, all)),
+                    allocator: Arc::new(Allocator::with_index(index.get(objects), objects, all)),
                     requests: Arc::new(requests),
                     mappings: Arc::new(mappings),
                 }

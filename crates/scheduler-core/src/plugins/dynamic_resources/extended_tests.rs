@@ -290,14 +290,15 @@ fn the_node_claim_is_allocated_with_the_pods_other_claims() {
     let pending = vec![snap.dra().claim("ns", "mine").unwrap().clone()];
     let n1 = snap.get("n1").unwrap();
     let n2 = snap.get("n2").unwrap();
+    let index = IndexCache::default();
     assert!(
-        ext.node_claim(&pod, n2, snap.dra(), &pending)
+        ext.node_claim(&pod, n2, snap.dra(), &index, &pending)
             .unwrap()
             .is_none(),
         "n2 advertises the resource: no claim for it there"
     );
     let nc = ext
-        .node_claim(&pod, n1, snap.dra(), &pending)
+        .node_claim(&pod, n1, snap.dra(), &index, &pending)
         .unwrap()
         .expect("n1 needs DRA");
     let names: Vec<&str> = nc
@@ -340,7 +341,7 @@ fn the_node_claim_is_allocated_with_the_pods_other_claims() {
     );
     // The same set of resources reuses the allocator.
     let again = ext
-        .node_claim(&pod, n1, snap.dra(), &pending)
+        .node_claim(&pod, n1, snap.dra(), &index, &pending)
         .unwrap()
         .unwrap();
     assert!(Arc::ptr_eq(&again.allocator, &nc.allocator));
@@ -356,7 +357,13 @@ fn a_resource_neither_advertised_nor_backed_does_not_fit() {
     let snap = snapshot(true, true, o);
     let ext = ExtendedState::new(&pod, snap.dra()).unwrap();
     let s = ext
-        .node_claim(&pod, snap.get("n1").unwrap(), snap.dra(), &[])
+        .node_claim(
+            &pod,
+            snap.get("n1").unwrap(),
+            snap.dra(),
+            &IndexCache::default(),
+            &[],
+        )
         .unwrap_err();
     assert_eq!(s.code(), crate::framework::Code::Unschedulable);
     assert_eq!(s.message(), CANNOT_FIT_RESOURCE);

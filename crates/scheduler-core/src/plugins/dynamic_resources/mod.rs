@@ -18,27 +18,34 @@
 //!
 //! Without the plugin in the pod's profile the framework rejects such a pod itself (see
 //! [`disabled_in_profile`]). Partitionable devices (shared counters) are the allocator's
-//! (`counters.rs`); extended resources backed by DRA are [`extended`]'s (decided in Filter,
-//! the claim not written yet). Not done yet: PostFilter's deallocation of a claim allocated
-//! for an unsuitable node, scoring of `firstAvailable` choices, DeviceTaintRules, consumable
+//! (`counters.rs`, the pools' counter sets kept in the shared device index); extended
+//! resources backed by DRA are [`extended`]'s (decided in Filter, the claim not written
+//! yet). Score prefers nodes where earlier `firstAvailable` subrequests are satisfied;
+//! Filter's search per node stops at `filterTimeout`. Not done yet: PostFilter's
+//! deallocation of a claim allocated for an unsuitable node, DeviceTaintRules, consumable
 //! capacity and binding conditions (a device or request using one of these is never
 //! allocated).
 
 pub mod allocator;
+mod device_index;
 pub mod extended;
 mod hints;
 
 use crate::framework::Signing;
-use crate::plugins::helper::sign;
+use crate::plugins::helper::{default_normalize_score, sign};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::config::PluginArgs;
 
 use k8s_openapi::api::resource::v1 as dra;
 
 use crate::cache::Snapshot;
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, Plugin, PluginPoints,
-    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE, NodeScore,
+    Plugin, PluginPoints, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
+    ReservePlugin, ScorePlugin, Status,
 };
 use crate::plugin_points;
 use crate::types::dra::{
@@ -57,6 +64,8 @@ pub const API_NOT_SERVED: &str = "pod has resource claims but the API server doe
 pub const CANNOT_ALLOCATE_ALL_CLAIMS: &str = "cannot allocate all claims";
 /// Filter: an allocated claim's devices are not reachable from the node.
 pub const NOT_AVAILABLE_ON_NODE: &str = "resourceclaim not available on the node";
+/// Filter: the search for devices on one node ran past `filterTimeout`.
+pub const FILTER_TIMED_OUT: &str = "timed out trying to allocate devices";
 /// PreFilter: the claim is allocated and reserved for 256 other consumers already.
 pub const CLAIM_IN_USE: &str = "resourceclaim in use";
 
@@ -122,7 +131,50 @@ pub fn unknown_request_type(claim: &ResourceClaimInfo, request: &str) -> String 
     )
 }
 
-pub struct DynamicResources;
+pub struct DynamicResources {
+    /// The device index of the latest snapshot's slices, shared by the pods' allocators.
+    index: device_index::IndexCache,
+    /// `DynamicResourcesArgs.filterTimeout`: how long Filter may search one node (None: no
+    /// limit, upstream's `0s`).
+    filter_timeout: Option<Duration>,
+    /// The clock the time limit is measured with (a fake one in tests).
+    now: fn() -> Instant,
+}
+
+impl Default for DynamicResources {
+    /// Upstream's defaults: a 10s limit per node.
+    fn default() -> Self {
+        DynamicResources {
+            index: Default::default(),
+            filter_timeout: Some(crate::config::DEFAULT_DRA_FILTER_TIMEOUT),
+            now: Instant::now,
+        }
+    }
+}
+
+impl DynamicResources {
+    pub fn factory(args: Option<&PluginArgs>) -> Result<Arc<dyn Plugin>, String> {
+        Ok(Arc::new(Self::from_args(args)))
+    }
+
+    /// Reads `filterTimeout` (`0s`: no limit); no args: upstream's default.
+    pub fn from_args(args: Option<&PluginArgs>) -> Self {
+        let mut p = DynamicResources::default();
+        if let Some(PluginArgs::DynamicResources(a)) = args {
+            p.filter_timeout = Some(a.filter_timeout).filter(|t| !t.is_zero());
+        }
+        p
+    }
+
+    #[cfg(test)]
+    fn with_timeout(filter_timeout: Option<Duration>, now: fn() -> Instant) -> Self {
+        DynamicResources {
+            filter_timeout,
+            now,
+            ..Default::default()
+        }
+    }
+}
 
 impl Plugin for DynamicResources {
     /// Signature for opportunistic batching (upstream `SignPod`).
@@ -139,7 +191,7 @@ impl Plugin for DynamicResources {
         DYNAMIC_RESOURCES
     }
     fn points(self: Arc<Self>) -> PluginPoints {
-        plugin_points!(self => pre_enqueue, pre_filter, filter, reserve, pre_bind)
+        plugin_points!(self => pre_enqueue, pre_filter, filter, score, reserve, pre_bind)
     }
     /// Upstream's registrations: a node appearing or relabelled, a claim created or changed
     /// (allocated, deallocated, reserved), the pod's status naming its generated claim, a
@@ -319,8 +371,13 @@ impl PreFilterPlugin for DynamicResources {
                 to_allocate.push(c.clone());
             }
         }
-        let allocator =
-            (!to_allocate.is_empty()).then(|| Arc::new(Allocator::new(objects, to_allocate)));
+        let allocator = (!to_allocate.is_empty()).then(|| {
+            Arc::new(Allocator::with_index(
+                self.index.get(objects),
+                objects,
+                to_allocate,
+            ))
+        });
         state.write(StateData {
             objects: objects.clone(),
             claims,
@@ -397,7 +454,7 @@ impl FilterPlugin for DynamicResources {
         let mut ext_claim = None;
         if let Some(e) = &s.extended {
             let pending = s.allocator.as_ref().map(|a| a.claims()).unwrap_or_default();
-            match e.node_claim(pod, node, &s.objects, pending) {
+            match e.node_claim(pod, node, &s.objects, &self.index, pending) {
                 Ok(c) => ext_claim = c,
                 Err(st) => return st,
             }
@@ -408,11 +465,19 @@ impl FilterPlugin for DynamicResources {
             .map(|c| &c.allocator)
             .or(s.allocator.as_ref())
         {
-            match a.allocate(&node.name, &node.labels) {
+            let got = match self.filter_timeout {
+                None => a.allocate(&node.name, &node.labels),
+                Some(limit) => {
+                    let deadline = (self.now)() + limit;
+                    a.allocate_until(&node.name, &node.labels, &|| (self.now)() >= deadline)
+                }
+            };
+            match got {
                 Ok(Some(r)) => allocations = Some(r),
                 Ok(None) => return Status::unresolvable(CANNOT_ALLOCATE_ALL_CLAIMS),
                 Err(AllocError::Fatal(m)) => return Status::error(m),
                 Err(AllocError::Node(m)) => return Status::unresolvable(m),
+                Err(AllocError::TimedOut) => return Status::unresolvable(FILTER_TIMED_OUT),
             }
         }
         let unavailable = s.claims.iter().any(|c| {
@@ -436,6 +501,72 @@ impl FilterPlugin for DynamicResources {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(node.name.clone(), r);
         }
+        Status::success()
+    }
+}
+
+/// Upstream `FirstAvailableDeviceRequestMaxSize`: at most 8 subrequests per request.
+const FIRST_AVAILABLE_MAX_SIZE: i64 = 8;
+
+/// Upstream's score of a node: for each `firstAvailable` request, the earlier the
+/// subrequest the allocation for this node picked, the more (8 for the first, 7 for the
+/// second, ...). Claims allocated already count with their allocation; the others with the
+/// allocation Filter found for the node, in order.
+fn first_available_score(
+    claims: &[Arc<ResourceClaimInfo>],
+    found: &[dra::AllocationResult],
+) -> Result<i64, String> {
+    let total = found.len();
+    let mut found = found.iter();
+    let mut score = 0;
+    for c in claims {
+        let allocation = match &c.allocation {
+            Some(a) => &a.raw,
+            None => found.next().ok_or_else(|| {
+                format!(
+                    "number of allocations {total} is smaller than number of claims needing allocation"
+                )
+            })?,
+        };
+        let picked: Vec<&str> = allocation
+            .devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+            .map(|r| r.request.as_str())
+            .filter(|r| r.contains('/'))
+            .collect();
+        for r in &c.requests {
+            if let ClaimRequest::FirstAvailable { name, subrequests } = r {
+                for (i, sub) in subrequests.iter().enumerate() {
+                    if picked.contains(&format!("{name}/{}", sub.name).as_str()) {
+                        score += FIRST_AVAILABLE_MAX_SIZE - i as i64;
+                    }
+                }
+            }
+        }
+    }
+    Ok(score)
+}
+
+impl ScorePlugin for DynamicResources {
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let Some(s) = state.read::<StateData>() else {
+            return Ok(0); // no claims
+        };
+        let by_node = s.by_node.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(found) = by_node.get(&node.name) else {
+            return Ok(0);
+        };
+        first_available_score(&s.claims, found).map_err(Status::error)
+    }
+
+    fn normalize_scores(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore<'_>],
+    ) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::success()
     }
 }

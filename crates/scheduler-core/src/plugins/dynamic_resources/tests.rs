@@ -9,6 +9,7 @@ use super::*;
 use crate::cache::Cache;
 use crate::framework::{Code, Framework, NominatedPods, Registry};
 use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedule_one};
+use crate::types::dra::ClaimAllocation;
 
 /// A pod whose entries each name an existing claim (`<entry>` -> claim `<entry>`).
 fn with_claims(names: &[&str]) -> PodInfo {
@@ -258,7 +259,7 @@ fn pre_filter_cases() {
     ];
     for (name, pod, served, want) in cases {
         let snap = snapshot_with(served, objects.clone());
-        let (r, s) = DynamicResources.pre_filter(&mut CycleState::new(), &pod, &snap);
+        let (r, s) = DynamicResources::default().pre_filter(&mut CycleState::new(), &pod, &snap);
         assert!(r.is_none(), "{name}");
         match want {
             None => assert!(s.is_skip(), "{name}: {s}"),
@@ -272,16 +273,16 @@ fn pre_filter_cases() {
 
 #[test]
 fn pre_enqueue_waits_for_the_generated_claim() {
-    let s = DynamicResources.pre_enqueue(&templated(None));
+    let s = DynamicResources::default().pre_enqueue(&templated(None));
     assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
     assert_eq!(s.message(), "pod \"ns/p\": ResourceClaim not created yet");
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .pre_enqueue(&templated(Some("p-gpu-1")))
             .is_success()
     );
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .pre_enqueue(&with_claims(&["a"]))
             .is_success()
     );
@@ -294,7 +295,7 @@ fn pre_enqueue_waits_for_the_generated_claim() {
         })
         .build();
     assert_eq!(
-        DynamicResources.pre_enqueue(&neither).message(),
+        DynamicResources::default().pre_enqueue(&neither).message(),
         "pod \"ns/p\": resource claim reference not supported"
     );
     // The status update naming the claim is the event that retries the pod.
@@ -472,7 +473,7 @@ fn a_claim_being_written_for_another_pod_makes_the_pod_wait() {
         finalizers: Vec::new(),
         create: None,
     }]);
-    let (_, s) = DynamicResources.pre_filter(
+    let (_, s) = DynamicResources::default().pre_filter(
         &mut CycleState::new(),
         &with_claims(&["a"]),
         &snapshot_with(true, o),
@@ -663,33 +664,200 @@ fn preemption_frees_the_devices_of_victims_claims() {
     // Where preemption does evaluate n1 (another plugin's reason), removing a victim frees
     // the devices of the claims reserved only for it, and adding it back takes them again.
     let mut state = CycleState::new();
-    let (_, s) = DynamicResources.pre_filter(&mut state, &preemptor, &snap);
+    let (_, s) = DynamicResources::default().pre_filter(&mut state, &preemptor, &snap);
     assert!(s.is_success(), "{s}");
     let n1 = snap.get("n1").unwrap().clone();
     assert_eq!(
-        DynamicResources.filter(&state, &preemptor, &n1).message(),
+        DynamicResources::default()
+            .filter(&state, &preemptor, &n1)
+            .message(),
         CANNOT_ALLOCATE_ALL_CLAIMS
     );
     let victim = n1.pods[0].clone();
     let mut without = n1.as_ref().clone();
     without.remove_pod(victim.key()).unwrap();
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .remove_pod(&mut state, &preemptor, &victim, &without)
             .is_success()
     );
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .filter(&state, &preemptor, &without)
             .is_success()
     );
     assert!(
-        DynamicResources
+        DynamicResources::default()
             .add_pod(&mut state, &preemptor, &victim, &n1)
             .is_success()
     );
     assert_eq!(
-        DynamicResources.filter(&state, &preemptor, &n1).message(),
+        DynamicResources::default()
+            .filter(&state, &preemptor, &n1)
+            .message(),
         CANNOT_ALLOCATE_ALL_CLAIMS
+    );
+}
+
+/// A clock that moves one second on every reading.
+fn ticking() -> std::time::Instant {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    static TICKS: AtomicU64 = AtomicU64::new(0);
+    *START.get_or_init(std::time::Instant::now)
+        + std::time::Duration::from_secs(TICKS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `filterTimeout` (upstream DRASchedulerFilterTimeout): a search for devices that runs
+/// past the limit on a node leaves that node unresolvable with upstream's message; without
+/// a limit (`0s`) the same search finishes and the node fits.
+#[test]
+fn filter_timeout_stops_the_search_on_a_node() {
+    let snap = snapshot_with(true, cluster());
+    let pod = with_claims(&["a"]);
+    let n1 = snap.get("n1").unwrap().clone();
+    for (limit, want) in [
+        (
+            Some(std::time::Duration::from_millis(500)),
+            Some(FILTER_TIMED_OUT),
+        ),
+        (Some(std::time::Duration::from_secs(3600)), None),
+        (None, None),
+    ] {
+        let pl = DynamicResources::with_timeout(limit, ticking);
+        let mut state = CycleState::new();
+        assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
+        let s = pl.filter(&state, &pod, &n1);
+        match want {
+            Some(m) => {
+                assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{limit:?}");
+                assert_eq!(s.message(), m);
+            }
+            None => assert!(s.is_success(), "{limit:?}: {s}"),
+        }
+    }
+}
+
+/// The factory reads `filterTimeout` from the profile's args: `0s` turns the limit off,
+/// anything else is the limit; no args is upstream's default of 10s.
+#[test]
+fn filter_timeout_comes_from_the_args() {
+    use crate::config::DynamicResourcesArgs;
+    let args = |t: u64| {
+        PluginArgs::DynamicResources(DynamicResourcesArgs {
+            filter_timeout: std::time::Duration::from_secs(t),
+            binding_timeout: std::time::Duration::from_secs(600),
+        })
+    };
+    let timeout = |a: Option<&PluginArgs>| DynamicResources::from_args(a).filter_timeout;
+    assert_eq!(timeout(Some(&args(0))), None);
+    assert_eq!(
+        timeout(Some(&args(2))),
+        Some(std::time::Duration::from_secs(2))
+    );
+    assert_eq!(timeout(None), Some(std::time::Duration::from_secs(10)));
+}
+
+/// A claim preferring two GPUs, else one (`firstAvailable`).
+fn two_else_one() -> dra::ResourceClaim {
+    let sub = |name: &str, n: i64| dra::DeviceSubRequest {
+        name: name.into(),
+        device_class_name: "gpu".into(),
+        count: Some(n),
+        ..Default::default()
+    };
+    claim(
+        "pair",
+        vec![dra::DeviceRequest {
+            name: "r".into(),
+            first_available: Some(vec![sub("two", 2), sub("one", 1)]),
+            ..Default::default()
+        }],
+    )
+}
+
+/// Score (upstream, with DRAPrioritizedList): a node where an earlier `firstAvailable`
+/// subrequest can be satisfied scores higher (8 for the first, 7 for the second, then
+/// normalised to 0..100), so the pod goes where it gets its first choice; claims without
+/// `firstAvailable` score 0 everywhere.
+#[test]
+fn score_prefers_nodes_with_earlier_subrequests() {
+    let mut o = DraObjects::default();
+    o.update_slice(&local("n1", gpus(1)));
+    o.update_slice(&local("n2", gpus(2)));
+    o.update_class(&gpu_class());
+    o.update_claim(&two_else_one());
+    o.update_claim(&claim("plain", vec![req("r", "gpu")]));
+    let snap = snapshot_with(true, o);
+    let pl = DynamicResources::default();
+    let scores = |pod: &PodInfo| {
+        let mut state = CycleState::new();
+        assert!(pl.pre_filter(&mut state, pod, &snap).1.is_success());
+        let nodes = ["n1", "n2"].map(|n| snap.get(n).unwrap().clone());
+        for n in &nodes {
+            assert!(pl.filter(&state, pod, n).is_success());
+        }
+        let raw: Vec<i64> = nodes
+            .iter()
+            .map(|n| pl.score(&state, pod, n).unwrap())
+            .collect();
+        let mut normalized: Vec<NodeScore> = raw
+            .iter()
+            .zip(["n1", "n2"])
+            .map(|(s, name)| NodeScore { name, score: *s })
+            .collect();
+        assert!(
+            pl.normalize_scores(&state, pod, &mut normalized)
+                .is_success()
+        );
+        (raw, normalized.iter().map(|s| s.score).collect::<Vec<_>>())
+    };
+    assert_eq!(scores(&with_claims(&["pair"])), (vec![7, 8], vec![87, 100]));
+    assert_eq!(scores(&with_claims(&["plain"])), (vec![0, 0], vec![0, 0]));
+    // A pod without claims: nothing to score.
+    let none = PodInfo::test("ns", "p").build();
+    assert_eq!(
+        pl.score(&CycleState::new(), &none, snap.get("n1").unwrap()),
+        Ok(0)
+    );
+    // Through the default profile, the pod lands where it gets two GPUs.
+    let (node, _) = bound(run(&framework(None), &with_claims(&["pair"]), &snap));
+    assert_eq!(node, "n2");
+}
+
+/// The score reads the allocation of claims allocated already and the node's allocation
+/// for the others, in order; too few allocations is an internal error, not a panic.
+#[test]
+fn first_available_score_of_allocated_and_found_claims() {
+    let mut o = DraObjects::default();
+    o.update_class(&gpu_class());
+    o.update_claim(&two_else_one());
+    let pending = o.claim("ns", "pair").unwrap().clone();
+    let result = |request: &str| dra::AllocationResult {
+        devices: Some(dra::DeviceAllocationResult {
+            results: Some(vec![dra::DeviceRequestAllocationResult {
+                request: request.into(),
+                driver: "d".into(),
+                pool: "p".into(),
+                device: "x".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut allocated = (*pending).clone();
+    allocated.allocation = Some(ClaimAllocation::from_result(&result("r/one")));
+    let allocated = Arc::new(allocated);
+    let claims = [allocated.clone(), pending.clone()];
+    assert_eq!(
+        first_available_score(&claims, &[result("r/two")]),
+        Ok(7 + 8)
+    );
+    assert!(
+        first_available_score(&[pending.clone(), pending], &[result("r/two")])
+            .unwrap_err()
+            .contains("smaller than number of claims")
     );
 }

@@ -16,9 +16,11 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
+use cel::common::ast::operators::INDEX;
+use cel::common::ast::{EntryExpr, Expr, LiteralValue};
 use cel::extractors::This;
 use cel::objects::{Key, Opaque, Value};
-use cel::{Context, ExecutionError, Program};
+use cel::{Context, ExecutionError, IdedExpr, Program};
 
 use crate::types::quantity::{Quantity, parse_quantity};
 
@@ -31,6 +33,9 @@ pub const MAX_EXPRESSION_LEN: usize = 10 * 1024;
 pub struct CelSelector {
     pub expression: String,
     program: Result<Arc<Program>, String>,
+    /// The domains the expression names literally (`device.attributes["d"]`,
+    /// `device.capacity["d"]`): one a device lacks reads as an empty map, as upstream's.
+    domains: Vec<(&'static str, String)>,
 }
 
 impl std::fmt::Debug for CelSelector {
@@ -66,9 +71,16 @@ impl CelSelector {
                 Err(_) => Err("the CEL parser failed on this expression".to_string()),
             }
         };
+        let mut domains = Vec::new();
+        if let Ok(p) = &program {
+            named_domains(p.expression(), &mut domains);
+            domains.sort();
+            domains.dedup();
+        }
         CelSelector {
             expression: expression.to_string(),
             program,
+            domains,
         }
     }
 
@@ -77,6 +89,7 @@ impl CelSelector {
         CelSelector {
             expression: String::new(),
             program: Err("CEL expression empty (unsupported selector type?)".to_string()),
+            domains: Vec::new(),
         }
     }
 
@@ -93,7 +106,7 @@ impl CelSelector {
         };
         let root = root_context();
         let mut ctx = root.new_inner_scope();
-        ctx.add_variable_from_value("device", device.clone());
+        ctx.add_variable_from_value("device", with_empty_domains(device, &self.domains));
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.execute(&ctx)));
         match out {
             Ok(Ok(Value::Bool(b))) => Ok(b),
@@ -105,6 +118,97 @@ impl CelSelector {
             Err(_) => Err("CEL runtime error: evaluation failed".to_string()),
         }
     }
+}
+
+/// Collects `device.<field>["<domain>"]` with a literal domain, anywhere in the expression.
+fn named_domains(e: &IdedExpr, out: &mut Vec<(&'static str, String)>) {
+    match &e.expr {
+        Expr::Call(c) => {
+            if c.func_name == INDEX
+                && let [map, key] = c.args.as_slice()
+                && let Expr::Select(sel) = &map.expr
+                && let Expr::Ident(var) = &sel.operand.expr
+                && var == "device"
+                && let Expr::Literal(LiteralValue::String(domain)) = &key.expr
+            {
+                let field = match sel.field.as_str() {
+                    "attributes" => Some("attributes"),
+                    "capacity" => Some("capacity"),
+                    _ => None,
+                };
+                if let Some(f) = field {
+                    out.push((f, domain.inner().to_string()));
+                }
+            }
+            for a in c.target.iter().map(|t| &**t).chain(&c.args) {
+                named_domains(a, out);
+            }
+        }
+        Expr::Select(sel) => named_domains(&sel.operand, out),
+        Expr::List(l) => l.elements.iter().for_each(|x| named_domains(x, out)),
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                match &entry.expr {
+                    EntryExpr::MapEntry(me) => {
+                        named_domains(&me.key, out);
+                        named_domains(&me.value, out);
+                    }
+                    EntryExpr::StructField(f) => named_domains(&f.value, out),
+                }
+            }
+        }
+        Expr::Struct(st) => {
+            for entry in &st.entries {
+                if let EntryExpr::StructField(f) = &entry.expr {
+                    named_domains(&f.value, out);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                named_domains(x, out);
+            }
+        }
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
+}
+
+/// The device value with an empty map for each named domain it lacks (shared, not copied,
+/// when it lacks none: the usual case).
+fn with_empty_domains(device: &Value, domains: &[(&'static str, String)]) -> Value {
+    let Value::Map(top) = device else {
+        return device.clone();
+    };
+    let lacks = |field: &str, domain: &str| match top.map.get(&Key::from(field)) {
+        Some(Value::Map(m)) => !m.map.contains_key(&Key::from(domain)),
+        _ => false,
+    };
+    if !domains.iter().any(|(f, d)| lacks(f, d)) {
+        return device.clone();
+    }
+    let mut outer: HashMap<Key, Value> = (*top.map).clone();
+    for (field, domain) in domains {
+        if !lacks(field, domain) {
+            continue;
+        }
+        if let Some(Value::Map(m)) = outer.get_mut(&Key::from(*field)) {
+            let mut inner: HashMap<Key, Value> = (*m.map).clone();
+            inner.insert(
+                Key::from(domain.as_str()),
+                Value::from(HashMap::<Key, Value>::new()),
+            );
+            *m = cel::objects::Map {
+                map: Arc::new(inner),
+            };
+        }
+    }
+    Value::from(outer)
 }
 
 fn describe(e: &ExecutionError) -> String {
@@ -462,6 +566,13 @@ mod tests {
             (r#"device.attributes["numa.example.com"].node == 1"#, true),
             (r#""model" in device.attributes["gpu.example.com"]"#, true),
             (r#""vram" in device.attributes["gpu.example.com"]"#, false),
+            // An unknown domain reads as an empty map (upstream), in either map.
+            (r#""x" in device.attributes["unknown.example.com"]"#, false),
+            (r#"size(device.capacity["unknown.example.com"]) == 0"#, true),
+            (
+                r#"!("x" in device.attributes["other.example.com"]) && device.attributes["gpu.example.com"].cores == 108"#,
+                true,
+            ),
             (
                 r#"device.capacity["gpu.example.com"].memory.compareTo(quantity("32Gi")) >= 0"#,
                 true,
@@ -519,6 +630,9 @@ mod tests {
         assert!(e.starts_with("CEL compile error"), "{e}");
         let e = eval(r#"device.attributes["gpu.example.com"].vram > 1"#).unwrap_err();
         assert!(e.starts_with("CEL runtime error: no such key: vram"), "{e}");
+        // Reading a name in an unknown domain is still an error: the domain is empty.
+        let e = eval(r#"device.attributes["unknown.example.com"].x == 1"#).unwrap_err();
+        assert!(e.starts_with("CEL runtime error: no such key: x"), "{e}");
         let e = eval("device.driver").unwrap_err();
         assert!(e.contains("must evaluate to a bool"), "{e}");
         let e = eval(r#"quantity("lots") == quantity("1")"#).unwrap_err();
