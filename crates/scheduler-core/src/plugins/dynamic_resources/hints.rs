@@ -82,7 +82,7 @@ mod tests {
         claims: &DraObjects,
     ) -> QueueingHint {
         let ev = ClusterEvent::new(EventResource::ResourceClaim, ActionType::UPDATE);
-        let plugin = DynamicResources;
+        let plugin = DynamicResources::default();
         plugin.queueing_hint(pod, &ev, &EventObjects::ResourceClaim { old, new, claims })
     }
 
@@ -137,7 +137,7 @@ mod tests {
         // Without the objects the hint queues.
         let ev = ClusterEvent::new(EventResource::ResourceClaim, ActionType::ADD);
         assert_eq!(
-            DynamicResources.queueing_hint(&pod, &ev, &EventObjects::None),
+            DynamicResources::default().queueing_hint(&pod, &ev, &EventObjects::None),
             QueueingHint::Queue
         );
     }
