@@ -207,22 +207,28 @@ fn run_on(o: &DraObjects, claims: &[&str], node: &str) -> Got {
         .collect();
     let labels: BTreeMap<String, String> = [("zone".to_string(), "a".to_string())].into();
     let a = Allocator::new(o, claims);
-    a.allocate(node, &labels).map(|r| {
-        r.map(|results| {
-            results
-                .iter()
-                .map(|a| {
-                    a.devices
-                        .as_ref()
-                        .and_then(|d| d.results.as_ref())
-                        .into_iter()
-                        .flatten()
-                        .map(|r| format!("{}={}", r.request, r.device))
-                        .collect()
-                })
+    a.allocate(node, &labels)
+        .map(|r| r.map(|results| picked(&results, |r| format!("{}={}", r.request, r.device))))
+}
+
+/// The devices of each claim's allocation, as `show` names them (shared with the counter
+/// tests).
+pub(crate) fn picked(
+    results: &[dra::AllocationResult],
+    show: impl Fn(&dra::DeviceRequestAllocationResult) -> String,
+) -> Vec<Vec<String>> {
+    results
+        .iter()
+        .map(|a| {
+            a.devices
+                .as_ref()
+                .and_then(|d| d.results.as_ref())
+                .into_iter()
+                .flatten()
+                .map(&show)
                 .collect()
         })
-    })
+        .collect()
 }
 
 fn got(v: &[&[&str]]) -> Got {

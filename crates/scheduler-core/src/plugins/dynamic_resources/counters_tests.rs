@@ -7,7 +7,9 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
-use super::super::tests::{DRIVER, Nodes, claim, count, device, gpu_class, objects, req, slice};
+use super::super::tests::{
+    DRIVER, Nodes, claim, count, device, gpu_class, objects, picked, req, slice,
+};
 use super::super::{AllocError, Allocator};
 use crate::plugins::dynamic_resources::device_index::DeviceIndex;
 use crate::types::dra::{DeviceId, DraObjects};
@@ -86,22 +88,8 @@ fn run_with(
         device: d.to_string(),
     }));
     let labels: BTreeMap<String, String> = BTreeMap::new();
-    a.allocate("n1", &labels).map(|r| {
-        r.map(|results| {
-            results
-                .iter()
-                .map(|a| {
-                    a.devices
-                        .as_ref()
-                        .and_then(|d| d.results.as_ref())
-                        .into_iter()
-                        .flatten()
-                        .map(|r| r.device.clone())
-                        .collect()
-                })
-                .collect()
-        })
-    })
+    a.allocate("n1", &labels)
+        .map(|r| r.map(|results| picked(&results, |r| r.device.clone())))
 }
 
 fn want(v: &[&[&str]]) -> Result<Option<Vec<Vec<String>>>, AllocError> {

@@ -6,9 +6,9 @@ use super::super::CANNOT_ALLOCATE_ALL_CLAIMS;
 use super::super::allocator::tests::{claim, gpu_class, gpus, local, req};
 use super::*;
 use crate::cache::Snapshot;
-use crate::framework::{Framework, NominatedPods, Registry};
+use crate::framework::Framework;
 use crate::plugins::node_resources_fit::INSUFFICIENT_PREFIX;
-use crate::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
+use crate::schedule_one::Decision;
 use crate::types::dra::extended::{RESOURCE_DEVICE_CLASS_PREFIX, SPECIAL_CLAIM_NAME};
 use crate::types::dra::{ConsumerRef, DeviceId};
 
@@ -39,29 +39,13 @@ fn snapshot(served: bool, with_n2: bool, o: DraObjects) -> Snapshot {
 }
 
 fn framework(without_dra: bool) -> Framework {
-    let loaded = if without_dra {
-        crate::config::load_str(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-             profiles:\n- schedulerName: no-dra\n  plugins:\n    multiPoint:\n      disabled:\n      - name: DynamicResources\n",
-            "test.yaml",
-        )
-        .unwrap()
-    } else {
-        crate::config::from_flags(None, None).unwrap()
-    };
-    Framework::new(&loaded.profiles[0], &Registry::in_tree()).unwrap()
+    super::super::tests::framework(without_dra.then_some(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         profiles:\n- schedulerName: no-dra\n  plugins:\n    multiPoint:\n      disabled:\n      - name: DynamicResources\n",
+    ))
 }
 
-fn run(fw: &Framework, pod: &PodInfo, snap: &Snapshot) -> Decision {
-    let mut alg = SchedulingAlgorithm::new(0, 7);
-    schedule_one(
-        fw,
-        &mut alg,
-        &Arc::new(pod.clone()),
-        snap,
-        &NominatedPods::new(),
-    )
-}
+use super::super::tests::run;
 
 fn outcome(d: Decision) -> String {
     match d {

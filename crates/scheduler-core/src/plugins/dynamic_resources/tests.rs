@@ -74,7 +74,8 @@ fn cluster() -> DraObjects {
     o
 }
 
-fn framework(yaml: Option<&str>) -> Framework {
+/// The default profile, or the first profile of `yaml` (shared with extended_tests.rs).
+pub(super) fn framework(yaml: Option<&str>) -> Framework {
     let loaded = match yaml {
         None => crate::config::from_flags(None, None).unwrap(),
         Some(y) => crate::config::load_str(y, "test.yaml").unwrap(),
@@ -82,7 +83,8 @@ fn framework(yaml: Option<&str>) -> Framework {
     Framework::new(&loaded.profiles[0], &Registry::in_tree()).unwrap()
 }
 
-fn run(fw: &Framework, pod: &PodInfo, snap: &Snapshot) -> Decision {
+/// One whole scheduling cycle of `pod` (shared with extended_tests.rs).
+pub(super) fn run(fw: &Framework, pod: &PodInfo, snap: &Snapshot) -> Decision {
     let mut alg = SchedulingAlgorithm::new(0, 7);
     schedule_one(
         fw,
