@@ -626,19 +626,8 @@ mod tests {
     use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
     use serde_json::json;
 
-    fn node(name: &str, cpu: &str) -> Node {
-        serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
-        }))
-        .unwrap()
-    }
-
-    /// The queue moves an unschedulable pod only on events its rejecting plugin registered:
-    /// NodeResourcesFit cares about nodes added (and pods deleted), not RuntimeClasses,
-    /// PDBs or node heartbeats.
-    #[test]
-    fn a_pod_rejected_by_node_resources_fit_moves_only_on_events_that_can_help() {
+    /// Controller state over the default profile, with a fake clock.
+    fn default_profile_state() -> (Shared, Arc<ProfileRegistry>, FakeClock) {
         let loaded = scheduler_core::config::load_str(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
             "t.yaml",
@@ -653,6 +642,23 @@ mod tests {
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
         let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
+        (shared, profiles, clock)
+    }
+
+    fn node(name: &str, cpu: &str) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+        }))
+        .unwrap()
+    }
+
+    /// The queue moves an unschedulable pod only on events its rejecting plugin registered:
+    /// NodeResourcesFit cares about nodes added (and pods deleted), not RuntimeClasses,
+    /// PDBs or node heartbeats.
+    #[test]
+    fn a_pod_rejected_by_node_resources_fit_moves_only_on_events_that_can_help() {
+        let (shared, profiles, clock) = default_profile_state();
         let mut st = shared.lock();
         let fp = |n: &Node| NodeFingerprint::of(n);
         st.on_node(None, &node("small", "1"), &fp(&node("small", "1")));
@@ -736,20 +742,7 @@ mod tests {
     /// skips), a node that starts matching can.
     #[test]
     fn node_updates_are_judged_with_the_old_node() {
-        let loaded = scheduler_core::config::load_str(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
-            "t.yaml",
-        )
-        .unwrap();
-        let profiles =
-            Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
-        let clock = FakeClock::new();
-        let queue = SchedulingQueue::new(
-            QueueConfig::default(),
-            Arc::new(clock.clone()),
-            Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
-        );
-        let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
+        let (shared, profiles, clock) = default_profile_state();
         let mut st = shared.lock();
         let fp = |n: &Node| NodeFingerprint::of(n);
         let gpu = labelled("gpu", "1", json!({"pool": "gpu"}));
