@@ -1793,9 +1793,9 @@ async fn the_initial_lists_come_in_pages() {
 /// someone before) for a node the pod cannot use, reserved for nobody, keeps the pod off
 /// every node; the scheduler removes its allocation (resourceVersion precondition), the
 /// claim update retries the pod, and the claim is allocated anew where the pod fits.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_claim_allocated_for_an_unusable_node_is_deallocated_and_allocated_again() {
-    let server = FakeApiServer::start().await;
+/// Nodes n1 (zone a, gpu-0) and n2 (zone b, gpu-1); claim `stale` allocated gpu-1 on n2 for
+/// nobody; pod `p` may only run in zone a and uses the claim.
+fn stale_claim_cluster(server: &FakeApiServer) {
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
     server.apply("nodes", &node("n1", "4", json!({"zone": "a"})));
     server.apply("nodes", &node("n2", "4", json!({"zone": "b"})));
@@ -1824,6 +1824,12 @@ async fn a_claim_allocated_for_an_unusable_node_is_deallocated_and_allocated_aga
                    "resourceClaims": [{"name": "gpu", "resourceClaimName": "stale"}]}),
         ),
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_allocated_for_an_unusable_node_is_deallocated_and_allocated_again() {
+    let server = FakeApiServer::start().await;
+    stale_claim_cluster(&server);
     let running = start_controller(&server).await;
 
     wait_for("p bound", || server.node_of("default", "p").is_some()).await;
@@ -1860,6 +1866,35 @@ async fn a_claim_allocated_for_an_unusable_node_is_deallocated_and_allocated_aga
         writes, 2,
         "one deallocation, one allocation with reservation"
     );
+    running.stop().await;
+}
+
+/// The deallocation refused (409: the claim changed since the scheduler read it): the claim
+/// keeps its allocation, the pod stays unbound, and a later change of the claim retries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_deallocation_leaves_the_claim_alone() {
+    let server = FakeApiServer::start().await;
+    stale_claim_cluster(&server);
+    server.fail_next(
+        1,
+        fake_apiserver::Fault::new("PATCH", "resourceclaims", 409).subresource("status"),
+    );
+    let running = start_controller(&server).await;
+    wait_for("the deallocation attempted", || {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.resource == "resourceclaims" && r.subresource == "status")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(allocated_device(&server, "stale").as_deref(), Some("gpu-1"));
+    assert!(server.node_of("default", "p").is_none());
+    // Someone deallocates the claim: the pod is retried and gets gpu-0 on n1.
+    server.apply("resourceclaims", &gpu_claim("stale", None));
+    wait_for("p bound", || server.node_of("default", "p").is_some()).await;
+    assert_eq!(server.node_of("default", "p").as_deref(), Some("n1"));
+    assert_eq!(allocated_device(&server, "stale").as_deref(), Some("gpu-0"));
     running.stop().await;
 }
 
