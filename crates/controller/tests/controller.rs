@@ -1813,7 +1813,7 @@ fn stale_claim_cluster(server: &FakeApiServer) {
             {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]},
     }});
     server.apply("resourceclaims", &stale);
-    assert_eq!(allocated_device(&server, "stale").as_deref(), Some("gpu-1"));
+    assert_eq!(allocated_device(server, "stale").as_deref(), Some("gpu-1"));
     // The pod may only run in zone a (n1); its claim's devices are on n2.
     server.apply(
         "pods",
