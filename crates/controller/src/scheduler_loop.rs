@@ -182,6 +182,7 @@ impl SchedulingLoop {
                 message,
                 diagnosis,
                 nomination,
+                deallocate,
                 ..
             } => {
                 let mut st = shared.lock();
@@ -276,6 +277,10 @@ impl SchedulingLoop {
                     &scheduler_name,
                     started.elapsed(),
                 );
+                // Upstream writes it in PostFilter, whatever became of the pod since.
+                if let Some(claim) = deallocate {
+                    self.send(Action::Deallocate { claim });
+                }
                 if deleted {
                     shared
                         .lock()

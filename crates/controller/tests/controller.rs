@@ -1789,6 +1789,115 @@ async fn the_initial_lists_come_in_pages() {
     running.stop().await;
 }
 
+/// DynamicResources' PostFilter through the fake API server: a claim allocated (by
+/// someone before) for a node the pod cannot use, reserved for nobody, keeps the pod off
+/// every node; the scheduler removes its allocation (resourceVersion precondition), the
+/// claim update retries the pod, and the claim is allocated anew where the pod fits.
+/// Nodes n1 (zone a, gpu-0) and n2 (zone b, gpu-1); claim `stale` allocated gpu-1 on n2 for
+/// nobody; pod `p` may only run in zone a and uses the claim.
+fn stale_claim_cluster(server: &FakeApiServer) {
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({"zone": "a"})));
+    server.apply("nodes", &node("n2", "4", json!({"zone": "b"})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
+    server.apply("resourceslices", &gpu_slice("n2", &["gpu-1"]));
+    let mut stale = gpu_claim("stale", None);
+    stale["status"] = json!({"allocation": {
+        "devices": {"results": [{"request": "dev", "driver": GPU_DRIVER, "pool": "n2", "device": "gpu-1"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]},
+    }});
+    server.apply("resourceclaims", &stale);
+    assert_eq!(allocated_device(server, "stale").as_deref(), Some("gpu-1"));
+    // The pod may only run in zone a (n1); its claim's devices are on n2.
+    server.apply(
+        "pods",
+        &pod(
+            "p",
+            "100m",
+            json!({"nodeSelector": {"zone": "a"},
+                   "resourceClaims": [{"name": "gpu", "resourceClaimName": "stale"}]}),
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_allocated_for_an_unusable_node_is_deallocated_and_allocated_again() {
+    let server = FakeApiServer::start().await;
+    stale_claim_cluster(&server);
+    let running = start_controller(&server).await;
+
+    wait_for("p bound", || server.node_of("default", "p").is_some()).await;
+    assert_eq!(server.node_of("default", "p").as_deref(), Some("n1"));
+    assert_eq!(allocated_device(&server, "stale").as_deref(), Some("gpu-0"));
+    let claim = server.get("resourceclaims", "default", "stale").unwrap();
+    let pod_uid = server.get("pods", "default", "p").unwrap()["metadata"]["uid"].clone();
+    assert_eq!(
+        claim["status"]["reservedFor"],
+        json!([{"resource": "pods", "name": "p", "uid": pod_uid}])
+    );
+    let failed = server
+        .events_for("default", "p")
+        .into_iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .expect("the first attempt failed");
+    let note = failed["note"].as_str().unwrap();
+    assert!(
+        note.contains(&format!(
+            ". {}, preemption: ",
+            scheduler_core::plugins::dynamic_resources::DEALLOCATION_COMPLETED
+        )),
+        "{note}"
+    );
+    // The deallocation came before the claim's new allocation, both on the status.
+    let writes = server
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.resource == "resourceclaims" && r.subresource == "status" && r.name == "stale"
+        })
+        .count();
+    assert_eq!(
+        writes, 2,
+        "one deallocation, one allocation with reservation"
+    );
+    running.stop().await;
+}
+
+/// The deallocation refused (409: the claim changed since the scheduler read it): the claim
+/// keeps its allocation, the pod stays unbound, and a later change of the claim retries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_deallocation_leaves_the_claim_alone() {
+    let server = FakeApiServer::start().await;
+    stale_claim_cluster(&server);
+    server.fail_next(
+        1,
+        fake_apiserver::Fault::new("PATCH", "resourceclaims", 409).subresource("status"),
+    );
+    let running = start_controller(&server).await;
+    wait_for("the deallocation attempted", || {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.resource == "resourceclaims" && r.subresource == "status")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(allocated_device(&server, "stale").as_deref(), Some("gpu-1"));
+    assert!(server.node_of("default", "p").is_none());
+    // Someone deallocates the claim: the pod is retried and gets gpu-0 on n1.
+    server.apply("resourceclaims", &gpu_claim("stale", None));
+    wait_for("p bound", || server.node_of("default", "p").is_some()).await;
+    assert_eq!(server.node_of("default", "p").as_deref(), Some("n1"));
+    assert_eq!(allocated_device(&server, "stale").as_deref(), Some("gpu-0"));
+    running.stop().await;
+}
+
 /// The newer DRA fields through the fake API server and the informers: a partitioned GPU
 /// (shared counters) is handed out whole to one pod, so the next pod finds its halves'
 /// counters spent; a pod asking for an extended resource a DeviceClass backs gets a claim

@@ -232,6 +232,9 @@ pub enum Decision {
         /// nodes at all), which the queue treats like an error (backoff).
         diagnosis: Option<Diagnosis>,
         nomination: Option<PostFilterResult>,
+        /// DynamicResources' PostFilter: a claim whose allocation the controller removes
+        /// (resourceVersion precondition) so that a later attempt can allocate it elsewhere.
+        deallocate: Option<crate::types::dra::ClaimDeallocation>,
         /// False when only an external change can help (UnschedulableAndUnresolvable everywhere).
         resolvable: bool,
     },
@@ -644,6 +647,7 @@ fn cycle(
                 message: NO_NODES_AVAILABLE_MSG.to_string(),
                 diagnosis: None,
                 nomination: None,
+                deallocate: None,
                 resolvable: false,
             };
         }
@@ -696,6 +700,7 @@ fn cycle(
                 message: fit.to_string(),
                 diagnosis: Some(fit.diagnosis),
                 nomination,
+                deallocate: crate::plugins::dynamic_resources::decided_deallocation(&state),
                 resolvable,
             };
         }
@@ -782,6 +787,7 @@ fn rejected_after_filter(s: Status) -> Decision {
             message: s.message(),
             diagnosis: Some(diagnosis),
             nomination: None,
+            deallocate: None,
             resolvable: s.code() == Code::Unschedulable,
         }
     } else {

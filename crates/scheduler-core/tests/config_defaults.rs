@@ -100,8 +100,8 @@ fn default_plugins_before_expansion() {
 }
 
 /// Upstream's `ExpandedPluginsV1` without EBS/GCEPD/AzureDisk limits, plus RuntimeClass
-/// after NodeAffinity in PreFilter and Filter. DynamicResources runs at PreFilter only
-/// until its allocator lands (upstream also has it at Filter, PostFilter, Reserve, PreBind).
+/// after NodeAffinity in PreFilter and Filter. DynamicResources' PostFilter (deallocation)
+/// runs before DefaultPreemption, as upstream's.
 #[test]
 fn default_plugins_after_expansion() {
     let e = expand(&default_config().profiles[0]).unwrap();
@@ -145,7 +145,7 @@ fn default_plugins_after_expansion() {
                 "DynamicResources",
             ],
         ),
-        (PostFilter, &["DefaultPreemption"]),
+        (PostFilter, &["DynamicResources", "DefaultPreemption"]),
         (
             PreScore,
             &[

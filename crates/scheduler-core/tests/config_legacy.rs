@@ -66,7 +66,12 @@ pluginConfig:
     assert!(!e.plugins_at(PreScore).contains(&"NodeAffinity".to_string()));
     assert!(e.plugins_at(Score).contains(&"NodeAffinity".to_string()));
     assert!(!e.plugins_at(Score).contains(&"ImageLocality".to_string()));
-    assert!(e.plugins_at(PostFilter).is_empty(), "disablePreemption");
+    // disablePreemption turns off preemption only; DRA's deallocation stays.
+    assert_eq!(
+        e.plugins_at(PostFilter),
+        ["DynamicResources".to_string()],
+        "disablePreemption"
+    );
 
     assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
     let w = &l.warnings[0];

@@ -17,13 +17,18 @@
 //! refused with 409 and nothing is handed out twice. When a later step fails (another
 //! claim, or the Binding itself), [`undo_claims`] takes back what was written: the
 //! allocation the scheduler made and the pod's reservedFor entry.
+//!
+//! DynamicResources' PostFilter (a pod fits nowhere because a claim is allocated for nodes it
+//! cannot use, and nobody else holds the claim) is carried out by [`deallocate`]: the
+//! claim's `status.allocation` and `status.reservedFor` are removed, again with the
+//! resourceVersion the scheduler read as precondition.
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use scheduler_core::types::dra::extended::ExtendedClaimCreate;
-use scheduler_core::types::dra::{CLAIM_FINALIZER, ClaimStatusWrite};
+use scheduler_core::types::dra::{CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite};
 use serde_json::json;
 
 use crate::client::retry::ApiClient;
@@ -242,6 +247,34 @@ pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
                 error = %api_message(&e),
                 "could not undo the claim's allocation/reservation after a failed binding"
             );
+        }
+    }
+}
+
+/// Removes the claim's allocation and reservation (upstream's PostFilter `UpdateStatus`).
+/// A claim changed since the scheduler read it is refused (409) and left alone: the change
+/// itself retries the pod. Errors are logged only; the pod is retried either way.
+pub(crate) async fn deallocate(client: &ApiClient, d: &ClaimDeallocation) -> bool {
+    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &d.namespace);
+    let patch = json!({
+        "metadata": {"resourceVersion": d.resource_version},
+        "status": {"allocation": null, "reservedFor": null},
+    });
+    match api
+        .patch_status(&d.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(claim = %format!("{}/{}", d.namespace, d.name), "deallocated ResourceClaim");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(
+                claim = %format!("{}/{}", d.namespace, d.name),
+                error = %api_message(&e),
+                "could not deallocate the ResourceClaim; the pod is retried"
+            );
+            false
         }
     }
 }

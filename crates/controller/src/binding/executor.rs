@@ -23,10 +23,10 @@ use scheduler_core::queue::QueueError;
 use scheduler_core::types::{PodInfo, PodKey, PodVolumes};
 use std::collections::HashMap;
 
-use crate::binding::claims::{undo_claims, write_claims};
+use crate::binding::claims::{deallocate, undo_claims, write_claims};
 use crate::binding::volumes::{DEFAULT_BIND_TIMEOUT, bind_pod_volumes};
 use scheduler_core::plugins::dynamic_resources::decided_claim_writes;
-use scheduler_core::types::dra::ClaimStatusWrite;
+use scheduler_core::types::dra::{ClaimDeallocation, ClaimStatusWrite};
 
 /// What PreBind plugins decided for the binding cycle to carry out (already assumed).
 #[derive(Clone, Copy)]
@@ -73,6 +73,9 @@ pub(crate) enum Action {
         condition: Option<PodCondition>,
         nomination: Nomination,
     },
+    /// DynamicResources' PostFilter: remove this claim's allocation (sent before the
+    /// pod's Failure, as upstream writes it before the pod is requeued).
+    Deallocate { claim: ClaimDeallocation },
     /// Preemption chose `node`: clear nominations that no longer fit, delete the victims,
     /// then tell the queue the preemptor's preemption is over (it waits gated meanwhile).
     Preempt {
@@ -261,6 +264,9 @@ impl Executor {
                     &nomination,
                 )
                 .await
+            }
+            Action::Deallocate { claim } => {
+                deallocate(&self.client, &claim).await;
             }
             Action::Annotate { pod, annotations } => {
                 status::annotate(&self.client, &pod, &annotations).await;

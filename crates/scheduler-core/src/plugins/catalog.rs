@@ -80,10 +80,11 @@ pub const PLUGINS: &[PluginSpec] = &[
         &[PreFilter, Filter, PreScore, Score],
         Some("InterPodAffinityArgs"),
     ),
-    // Upstream also has PostFilter (deallocation): not yet.
     spec(
         DYNAMIC_RESOURCES,
-        &[PreEnqueue, PreFilter, Filter, Score, Reserve, PreBind],
+        &[
+            PreEnqueue, PreFilter, Filter, PostFilter, Score, Reserve, PreBind,
+        ],
         Some("DynamicResourcesArgs"),
     ),
     spec(

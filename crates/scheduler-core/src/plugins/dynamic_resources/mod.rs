@@ -14,6 +14,12 @@
 //!   reads [`decided_claim_writes`] and carries them out before the Binding; the cache
 //!   assumes them meanwhile (`DraObjects::assume_claim_writes`), so no other pod gets the
 //!   same devices.
+//! - PostFilter (no node fits): a claim allocated for nodes Filter found unsuitable and
+//!   reserved for nobody else is picked for deallocation ([`decided_deallocation`]); the
+//!   controller clears its `status.allocation` and `status.reservedFor` (resourceVersion
+//!   precondition), and the claim update retries the pod. Upstream picks one such claim at
+//!   random; we take the first in `spec.resourceClaims` order. Runs before DefaultPreemption,
+//!   whose nomination it leaves alone.
 //! - Preemption: a victim's claims reserved only for it free their devices in the attempt.
 //!
 //! Without the plugin in the pod's profile the framework rejects such a pod itself (see
@@ -21,9 +27,8 @@
 //! (`counters.rs`, the pools' counter sets kept in the shared device index); extended
 //! resources backed by DRA are [`extended`]'s (decided in Filter, the claim not written
 //! yet). Score prefers nodes where earlier `firstAvailable` subrequests are satisfied;
-//! Filter's search per node stops at `filterTimeout`. Not done yet: PostFilter's
-//! deallocation of a claim allocated for an unsuitable node, DeviceTaintRules, consumable
-//! capacity and binding conditions (a device or request using one of these is never
+//! Filter's search per node stops at `filterTimeout`. Not done yet: DeviceTaintRules,
+//! consumable capacity and binding conditions (a device or request using one of these is never
 //! allocated).
 
 pub mod allocator;
@@ -43,14 +48,15 @@ use k8s_openapi::api::resource::v1 as dra;
 
 use crate::cache::Snapshot;
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE, NodeScore,
-    Plugin, PluginPoints, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
-    ReservePlugin, ScorePlugin, Status,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE,
+    NodeScore, Plugin, PluginPoints, PostFilterContext, PostFilterPlugin, PostFilterResult,
+    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
+    Status,
 };
 use crate::plugin_points;
 use crate::types::dra::{
-    CLAIM_FINALIZER, ClaimRequest, ClaimStatusWrite, ConsumerRef, DeviceId, DraObjects,
-    PodClaimSource, ResourceClaimInfo,
+    CLAIM_FINALIZER, ClaimDeallocation, ClaimRequest, ClaimStatusWrite, ConsumerRef, DeviceId,
+    DraObjects, PodClaimSource, ResourceClaimInfo,
 };
 use crate::types::{NodeInfo, PodInfo};
 
@@ -68,6 +74,12 @@ pub const NOT_AVAILABLE_ON_NODE: &str = "resourceclaim not available on the node
 pub const FILTER_TIMED_OUT: &str = "timed out trying to allocate devices";
 /// PreFilter: the claim is allocated and reserved for 256 other consumers already.
 pub const CLAIM_IN_USE: &str = "resourceclaim in use";
+/// PostFilter: a claim allocated for unsuitable nodes is to be deallocated.
+pub const DEALLOCATION_COMPLETED: &str = "deallocation of ResourceClaim completed";
+/// PostFilter: no allocated claim the pod could not use may be deallocated.
+pub const STILL_NOT_SCHEDULABLE: &str = "still not schedulable";
+/// PostFilter: the attempt found no claims of the pod (PreFilter rejected it or none exist).
+pub const NO_NEW_CLAIMS_TO_DEALLOCATE: &str = "no new claims to deallocate";
 
 /// The message when the pod's profile does not run DynamicResources.
 pub fn disabled_in_profile(profile: &str) -> String {
@@ -191,7 +203,7 @@ impl Plugin for DynamicResources {
         DYNAMIC_RESOURCES
     }
     fn points(self: Arc<Self>) -> PluginPoints {
-        plugin_points!(self => pre_enqueue, pre_filter, filter, score, reserve, pre_bind)
+        plugin_points!(self => pre_enqueue, pre_filter, filter, post_filter, score, reserve, pre_bind)
     }
     /// Upstream's registrations: a node appearing or relabelled, a claim created or changed
     /// (allocated, deallocated, reserved), the pod's status naming its generated claim, a
@@ -255,8 +267,24 @@ struct StateData {
     by_node: Arc<Mutex<HashMap<String, Vec<dra::AllocationResult>>>>,
     /// What Reserve decided for the chosen node.
     reserved: Option<Vec<ClaimStatusWrite>>,
+    /// Indices (into `claims`) of allocated claims whose node selector refused a node on
+    /// which the allocator succeeded (Filter, in parallel), for PostFilter.
+    unavailable: Arc<Mutex<std::collections::BTreeSet<usize>>>,
+    /// PostFilter's pick, for the controller.
+    deallocate: Arc<Mutex<Option<ClaimDeallocation>>>,
     /// The pod asks for extended resources a DeviceClass backs.
     extended: Option<Arc<extended::ExtendedState>>,
+}
+
+/// The claim PostFilter decided to deallocate, for the controller to carry out (with its
+/// resourceVersion as precondition) when the attempt failed.
+pub fn decided_deallocation(state: &CycleState) -> Option<ClaimDeallocation> {
+    state.read::<StateData>().and_then(|s| {
+        s.deallocate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    })
 }
 
 /// The claim status writes Reserve decided for the pod's node, for the controller to carry
@@ -384,6 +412,8 @@ impl PreFilterPlugin for DynamicResources {
             allocator,
             by_node: Arc::default(),
             reserved: None,
+            unavailable: Arc::default(),
+            deallocate: Arc::default(),
             extended: ext,
         });
         (None, Status::success())
@@ -480,13 +510,23 @@ impl FilterPlugin for DynamicResources {
                 Err(AllocError::TimedOut) => return Status::unresolvable(FILTER_TIMED_OUT),
             }
         }
-        let unavailable = s.claims.iter().any(|c| {
-            c.allocation
-                .as_ref()
-                .and_then(|a| a.node_selector.as_ref())
-                .is_some_and(|sel| !sel.matches_labels(&node.name, &node.labels))
-        });
-        if unavailable {
+        let unavailable: Vec<usize> = s
+            .claims
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.allocation
+                    .as_ref()
+                    .and_then(|a| a.node_selector.as_ref())
+                    .is_some_and(|sel| !sel.matches_labels(&node.name, &node.labels))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if !unavailable.is_empty() {
+            s.unavailable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(unavailable);
             return Status::unresolvable(NOT_AVAILABLE_ON_NODE);
         }
         if let Some(mut r) = allocations {
@@ -571,6 +611,42 @@ impl ScorePlugin for DynamicResources {
     }
 }
 
+impl PostFilterPlugin for DynamicResources {
+    /// Upstream's PostFilter: when an allocated claim kept the pod off some node and nobody
+    /// else uses it, its allocation is dropped so the next attempt can allocate it anew.
+    /// Never returns a result: DefaultPreemption's nomination stays its own.
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        _ctx: &PostFilterContext<'_>,
+    ) -> (Option<PostFilterResult>, Status) {
+        if pod.resource_claims.is_empty() {
+            return (
+                None,
+                Status::with_reasons(Code::Unschedulable, Vec::<String>::new()),
+            );
+        }
+        let Some(s) = state.read::<StateData>().filter(|s| !s.claims.is_empty()) else {
+            return (None, Status::unschedulable(NO_NEW_CLAIMS_TO_DEALLOCATE));
+        };
+        let unavailable = s.unavailable.lock().unwrap_or_else(|e| e.into_inner());
+        let pick = unavailable.iter().map(|&i| &s.claims[i]).find(|c| {
+            c.reserved_for.is_empty() || (c.reserved_for.len() == 1 && c.is_reserved_for(&pod.uid))
+        });
+        let Some(c) = pick else {
+            return (None, Status::unschedulable(STILL_NOT_SCHEDULABLE));
+        };
+        *s.deallocate.lock().unwrap_or_else(|e| e.into_inner()) = Some(ClaimDeallocation {
+            namespace: c.namespace.clone(),
+            name: c.name.clone(),
+            uid: c.uid.clone(),
+            resource_version: c.resource_version.clone(),
+        });
+        (None, Status::unschedulable(DEALLOCATION_COMPLETED))
+    }
+}
+
 impl ReservePlugin for DynamicResources {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let Some(s) = state.read_mut::<StateData>() else {
@@ -639,5 +715,7 @@ impl PreBindPlugin for DynamicResources {
     }
 }
 
+#[cfg(test)]
+mod post_filter_tests;
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use crate::schedule_one::{Decision, SchedulingAlgorithm, assume_decision, schedu
 use crate::types::dra::ClaimAllocation;
 
 /// A pod whose entries each name an existing claim (`<entry>` -> claim `<entry>`).
-fn with_claims(names: &[&str]) -> PodInfo {
+pub(super) fn with_claims(names: &[&str]) -> PodInfo {
     pod_named("p", names)
 }
 
@@ -57,14 +57,14 @@ fn node_a_b() -> Vec<NodeInfo> {
     ]
 }
 
-fn snapshot_with(served: bool, objects: DraObjects) -> Snapshot {
+pub(super) fn snapshot_with(served: bool, objects: DraObjects) -> Snapshot {
     let mut s = Snapshot::from_node_infos(node_a_b()).with_dra_api_served(served);
     s.dra = objects;
     s
 }
 
 /// Two GPUs on n1, none on n2; claims `a`, `b`, `c` of one GPU each.
-fn cluster() -> DraObjects {
+pub(super) fn cluster() -> DraObjects {
     let mut o = DraObjects::default();
     o.update_slice(&local("n1", gpus(2)));
     o.update_class(&gpu_class());
@@ -376,7 +376,7 @@ fn concurrent_pods_never_get_the_same_device() {
     assert_eq!(got, vec!["gpu-0", "gpu-1"]);
     let (message, resolvable) = rejected(&fw, &pod_named("p3", &["c"]), &cache.snapshot());
     assert!(
-        message.starts_with("0/2 nodes are available: 2 cannot allocate all claims. preemption: "),
+        message.starts_with("0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, preemption: "),
         "{message}"
     );
     assert!(!resolvable);

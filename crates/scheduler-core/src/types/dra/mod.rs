@@ -23,7 +23,7 @@ use super::Quantity;
 use super::node_selector::NodeSelector;
 use super::quantity::parse_quantity;
 
-pub use objects::{ClaimStatusWrite, DraObjects};
+pub use objects::{ClaimDeallocation, ClaimStatusWrite, DraObjects};
 
 /// The finalizer the scheduler puts on a claim it allocates (upstream `resourceapi.Finalizer`).
 pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";

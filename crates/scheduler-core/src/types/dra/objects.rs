@@ -65,6 +65,17 @@ pub struct ClaimStatusWrite {
     pub create: Option<Box<super::extended::ExtendedClaimCreate>>,
 }
 
+/// DynamicResources' PostFilter decision: remove this claim's allocation (and its
+/// reservation, for nobody or only this pod) so that a later attempt can allocate it where
+/// the pod fits. The controller writes it with the resourceVersion as precondition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimDeallocation {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+}
+
 impl ClaimStatusWrite {
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
