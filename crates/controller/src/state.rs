@@ -645,6 +645,28 @@ mod tests {
         (shared, profiles, clock)
     }
 
+    /// Pops the next pod, schedules it on the cache as it is, expects `plugin` among those
+    /// that rejected it, and parks it as unschedulable.
+    fn park_rejected(st: &mut State, profiles: &ProfileRegistry, plugin: &str) {
+        let q = st.queue.pop().unwrap();
+        let cycle = st.queue.scheduling_cycle();
+        let mut snapshot = Snapshot::new();
+        st.cache.update_snapshot(&mut snapshot);
+        let fw = profiles.for_scheduler_name("default-scheduler").unwrap();
+        let mut alg = SchedulingAlgorithm::new(0, 1);
+        let nominated = st.queue.nominated_pods().clone();
+        let Decision::Unschedulable { diagnosis, .. } =
+            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
+        else {
+            panic!("expected {plugin} to reject the pod everywhere");
+        };
+        let diagnosis = diagnosis.expect("plugins rejected it");
+        assert!(diagnosis.unschedulable_plugins.contains(plugin));
+        st.queue
+            .add_unschedulable_if_not_present(q, Some(&diagnosis), cycle)
+            .unwrap();
+    }
+
     fn node(name: &str, cpu: &str) -> Node {
         serde_json::from_value(json!({
             "metadata": {"name": name},
@@ -672,23 +694,7 @@ mod tests {
         let key = PodKey::of(&pod);
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Active));
 
-        let q = st.queue.pop().unwrap();
-        let cycle = st.queue.scheduling_cycle();
-        let mut snapshot = Snapshot::new();
-        st.cache.update_snapshot(&mut snapshot);
-        let fw = profiles.for_scheduler_name("default-scheduler").unwrap();
-        let mut alg = SchedulingAlgorithm::new(0, 1);
-        let nominated = st.queue.nominated_pods().clone();
-        let Decision::Unschedulable { diagnosis, .. } =
-            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
-        else {
-            panic!("a 3-CPU pod does not fit a 1-CPU node");
-        };
-        let diagnosis = diagnosis.expect("plugins rejected it");
-        assert!(diagnosis.unschedulable_plugins.contains("NodeResourcesFit"));
-        st.queue
-            .add_unschedulable_if_not_present(q, Some(&diagnosis), cycle)
-            .unwrap();
+        park_rejected(&mut st, &profiles, "NodeResourcesFit");
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
 
         // Unrelated events leave it where it is.
@@ -757,23 +763,7 @@ mod tests {
         .unwrap();
         st.on_pod(&profiles, None, &pod);
         let key = PodKey::of(&pod);
-        let q = st.queue.pop().unwrap();
-        let cycle = st.queue.scheduling_cycle();
-        let mut snapshot = Snapshot::new();
-        st.cache.update_snapshot(&mut snapshot);
-        let fw = profiles.for_scheduler_name("default-scheduler").unwrap();
-        let mut alg = SchedulingAlgorithm::new(0, 1);
-        let nominated = st.queue.nominated_pods().clone();
-        let Decision::Unschedulable { diagnosis, .. } =
-            schedule_one(fw, &mut alg, &q.pod, &snapshot, &nominated)
-        else {
-            panic!("the gpu node is too small, the other one has no pool label");
-        };
-        let diagnosis = diagnosis.expect("plugins rejected it");
-        assert!(diagnosis.unschedulable_plugins.contains("NodeAffinity"));
-        st.queue
-            .add_unschedulable_if_not_present(q, Some(&diagnosis), cycle)
-            .unwrap();
+        park_rejected(&mut st, &profiles, "NodeAffinity");
         clock.advance(std::time::Duration::from_secs(2));
 
         // The gpu node gets another label: it matched before and matches now.
