@@ -93,52 +93,59 @@ mod tests {
         NodeVolumeLimits.queueing_hint(pod, &ev, objects)
     }
 
-    fn ebs_inline(pod: crate::types::testing::PodBuilder) -> crate::types::testing::PodBuilder {
+    /// `pod` with one more inline volume.
+    fn with_volume(
+        pod: crate::types::testing::PodBuilder,
+        volume: k8s::Volume,
+    ) -> crate::types::testing::PodBuilder {
         pod.edit(|p| {
             p.spec
                 .get_or_insert_with(Default::default)
                 .volumes
                 .get_or_insert_with(Vec::new)
-                .push(k8s::Volume {
-                    name: "ebs".into(),
-                    aws_elastic_block_store: Some(k8s::AWSElasticBlockStoreVolumeSource {
-                        volume_id: "test".into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })
+                .push(volume)
         })
+    }
+
+    fn ebs_inline(pod: crate::types::testing::PodBuilder) -> crate::types::testing::PodBuilder {
+        let ebs = k8s::AWSElasticBlockStoreVolumeSource {
+            volume_id: "test".into(),
+            ..Default::default()
+        };
+        with_volume(
+            pod,
+            k8s::Volume {
+                name: "ebs".into(),
+                aws_elastic_block_store: Some(ebs),
+                ..Default::default()
+            },
+        )
     }
 
     fn gce_inline(pod: crate::types::testing::PodBuilder) -> crate::types::testing::PodBuilder {
-        pod.edit(|p| {
-            p.spec
-                .get_or_insert_with(Default::default)
-                .volumes
-                .get_or_insert_with(Vec::new)
-                .push(k8s::Volume {
-                    name: "gce".into(),
-                    gce_persistent_disk: Some(k8s::GCEPersistentDiskVolumeSource {
-                        pd_name: "test".into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })
-        })
+        let gce = k8s::GCEPersistentDiskVolumeSource {
+            pd_name: "test".into(),
+            ..Default::default()
+        };
+        with_volume(
+            pod,
+            k8s::Volume {
+                name: "gce".into(),
+                gce_persistent_disk: Some(gce),
+                ..Default::default()
+            },
+        )
     }
 
     fn ephemeral(pod: crate::types::testing::PodBuilder) -> crate::types::testing::PodBuilder {
-        pod.edit(|p| {
-            p.spec
-                .get_or_insert_with(Default::default)
-                .volumes
-                .get_or_insert_with(Vec::new)
-                .push(k8s::Volume {
-                    name: "ephemeral".into(),
-                    ephemeral: Some(Default::default()),
-                    ..Default::default()
-                })
-        })
+        with_volume(
+            pod,
+            k8s::Volume {
+                name: "ephemeral".into(),
+                ephemeral: Some(Default::default()),
+                ..Default::default()
+            },
+        )
     }
 
     /// Upstream's TestCSILimitsDeletedPodQHint, in our words.
