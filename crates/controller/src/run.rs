@@ -205,6 +205,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         recorder: event_recorder::Recorder::new(api, instance_id),
         shared: Arc::clone(&shared),
         bind_timeouts: volumes::bind_timeouts(cfg),
+        status_order: Default::default(),
     });
     // Extensions' reporters hold a sender, so they end before the executor.
     let leading: Vec<_> = extensions

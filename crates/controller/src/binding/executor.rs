@@ -114,6 +114,65 @@ pub(crate) struct Executor {
     pub(crate) shared: Arc<Shared>,
     /// VolumeBinding's `bindTimeoutSeconds` per profile.
     pub(crate) bind_timeouts: HashMap<String, Duration>,
+    /// Keeps each pod's PodScheduled condition writes in attempt order.
+    pub(crate) status_order: StatusOrder,
+}
+
+/// Failure reports run in parallel tasks, so two quick attempts of one pod could write its
+/// PodScheduled condition out of order and leave the older message (an e2e scenario saw a
+/// claim "not found" after the claim had arrived and the pod had been tried again). Each
+/// report takes a ticket in the order the loop sent it; writes for one pod go one at a time
+/// and only the newest ticket writes.
+#[derive(Default)]
+pub(crate) struct StatusOrder {
+    next: std::sync::atomic::AtomicU64,
+    /// Per pod (namespace, name): its newest ticket and the lock its writes take.
+    latest: std::sync::Mutex<HashMap<(String, String), Latest>>,
+}
+
+type Latest = (u64, Arc<tokio::sync::Mutex<()>>);
+
+impl StatusOrder {
+    fn key(pod: &PodRef) -> (String, String) {
+        (pod.namespace.clone(), pod.name.clone())
+    }
+
+    /// A ticket newer than every earlier one for `pod`.
+    fn take(&self, pod: &PodRef) -> u64 {
+        let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let mut m = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        let e = m.entry(Self::key(pod)).or_default();
+        e.0 = ticket;
+        ticket
+    }
+
+    /// Runs `write` if `ticket` is still the newest for `pod`, after any write in progress.
+    async fn write_if_latest<F: std::future::Future<Output = ()>>(
+        &self,
+        pod: &PodRef,
+        ticket: u64,
+        write: F,
+    ) {
+        let lock = {
+            let m = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+            match m.get(&Self::key(pod)) {
+                Some((latest, lock)) if *latest == ticket => Arc::clone(lock),
+                _ => return,
+            }
+        };
+        let _one_at_a_time = lock.lock().await;
+        let still_latest = {
+            let m = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+            m.get(&Self::key(pod)).is_some_and(|(l, _)| *l == ticket)
+        };
+        if still_latest {
+            write.await;
+        }
+        let mut m = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        if m.get(&Self::key(pod)).is_some_and(|(l, _)| *l == ticket) {
+            m.remove(&Self::key(pod));
+        }
+    }
 }
 
 /// How many actions may talk to the API server at once. The scheduling loop runs ahead of
@@ -166,9 +225,13 @@ impl Executor {
                             p = Arc::clone(&permits).acquire_owned() => p.ok(),
                         }
                     };
+                    let ticket = match &action {
+                        Action::Failure { pod, .. } => self.status_order.take(pod),
+                        _ => 0,
+                    };
                     let me = Arc::clone(&self);
                     tasks.spawn(async move {
-                        me.execute(action).await;
+                        me.execute(action, ticket).await;
                         drop(permit);
                     });
                     // Reap finished tasks so the set does not grow without bound.
@@ -193,7 +256,8 @@ impl Executor {
         }
     }
 
-    async fn execute(&self, action: Action) {
+    /// `ticket`: the failure report's place in its pod's order (Failure only).
+    async fn execute(&self, action: Action, ticket: u64) {
         match action {
             Action::Bind {
                 pod,
@@ -262,6 +326,7 @@ impl Executor {
                     &message,
                     condition.as_ref(),
                     &nomination,
+                    ticket,
                 )
                 .await
             }
@@ -359,6 +424,7 @@ impl Executor {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // the Failure action's parts plus its ticket
     async fn report_failure(
         &self,
         pod: &PodRef,
@@ -367,6 +433,7 @@ impl Executor {
         message: &str,
         condition: Option<&PodCondition>,
         nomination: &Nomination,
+        ticket: u64,
     ) {
         self.recorder
             .record(EventSpec {
@@ -379,7 +446,9 @@ impl Executor {
                 note: message,
             })
             .await;
-        status::report_failure(&self.client, pod, reason, message, condition, nomination).await;
+        let write =
+            status::report_failure(&self.client, pod, reason, message, condition, nomination);
+        self.status_order.write_if_latest(pod, ticket, write).await;
     }
 
     /// Ends the attempt of a pod whose binding failed: forget the assumption (and its
@@ -427,6 +496,8 @@ impl Executor {
         prebind: Prebind<'_>,
         message: &str,
     ) {
+        // Before the requeue, which may start the pod's next attempt.
+        let ticket = self.status_order.take(pod);
         if self.requeue_after_bind_failure(queued, cycle, prebind) {
             self.report_failure(
                 pod,
@@ -435,6 +506,7 @@ impl Executor {
                 message,
                 None,
                 &Nomination::Clear,
+                ticket,
             )
             .await;
         }
@@ -550,6 +622,8 @@ impl Executor {
             }
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
+                // Before the requeue, which may start the pod's next attempt.
+                let ticket = self.status_order.take(&pod);
                 let exists = self.requeue_after_bind_failure(queued, cycle, prebind);
                 if exists {
                     let message = format!("binding rejected: {e}");
@@ -560,6 +634,7 @@ impl Executor {
                         &message,
                         None,
                         &Nomination::Clear,
+                        ticket,
                     )
                     .await;
                 }
