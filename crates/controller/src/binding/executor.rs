@@ -643,3 +643,44 @@ impl Executor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn pod(name: &str) -> PodRef {
+        PodRef {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: String::new(),
+        }
+    }
+
+    /// Two failure reports of one pod: the older one, running last, writes nothing; another
+    /// pod's report is not held back by them.
+    #[tokio::test]
+    async fn only_the_newest_failure_report_of_a_pod_writes() {
+        let order = StatusOrder::default();
+        let writes = AtomicUsize::new(0);
+        let (p, q) = (pod("p"), pod("q"));
+        let older = order.take(&p);
+        let newer = order.take(&p);
+        let other = order.take(&q);
+        let count = || async {
+            writes.fetch_add(1, Ordering::SeqCst);
+        };
+        order.write_if_latest(&p, newer, count()).await;
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        order.write_if_latest(&p, older, count()).await;
+        assert_eq!(
+            writes.load(Ordering::SeqCst),
+            1,
+            "the older report is dropped"
+        );
+        order.write_if_latest(&q, other, count()).await;
+        assert_eq!(writes.load(Ordering::SeqCst), 2);
+        // Done: nothing is kept per pod once its newest report has written.
+        assert!(order.latest.lock().unwrap().is_empty());
+    }
+}
