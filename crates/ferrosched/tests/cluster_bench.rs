@@ -10,17 +10,15 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn benches_against_an_api_server_and_cleans_up() {
-    let server = FakeApiServer::start().await;
-    let kubeconfig = server.kubeconfig();
+/// Runs `ferrosched bench --kubeconfig KUBECONFIG ARGS...` (`args` split at spaces),
+/// expects success and returns its JSON report.
+async fn bench_json(kubeconfig: std::path::PathBuf, args: &str) -> Value {
+    let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(BIN)
             .args(["bench", "--kubeconfig"])
             .arg(&kubeconfig)
-            .args(["--workload", "SchedulingBasic", "--nodes", "20"])
-            .args(["--init-pods", "20", "--pods", "50", "--json"])
-            .args(["--stall-timeout", "20"])
+            .args(&args)
             .output()
             .unwrap()
     })
@@ -28,8 +26,19 @@ async fn benches_against_an_api_server_and_cleans_up() {
     .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{}\n{stderr}", out.status);
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn benches_against_an_api_server_and_cleans_up() {
+    let server = FakeApiServer::start().await;
+    let kubeconfig = server.kubeconfig();
+    let report = bench_json(
+        kubeconfig,
+        "--workload SchedulingBasic --nodes 20 --init-pods 20 --pods 50 --json --stall-timeout 20",
+    )
+    .await;
     let r = &report.as_array().expect("one result per workload")[0];
     assert_eq!(r["workload"], "SchedulingBasic");
     assert_eq!(r["nodes"], 20);
@@ -98,21 +107,11 @@ fn a_missing_kube_scheduler_binary_is_refused_before_touching_the_cluster() {
 async fn pods_first_and_the_binding_ceiling_bind_every_pod_once() {
     let server = FakeApiServer::start().await;
     let kubeconfig = server.kubeconfig();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(BIN)
-            .args(["bench", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .args(["--workload", "SchedulingBasic", "--nodes", "10"])
-            .args(["--init-pods", "10", "--pods", "30", "-o", "json"])
-            .args(["--stall-timeout", "20", "--pods-first", "--binding-ceiling"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{}\n{stderr}", out.status);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = bench_json(
+        kubeconfig,
+        "--workload SchedulingBasic --nodes 10 --init-pods 10 --pods 30 -o json --stall-timeout 20 --pods-first --binding-ceiling",
+    )
+    .await;
     let rows = report.as_array().unwrap();
     let names: Vec<&str> = rows
         .iter()
@@ -158,28 +157,11 @@ async fn pods_first_and_the_binding_ceiling_bind_every_pod_once() {
 async fn identical_pods_run_against_an_api_server_with_and_without_batching() {
     let server = FakeApiServer::start().await;
     let kubeconfig = server.kubeconfig();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(BIN)
-            .args(["bench", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .args(["--workload", "IdenticalPods"])
-            .args([
-                "--workload",
-                "IdenticalPodsWithoutBatching",
-                "--nodes",
-                "30",
-            ])
-            .args(["--init-pods", "5", "--pods", "20", "-o", "json"])
-            .args(["--stall-timeout", "20"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{}\n{stderr}", out.status);
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let report = bench_json(
+        kubeconfig,
+        "--workload IdenticalPods --workload IdenticalPodsWithoutBatching --nodes 30 --init-pods 5 --pods 20 -o json --stall-timeout 20",
+    )
+    .await;
     let rows = report.as_array().expect("one result per workload");
     let names: Vec<&str> = rows.iter().filter_map(|r| r["workload"].as_str()).collect();
     assert_eq!(names, ["IdenticalPods", "IdenticalPodsWithoutBatching"]);
