@@ -401,7 +401,7 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
     if args.binding_ceiling {
         schedulers.push(SchedulerUnderTest::BindingCeiling);
     }
-    let rt = match super::runtime() {
+    let rt = match super::runtime(super::Threads::Two) {
         Ok(rt) => rt,
         Err(code) => return code,
     };

@@ -55,7 +55,7 @@ pub fn run(args: &ExplainArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let rt = match super::runtime() {
+    let rt = match super::runtime(super::Threads::One) {
         Ok(rt) => rt,
         Err(code) => return code,
     };

@@ -167,7 +167,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-    let rt = match super::runtime() {
+    let rt = match super::runtime(super::Threads::One) {
         Ok(rt) => rt,
         Err(code) => return code,
     };

@@ -53,7 +53,7 @@ pub fn run(args: &WebhookArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let rt = match super::runtime() {
+    let rt = match super::runtime(super::Threads::Two) {
         Ok(rt) => rt,
         Err(code) => return code,
     };
