@@ -1598,6 +1598,58 @@ fn allocated_device(server: &FakeApiServer, claim: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+fn scheduled_message(server: &FakeApiServer, pod: &str) -> Option<String> {
+    let p = server.get("pods", "default", pod)?;
+    p["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .and_then(|c| c["message"].as_str().map(str::to_string))
+}
+
+/// A DeviceTaintRule taints a device as if its slice did: a pod whose claim does not
+/// tolerate the taint stays pending with upstream's message, and deleting the rule (a
+/// ResourceSlice update for the queue) schedules it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_taint_rule_keeps_untolerating_pods_off_until_deleted() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
+    server.apply(
+        "devicetaintrules",
+        &json!({"metadata": {"name": "maintenance"},
+                "spec": {"deviceSelector": {"driver": GPU_DRIVER, "device": "gpu-0"},
+                         "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}),
+    );
+    server.apply("resourceclaims", &gpu_claim("c1", None));
+    let with_claim = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}]});
+    server.apply("pods", &pod("p1", "100m", with_claim));
+    let running = start_controller(&server).await;
+
+    let want = "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, \
+                preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..";
+    wait_for("p1 refused: its device is tainted", || {
+        scheduled_message(&server, "p1").as_deref() == Some(want)
+    })
+    .await;
+    assert!(server.node_of("default", "p1").is_none());
+    assert_eq!(allocated_device(&server, "c1"), None);
+
+    server.delete("devicetaintrules", "", "maintenance");
+    wait_for("p1 bound once the rule is gone", || {
+        server.node_of("default", "p1").is_some()
+    })
+    .await;
+    assert_eq!(allocated_device(&server, "c1").as_deref(), Some("gpu-0"));
+    running.stop().await;
+}
+
 /// DRA end to end through the fake API server: a claim is allocated (finalizer, allocation,
 /// reservedFor) before the pod's Binding; two pods never get the same device; a failed
 /// binding leaves nothing allocated; a pod whose claim comes from a template waits until

@@ -718,4 +718,6 @@ impl PreBindPlugin for DynamicResources {
 #[cfg(test)]
 mod post_filter_tests;
 #[cfg(test)]
+mod taint_rules_tests;
+#[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@
 pub mod cel;
 pub mod extended;
 mod objects;
+pub mod taint_rules;
 pub mod template;
 
 use super::labels::LabelSet;
