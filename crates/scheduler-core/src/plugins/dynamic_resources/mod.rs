@@ -27,9 +27,9 @@
 //! (`counters.rs`, the pools' counter sets kept in the shared device index); extended
 //! resources backed by DRA are [`extended`]'s (decided in Filter, the claim not written
 //! yet). Score prefers nodes where earlier `firstAvailable` subrequests are satisfied;
-//! Filter's search per node stops at `filterTimeout`. Not done yet: DeviceTaintRules,
-//! consumable capacity and binding conditions (a device or request using one of these is never
-//! allocated).
+//! Filter's search per node stops at `filterTimeout`. DeviceTaintRules reach the allocator
+//! as taints in the slices (`types/dra/taint_rules.rs`). Not done yet: consumable capacity
+//! and binding conditions (a device or request using one of these is never allocated).
 
 pub mod allocator;
 mod device_index;
