@@ -1650,6 +1650,85 @@ async fn a_device_taint_rule_keeps_untolerating_pods_off_until_deleted() {
     running.stop().await;
 }
 
+/// The claim of a pod's DRA-backed extended resources that an earlier scheduler created and
+/// left (it crashed before the binding): the first attempt refuses every node and deletes
+/// it (finalizer, then the object), the deletion retries the pod, and the next attempt
+/// creates a new claim and binds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extended_resource_claim_left_by_a_crash_is_deleted_then_made_anew() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"extendedResourceName": "example.com/gpu",
+                         "selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
+    let mut ext = pod("p", "100m", json!({}));
+    ext["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = json!("1");
+    let uid = server.apply("pods", &ext)["metadata"]["uid"].clone();
+    // What the crashed scheduler wrote: the claim, its finalizer, allocation and reservation.
+    let mut left = json!({
+        "metadata": {"name": "p-extended-resources-old", "namespace": "default",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "finalizers": ["resource.kubernetes.io/delete-protection"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid,
+                                 "controller": true}]},
+        "spec": {"devices": {"requests": [{"name": "container-0-request-1",
+            "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}]}},
+    });
+    left["status"] = json!({
+        "allocation": {"devices": {"results": [{"request": "container-0-request-1",
+            "driver": GPU_DRIVER, "pool": "n1", "device": "gpu-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": uid}],
+    });
+    server.apply("resourceclaims", &left);
+    let running = start_controller(&server).await;
+
+    wait_for("p bound to n1", || {
+        server.node_of("default", "p").as_deref() == Some("n1")
+    })
+    .await;
+    assert!(
+        server
+            .get("resourceclaims", "default", "p-extended-resources-old")
+            .is_none(),
+        "the left-over claim is deleted"
+    );
+    let p = server.get("pods", "default", "p").unwrap();
+    let name = p["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+        .as_str()
+        .expect("the pod's status names its new claim")
+        .to_string();
+    assert!(name.starts_with("p-extended-resources-") && name != "p-extended-resources-old");
+    assert_eq!(allocated_device(&server, &name).as_deref(), Some("gpu-0"));
+    // The first attempt said why (upstream's messages), before the deletion.
+    let requests = server.requests();
+    let deleted_at = requests
+        .iter()
+        .position(|r| {
+            r.resource == "resourceclaims"
+                && r.verb == "delete"
+                && r.name == "p-extended-resources-old"
+        })
+        .expect("deleted");
+    let created_at = requests
+        .iter()
+        .position(|r| r.resource == "resourceclaims" && r.verb == "create")
+        .expect("a new claim created");
+    assert!(deleted_at < created_at);
+    assert!(
+        server.events_for("default", "p").iter().any(|e| e["note"].as_str().is_some_and(|n| {
+            n.starts_with("0/1 nodes are available: 1 cannot schedule extended resource claim. deletion of ResourceClaim completed, preemption: ")
+        })),
+        "{:?}",
+        server.events_for("default", "p")
+    );
+    running.stop().await;
+}
+
 /// DRA end to end through the fake API server: a claim is allocated (finalizer, allocation,
 /// reservedFor) before the pod's Binding; two pods never get the same device; a failed
 /// binding leaves nothing allocated; a pod whose claim comes from a template waits until

@@ -78,6 +78,10 @@ pub struct ClaimDeallocation {
     pub name: String,
     pub uid: String,
     pub resource_version: String,
+    /// Delete the claim instead (the claim of the pod's extended resources an earlier
+    /// attempt created, upstream's PostFilter): its finalizer removed, then the object,
+    /// with the resourceVersion and uid as preconditions.
+    pub delete: bool,
 }
 
 impl ClaimStatusWrite {
