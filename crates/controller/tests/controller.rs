@@ -1651,9 +1651,9 @@ async fn a_device_taint_rule_keeps_untolerating_pods_off_until_deleted() {
 }
 
 /// The claim of a pod's DRA-backed extended resources that an earlier scheduler created and
-/// left (it crashed before the binding): the first attempt refuses every node and deletes
-/// it (finalizer, then the object), the deletion retries the pod, and the next attempt
-/// creates a new claim and binds.
+/// left (it crashed before the binding): an attempt refuses every node and deletes it
+/// (finalizer, then the object; a refused write leaves it for a later attempt), the
+/// deletion retries the pod, and the next attempt creates a new claim and binds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_extended_resource_claim_left_by_a_crash_is_deleted_then_made_anew() {
     let server = FakeApiServer::start().await;
@@ -1685,7 +1685,23 @@ async fn an_extended_resource_claim_left_by_a_crash_is_deleted_then_made_anew() 
         "reservedFor": [{"resource": "pods", "name": "p", "uid": uid}],
     });
     server.apply("resourceclaims", &left);
+    // The first deletion is refused (the claim changed meanwhile): the claim stays, the pod
+    // waits for a change that may help it.
+    server.fail_next(
+        1,
+        fake_apiserver::Fault::new("PATCH", "resourceclaims", 409),
+    );
     let running = start_controller(&server).await;
+    wait_for("the refused finalizer patch", || server.faults_left() == 0).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server
+            .get("resourceclaims", "default", "p-extended-resources-old")
+            .is_some()
+    );
+    assert!(server.node_of("default", "p").is_none());
+    // A node relabelled retries the pod; this time the claim goes.
+    server.apply("nodes", &node("n1", "4", json!({"zone": "a"})));
 
     wait_for("p bound to n1", || {
         server.node_of("default", "p").as_deref() == Some("n1")
