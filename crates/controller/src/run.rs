@@ -149,7 +149,16 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         crate::client::discovery::DRA_GROUP_VERSION
     );
     shared.lock().cache.set_dra_api_served(dra);
-    let mut background = informers::spawn_all(&client, &shared);
+    let taint_rules = if dra {
+        crate::client::discovery::taint_rule_version(&client).await
+    } else {
+        None
+    };
+    tracing::info!(
+        version = taint_rules.unwrap_or("none"),
+        "discovery: resource.k8s.io DeviceTaintRules"
+    );
+    let mut background = informers::spawn_all(&client, &shared, taint_rules);
     for e in &mut extensions {
         background.extend(e.start(&client, QueueEvents::new(&shared)));
     }

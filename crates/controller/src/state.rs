@@ -618,7 +618,7 @@ impl State {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use scheduler_core::cache::Snapshot;
     use scheduler_core::framework::Registry;
@@ -627,7 +627,7 @@ mod tests {
     use serde_json::json;
 
     /// Controller state over the default profile, with a fake clock.
-    fn default_profile_state() -> (Shared, Arc<ProfileRegistry>, FakeClock) {
+    pub(crate) fn default_profile_state() -> (Shared, Arc<ProfileRegistry>, FakeClock) {
         let loaded = scheduler_core::config::load_str(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
             "t.yaml",
@@ -647,7 +647,7 @@ mod tests {
 
     /// Pops the next pod, schedules it on the cache as it is, expects `plugin` among those
     /// that rejected it, and parks it as unschedulable.
-    fn park_rejected(st: &mut State, profiles: &ProfileRegistry, plugin: &str) {
+    pub(crate) fn park_rejected(st: &mut State, profiles: &ProfileRegistry, plugin: &str) {
         let q = st.queue.pop().unwrap();
         let cycle = st.queue.scheduling_cycle();
         let mut snapshot = Snapshot::new();

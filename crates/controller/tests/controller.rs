@@ -1598,6 +1598,153 @@ fn allocated_device(server: &FakeApiServer, claim: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+fn scheduled_message(server: &FakeApiServer, pod: &str) -> Option<String> {
+    let p = server.get("pods", "default", pod)?;
+    p["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .and_then(|c| c["message"].as_str().map(str::to_string))
+}
+
+/// A DeviceTaintRule taints a device as if its slice did: a pod whose claim does not
+/// tolerate the taint stays pending with upstream's message, and deleting the rule (a
+/// ResourceSlice update for the queue) schedules it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_taint_rule_keeps_untolerating_pods_off_until_deleted() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
+    server.apply(
+        "devicetaintrules",
+        &json!({"metadata": {"name": "maintenance"},
+                "spec": {"deviceSelector": {"driver": GPU_DRIVER, "device": "gpu-0"},
+                         "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}),
+    );
+    server.apply("resourceclaims", &gpu_claim("c1", None));
+    let with_claim = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}]});
+    server.apply("pods", &pod("p1", "100m", with_claim));
+    let running = start_controller(&server).await;
+
+    let want = "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, \
+                preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..";
+    wait_for("p1 refused: its device is tainted", || {
+        scheduled_message(&server, "p1").as_deref() == Some(want)
+    })
+    .await;
+    assert!(server.node_of("default", "p1").is_none());
+    assert_eq!(allocated_device(&server, "c1"), None);
+
+    server.delete("devicetaintrules", "", "maintenance");
+    wait_for("p1 bound once the rule is gone", || {
+        server.node_of("default", "p1").is_some()
+    })
+    .await;
+    assert_eq!(allocated_device(&server, "c1").as_deref(), Some("gpu-0"));
+    running.stop().await;
+}
+
+/// The claim of a pod's DRA-backed extended resources that an earlier scheduler created and
+/// left (it crashed before the binding): an attempt refuses every node and deletes it
+/// (finalizer, then the object; a refused write leaves it for a later attempt), the
+/// deletion retries the pod, and the next attempt creates a new claim and binds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extended_resource_claim_left_by_a_crash_is_deleted_then_made_anew() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"extendedResourceName": "example.com/gpu",
+                         "selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
+    let mut ext = pod("p", "100m", json!({}));
+    ext["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = json!("1");
+    let uid = server.apply("pods", &ext)["metadata"]["uid"].clone();
+    // What the crashed scheduler wrote: the claim, its finalizer, allocation and reservation.
+    let mut left = json!({
+        "metadata": {"name": "p-extended-resources-old", "namespace": "default",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "finalizers": ["resource.kubernetes.io/delete-protection"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid,
+                                 "controller": true}]},
+        "spec": {"devices": {"requests": [{"name": "container-0-request-1",
+            "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}]}},
+    });
+    left["status"] = json!({
+        "allocation": {"devices": {"results": [{"request": "container-0-request-1",
+            "driver": GPU_DRIVER, "pool": "n1", "device": "gpu-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": uid}],
+    });
+    server.apply("resourceclaims", &left);
+    // The first deletion is refused (the claim changed meanwhile): the claim stays, the pod
+    // waits for a change that may help it.
+    server.fail_next(
+        1,
+        fake_apiserver::Fault::new("PATCH", "resourceclaims", 409),
+    );
+    let running = start_controller(&server).await;
+    wait_for("the refused finalizer patch", || server.faults_left() == 0).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server
+            .get("resourceclaims", "default", "p-extended-resources-old")
+            .is_some()
+    );
+    assert!(server.node_of("default", "p").is_none());
+    // A node relabelled retries the pod; this time the claim goes.
+    server.apply("nodes", &node("n1", "4", json!({"zone": "a"})));
+
+    wait_for("p bound to n1", || {
+        server.node_of("default", "p").as_deref() == Some("n1")
+    })
+    .await;
+    assert!(
+        server
+            .get("resourceclaims", "default", "p-extended-resources-old")
+            .is_none(),
+        "the left-over claim is deleted"
+    );
+    let p = server.get("pods", "default", "p").unwrap();
+    let name = p["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+        .as_str()
+        .expect("the pod's status names its new claim")
+        .to_string();
+    assert!(name.starts_with("p-extended-resources-") && name != "p-extended-resources-old");
+    assert_eq!(allocated_device(&server, &name).as_deref(), Some("gpu-0"));
+    // The first attempt said why (upstream's messages), before the deletion.
+    let requests = server.requests();
+    let deleted_at = requests
+        .iter()
+        .position(|r| {
+            r.resource == "resourceclaims"
+                && r.verb == "delete"
+                && r.name == "p-extended-resources-old"
+        })
+        .expect("deleted");
+    let created_at = requests
+        .iter()
+        .position(|r| r.resource == "resourceclaims" && r.verb == "create")
+        .expect("a new claim created");
+    assert!(deleted_at < created_at);
+    assert!(
+        server.events_for("default", "p").iter().any(|e| e["note"].as_str().is_some_and(|n| {
+            n.starts_with("0/1 nodes are available: 1 cannot schedule extended resource claim. deletion of ResourceClaim completed, preemption: ")
+        })),
+        "{:?}",
+        server.events_for("default", "p")
+    );
+    running.stop().await;
+}
+
 /// DRA end to end through the fake API server: a claim is allocated (finalizer, allocation,
 /// reservedFor) before the pod's Binding; two pods never get the same device; a failed
 /// binding leaves nothing allocated; a pod whose claim comes from a template waits until

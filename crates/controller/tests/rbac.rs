@@ -479,6 +479,8 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "resource.k8s.io", "resourceslices"),
         ("list", "resource.k8s.io", "deviceclasses"),
         ("watch", "resource.k8s.io", "deviceclasses"),
+        ("list", "resource.k8s.io", "devicetaintrules"),
+        ("watch", "resource.k8s.io", "devicetaintrules"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),
         ("patch", "", "persistentvolumeclaims"),

@@ -150,6 +150,13 @@ pub const RESOURCES: &[Resource] = &[
         false,
     ),
     res(
+        "devicetaintrules",
+        "resource.k8s.io",
+        "v1",
+        "DeviceTaintRule",
+        false,
+    ),
+    res(
         "schedulingpolicies",
         "scheduling.ferrosched.io",
         "v1alpha1",

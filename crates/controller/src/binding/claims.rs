@@ -21,7 +21,10 @@
 //! DynamicResources' PostFilter (a pod fits nowhere because a claim is allocated for nodes it
 //! cannot use, and nobody else holds the claim) is carried out by [`deallocate`]: the
 //! claim's `status.allocation` and `status.reservedFor` are removed, again with the
-//! resourceVersion the scheduler read as precondition.
+//! resourceVersion the scheduler read as precondition. When PostFilter instead found the
+//! claim of the pod's extended resources an earlier attempt left behind (a crash before the
+//! binding), [`delete_left_over`] deletes it: its finalizers removed (resourceVersion
+//! precondition), then the object (uid precondition).
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -255,6 +258,9 @@ pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
 /// A claim changed since the scheduler read it is refused (409) and left alone: the change
 /// itself retries the pod. Errors are logged only; the pod is retried either way.
 pub(crate) async fn deallocate(client: &ApiClient, d: &ClaimDeallocation) -> bool {
+    if d.delete {
+        return delete_left_over(client, d).await;
+    }
     let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &d.namespace);
     let patch = json!({
         "metadata": {"resourceVersion": d.resource_version},
@@ -273,6 +279,46 @@ pub(crate) async fn deallocate(client: &ApiClient, d: &ClaimDeallocation) -> boo
                 claim = %format!("{}/{}", d.namespace, d.name),
                 error = %api_message(&e),
                 "could not deallocate the ResourceClaim; the pod is retried"
+            );
+            false
+        }
+    }
+}
+
+/// Deletes the claim of a pod's extended resources left by an earlier attempt (upstream's
+/// PostFilter `deleteClaim`). Created by the scheduler for a pod that was never bound, it
+/// carries only the scheduler's finalizer, so all finalizers go. A claim already gone counts
+/// as deleted; one changed since it was read (409) is left for the next attempt, which the
+/// change itself triggers.
+pub(crate) async fn delete_left_over(client: &ApiClient, d: &ClaimDeallocation) -> bool {
+    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &d.namespace);
+    let key = format!("{}/{}", d.namespace, d.name);
+    let patch = json!({"metadata": {"resourceVersion": d.resource_version, "finalizers": null}});
+    let params = DeleteParams {
+        preconditions: (!d.uid.is_empty()).then(|| kube::api::Preconditions {
+            uid: Some(d.uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let result = match api
+        .patch(&d.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => api.delete(&d.name, &params).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => {
+            tracing::info!(claim = %key, "deleted the extended resource claim left by an earlier attempt");
+            true
+        }
+        Err(e) if crate::client::status_code(&e) == Some(404) => true,
+        Err(e) => {
+            tracing::warn!(
+                claim = %key,
+                error = %api_message(&e),
+                "could not delete the extended resource claim left by an earlier attempt; the pod is retried"
             );
             false
         }

@@ -18,3 +18,28 @@ pub async fn serves_dra(client: &Client) -> bool {
         }
     }
 }
+
+/// The versions of resource.k8s.io that may serve DeviceTaintRules, newest first (GA `v1`
+/// in 1.37, `v1beta2` in 1.36 and `v1alpha3` in 1.35, both off by default there).
+pub const TAINT_RULE_VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1alpha3"];
+
+/// The newest version of resource.k8s.io serving DeviceTaintRules; None when none does or
+/// discovery fails (then no rules are applied, as upstream with DRADeviceTaintRules off).
+pub async fn taint_rule_version(client: &Client) -> Option<&'static str> {
+    for v in TAINT_RULE_VERSIONS {
+        match client
+            .list_api_group_resources(&format!("resource.k8s.io/{v}"))
+            .await
+        {
+            Ok(list) if list.resources.iter().any(|r| r.name == "devicetaintrules") => {
+                return Some(v);
+            }
+            Ok(_) => {}
+            Err(e) if super::status_code(&e) == Some(404) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "discovery of resource.k8s.io/{v} failed; DeviceTaintRules of that version are not read");
+            }
+        }
+    }
+    None
+}

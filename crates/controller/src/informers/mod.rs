@@ -7,8 +7,8 @@
 //! deletions missed while the watch was down (expired resourceVersion) are not lost. The
 //! watcher itself relists on `410 Gone` and retries with backoff on errors.
 //!
-//! Optional kinds (CSIDriver, CSIStorageCapacity, ResourceClaim, ResourceSlice, DeviceClass)
-//! tolerate a server that does not serve
+//! Optional kinds (CSIDriver, CSIStorageCapacity, ResourceClaim, ResourceSlice, DeviceClass,
+//! DeviceTaintRule) tolerate a server that does not serve
 //! them: a 404 on the first list is logged once, the informer counts as synced with no
 //! objects, and it stops, so readiness does not wait for an API that will never answer.
 //!
@@ -18,6 +18,7 @@
 
 mod handlers;
 mod lean;
+mod taint_rules;
 mod watch;
 
 use std::fmt::Debug;
@@ -54,7 +55,7 @@ pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phas
 pub(crate) const LIST_PAGE_SIZE: u32 = 100;
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub(crate) const INFORMER_COUNT: usize = 15 + WORKLOAD_INFORMER_COUNT;
+pub(crate) const INFORMER_COUNT: usize = 16 + WORKLOAD_INFORMER_COUNT;
 
 /// One informer over every `K` in the cluster.
 fn spawn<K, H>(
@@ -84,9 +85,15 @@ fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> 
     Fns { apply, delete }
 }
 
-/// Starts the informers the scheduler needs: thirteen (the storage ones feed the volume
-/// plugins and the binding cycle's wait for claims to be bound) plus the workload ones.
-pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+/// Starts the informers the scheduler needs: sixteen (the storage ones feed the volume
+/// plugins and the binding cycle's wait for claims to be bound, the DRA ones
+/// DynamicResources) plus the workload ones. `taint_rules`: the DeviceTaintRule version the
+/// server serves (discovery).
+pub(crate) fn spawn_all(
+    client: &Client,
+    shared: &Arc<Shared>,
+    taint_rules: Option<&str>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
     // without them on servers that lack the APIs.
     let (req, opt) = (Presence::Required, Presence::Optional);
@@ -191,6 +198,8 @@ pub(crate) fn spawn_all(client: &Client, shared: &Arc<Shared>) -> Vec<tokio::tas
             opt,
             fns::<DeviceClass>(State::on_device_class, State::on_device_class_delete),
         ),
+        // Taints on devices from DeviceTaintRules, as if the slices carried them.
+        taint_rules::spawn_taint_rules(client, shared, taint_rules),
     ];
     informers.extend(spawn_workloads(client, shared));
     informers

@@ -130,6 +130,7 @@ async fn fetch(args: &ExplainArgs) -> Result<(ClusterObjects, config::Loaded), S
         resource_slices: list(c).await.unwrap_or_default(),
         resource_claims: list(c).await.unwrap_or_default(),
         resource_claim_templates: list(c).await.unwrap_or_default(),
+        device_taint_rules: list(c).await.unwrap_or_default(),
         ..ClusterObjects::default()
     };
     Ok((objects, loaded))

@@ -13,8 +13,9 @@ use super::output::Output;
 
 #[derive(Args, Debug)]
 #[command(after_help = format!(
-    "Dump a cluster with every kind simulate reads (one line):\n  {}",
-    simulate::DUMP_COMMAND
+    "Dump a cluster with every kind simulate reads (one line):\n  {}\nand, on clusters that serve DeviceTaintRules (1.37+), pass this file too:\n  {}",
+    simulate::DUMP_COMMAND,
+    simulate::TAINT_RULES_DUMP_COMMAND
 ))]
 pub struct SimulateArgs {
     /// KubeSchedulerConfiguration to schedule with. Default: the built-in example's config

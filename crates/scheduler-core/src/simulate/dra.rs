@@ -288,6 +288,27 @@ spec:
         }
     }
 
+    /// A DeviceTaintRule in the dump taints gpu-0 as `run` would: the first pod gets gpu-1,
+    /// the second none.
+    #[test]
+    fn device_taint_rules_in_the_dump_keep_pods_off_tainted_devices() {
+        let rule = "\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: maintenance}\nspec:\n  deviceSelector: {driver: gpu.example.com, device: gpu-0}\n  taint: {key: example.com/maintenance, effect: NoExecute}\n";
+        let yaml = format!(
+            "{NODES}{CLASS}{TEMPLATE}{rule}{}{}",
+            template_pod("a"),
+            template_pod("b")
+        );
+        let r = simulate(&yaml);
+        assert_eq!(outcome(&r, "ml/a").devices[0].device, "gpu-1");
+        match &outcome(&r, "ml/b").result {
+            PodResult::Unschedulable { message } => assert!(
+                message.starts_with("0/2 nodes are available: 2 cannot allocate all claims."),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// A pod asking for `example.com/gpu`, which a class names: the devices of the claim the
     /// scheduler would create are shown.
     #[test]

@@ -29,11 +29,15 @@ use crate::framework::{
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
 };
+use crate::types::dra::taint_rules::DeviceTaintRuleInfo;
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
 pub use dra::PodDevice;
 pub use explain_pod::{ExplainedPod, explain_pod};
-pub use load::{ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, load_paths, load_str};
+pub use load::{
+    ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, TAINT_RULES_DUMP_COMMAND, load_paths,
+    load_str,
+};
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the
 /// outcome of a retry in a static snapshot.
@@ -474,6 +478,9 @@ fn cluster_cache(objects: &ClusterObjects) -> Cache {
         .resource_claims
         .iter()
         .for_each(|o| dra.update_claim(o));
+    for r in &objects.device_taint_rules {
+        dra.update_taint_rule(DeviceTaintRuleInfo::from_v1(r));
+    }
     cache
 }
 

@@ -12,10 +12,12 @@
 //!   controller creates the claim, writes its allocation and reservation, and the pod's
 //!   `status.extendedResourceClaimStatus`, before the Binding (`binding/claims.rs`).
 //!
-//! Not done yet: finding the claim an earlier attempt created (upstream reuses or deletes
-//! it in PostFilter); a claim left by a failed attempt is deleted by the controller when the
-//! attempt fails, so only a crash in between leaves one behind (owned by the pod, it goes
-//! with the pod).
+//! A claim an earlier attempt created and left behind (the controller deletes the claim of
+//! a failed binding, so only a crash in between leaves one): as upstream, PreFilter finds
+//! it (annotated, controlled by the pod), Filter refuses every node with
+//! [`CANNOT_SCHEDULE_EXTENDED_CLAIM`] (its allocation may be stale), and PostFilter decides
+//! its deletion ([`DELETION_COMPLETED`]); the deletion retries the pod, which then gets a
+//! new claim.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -27,7 +29,9 @@ use crate::types::dra::extended::{
     ExtendedClaimCreate, ExtendedDeviceRequest, RequestMapping, SPECIAL_CLAIM_NAME,
     is_dra_extended_resource_name, requests_and_mappings, special_claim,
 };
-use crate::types::dra::{ClaimStatusWrite, ConsumerRef, DraObjects, ResourceClaimInfo};
+use crate::types::dra::{
+    ClaimDeallocation, ClaimStatusWrite, ConsumerRef, DraObjects, ResourceClaimInfo,
+};
 use crate::types::{NodeInfo, PodInfo};
 
 use super::allocator::Allocator;
@@ -36,6 +40,10 @@ use super::device_index::IndexCache;
 /// Filter: the pod asks for an extended resource the node neither advertises nor has a
 /// DeviceClass for (upstream's "cannot fit resource").
 pub const CANNOT_FIT_RESOURCE: &str = "cannot fit resource";
+/// Filter: the pod's extended resource claim from an earlier attempt still exists.
+pub const CANNOT_SCHEDULE_EXTENDED_CLAIM: &str = "cannot schedule extended resource claim";
+/// PostFilter: that claim is to be deleted.
+pub const DELETION_COMPLETED: &str = "deletion of ResourceClaim completed";
 /// Set by the framework when the pod's profile runs DynamicResources.
 #[derive(Debug, Clone)]
 struct Handled;
@@ -61,6 +69,11 @@ pub(crate) struct ExtendedState {
     allocators: Mutex<HashMap<Vec<String>, NodeClaim>>,
     /// Filter's result per node: the claim's requests, mappings and allocation.
     by_node: Mutex<HashMap<String, (NodeClaim, dra::AllocationResult)>>,
+    /// The pod's extended resource claim an earlier attempt created (upstream
+    /// `findExtendedResourceClaim`).
+    pub(crate) left_over: Option<Arc<ResourceClaimInfo>>,
+    /// PostFilter decided to delete `left_over`.
+    delete: Mutex<Option<ClaimDeallocation>>,
 }
 
 /// One node's claim for the pod's extended resources.
@@ -95,7 +108,37 @@ impl ExtendedState {
                 resources,
                 allocators: Mutex::default(),
                 by_node: Mutex::default(),
+                left_over: left_over_claim(pod, objects),
+                delete: Mutex::default(),
             })
+    }
+
+    /// Filter: with a claim left by an earlier attempt no node fits until it is deleted.
+    pub(crate) fn refuse_left_over(&self) -> Option<Status> {
+        self.left_over
+            .as_ref()
+            .map(|_| Status::unschedulable(CANNOT_SCHEDULE_EXTENDED_CLAIM))
+    }
+
+    /// PostFilter: decides the deletion of the claim left by an earlier attempt, if any.
+    pub(crate) fn delete_left_over(&self) -> Option<Status> {
+        let c = self.left_over.as_ref()?;
+        *self.delete.lock().unwrap_or_else(|e| e.into_inner()) = Some(ClaimDeallocation {
+            namespace: c.namespace.clone(),
+            name: c.name.clone(),
+            uid: c.uid.clone(),
+            resource_version: c.resource_version.clone(),
+            delete: true,
+        });
+        Some(Status::unschedulable(DELETION_COMPLETED))
+    }
+
+    /// The deletion PostFilter decided.
+    pub(crate) fn decided_deletion(&self) -> Option<ClaimDeallocation> {
+        self.delete
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The resources DRA must provide on `node`: backed by a class and not advertised
@@ -187,6 +230,18 @@ impl ExtendedState {
             })),
         })
     }
+}
+
+/// The claim of the pod's extended resources that exists already: annotated, controlled by
+/// the pod, and not the one this scheduler is creating right now (assumed under its
+/// placeholder until the informer reports it).
+fn left_over_claim(pod: &PodInfo, objects: &DraObjects) -> Option<Arc<ResourceClaimInfo>> {
+    objects
+        .claims
+        .values()
+        .filter(|c| c.namespace == pod.namespace() && c.for_extended_resources)
+        .find(|c| c.owner_pod_uid.as_deref() == Some(pod.uid.as_str()))
+        .cloned()
 }
 
 /// The key the claim is assumed under until it has a name: not a valid object name, and

@@ -373,3 +373,93 @@ fn node_resources_fit_waits_for_device_classes_too() {
         e.resource == EventResource::DeviceClass && e.action.contains(ActionType::ADD)
     }));
 }
+
+/// Upstream's PreFilter/Filter/PostFilter for the claim an earlier attempt created and left
+/// (a crash between creating it and binding): found by its annotation and controlling pod,
+/// every node refused, its deletion decided; a claim of another pod, or one not annotated,
+/// is not the pod's.
+#[test]
+fn a_claim_left_by_an_earlier_attempt_is_deleted_first() {
+    use crate::types::dra::ClaimDeallocation;
+    use crate::types::dra::extended::EXTENDED_RESOURCE_CLAIM_ANNOTATION;
+    let left = |owner_uid: &str, annotated: bool| {
+        let mut c = claim(
+            "p-extended-resources-x7k2q",
+            vec![req("container-0-request-0", "gpu")],
+        );
+        c.metadata.uid = Some("claim-uid".into());
+        c.metadata.resource_version = Some("41".into());
+        if annotated {
+            c.metadata.annotations = Some(
+                [(
+                    EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_string(),
+                    "true".to_string(),
+                )]
+                .into(),
+            );
+        }
+        c.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: "p".into(),
+                uid: owner_uid.into(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        c.status = Some(dra::ResourceClaimStatus {
+            allocation: Some(dra::AllocationResult::default()),
+            ..Default::default()
+        });
+        c
+    };
+    let pod = PodInfo::test("ns", "p")
+        .uid("uid-p")
+        .request(GPU, "1")
+        .build();
+    let fw = framework(false);
+
+    let mut o = objects(true, 2);
+    o.update_claim(&left("uid-p", true));
+    match run(&fw, &pod, &snapshot(true, false, o)) {
+        Decision::Unschedulable {
+            message,
+            deallocate,
+            ..
+        } => {
+            assert!(
+                message.starts_with(&format!(
+                    "0/1 nodes are available: 1 {CANNOT_SCHEDULE_EXTENDED_CLAIM}. \
+                     {DELETION_COMPLETED}, preemption: "
+                )),
+                "{message}"
+            );
+            assert_eq!(
+                deallocate,
+                Some(ClaimDeallocation {
+                    namespace: "ns".into(),
+                    name: "p-extended-resources-x7k2q".into(),
+                    uid: "claim-uid".into(),
+                    resource_version: "41".into(),
+                    delete: true,
+                })
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Not the pod's: another pod's claim, or one without the annotation.
+    for (case, c) in [
+        ("another pod's", left("uid-other", true)),
+        ("not annotated", left("uid-p", false)),
+    ] {
+        let mut o = objects(true, 2);
+        o.update_claim(&c);
+        assert_eq!(
+            outcome(run(&fw, &pod, &snapshot(true, false, o))),
+            "bound to n1",
+            "{case}"
+        );
+    }
+}

@@ -27,9 +27,9 @@
 //! (`counters.rs`, the pools' counter sets kept in the shared device index); extended
 //! resources backed by DRA are [`extended`]'s (decided in Filter, the claim not written
 //! yet). Score prefers nodes where earlier `firstAvailable` subrequests are satisfied;
-//! Filter's search per node stops at `filterTimeout`. Not done yet: DeviceTaintRules,
-//! consumable capacity and binding conditions (a device or request using one of these is never
-//! allocated).
+//! Filter's search per node stops at `filterTimeout`. DeviceTaintRules reach the allocator
+//! as taints in the slices (`types/dra/taint_rules.rs`). Not done yet: consumable capacity
+//! and binding conditions (a device or request using one of these is never allocated).
 
 pub mod allocator;
 mod device_index;
@@ -205,9 +205,10 @@ impl Plugin for DynamicResources {
     fn points(self: Arc<Self>) -> PluginPoints {
         plugin_points!(self => pre_enqueue, pre_filter, filter, post_filter, score, reserve, pre_bind)
     }
-    /// Upstream's registrations: a node appearing or relabelled, a claim created or changed
-    /// (allocated, deallocated, reserved), the pod's status naming its generated claim, a
-    /// class or a slice created or changed.
+    /// Upstream's registrations: a node appearing or relabelled, a claim created, changed
+    /// (allocated, deallocated, reserved) or deleted (its devices are free; the claim of
+    /// the pod's extended resources left by an earlier attempt is gone), the pod's status
+    /// naming its generated claim, a class or a slice created or changed.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         let add_update = ActionType::ADD | ActionType::UPDATE;
         vec![
@@ -218,7 +219,10 @@ impl Plugin for DynamicResources {
                     | ActionType::UPDATE_NODE_TAINT
                     | ActionType::UPDATE_NODE_ALLOCATABLE,
             ),
-            ClusterEvent::new(EventResource::ResourceClaim, add_update),
+            ClusterEvent::new(
+                EventResource::ResourceClaim,
+                add_update | ActionType::DELETE,
+            ),
             ClusterEvent::new(
                 EventResource::UnscheduledPod,
                 ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM,
@@ -284,6 +288,7 @@ pub fn decided_deallocation(state: &CycleState) -> Option<ClaimDeallocation> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+            .or_else(|| s.extended.as_ref()?.decided_deletion())
     })
 }
 
@@ -483,6 +488,9 @@ impl FilterPlugin for DynamicResources {
         // pod's other claims.
         let mut ext_claim = None;
         if let Some(e) = &s.extended {
+            if let Some(st) = e.refuse_left_over() {
+                return st;
+            }
             let pending = s.allocator.as_ref().map(|a| a.claims()).unwrap_or_default();
             match e.node_claim(pod, node, &s.objects, &self.index, pending) {
                 Ok(c) => ext_claim = c,
@@ -621,23 +629,39 @@ impl PostFilterPlugin for DynamicResources {
         pod: &PodInfo,
         _ctx: &PostFilterContext<'_>,
     ) -> (Option<PostFilterResult>, Status) {
+        // The claim of the pod's extended resources an earlier attempt left: deleted when
+        // no claim is to be deallocated (upstream checks it after its deallocation loop).
+        let delete_left_over = || {
+            state
+                .read::<StateData>()
+                .and_then(|s| s.extended.as_ref()?.delete_left_over())
+        };
         if pod.resource_claims.is_empty() {
+            if let Some(st) = delete_left_over() {
+                return (None, st);
+            }
             return (
                 None,
                 Status::with_reasons(Code::Unschedulable, Vec::<String>::new()),
             );
         }
         let Some(s) = state.read::<StateData>().filter(|s| !s.claims.is_empty()) else {
-            return (None, Status::unschedulable(NO_NEW_CLAIMS_TO_DEALLOCATE));
+            let st = delete_left_over()
+                .unwrap_or_else(|| Status::unschedulable(NO_NEW_CLAIMS_TO_DEALLOCATE));
+            return (None, st);
         };
         let unavailable = s.unavailable.lock().unwrap_or_else(|e| e.into_inner());
         let pick = unavailable.iter().map(|&i| &s.claims[i]).find(|c| {
             c.reserved_for.is_empty() || (c.reserved_for.len() == 1 && c.is_reserved_for(&pod.uid))
         });
         let Some(c) = pick else {
-            return (None, Status::unschedulable(STILL_NOT_SCHEDULABLE));
+            drop(unavailable);
+            let st =
+                delete_left_over().unwrap_or_else(|| Status::unschedulable(STILL_NOT_SCHEDULABLE));
+            return (None, st);
         };
         *s.deallocate.lock().unwrap_or_else(|e| e.into_inner()) = Some(ClaimDeallocation {
+            delete: false,
             namespace: c.namespace.clone(),
             name: c.name.clone(),
             uid: c.uid.clone(),
@@ -717,5 +741,7 @@ impl PreBindPlugin for DynamicResources {
 
 #[cfg(test)]
 mod post_filter_tests;
+#[cfg(test)]
+mod taint_rules_tests;
 #[cfg(test)]
 mod tests;

@@ -67,6 +67,7 @@ fn a_claim_allocated_for_no_usable_node_and_reserved_for_nobody_is_deallocated()
     assert_eq!(
         deallocate,
         Some(ClaimDeallocation {
+            delete: false,
             namespace: "ns".into(),
             name: "gone".into(),
             uid: "uid-gone".into(),

@@ -570,6 +570,11 @@ fn claim_slice_class_node_and_pod_changes_requeue_the_pod() {
             events.push(ClusterEvent::new(resource, action));
         }
     }
+    // A claim deleted frees its devices (upstream's newest registration).
+    events.push(ClusterEvent::new(
+        EventResource::ResourceClaim,
+        ActionType::DELETE,
+    ));
     for event in events {
         let who: Vec<_> = fw
             .events_to_register()

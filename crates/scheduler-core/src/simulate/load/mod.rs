@@ -47,11 +47,18 @@ pub const KINDS_READ: &[(&str, &str)] = &[
     ("ResourceSlice", "resourceslices"),
     ("ResourceClaim", "resourceclaims"),
     ("ResourceClaimTemplate", "resourceclaimtemplates"),
+    ("DeviceTaintRule", "devicetaintrules"),
 ];
 
 /// The one command that dumps everything `simulate` reads (README, docs and
 /// `simulate --help` show this very text; a test checks they agree).
 pub const DUMP_COMMAND: &str = "kubectl get nodes,pods,namespaces,services,replicasets,statefulsets,replicationcontrollers,runtimeclasses,priorityclasses,poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments,deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A -o yaml > cluster.yaml";
+
+/// DeviceTaintRules are dumped apart: servers before 1.37 (or with DRADeviceTaintRules off)
+/// do not serve them, and `kubectl get` fails as a whole on a kind the server lacks. Pass
+/// the file as a second `--cluster` path.
+pub const TAINT_RULES_DUMP_COMMAND: &str =
+    "kubectl get devicetaintrules -o yaml > devicetaintrules.yaml";
 
 /// Every object `simulate` understands, in file order.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +79,7 @@ pub struct ClusterObjects {
     pub resource_slices: Vec<dra::ResourceSlice>,
     pub resource_claims: Vec<dra::ResourceClaim>,
     pub resource_claim_templates: Vec<dra::ResourceClaimTemplate>,
+    pub device_taint_rules: Vec<dra::DeviceTaintRule>,
     pub namespaces: Vec<Namespace>,
     pub services: Vec<Service>,
     pub replica_sets: Vec<ReplicaSet>,
@@ -124,6 +132,7 @@ impl ClusterObjects {
         self.resource_claims.extend(other.resource_claims);
         self.resource_claim_templates
             .extend(other.resource_claim_templates);
+        self.device_taint_rules.extend(other.device_taint_rules);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -380,6 +389,9 @@ impl DocCtx<'_> {
                 DRA,
                 &mut out.resource_claim_templates,
             ),
+            "DeviceTaintRule" => {
+                self.typed(v, &kind, &api_version, DRA, &mut out.device_taint_rules)
+            }
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }
     }

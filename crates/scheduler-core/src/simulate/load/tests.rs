@@ -289,11 +289,12 @@ fn every_kind_run_watches_is_read() {
         (1, 1, 1, 1, 1)
     );
     assert!(o.skipped_kinds.is_empty(), "{:?}", o.skipped_kinds);
-    // The dump command names every kind read.
+    // The dump commands name every kind read.
     for (_, resource) in KINDS_READ {
         assert!(
             DUMP_COMMAND.contains(&format!("{resource},"))
-                || DUMP_COMMAND.contains(&format!("{resource} ")),
+                || DUMP_COMMAND.contains(&format!("{resource} "))
+                || TAINT_RULES_DUMP_COMMAND.contains(&format!(" {resource} ")),
             "{resource}"
         );
     }

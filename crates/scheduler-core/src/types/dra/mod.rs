@@ -9,6 +9,7 @@
 pub mod cel;
 pub mod extended;
 mod objects;
+pub mod taint_rules;
 pub mod template;
 
 use super::labels::LabelSet;
@@ -243,6 +244,9 @@ pub struct ResourceClaimInfo {
     pub owner_pod_uid: Option<String>,
     pub finalizers: Vec<String>,
     pub deleting: bool,
+    /// Annotated as the claim of a pod's DRA-backed extended resources
+    /// ([`extended::EXTENDED_RESOURCE_CLAIM_ANNOTATION`] is `"true"`).
+    pub for_extended_resources: bool,
 }
 
 impl ResourceClaimInfo {
@@ -296,6 +300,10 @@ impl ResourceClaimInfo {
             owner_pod_uid,
             finalizers: c.metadata.finalizers.clone().unwrap_or_default(),
             deleting: c.metadata.deletion_timestamp.is_some(),
+            for_extended_resources: c.metadata.annotations.as_ref().is_some_and(|a| {
+                a.get(extended::EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+                    .is_some_and(|v| v == "true")
+            }),
         }
     }
 

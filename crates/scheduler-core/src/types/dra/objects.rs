@@ -18,8 +18,12 @@ use super::{
 pub struct DraObjects {
     /// Keyed by `namespace/name`; an assumed claim replaces the informer's copy here.
     pub(crate) claims: Arc<HashMap<String, Arc<ResourceClaimInfo>>>,
-    /// Sorted by name, so allocation walks devices in the same order every time.
+    /// Sorted by name, so allocation walks devices in the same order every time. The
+    /// DeviceTaintRules' taints are applied (`taint_rules.rs`).
     pub(crate) slices: Arc<BTreeMap<String, Arc<ResourceSliceInfo>>>,
+    /// The slices as published, before the DeviceTaintRules.
+    pub(crate) raw_slices: Arc<BTreeMap<String, Arc<ResourceSliceInfo>>>,
+    pub(crate) taint_rules: Arc<BTreeMap<String, Arc<super::taint_rules::DeviceTaintRuleInfo>>>,
     pub(crate) classes: Arc<HashMap<String, Arc<DeviceClassInfo>>>,
     /// Devices held by some claim's allocation (admin access excluded), with how many claims
     /// hold each (more than one only if the API let two allocations overlap).
@@ -74,6 +78,10 @@ pub struct ClaimDeallocation {
     pub name: String,
     pub uid: String,
     pub resource_version: String,
+    /// Delete the claim instead (the claim of the pod's extended resources an earlier
+    /// attempt created, upstream's PostFilter): its finalizer removed, then the object,
+    /// with the resourceVersion and uid as preconditions.
+    pub delete: bool,
 }
 
 impl ClaimStatusWrite {
@@ -310,12 +318,11 @@ impl DraObjects {
     }
 
     pub fn update_slice(&mut self, s: &dra::ResourceSlice) {
-        let v = ResourceSliceInfo::from_slice(s);
-        Arc::make_mut(&mut self.slices).insert(v.name.clone(), Arc::new(v));
+        self.put_slice(ResourceSliceInfo::from_slice(s));
     }
 
     pub fn remove_slice(&mut self, name: &str) -> bool {
-        self.slices.contains_key(name) && Arc::make_mut(&mut self.slices).remove(name).is_some()
+        self.drop_slice(name)
     }
 
     pub fn update_class(&mut self, c: &dra::DeviceClass) {
@@ -334,6 +341,12 @@ impl DraObjects {
         }
         if !Arc::ptr_eq(&self.slices, &other.slices) {
             self.slices = other.slices.clone();
+        }
+        if !Arc::ptr_eq(&self.raw_slices, &other.raw_slices) {
+            self.raw_slices = other.raw_slices.clone();
+        }
+        if !Arc::ptr_eq(&self.taint_rules, &other.taint_rules) {
+            self.taint_rules = other.taint_rules.clone();
         }
         if !Arc::ptr_eq(&self.classes, &other.classes) {
             self.classes = other.classes.clone();
