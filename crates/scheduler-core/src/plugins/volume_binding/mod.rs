@@ -572,11 +572,13 @@ impl PreScorePlugin for VolumeBinding {
     fn pre_score(
         &self,
         state: &mut CycleState,
-        _pod: &PodInfo,
+        pod: &PodInfo,
         _nodes: &[Arc<NodeInfo>],
         _snapshot: &Snapshot,
     ) -> Status {
-        if self.shape.is_none() {
+        // Without claims every node scores 0 (upstream looks each node up and finds
+        // nothing); skipping gives the same totals without a lock per node.
+        if self.shape.is_none() || pod.volumes.claims.is_empty() {
             return Status::skip();
         }
         if state.read::<StateData>().is_none() {

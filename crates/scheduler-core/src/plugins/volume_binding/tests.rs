@@ -322,6 +322,30 @@ fn capacity_scoring_only_with_a_shape() {
     );
     assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
 }
+/// A pod without claims scores 0 everywhere, so with a shape the plugin skips PreScore
+/// (and Score) for it, while a pod with a claim is still scored.
+#[test]
+fn a_pod_without_claims_skips_capacity_scoring() {
+    let pl = default_shape_plugin();
+    let vols = store(
+        vec![pvc("ns", "c").class("local").request("5Gi").build()],
+        vec![pv("half-full", "local", "10Gi").local_on("a").build()],
+        wffc_classes(),
+    );
+    let plain = PodInfo::test("ns", "plain").build();
+    let mut r = run_with(&pl, &plain, vols.clone());
+    assert!(
+        pl.pre_score(&mut r.state, &plain, &[], &Snapshot::new())
+            .is_skip()
+    );
+    let claiming = PodInfo::test("ns", "p").pvc("c").build();
+    let mut r = run_with(&pl, &claiming, vols);
+    assert!(
+        pl.pre_score(&mut r.state, &claiming, &[], &Snapshot::new())
+            .is_success()
+    );
+}
+
 fn default_shape_plugin() -> VolumeBinding {
     let args = PluginArgs::VolumeBinding(VolumeBindingArgs {
         bind_timeout_seconds: 600,
