@@ -395,12 +395,14 @@ fn a_malformed_field_is_still_an_error() {
 
 /// What the lean decode saves, for `valgrind --tool=callgrind` (instructions) and
 /// `--tool=dhat` (allocations); it checks nothing. `LEAN_PROBE` picks what each of
-/// `LEAN_PROBE_N` rounds (default 1,000) does: decode a pod and build its views in full
-/// (`full-pod`), without managedFields only (`meta-pod`, the decode before the pod
-/// mirrors) or leanly (`lean-pod`); `*-node` the same for a node and its fingerprint
-/// (`served` = a bench node, `kubelet` = a kubelet's node with images); empty: nothing,
-/// the baseline to subtract. Run: `cargo test --release -p controller --lib
-/// decode_cost_probe -- --ignored` under valgrind with the variables set.
+/// `LEAN_PROBE_N` rounds (default 1,000) does with the served pod: decode it and build the
+/// views in full (`pod-full`), without managedFields only (`pod-before`, the decode before
+/// the pod mirrors) or leanly (`pod-lean`); `-decode` appended: decode only. `node-before-*`
+/// / `node-lean-*`: a node event as the informer handled it before (lean decode,
+/// fingerprint, a copy for the cache) and now (moved into the cache), for the bench node
+/// (`served`) or a kubelet's node with images (`kubelet`). Empty: nothing, the baseline to
+/// subtract. Run: `cargo test --release -p controller --lib decode_cost_probe -- --ignored`
+/// under valgrind with the variables set.
 #[test]
 #[ignore = "a measurement probe, run under valgrind"]
 fn decode_cost_probe() {
@@ -409,45 +411,52 @@ fn decode_cost_probe() {
     let rounds: usize = std::env::var("LEAN_PROBE_N").map_or(1000, |n| n.parse().unwrap());
     // Compact, as a server sends it; decoded from a `str` as kube decodes watch lines.
     let compact = |text: &str| serde_json::to_string(&doc(text)).unwrap();
-    let pod = &compact(SERVED_POD)[..];
-    let (served_node, kubelet_node) = (
-        compact(include_str!("testdata/served-node.json")),
-        compact(include_str!("testdata/kubelet-node.json")),
-    );
-    let node = |kind: &str| match kind {
-        "kubelet" => &kubelet_node[..],
-        _ => &served_node[..],
+    let pod = compact(SERVED_POD);
+    let served_node = compact(include_str!("testdata/served-node.json"));
+    let kubelet_node = compact(include_str!("testdata/kubelet-node.json"));
+    let (probe, views) = match probe.strip_suffix("-decode") {
+        Some(p) => (p, false),
+        None => (probe.as_str(), true),
     };
-    let pod_views =
-        |p: &Pod| black_box((PodInfo::from_pod(p), is_terminal(p), scheduled_condition(p)));
+    let pod_views = |p: Pod| {
+        if views {
+            black_box((
+                PodInfo::from_pod(&p),
+                is_terminal(&p),
+                scheduled_condition(&p),
+            ));
+        }
+        black_box(p);
+    };
     for _ in 0..rounds {
-        match probe.split_once('-') {
-            Some(("full", "pod")) => {
-                pod_views(&serde_json::from_str::<Pod>(black_box(pod)).unwrap());
-            }
-            Some(("meta", "pod")) => {
-                let p: Parts<PodSpec, PodStatus> = serde_json::from_str(black_box(pod)).unwrap();
-                pod_views(&Pod {
+        match probe.split('-').collect::<Vec<_>>()[..] {
+            ["pod", "full"] => pod_views(serde_json::from_str::<Pod>(black_box(&pod)).unwrap()),
+            ["pod", "before"] => {
+                let p: Parts<PodSpec, PodStatus> = serde_json::from_str(black_box(&pod)).unwrap();
+                pod_views(Pod {
                     metadata: p.metadata.unwrap_or_default().into(),
                     spec: p.spec,
                     status: p.status,
                 });
             }
-            Some(("lean", "pod")) => {
-                pod_views(&serde_json::from_str::<Lean<Pod>>(black_box(pod)).unwrap().0);
-            }
-            Some((how, kind)) => {
-                let n = match how {
-                    "full" => serde_json::from_str::<Node>(black_box(node(kind))).unwrap(),
-                    _ => {
-                        serde_json::from_str::<Lean<Node>>(black_box(node(kind)))
-                            .unwrap()
-                            .0
-                    }
+            ["pod", "lean"] => pod_views(
+                serde_json::from_str::<Lean<Pod>>(black_box(&pod))
+                    .unwrap()
+                    .0,
+            ),
+            ["node", how, kind] => {
+                let text = if kind == "kubelet" {
+                    &kubelet_node
+                } else {
+                    &served_node
                 };
-                black_box((NodeFingerprint::of(&n), std::sync::Arc::new(n)));
+                let Lean(n) = serde_json::from_str::<Lean<Node>>(black_box(text)).unwrap();
+                let fp = NodeFingerprint::of(&n);
+                let kept = if how == "before" { n.clone() } else { n };
+                black_box((fp, std::sync::Arc::new(kept)));
             }
-            None => {}
+            [""] => {}
+            _ => panic!("unknown LEAN_PROBE {probe:?}"),
         }
     }
 }
