@@ -9,6 +9,10 @@
 //! list of paths and prove, by changing every field of rich pods one at a time, that the
 //! views built from a lean pod are those a full decode gives.
 //!
+//! A consumer that starts reading another pod field needs it here, in the tests' `KEPT`
+//! list, and set in `testdata/rich-pod.json` (which sets every PodSpec field, read or not,
+//! so the variant test fails on a newly read field the structs skip).
+//!
 //! Each struct converts into its k8s-openapi type with the skipped fields at their
 //! defaults, so the consumers stay unchanged. Two lists are also filtered: volume mounts
 //! without `bindMountOptions` and volumes without a source the volume plugins look at are

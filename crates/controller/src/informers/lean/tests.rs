@@ -333,6 +333,20 @@ fn the_lean_structs_keep_exactly_the_listed_fields() {
     }
 }
 
+/// A misspelt key in a test pod would be skipped by both decodes and prove nothing: every
+/// key must be a field k8s-openapi knows (a full decode serializes it back).
+#[test]
+fn the_test_pods_name_only_real_fields() {
+    for (name, d) in test_pods() {
+        let full: Pod = serde_json::from_value(d.clone()).unwrap();
+        let (mut given, mut known) = (BTreeSet::new(), BTreeSet::new());
+        field_paths(&d, "", &mut given);
+        field_paths(&serde_json::to_value(&full).unwrap(), "", &mut known);
+        let unknown: Vec<_> = given.difference(&known).collect();
+        assert!(unknown.is_empty(), "{name}: unknown fields {unknown:?}");
+    }
+}
+
 #[test]
 fn a_served_pod_keeps_no_projected_volume_and_no_mount() {
     let Lean(pod): Lean<Pod> = serde_json::from_str(SERVED_POD).unwrap();
