@@ -276,8 +276,7 @@ impl State {
     }
 
     /// A node added or changed; `old`/`new` fingerprint what update classification
-    /// compares (the informer keeps only the fingerprint). The decoded node moves into the
-    /// cache: no copy of it (a kubelet's node carries its images list).
+    /// compares (the informer keeps only the fingerprint). The node moves into the cache.
     pub(crate) fn on_node(
         &mut self,
         old: Option<&NodeFingerprint>,
