@@ -276,24 +276,24 @@ impl State {
     }
 
     /// A node added or changed; `old`/`new` fingerprint what update classification
-    /// compares (the informer keeps only the fingerprint).
+    /// compares (the informer keeps only the fingerprint). The node moves into the cache.
     pub(crate) fn on_node(
         &mut self,
         old: Option<&NodeFingerprint>,
-        node: &Node,
+        node: Node,
         new: &NodeFingerprint,
     ) {
         // The informer keeps only a fingerprint; the cache's view before this update is the
         // old node the hints compare with (upstream passes both objects).
-        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let name = node.metadata.name.clone().unwrap_or_default();
         // Only for updates that fire events: heartbeats keep the cache's view unshared.
         let before = old
             .filter(|o| !o.actions_to(new).is_empty())
-            .and_then(|_| self.cache.node_info(name))
+            .and_then(|_| self.cache.node_info(&name))
             .filter(|n| n.has_node())
             .cloned();
-        self.cache.update_node(node);
-        let info = self.cache.node_info(name).cloned();
+        self.cache.upsert_node(Arc::new(node));
+        let info = self.cache.node_info(&name).cloned();
         let objects = match &info {
             Some(new) => EventObjects::Node {
                 old: before.as_deref(),
@@ -683,7 +683,7 @@ pub(crate) mod tests {
         let (shared, profiles, clock) = default_profile_state();
         let mut st = shared.lock();
         let fp = |n: &Node| NodeFingerprint::of(n);
-        st.on_node(None, &node("small", "1"), &fp(&node("small", "1")));
+        st.on_node(None, node("small", "1"), &fp(&node("small", "1")));
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "huge", "namespace": "default", "uid": "u1"},
             "spec": {"containers": [{"name": "c", "image": "i",
@@ -724,11 +724,11 @@ pub(crate) mod tests {
             ]);
             n
         };
-        st.on_node(Some(&fp(&before)), &heartbeat, &fp(&heartbeat));
+        st.on_node(Some(&fp(&before)), heartbeat.clone(), &fp(&heartbeat));
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
 
         // A node added may fit it: retried (after its backoff).
-        st.on_node(None, &node("big", "8"), &fp(&node("big", "8")));
+        st.on_node(None, node("big", "8"), &fp(&node("big", "8")));
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Backoff));
         clock.advance(std::time::Duration::from_secs(2));
         assert_eq!(st.queue.flush_backoff_completed(), 1);
@@ -753,8 +753,8 @@ pub(crate) mod tests {
         let fp = |n: &Node| NodeFingerprint::of(n);
         let gpu = labelled("gpu", "1", json!({"pool": "gpu"}));
         let plain = node("plain", "8");
-        st.on_node(None, &gpu, &fp(&gpu));
-        st.on_node(None, &plain, &fp(&plain));
+        st.on_node(None, gpu.clone(), &fp(&gpu));
+        st.on_node(None, plain.clone(), &fp(&plain));
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
             "spec": {"nodeSelector": {"pool": "gpu"}, "containers": [{"name": "c",
@@ -768,11 +768,11 @@ pub(crate) mod tests {
 
         // The gpu node gets another label: it matched before and matches now.
         let relabelled = labelled("gpu", "1", json!({"pool": "gpu", "rack": "r1"}));
-        st.on_node(Some(&fp(&gpu)), &relabelled, &fp(&relabelled));
+        st.on_node(Some(&fp(&gpu)), relabelled.clone(), &fp(&relabelled));
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
         // The big node joins the pool: it did not match before.
         let joined = labelled("plain", "8", json!({"pool": "gpu"}));
-        st.on_node(Some(&fp(&plain)), &joined, &fp(&joined));
+        st.on_node(Some(&fp(&plain)), joined.clone(), &fp(&joined));
         assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Active));
     }
 

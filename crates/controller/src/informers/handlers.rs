@@ -126,8 +126,9 @@ impl Handler<Lean<Node>> for Nodes {
         Lean(new): Lean<Node>,
     ) -> (String, NodeFingerprint) {
         let fp = NodeFingerprint::of(&new);
-        st.on_node(old.map(|(_, f)| f), &new, &fp);
-        (new.name_any(), fp)
+        let name = new.name_any();
+        st.on_node(old.map(|(_, f)| f), new, &fp);
+        (name, fp)
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
         st.on_node_delete(&old.0);
