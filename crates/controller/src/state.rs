@@ -144,8 +144,9 @@ impl State {
             .move_all_to_active_or_backoff(ClusterEvent::new(resource, action), None);
     }
 
-    /// A pod added or changed; returns its PodInfo for the informer to keep (`old` is what
-    /// it kept of the previous version).
+    /// A pod added or changed; returns its PodInfo (tests: the pod informer builds the
+    /// view before taking the lock and calls [`Self::apply_pod`]).
+    #[cfg(test)]
     pub(crate) fn on_pod(
         &mut self,
         profiles: &ProfileRegistry,
@@ -157,7 +158,9 @@ impl State {
         info
     }
 
-    fn apply_pod(
+    /// A pod added or changed, `info` its view (`old` is what the informer kept of the
+    /// previous version).
+    pub(crate) fn apply_pod(
         &mut self,
         profiles: &ProfileRegistry,
         old: Option<&Arc<PodInfo>>,

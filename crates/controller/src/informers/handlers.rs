@@ -20,14 +20,9 @@ pub(crate) trait Handler<K>: Send + Sync + 'static {
     /// keep compact views, not the objects: full objects would dominate the scheduler's
     /// memory (a Pod deserializes to kilobytes; a real Node carries its images list).
     type View: Send + 'static;
-    /// Applies an added or changed object; returns what to keep of it.
-    fn apply(
-        &self,
-        shared: &Shared,
-        st: &mut State,
-        old: Option<&Self::View>,
-        new: K,
-    ) -> Self::View;
+    /// Applies an added or changed object; returns what to keep of it. Takes the state
+    /// lock itself, so views can be built before it (the scheduling loop waits on it).
+    fn apply(&self, shared: &Shared, old: Option<&Self::View>, new: K) -> Self::View;
     fn delete(&self, shared: &Shared, st: &mut State, old: &Self::View);
     /// The view of an object deleted before this informer kept anything of it.
     fn view(&self, obj: K) -> Self::View;
@@ -57,8 +52,8 @@ pub(super) struct Fns<K> {
 
 impl<K: Send + Sync + 'static> Handler<K> for Fns<K> {
     type View = K;
-    fn apply(&self, _: &Shared, st: &mut State, old: Option<&K>, new: K) -> K {
-        (self.apply)(st, old, &new);
+    fn apply(&self, shared: &Shared, old: Option<&K>, new: K) -> K {
+        (self.apply)(&mut shared.lock(), old, &new);
         new
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &K) {
@@ -74,14 +69,12 @@ pub(super) struct Pods;
 
 impl Handler<Lean<Pod>> for Pods {
     type View = Arc<PodInfo>;
-    fn apply(
-        &self,
-        shared: &Shared,
-        st: &mut State,
-        old: Option<&Arc<PodInfo>>,
-        new: Lean<Pod>,
-    ) -> Arc<PodInfo> {
-        st.on_pod(&shared.profiles, old, &new.0)
+    fn apply(&self, shared: &Shared, old: Option<&Arc<PodInfo>>, new: Lean<Pod>) -> Arc<PodInfo> {
+        let info = Arc::new(PodInfo::from_pod(&new.0));
+        shared
+            .lock()
+            .apply_pod(&shared.profiles, old, &new.0, &info);
+        info
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &Arc<PodInfo>) {
         st.on_pod_delete(old.key());
@@ -120,14 +113,13 @@ impl Handler<Lean<Node>> for Nodes {
     type View = (String, NodeFingerprint);
     fn apply(
         &self,
-        _: &Shared,
-        st: &mut State,
+        shared: &Shared,
         old: Option<&(String, NodeFingerprint)>,
         Lean(new): Lean<Node>,
     ) -> (String, NodeFingerprint) {
         let fp = NodeFingerprint::of(&new);
         let name = new.name_any();
-        st.on_node(old.map(|(_, f)| f), new, &fp);
+        shared.lock().on_node(old.map(|(_, f)| f), new, &fp);
         (name, fp)
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
@@ -145,15 +137,9 @@ pub(super) struct Workloads<K> {
 
 impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
     type View = WorkloadEntry;
-    fn apply(
-        &self,
-        _: &Shared,
-        st: &mut State,
-        _old: Option<&WorkloadEntry>,
-        new: K,
-    ) -> WorkloadEntry {
+    fn apply(&self, shared: &Shared, _old: Option<&WorkloadEntry>, new: K) -> WorkloadEntry {
         let entry = (self.entry)(&new);
-        st.on_workload(entry.clone());
+        shared.lock().on_workload(entry.clone());
         entry
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &WorkloadEntry) {

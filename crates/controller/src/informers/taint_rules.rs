@@ -125,7 +125,8 @@ mod tests {
             "metadata": {"name": "n1"},
             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
         .unwrap();
-        st.on_node(None, &node, &NodeFingerprint::of(&node));
+        let fp = NodeFingerprint::of(&node);
+        st.on_node(None, node, &fp);
         let class: dra::DeviceClass = serde_json::from_value(json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
             "metadata": {"name": "gpu"}, "spec": {}}))

@@ -111,7 +111,7 @@ pub(crate) async fn run_informer_with<K, H>(
             watcher::Event::InitApply(o) => {
                 let k = key_of(&o);
                 let start = Instant::now();
-                let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                let view = handler.apply(&shared, store.get(&k), o);
                 observe(&shared, &handler, &kind, start, store.get(&k), Some(&view));
                 store.insert(k.clone(), view);
                 listed.get_or_insert_default().insert(k);
@@ -140,7 +140,7 @@ pub(crate) async fn run_informer_with<K, H>(
             watcher::Event::Apply(o) => {
                 let k = key_of(&o);
                 let start = Instant::now();
-                let view = handler.apply(&shared, &mut shared.lock(), store.get(&k), o);
+                let view = handler.apply(&shared, store.get(&k), o);
                 observe(&shared, &handler, &kind, start, store.get(&k), Some(&view));
                 store.insert(k, view);
                 shared.notify();
