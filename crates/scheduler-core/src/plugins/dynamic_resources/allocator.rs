@@ -47,6 +47,8 @@ pub struct Allocator {
     allocated: Arc<HashMap<DeviceId, u32>>,
     /// Devices of claims preemption would free (victims'), usable in this attempt.
     freed: HashSet<DeviceId>,
+    /// DRADeviceBindingConditions: devices with binding conditions may be allocated.
+    binding_conditions: bool,
 }
 
 impl Allocator {
@@ -85,6 +87,7 @@ impl Allocator {
             class_matches,
             allocated: objects.allocated.clone(),
             freed: HashSet::new(),
+            binding_conditions: objects.binding_conditions(),
         }
     }
 
@@ -148,6 +151,9 @@ impl Allocator {
         if !index.shared.is_empty() {
             slices.sort_by(|a, b| (a.pool, &a.slice.name).cmp(&(b.pool, &b.slice.name)));
         }
+        if self.binding_conditions {
+            binding_pools_last(&mut slices);
+        }
         let node_pools: Vec<usize> = {
             let mut v: Vec<usize> = slices.iter().map(|e| e.pool).collect();
             v.dedup();
@@ -160,7 +166,9 @@ impl Allocator {
                 continue;
             }
             for (i, d) in e.slice.devices.iter().enumerate() {
-                if d.unsupported.is_some() {
+                if d.unsupported.is_some()
+                    || (!self.binding_conditions && d.has_binding_conditions())
+                {
                     continue;
                 }
                 if let Some(n) = &d.nodes
@@ -199,6 +207,21 @@ impl Allocator {
             Err(Stop::Fatal(e)) => Err(AllocError::Fatal(e)),
             Err(Stop::TimedOut) => Err(AllocError::TimedOut),
         }
+    }
+}
+
+/// Upstream tries the pools without binding conditions before those with them (a device
+/// that needs no attaching wins), each group in the usual pool order. A pool has binding
+/// conditions when one of its devices the node can see has some.
+fn binding_pools_last(slices: &mut [&IndexedSlice]) {
+    let with: HashSet<usize> = slices
+        .iter()
+        .filter(|e| e.slice.devices.iter().any(|d| d.has_binding_conditions()))
+        .map(|e| e.pool)
+        .collect();
+    if !with.is_empty() {
+        // Stable: within each group the order stays the pool order.
+        slices.sort_by_key(|e| with.contains(&e.pool));
     }
 }
 

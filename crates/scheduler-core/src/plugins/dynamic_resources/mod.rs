@@ -32,6 +32,7 @@
 //! allocated).
 
 pub mod allocator;
+pub mod binding_conditions;
 mod device_index;
 pub mod extended;
 mod hints;
@@ -40,7 +41,7 @@ use crate::framework::Signing;
 use crate::plugins::helper::{default_normalize_score, sign};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::PluginArgs;
 
@@ -151,6 +152,11 @@ pub struct DynamicResources {
     filter_timeout: Option<Duration>,
     /// The clock the time limit is measured with (a fake one in tests).
     now: fn() -> Instant,
+    /// `DynamicResourcesArgs.bindingTimeout`: how long after its allocation a claim may
+    /// wait for its devices' binding conditions.
+    binding_timeout: Duration,
+    /// The wall clock allocation timestamps are compared with (a fake one in tests).
+    wall: fn() -> SystemTime,
 }
 
 impl Default for DynamicResources {
@@ -160,6 +166,8 @@ impl Default for DynamicResources {
             index: Default::default(),
             filter_timeout: Some(crate::config::DEFAULT_DRA_FILTER_TIMEOUT),
             now: Instant::now,
+            binding_timeout: crate::config::DEFAULT_DRA_BINDING_TIMEOUT,
+            wall: SystemTime::now,
         }
     }
 }
@@ -174,6 +182,7 @@ impl DynamicResources {
         let mut p = DynamicResources::default();
         if let Some(PluginArgs::DynamicResources(a)) = args {
             p.filter_timeout = Some(a.filter_timeout).filter(|t| !t.is_zero());
+            p.binding_timeout = a.binding_timeout;
         }
         p
     }
@@ -274,6 +283,8 @@ struct StateData {
     deallocate: Arc<Mutex<Option<ClaimDeallocation>>>,
     /// The pod asks for extended resources a DeviceClass backs.
     extended: Option<Arc<extended::ExtendedState>>,
+    /// Reserve's decision: the binding cycle waits for these claims' binding conditions.
+    binding_wait: Option<binding_conditions::BindingWait>,
 }
 
 /// The claim PostFilter decided to deallocate, for the controller to carry out (with its
@@ -415,6 +426,7 @@ impl PreFilterPlugin for DynamicResources {
             unavailable: Arc::default(),
             deallocate: Arc::default(),
             extended: ext,
+            binding_wait: None,
         });
         (None, Status::success())
     }
@@ -519,6 +531,12 @@ impl FilterPlugin for DynamicResources {
                     .as_ref()
                     .and_then(|a| a.node_selector.as_ref())
                     .is_some_and(|sel| !sel.matches_labels(&node.name, &node.labels))
+                    || binding_conditions::unavailable(
+                        c,
+                        &s.objects,
+                        self.binding_timeout,
+                        (self.wall)(),
+                    )
             })
             .map(|(i, _)| i)
             .collect();
@@ -696,6 +714,8 @@ impl ReservePlugin for DynamicResources {
                 create: None,
             });
         }
+        s.binding_wait =
+            binding_conditions::wait_for(&s.claims, &writes, &s.objects, self.binding_timeout);
         writes.extend(s.extended.as_ref().and_then(|e| e.reserve_write(pod, node)));
         s.reserved = Some(writes);
         Status::success()
@@ -704,6 +724,7 @@ impl ReservePlugin for DynamicResources {
     fn unreserve(&self, state: &mut CycleState, _pod: &PodInfo, _node: &str) {
         if let Some(s) = state.read_mut::<StateData>() {
             s.reserved = None;
+            s.binding_wait = None;
         }
     }
 }
