@@ -34,7 +34,8 @@ pub fn waiting_for_binding_conditions(node: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BindingWait {
     /// The pod's claims (namespace, name) whose allocation has devices with binding
-    /// conditions, in `spec.resourceClaims` order.
+    /// conditions, in `spec.resourceClaims` order, then the claim for its DRA-backed
+    /// extended resources (the placeholder name of its [`ClaimStatusWrite`]).
     pub claims: Vec<(String, String)>,
     /// `DynamicResourcesArgs.bindingTimeout` of the pod's profile.
     pub timeout: Duration,
@@ -69,7 +70,8 @@ pub(super) fn unavailable(
 }
 
 /// Reserve's part: the claims whose allocation (the new one in `writes`, else the one they
-/// have) has devices with binding conditions. None when there are none or the feature is
+/// have) has devices with binding conditions, then a claim `writes` creates with such an
+/// allocation. None when there are none or the feature is
 /// off.
 pub(super) fn wait_for(
     claims: &[Arc<ResourceClaimInfo>],
@@ -87,11 +89,20 @@ pub(super) fn wait_for(
             .and_then(|w| w.allocation.clone())
             .or_else(|| c.allocation.as_ref().map(|a| a.raw.clone()))
     };
-    let claims: Vec<(String, String)> = claims
+    let mut claims: Vec<(String, String)> = claims
         .iter()
         .filter(|c| allocation_of(c).is_some_and(|a| has_binding_conditions(&a)))
         .map(|c| (c.namespace.clone(), c.name.clone()))
         .collect();
+    // The claim of DRA-backed extended resources, under its placeholder name until the
+    // controller creates it.
+    claims.extend(
+        writes
+            .iter()
+            .filter(|w| w.create.is_some())
+            .filter(|w| w.allocation.as_ref().is_some_and(has_binding_conditions))
+            .map(|w| (w.namespace.clone(), w.name.clone())),
+    );
     (!claims.is_empty()).then_some(BindingWait { claims, timeout })
 }
 

@@ -714,9 +714,9 @@ impl ReservePlugin for DynamicResources {
                 create: None,
             });
         }
+        writes.extend(s.extended.as_ref().and_then(|e| e.reserve_write(pod, node)));
         s.binding_wait =
             binding_conditions::wait_for(&s.claims, &writes, &s.objects, self.binding_timeout);
-        writes.extend(s.extended.as_ref().and_then(|e| e.reserve_write(pod, node)));
         s.reserved = Some(writes);
         Status::success()
     }
