@@ -49,6 +49,10 @@ pub struct RunOptions {
     pub explain: crate::serving::explain::ExplainOptions,
     /// Opportunistic batching (upstream's OpportunisticBatching gate, on by default).
     pub opportunistic_batching: bool,
+    /// Device binding conditions (upstream's DRADeviceBindingConditions with
+    /// DRAResourceClaimDeviceStatus, on by default since 1.36): off, devices with binding
+    /// conditions are never allocated.
+    pub dra_device_binding_conditions: bool,
 }
 
 /// The instance id upstream would use: the hostname.
@@ -114,6 +118,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         mut extensions,
         explain,
         opportunistic_batching,
+        dra_device_binding_conditions,
     } = opts;
     let mut registry = Registry::in_tree();
     for e in &extensions {
@@ -149,6 +154,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         crate::client::discovery::DRA_GROUP_VERSION
     );
     shared.lock().cache.set_dra_api_served(dra);
+    shared
+        .lock()
+        .cache
+        .dra_mut()
+        .set_binding_conditions(dra_device_binding_conditions);
     let mut background = informers::spawn_all(&client, &shared);
     for e in &mut extensions {
         background.extend(e.start(&client, QueueEvents::new(&shared)));

@@ -80,6 +80,10 @@ struct Running {
 }
 
 async fn start(server: &FakeApiServer, binding_timeout: &str) -> Running {
+    start_gated(server, binding_timeout, true).await
+}
+
+async fn start_gated(server: &FakeApiServer, binding_timeout: &str, gate: bool) -> Running {
     let loaded = scheduler_core::config::load_str(&config(binding_timeout), "test.yaml").unwrap();
     let client = controller::client(Some(&server.kubeconfig()))
         .await
@@ -99,6 +103,7 @@ async fn start(server: &FakeApiServer, binding_timeout: &str) -> Running {
         extensions: Vec::new(),
         explain: Default::default(),
         opportunistic_batching: true,
+        dra_device_binding_conditions: gate,
     }));
     Running { stop, task }
 }
@@ -313,5 +318,26 @@ async fn a_binding_timeout_deallocates_the_claim_and_retries_the_pod() {
         "{failed:?}"
     );
     assert_eq!(bound_requests(&server), 1);
+    running.stop().await;
+}
+
+/// With the feature gate off (`--feature-gates=DRADeviceBindingConditions=false`), a
+/// device with binding conditions is never allocated, as upstream's allocator skips it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_feature_gate_such_devices_are_not_allocated() {
+    let server = FakeApiServer::start().await;
+    cluster(&server);
+    let running = start_gated(&server, "10m", false).await;
+    wait_for("FailedScheduling", || {
+        !events(&server, "FailedScheduling").is_empty()
+    })
+    .await;
+    let failed = events(&server, "FailedScheduling");
+    assert!(
+        failed[0].starts_with("0/2 nodes are available: 2 cannot allocate all claims."),
+        "{failed:?}"
+    );
+    assert_eq!(allocated(&server), None);
+    assert_eq!(bound_requests(&server), 0);
     running.stop().await;
 }

@@ -364,5 +364,6 @@ impl DraObjects {
         if !Arc::ptr_eq(&self.assumed, &other.assumed) {
             self.assumed = other.assumed.clone();
         }
+        self.binding_conditions_off = other.binding_conditions_off;
     }
 }
