@@ -216,6 +216,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         shared: Arc::clone(&shared),
         bind_timeouts: volumes::bind_timeouts(cfg),
         status_order: Default::default(),
+        closing: tokio::sync::watch::channel(false).0,
     });
     // Extensions' reporters hold a sender, so they end before the executor.
     let leading: Vec<_> = extensions

@@ -341,3 +341,26 @@ async fn without_the_feature_gate_such_devices_are_not_allocated() {
     assert_eq!(bound_requests(&server), 0);
     running.stop().await;
 }
+
+/// Shutting down does not wait out `bindingTimeout`: the wait gives up (upstream's PreBind
+/// context is cancelled), the claim's allocation is taken back and the controller stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_the_wait_and_takes_the_allocation_back() {
+    let server = FakeApiServer::start().await;
+    cluster(&server);
+    let running = start(&server, "10m").await;
+    wait_for("c1 allocated", || allocated(&server).is_some()).await;
+    wait_for("waiting", || {
+        !events(&server, "BindingConditionsPending").is_empty()
+    })
+    .await;
+    let started = std::time::Instant::now();
+    running.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(allocated(&server), None, "the allocation was taken back");
+    assert_eq!(bound_requests(&server), 0);
+}

@@ -60,12 +60,16 @@ fn check(
     Ok(true)
 }
 
-/// Waits until the binding conditions of `claims` all hold. `Err` is the error after
-/// upstream's PreBind prefix.
+/// Upstream's error when PreBind's context is cancelled (here: the scheduler shuts down).
+pub(crate) const CONTEXT_CANCELED: &str = "context canceled";
+
+/// Waits until the binding conditions of `claims` all hold, or `closing` turns true.
+/// `Err` is the error after upstream's PreBind prefix.
 pub(crate) async fn wait_until_ready(
     shared: &Shared,
     claims: &[(String, String)],
     timeout: Duration,
+    mut closing: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), String> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
@@ -75,7 +79,10 @@ pub(crate) async fn wait_until_ready(
         if tokio::time::Instant::now() >= deadline {
             return Err(DEVICE_BINDING_TIMEOUT.to_string());
         }
-        tokio::time::sleep(POLL_PERIOD).await;
+        tokio::select! {
+            _ = tokio::time::sleep(POLL_PERIOD) => {}
+            Ok(_) = closing.wait_for(|c| *c) => return Err(CONTEXT_CANCELED.to_string()),
+        }
     }
 }
 
@@ -116,7 +123,8 @@ impl Executor {
                 note: &note,
             })
             .await;
-        let Err(e) = wait_until_ready(&self.shared, &claims, wait.timeout).await else {
+        let closing = self.closing.subscribe();
+        let Err(e) = wait_until_ready(&self.shared, &claims, wait.timeout, closing).await else {
             return Ok(());
         };
         {

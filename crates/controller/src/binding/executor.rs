@@ -122,6 +122,9 @@ pub(crate) struct Executor {
     pub(crate) bind_timeouts: HashMap<String, Duration>,
     /// Keeps each pod's PodScheduled condition writes in attempt order.
     pub(crate) status_order: StatusOrder,
+    /// Turns true when the loop closed the channel (shutdown): waits for device binding
+    /// conditions give up then, as upstream's PreBind does when its context is cancelled.
+    pub(crate) closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// Failure reports run in parallel tasks, so two quick attempts of one pod could write its
@@ -221,7 +224,10 @@ impl Executor {
                 biased;
                 true = fenced(&mut fence) => return cancel_all(tasks, rx).await,
                 action = rx.recv() => {
-                    let Some(action) = action else { break };
+                    let Some(action) = action else {
+                        self.closing.send_replace(true);
+                        break;
+                    };
                     let permit = if action.may_wait_long() {
                         None
                     } else {
