@@ -89,8 +89,9 @@ pub(crate) async fn wait_until_ready(
 impl Executor {
     /// DynamicResources' wait for device binding conditions (after the claims were
     /// written). On failure what this cycle wrote is taken back (allocation, reservation
-    /// and the drivers' device status, with the newest resourceVersion the informer saw)
-    /// and the error is the FailedScheduling message.
+    /// and the drivers' device status, with the newest resourceVersion the informer saw
+    /// when only the device status changed since) and the error is the FailedScheduling
+    /// message.
     pub(crate) async fn wait_for_binding_conditions(
         &self,
         pod: &PodRef,
@@ -134,7 +135,14 @@ impl Executor {
                     let newer = |a: &str, b: &str| {
                         a.parse::<u64>().unwrap_or(0) > b.parse::<u64>().unwrap_or(0)
                     };
-                    if newer(&c.resource_version, &w.resource_version) {
+                    // Only when what changed since the write is the driver's device
+                    // status: with another consumer in reservedFor the undo must be
+                    // refused (409) rather than drop it; the next attempt's Filter and
+                    // PostFilter then handle the claim.
+                    if newer(&c.resource_version, &w.resource_version)
+                        && c.reserved_for == w.write.reserved_for
+                        && c.allocation.is_some()
+                    {
                         w.resource_version = c.resource_version.clone();
                     }
                 }
