@@ -164,6 +164,21 @@ fn pools_without_binding_conditions_are_tried_first() {
 }
 
 #[test]
+fn within_a_pool_slices_without_binding_conditions_come_first() {
+    // One pool of two slices: "a" (sorted first) holds the device needing attaching.
+    let o = objects(
+        vec![
+            slice("a", "mixed", 1, 2, Nodes::All, vec![fabric("fab-0", false)]),
+            slice("b", "mixed", 1, 2, Nodes::All, vec![device("plain-0", &[])]),
+        ],
+        vec![gpu_class()],
+        &[claim("one", vec![req("r", "gpu")])],
+    );
+    let got = allocate(&o, &["one"], "n1").unwrap();
+    assert_eq!(results(&got[0])[0].device, "plain-0");
+}
+
+#[test]
 fn without_the_feature_devices_with_binding_conditions_are_never_allocated() {
     let mut o = objects(
         vec![local(
