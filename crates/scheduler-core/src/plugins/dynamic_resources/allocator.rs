@@ -151,7 +151,7 @@ impl Allocator {
         if !index.shared.is_empty() {
             slices.sort_by(|a, b| (a.pool, &a.slice.name).cmp(&(b.pool, &b.slice.name)));
         }
-        binding_pools_last(&mut slices);
+        super::binding_conditions::binding_pools_last(&mut slices);
         let node_pools: Vec<usize> = {
             let mut v: Vec<usize> = slices.iter().map(|e| e.pool).collect();
             v.dedup();
@@ -205,19 +205,6 @@ impl Allocator {
             Err(Stop::Fatal(e)) => Err(AllocError::Fatal(e)),
             Err(Stop::TimedOut) => Err(AllocError::TimedOut),
         }
-    }
-}
-
-/// Upstream tries the pools without binding conditions before those with them (a device
-/// that needs no attaching wins), each group in the usual pool order, and within a pool the
-/// slices without them first. A slice (and its pool) has binding conditions when one of
-/// its devices has some (whether or not the feature is on, as upstream's pool gathering).
-fn binding_pools_last(slices: &mut [&IndexedSlice]) {
-    let has = |e: &IndexedSlice| e.slice.devices.iter().any(|d| d.has_binding_conditions());
-    let with: HashSet<usize> = slices.iter().filter(|e| has(e)).map(|e| e.pool).collect();
-    if !with.is_empty() {
-        // Stable: within each group the order stays the pool order, then slice names.
-        slices.sort_by_key(|e| (with.contains(&e.pool), e.pool, has(e)));
     }
 }
 

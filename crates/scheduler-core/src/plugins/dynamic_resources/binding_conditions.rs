@@ -9,8 +9,12 @@
 //!   binding cycle, after writing the claims, waits until every condition is True, fails on
 //!   a failure condition and gives up after `bindingTimeout`, before it binds the pod.
 //!
+//! * The allocator tries pools (and, within a pool, slices) without binding conditions
+//!   first ([`binding_pools_last`]).
+//!
 //! The core only decides; the waiting (and its clock) is the controller's.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -21,6 +25,7 @@ use crate::types::dra::binding::{BindingReadiness, has_binding_conditions};
 use crate::types::dra::{ClaimStatusWrite, DraObjects, ResourceClaimInfo};
 
 use super::StateData;
+use super::device_index::IndexedSlice;
 
 /// Reason of the Normal event upstream records when PreBind starts waiting.
 pub const REASON_BINDING_CONDITIONS_PENDING: &str = "BindingConditionsPending";
@@ -104,6 +109,19 @@ pub(super) fn wait_for(
             .map(|w| (w.namespace.clone(), w.name.clone())),
     );
     (!claims.is_empty()).then_some(BindingWait { claims, timeout })
+}
+
+/// Upstream tries the pools without binding conditions before those with them (a device
+/// that needs no attaching wins), each group in the usual pool order, and within a pool the
+/// slices without them first. A slice (and its pool) has binding conditions when one of
+/// its devices has some (whether or not the feature is on, as upstream's pool gathering).
+pub(super) fn binding_pools_last(slices: &mut [&IndexedSlice]) {
+    let has = |e: &IndexedSlice| e.slice.devices.iter().any(|d| d.has_binding_conditions());
+    let with: HashSet<usize> = slices.iter().filter(|e| has(e)).map(|e| e.pool).collect();
+    if !with.is_empty() {
+        // Stable: within each group the order stays the pool order, then slice names.
+        slices.sort_by_key(|e| (with.contains(&e.pool), e.pool, has(e)));
+    }
 }
 
 #[cfg(test)]

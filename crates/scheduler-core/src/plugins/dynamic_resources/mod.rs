@@ -27,9 +27,10 @@
 //! (`counters.rs`, the pools' counter sets kept in the shared device index); extended
 //! resources backed by DRA are [`extended`]'s (decided in Filter, the claim not written
 //! yet). Score prefers nodes where earlier `firstAvailable` subrequests are satisfied;
-//! Filter's search per node stops at `filterTimeout`. Not done yet: DeviceTaintRules,
-//! consumable capacity and binding conditions (a device or request using one of these is never
-//! allocated).
+//! Filter's search per node stops at `filterTimeout`. Device binding conditions are
+//! [`binding_conditions`]'s (Filter's check of allocated claims, Reserve's wait decision;
+//! the controller waits). Not done yet: DeviceTaintRules and consumable capacity (a device
+//! or request using one of these is never allocated).
 
 pub mod allocator;
 pub mod binding_conditions;
