@@ -296,6 +296,7 @@ profiles:
             extensions: Vec::new(),
             explain: Default::default(),
             opportunistic_batching: true,
+            dra_device_binding_conditions: true,
         }));
         self.scheduler = Some(Scheduler { stop, task });
     }

@@ -815,3 +815,98 @@ async fn dra_devices_published_by_a_fake_driver() {
     .await;
     env.finish().await;
 }
+
+/// Device binding conditions (DRADeviceBindingConditions, 1.36+): a fabric device every node
+/// reaches must be attached before use. The claim is allocated and reserved, pinned to the
+/// chosen node (`bindsToNode`), and the pod stays unbound until the fake driver reports the
+/// device attached in the claim's `status.devices`; then it is bound to that node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_binding_conditions_reported_by_a_fake_driver() {
+    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+    let mut env = Env::new("dra-binding").await;
+    if !env.serves("resource.k8s.io/v1").await {
+        eprintln!("skipped: the cluster does not serve resource.k8s.io/v1 (DRA needs 1.34+)");
+        env.finish().await;
+        return;
+    }
+    let driver = format!("{}.example.com", env.name("fabric"));
+    let class = env.name("fabric");
+    env.create_cluster::<DeviceClass>(json!({
+        "metadata": {"name": class},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {driver:?}")}}]},
+    }))
+    .await;
+    let mut nodes = Vec::new();
+    for short in ["n1", "n2"] {
+        nodes.push(env.create_node(env.node(short)).await);
+    }
+    let slice: ResourceSlice = env
+        .create_cluster(json!({
+            "metadata": {"name": env.name("fabric-pool")},
+            "spec": {"driver": driver, "allNodes": true,
+                     "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "dev-0", "bindsToNode": true,
+                                  "bindingConditions": ["attached"],
+                                  "bindingFailureConditions": ["failed"]}]},
+        }))
+        .await;
+    if slice.spec.devices.unwrap_or_default()[0]
+        .binding_conditions
+        .is_none()
+    {
+        eprintln!("skipped: the cluster drops bindingConditions (DRADeviceBindingConditions off)");
+        env.finish().await;
+        return;
+    }
+    env.start_default_scheduler().await;
+    env.create::<ResourceClaim>(json!({
+        "metadata": {"name": "c1"},
+        "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": class}}]}},
+    }))
+    .await;
+    env.create_pod(env.pod("p1").merge(json!({"spec": {"resourceClaims": [
+        {"name": "dev", "resourceClaimName": "c1"}]}})))
+        .await;
+    let claims: kube::Api<ResourceClaim> = kube::Api::namespaced(env.client.clone(), &env.ns);
+    let node = env
+        .eventually("c1 allocated and reserved", || async {
+            let c = claims.get("c1").await.map_err(|e| e.to_string())?;
+            let status = c.status.unwrap_or_default();
+            let a = status.allocation.ok_or("not allocated")?;
+            if status.reserved_for.is_none() {
+                return Err("not reserved".to_string());
+            }
+            a.node_selector
+                .and_then(|s| s.node_selector_terms.into_iter().next())
+                .and_then(|t| t.match_fields)
+                .and_then(|f| f.into_iter().next())
+                .and_then(|r| r.values)
+                .and_then(|v| v.into_iter().next())
+                .ok_or_else(|| "no node in the allocation".to_string())
+        })
+        .await;
+    assert!(nodes.contains(&node), "{node}");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let waiting = env.pod_opt("p1").await.unwrap();
+    assert_eq!(
+        waiting.spec.and_then(|s| s.node_name),
+        None,
+        "not bound before the binding conditions hold"
+    );
+    let patch = json!({"status": {"devices": [{
+        "driver": driver, "pool": "fabric", "device": "dev-0",
+        "conditions": [{"type": "attached", "status": "True", "reason": "Attached",
+                        "message": "attached by the fabric manager",
+                        "lastTransitionTime": "2026-11-25T00:00:00Z"}],
+    }]}});
+    claims
+        .patch_status(
+            "c1",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("the driver's device status");
+    assert_eq!(env.wait_bound("p1").await, node);
+    env.finish().await;
+}

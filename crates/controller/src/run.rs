@@ -49,6 +49,10 @@ pub struct RunOptions {
     pub explain: crate::serving::explain::ExplainOptions,
     /// Opportunistic batching (upstream's OpportunisticBatching gate, on by default).
     pub opportunistic_batching: bool,
+    /// Device binding conditions (upstream's DRADeviceBindingConditions with
+    /// DRAResourceClaimDeviceStatus, on by default since 1.36): off, devices with binding
+    /// conditions are never allocated.
+    pub dra_device_binding_conditions: bool,
 }
 
 /// The instance id upstream would use: the hostname.
@@ -114,6 +118,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         mut extensions,
         explain,
         opportunistic_batching,
+        dra_device_binding_conditions,
     } = opts;
     let mut registry = Registry::in_tree();
     for e in &extensions {
@@ -158,6 +163,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         version = taint_rules.unwrap_or("none"),
         "discovery: resource.k8s.io DeviceTaintRules"
     );
+    shared
+        .lock()
+        .cache
+        .dra_mut()
+        .set_binding_conditions(dra_device_binding_conditions);
     let mut background = informers::spawn_all(&client, &shared, taint_rules);
     for e in &mut extensions {
         background.extend(e.start(&client, QueueEvents::new(&shared)));
@@ -215,6 +225,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         shared: Arc::clone(&shared),
         bind_timeouts: volumes::bind_timeouts(cfg),
         status_order: Default::default(),
+        closing: tokio::sync::watch::channel(false).0,
     });
     // Extensions' reporters hold a sender, so they end before the executor.
     let leading: Vec<_> = extensions

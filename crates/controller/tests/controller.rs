@@ -121,6 +121,7 @@ async fn start_full(
         extensions: Vec::new(),
         explain: Default::default(),
         opportunistic_batching: true,
+        dra_device_binding_conditions: true,
     }));
     Running {
         health,

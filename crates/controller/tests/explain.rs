@@ -72,6 +72,7 @@ async fn start(
         extensions: Vec::new(),
         explain,
         opportunistic_batching: true,
+        dra_device_binding_conditions: true,
     }));
     Running {
         health,

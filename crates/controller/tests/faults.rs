@@ -80,6 +80,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         extensions: Vec::new(),
         explain: Default::default(),
         opportunistic_batching: true,
+        dra_device_binding_conditions: true,
     }));
     Running { stop, task }
 }

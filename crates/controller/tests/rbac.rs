@@ -333,6 +333,7 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         extensions: Vec::new(),
         explain: Default::default(),
         opportunistic_batching: true,
+        dra_device_binding_conditions: true,
     }));
     // A scrape with a token: one TokenReview and one SubjectAccessReview.
     server.add_token("scraper", "prometheus", &[]);

@@ -77,6 +77,7 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
         extensions,
         explain: Default::default(),
         opportunistic_batching: true,
+        dra_device_binding_conditions: true,
     }));
     Running {
         stop: Some(tx),

@@ -28,6 +28,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use scheduler_core::types::dra::extended::ExtendedClaimCreate;
@@ -58,12 +59,28 @@ fn api_message(e: &kube::Error) -> String {
 
 /// Carries out the writes in order. On failure the claims written so far are undone and the
 /// error is the FailedScheduling message (upstream's wording, with the PreBind prefix).
+///
+/// `stamp`: device binding conditions are on, so each new allocation gets its
+/// `allocationTimestamp` (the start of `bindingTimeout`), as upstream's PreBind sets it.
 pub(crate) async fn write_claims(
     client: &ApiClient,
     writes: &[ClaimStatusWrite],
+    stamp: bool,
 ) -> Result<Vec<Written>, String> {
     let mut done = Vec::new();
     for w in writes {
+        let stamped;
+        let w = match &w.allocation {
+            Some(a) if stamp && a.allocation_timestamp.is_none() => {
+                let mut c = w.clone();
+                if let Some(a) = &mut c.allocation {
+                    a.allocation_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
+                }
+                stamped = c;
+                &stamped
+            }
+            _ => w,
+        };
         let result = match &w.create {
             Some(c) => create_one(client, w, c)
                 .await
@@ -238,7 +255,10 @@ pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
             .collect();
         let mut status = json!({"reservedFor": if before.is_empty() { serde_json::Value::Null } else { json!(before) }});
         if w.allocation.is_some() {
+            // The driver's per-device status goes with the allocation (the API refuses a
+            // status for a device that is not allocated).
             status["allocation"] = serde_json::Value::Null;
+            status["devices"] = serde_json::Value::Null;
         }
         let patch = json!({"metadata": {"resourceVersion": d.resource_version}, "status": status});
         if let Err(e) = api
@@ -264,7 +284,7 @@ pub(crate) async fn deallocate(client: &ApiClient, d: &ClaimDeallocation) -> boo
     let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &d.namespace);
     let patch = json!({
         "metadata": {"resourceVersion": d.resource_version},
-        "status": {"allocation": null, "reservedFor": null},
+        "status": {"allocation": null, "reservedFor": null, "devices": null},
     });
     match api
         .patch_status(&d.name, &PatchParams::default(), &Patch::Merge(&patch))

@@ -25,6 +25,9 @@ use std::collections::HashMap;
 
 use crate::binding::claims::{deallocate, undo_claims, write_claims};
 use crate::binding::volumes::{DEFAULT_BIND_TIMEOUT, bind_pod_volumes};
+use scheduler_core::plugins::dynamic_resources::binding_conditions::{
+    BindingWait, decided_binding_wait,
+};
 use scheduler_core::plugins::dynamic_resources::decided_claim_writes;
 use scheduler_core::types::dra::{ClaimDeallocation, ClaimStatusWrite};
 
@@ -33,12 +36,14 @@ use scheduler_core::types::dra::{ClaimDeallocation, ClaimStatusWrite};
 struct Prebind<'a> {
     volumes: Option<&'a PodVolumes>,
     claims: Option<&'a [ClaimStatusWrite]>,
+    /// Claims whose devices' binding conditions must hold before the Binding.
+    wait: Option<&'a BindingWait>,
 }
 
 impl Prebind<'_> {
     /// Whether a PreBind plugin has something to do (upstream's PreBindPreFlight succeeds).
     fn has_work(&self) -> bool {
-        self.volumes.is_some() || self.claims.is_some_and(|c| !c.is_empty())
+        self.volumes.is_some() || self.claims.is_some_and(|c| !c.is_empty()) || self.wait.is_some()
     }
 }
 
@@ -97,14 +102,15 @@ pub(crate) enum Action {
 impl Action {
     /// A binding that first waits for its volumes (up to `bindTimeoutSeconds`) must not
     /// hold a slot meanwhile, or a few slow provisioners would stall every binding.
+    /// The same holds for one waiting for device binding conditions (up to
+    /// `bindingTimeout`).
     fn may_wait_long(&self) -> bool {
-        matches!(
-            self,
-            Action::Bind {
-                volumes: Some(_),
-                ..
+        match self {
+            Action::Bind { volumes, state, .. } => {
+                volumes.is_some() || decided_binding_wait(state).is_some()
             }
-        )
+            _ => false,
+        }
     }
 }
 
@@ -116,6 +122,9 @@ pub(crate) struct Executor {
     pub(crate) bind_timeouts: HashMap<String, Duration>,
     /// Keeps each pod's PodScheduled condition writes in attempt order.
     pub(crate) status_order: StatusOrder,
+    /// Turns true when the loop closed the channel (shutdown): waits for device binding
+    /// conditions give up then, as upstream's PreBind does when its context is cancelled.
+    pub(crate) closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// Failure reports run in parallel tasks, so two quick attempts of one pod could write its
@@ -215,7 +224,10 @@ impl Executor {
                 biased;
                 true = fenced(&mut fence) => return cancel_all(tasks, rx).await,
                 action = rx.recv() => {
-                    let Some(action) = action else { break };
+                    let Some(action) = action else {
+                        self.closing.send_replace(true);
+                        break;
+                    };
                     let permit = if action.may_wait_long() {
                         None
                     } else {
@@ -274,9 +286,11 @@ impl Executor {
                 let first = queued.initial_attempt_timestamp;
                 // DynamicResources' decision (assumed in the cache with the pod).
                 let claims = decided_claim_writes(&state).map(<[_]>::to_vec);
+                let wait = decided_binding_wait(&state).cloned();
                 let prebind = Prebind {
                     volumes: volumes.as_ref(),
                     claims: claims.as_deref(),
+                    wait: wait.as_ref(),
                 };
                 if prebind.has_work() && info.nominated_node_name.as_deref() != Some(node.as_str())
                 {
@@ -548,7 +562,8 @@ impl Executor {
         // DynamicResources' PreBind: allocation and reservedFor into each claim's status.
         let mut written = Vec::new();
         if let Some(c) = prebind.claims {
-            match write_claims(&self.client, c).await {
+            let stamp = self.shared.lock().cache.dra().binding_conditions();
+            match write_claims(&self.client, c, stamp).await {
                 Ok(w) => {
                     // Written: the informer's copy at least this new ends each assumption.
                     let mut st = self.shared.lock();
@@ -579,6 +594,17 @@ impl Executor {
                     return false;
                 }
             }
+        }
+        if let Some(wait) = prebind.wait
+            && let Err(message) = self
+                .wait_for_binding_conditions(&pod, node, &scheduler_name, wait, &mut written)
+                .await
+        {
+            tracing::warn!(%pod, %node, %message, "device binding conditions not met");
+            m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
+            self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message)
+                .await;
+            return false;
         }
         m.extension_point("PreBind", "Success", &scheduler_name, t.elapsed());
         let t = Instant::now();

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::store::{RESOURCES, Shared, resource};
 
 mod access_review;
+mod claim_status;
 mod events;
 mod objects;
 mod pod_admission;

@@ -120,6 +120,22 @@ pub(super) fn patch_status(
             object["status"] = json!({});
         }
         strategic_merge(&mut object["status"], s);
+        if collection == "resourceclaims" {
+            let errors = super::claim_status::device_status_errors(&object["status"]);
+            if !errors.is_empty() {
+                return status(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Invalid",
+                    format!(
+                        "ResourceClaim.resource.k8s.io {name:?} is invalid: {}",
+                        match errors.as_slice() {
+                            [one] => one.clone(),
+                            many => format!("[{}]", many.join(", ")),
+                        }
+                    ),
+                );
+            }
+        }
         let written = json!({ "status": s });
         crate::managed_fields::record(&mut object, manager, &written, Some("status"));
     }

@@ -63,7 +63,8 @@ pub struct RunArgs {
     #[arg(long = "explain-annotations", value_name = "PROFILE")]
     explain_annotations: Vec<String>,
     /// Feature gates, as kube-scheduler's `--feature-gates=Name=bool,...`. ferrosched knows
-    /// OpportunisticBatching (default true); any other name is refused.
+    /// OpportunisticBatching, DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    /// (all default true); any other name is refused.
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
     /// kube-scheduler's own flags (boxed: they would make `run` the largest subcommand).
@@ -228,6 +229,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 annotate_profiles: args.explain_annotations.iter().cloned().collect(),
             },
             opportunistic_batching: gates.opportunistic_batching,
+            dra_device_binding_conditions: gates.dra_device_binding_conditions
+                && gates.dra_resource_claim_device_status,
         })
         .await
     });
@@ -268,16 +271,27 @@ pub(crate) async fn shutdown_signal() {
 struct FeatureGates {
     /// OpportunisticBatching (upstream beta, on by default since 1.35).
     opportunistic_batching: bool,
+    /// DRADeviceBindingConditions (upstream beta, on by default since 1.36).
+    dra_device_binding_conditions: bool,
+    /// DRAResourceClaimDeviceStatus (upstream beta, on by default since 1.33); binding
+    /// conditions need it, as upstream's.
+    dra_resource_claim_device_status: bool,
 }
 
 impl FeatureGates {
-    const KNOWN: &[&str] = &["OpportunisticBatching"];
+    const KNOWN: &[&str] = &[
+        "OpportunisticBatching",
+        "DRADeviceBindingConditions",
+        "DRAResourceClaimDeviceStatus",
+    ];
 
     /// Parses `Name=bool,Name=bool` (empty: the defaults). A gate ferrosched does not
     /// implement is an error rather than silently ignored.
     fn parse(text: &str) -> Result<Self, String> {
         let mut gates = FeatureGates {
             opportunistic_batching: true,
+            dra_device_binding_conditions: true,
+            dra_resource_claim_device_status: true,
         };
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let Some((name, value)) = item.split_once('=') else {
@@ -297,6 +311,8 @@ impl FeatureGates {
             };
             match name {
                 "OpportunisticBatching" => gates.opportunistic_batching = on,
+                "DRADeviceBindingConditions" => gates.dra_device_binding_conditions = on,
+                "DRAResourceClaimDeviceStatus" => gates.dra_resource_claim_device_status = on,
                 _ => {
                     return Err(format!(
                         "--feature-gates: feature gate {name:?} is not implemented by ferrosched (known: {})",
@@ -312,6 +328,16 @@ impl FeatureGates {
 #[cfg(test)]
 mod feature_gate_tests {
     use super::FeatureGates;
+
+    #[test]
+    fn device_binding_condition_gates_default_on_and_turn_off() {
+        let g = FeatureGates::parse("").unwrap();
+        assert!(g.dra_device_binding_conditions && g.dra_resource_claim_device_status);
+        let g = FeatureGates::parse("DRADeviceBindingConditions=false").unwrap();
+        assert!(!g.dra_device_binding_conditions && g.dra_resource_claim_device_status);
+        let g = FeatureGates::parse("DRAResourceClaimDeviceStatus=false").unwrap();
+        assert!(g.dra_device_binding_conditions && !g.dra_resource_claim_device_status);
+    }
 
     #[test]
     fn feature_gates_parse_like_kube_scheduler_and_refuse_unknown_names() {
@@ -330,7 +356,7 @@ mod feature_gate_tests {
             .unwrap_err();
         assert_eq!(
             e,
-            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching)"
+            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus)"
         );
         assert_eq!(
             FeatureGates::parse("OpportunisticBatching").unwrap_err(),

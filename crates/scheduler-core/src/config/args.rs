@@ -77,8 +77,8 @@ pub struct DefaultPreemptionArgs {
     pub min_candidate_nodes_absolute: i32,
 }
 
-/// DynamicResources' args (upstream v1 since 1.34). The plugin reads `filterTimeout`;
-/// `bindingTimeout` waits for binding conditions, which are not supported.
+/// DynamicResources' args (upstream v1 since 1.34): `filterTimeout` limits Filter's search
+/// per node; `bindingTimeout` limits the wait for device binding conditions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DynamicResourcesArgs {

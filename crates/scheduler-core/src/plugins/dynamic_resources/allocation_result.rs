@@ -21,6 +21,8 @@ impl Run<'_> {
                     .iter()
                     .map(|(cand, request, admin)| {
                         let c = &self.cands[*cand];
+                        let binding = c.dev.binding.as_deref().filter(|_| al.binding_conditions);
+                        let list = |l: &Vec<String>| Some(l.clone()).filter(|l| !l.is_empty());
                         dra::DeviceRequestAllocationResult {
                             request: request.clone(),
                             driver: c.id.driver.clone(),
@@ -28,6 +30,9 @@ impl Run<'_> {
                             device: c.id.device.clone(),
                             admin_access: admin.then_some(true),
                             tolerations: self.tolerations_of(ci, request),
+                            binding_conditions: binding.and_then(|b| list(&b.conditions)),
+                            binding_failure_conditions: binding
+                                .and_then(|b| list(&b.failure_conditions)),
                             ..Default::default()
                         }
                     })
@@ -111,7 +116,8 @@ impl Run<'_> {
         out
     }
 
-    /// The allocation's node selector: the node itself when a device is node-local, else the
+    /// The allocation's node selector: the node itself when a device is node-local or binds
+    /// to the node it is allocated for (`bindsToNode`), else the
     /// union of the slices' (or devices') single-term selectors; None when every node can
     /// reach every device.
     fn node_selector(&self, ci: usize) -> Option<k8s::NodeSelector> {
@@ -119,19 +125,11 @@ impl Run<'_> {
         for (cand, _, _) in &self.results[ci] {
             let c = &self.cands[*cand];
             let nodes = c.dev.nodes.as_ref().unwrap_or(&c.slice.nodes);
+            if c.dev.binds_to_node() {
+                return Some(only_node(self.node));
+            }
             match nodes {
-                DeviceNodes::Node(n) => {
-                    return Some(k8s::NodeSelector {
-                        node_selector_terms: vec![k8s::NodeSelectorTerm {
-                            match_fields: Some(vec![k8s::NodeSelectorRequirement {
-                                key: "metadata.name".into(),
-                                operator: "In".into(),
-                                values: Some(vec![n.clone()]),
-                            }]),
-                            ..Default::default()
-                        }],
-                    });
-                }
+                DeviceNodes::Node(n) => return Some(only_node(n)),
                 DeviceNodes::Selector(_, raw) => {
                     if let Some(t) = raw.node_selector_terms.first() {
                         merge_requirements(&t.match_fields, &mut term.match_fields);
@@ -148,6 +146,20 @@ impl Run<'_> {
         Some(k8s::NodeSelector {
             node_selector_terms: vec![term],
         })
+    }
+}
+
+/// A selector matching exactly the named node (`metadata.name` field).
+fn only_node(name: &str) -> k8s::NodeSelector {
+    k8s::NodeSelector {
+        node_selector_terms: vec![k8s::NodeSelectorTerm {
+            match_fields: Some(vec![k8s::NodeSelectorRequirement {
+                key: "metadata.name".into(),
+                operator: "In".into(),
+                values: Some(vec![name.to_string()]),
+            }]),
+            ..Default::default()
+        }],
     }
 }
 

@@ -47,6 +47,8 @@ pub struct Allocator {
     allocated: Arc<HashMap<DeviceId, u32>>,
     /// Devices of claims preemption would free (victims'), usable in this attempt.
     freed: HashSet<DeviceId>,
+    /// DRADeviceBindingConditions: devices with binding conditions may be allocated.
+    binding_conditions: bool,
 }
 
 impl Allocator {
@@ -85,6 +87,7 @@ impl Allocator {
             class_matches,
             allocated: objects.allocated.clone(),
             freed: HashSet::new(),
+            binding_conditions: objects.binding_conditions(),
         }
     }
 
@@ -148,6 +151,7 @@ impl Allocator {
         if !index.shared.is_empty() {
             slices.sort_by(|a, b| (a.pool, &a.slice.name).cmp(&(b.pool, &b.slice.name)));
         }
+        super::binding_conditions::binding_pools_last(&mut slices);
         let node_pools: Vec<usize> = {
             let mut v: Vec<usize> = slices.iter().map(|e| e.pool).collect();
             v.dedup();
@@ -160,7 +164,9 @@ impl Allocator {
                 continue;
             }
             for (i, d) in e.slice.devices.iter().enumerate() {
-                if d.unsupported.is_some() {
+                if d.unsupported.is_some()
+                    || (!self.binding_conditions && d.has_binding_conditions())
+                {
                     continue;
                 }
                 if let Some(n) = &d.nodes

@@ -866,7 +866,7 @@ fn errors_name_the_claim_class_and_expression() {
 #[test]
 fn devices_using_unsupported_features_are_never_allocated() {
     let mut tainted = device("tainted", &[]);
-    tainted.binding_conditions = Some(vec!["attached".into()]);
+    tainted.allow_multiple_allocations = Some(true);
     let mut partition = device("partition", &[]);
     partition.consumes_counters = Some(vec![dra::DeviceCounterConsumption {
         counter_set: "mem".into(),

@@ -28,10 +28,13 @@
 //! resources backed by DRA are [`extended`]'s (decided in Filter, the claim not written
 //! yet). Score prefers nodes where earlier `firstAvailable` subrequests are satisfied;
 //! Filter's search per node stops at `filterTimeout`. DeviceTaintRules reach the allocator
-//! as taints in the slices (`types/dra/taint_rules.rs`). Not done yet: consumable capacity
-//! and binding conditions (a device or request using one of these is never allocated).
+//! as taints in the slices (`types/dra/taint_rules.rs`). Device binding conditions are
+//! [`binding_conditions`]'s (Filter's check of allocated claims, Reserve's wait decision;
+//! the controller waits). Not done yet: consumable capacity (a device or request using it
+//! is never allocated).
 
 pub mod allocator;
+pub mod binding_conditions;
 mod device_index;
 pub mod extended;
 mod hints;
@@ -40,7 +43,7 @@ use crate::framework::Signing;
 use crate::plugins::helper::{default_normalize_score, sign};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::PluginArgs;
 
@@ -151,6 +154,11 @@ pub struct DynamicResources {
     filter_timeout: Option<Duration>,
     /// The clock the time limit is measured with (a fake one in tests).
     now: fn() -> Instant,
+    /// `DynamicResourcesArgs.bindingTimeout`: how long after its allocation a claim may
+    /// wait for its devices' binding conditions.
+    binding_timeout: Duration,
+    /// The wall clock allocation timestamps are compared with (a fake one in tests).
+    wall: fn() -> SystemTime,
 }
 
 impl Default for DynamicResources {
@@ -160,6 +168,8 @@ impl Default for DynamicResources {
             index: Default::default(),
             filter_timeout: Some(crate::config::DEFAULT_DRA_FILTER_TIMEOUT),
             now: Instant::now,
+            binding_timeout: crate::config::DEFAULT_DRA_BINDING_TIMEOUT,
+            wall: SystemTime::now,
         }
     }
 }
@@ -174,6 +184,7 @@ impl DynamicResources {
         let mut p = DynamicResources::default();
         if let Some(PluginArgs::DynamicResources(a)) = args {
             p.filter_timeout = Some(a.filter_timeout).filter(|t| !t.is_zero());
+            p.binding_timeout = a.binding_timeout;
         }
         p
     }
@@ -278,6 +289,8 @@ struct StateData {
     deallocate: Arc<Mutex<Option<ClaimDeallocation>>>,
     /// The pod asks for extended resources a DeviceClass backs.
     extended: Option<Arc<extended::ExtendedState>>,
+    /// Reserve's decision: the binding cycle waits for these claims' binding conditions.
+    binding_wait: Option<binding_conditions::BindingWait>,
 }
 
 /// The claim PostFilter decided to deallocate, for the controller to carry out (with its
@@ -420,6 +433,7 @@ impl PreFilterPlugin for DynamicResources {
             unavailable: Arc::default(),
             deallocate: Arc::default(),
             extended: ext,
+            binding_wait: None,
         });
         (None, Status::success())
     }
@@ -527,6 +541,12 @@ impl FilterPlugin for DynamicResources {
                     .as_ref()
                     .and_then(|a| a.node_selector.as_ref())
                     .is_some_and(|sel| !sel.matches_labels(&node.name, &node.labels))
+                    || binding_conditions::unavailable(
+                        c,
+                        &s.objects,
+                        self.binding_timeout,
+                        (self.wall)(),
+                    )
             })
             .map(|(i, _)| i)
             .collect();
@@ -721,6 +741,8 @@ impl ReservePlugin for DynamicResources {
             });
         }
         writes.extend(s.extended.as_ref().and_then(|e| e.reserve_write(pod, node)));
+        s.binding_wait =
+            binding_conditions::wait_for(&s.claims, &writes, &s.objects, self.binding_timeout);
         s.reserved = Some(writes);
         Status::success()
     }
@@ -728,6 +750,7 @@ impl ReservePlugin for DynamicResources {
     fn unreserve(&self, state: &mut CycleState, _pod: &PodInfo, _node: &str) {
         if let Some(s) = state.read_mut::<StateData>() {
             s.reserved = None;
+            s.binding_wait = None;
         }
     }
 }

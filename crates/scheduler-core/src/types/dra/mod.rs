@@ -6,6 +6,7 @@
 //! The cache holds them ([`DraObjects`], `Snapshot::dra`), with the claims the scheduler has
 //! allocated or reserved but whose status write is still in flight (assumed claims).
 
+pub mod binding;
 pub mod cel;
 pub mod extended;
 mod objects;
@@ -247,6 +248,9 @@ pub struct ResourceClaimInfo {
     /// Annotated as the claim of a pod's DRA-backed extended resources
     /// ([`extended::EXTENDED_RESOURCE_CLAIM_ANNOTATION`] is `"true"`).
     pub for_extended_resources: bool,
+    /// Set when the allocation hands out a device with binding conditions: where they
+    /// stand according to `status.devices`.
+    pub binding: Option<Box<binding::ClaimBinding>>,
 }
 
 impl ResourceClaimInfo {
@@ -304,6 +308,7 @@ impl ResourceClaimInfo {
                 a.get(extended::EXTENDED_RESOURCE_CLAIM_ANNOTATION)
                     .is_some_and(|v| v == "true")
             }),
+            binding: binding::ClaimBinding::of(c).map(Box::new),
         }
     }
 
@@ -498,13 +503,39 @@ pub struct SliceDevice {
     /// NoExecute) unless a request tolerates them.
     pub taints: Vec<DeviceTaintView>,
     /// Why this version never allocates the device (a feature it does not implement yet:
-    /// binding conditions, multiple allocations); None: usable.
+    /// multiple allocations, compatibility groups); None: usable.
     pub unsupported: Option<&'static str>,
+    /// `bindingConditions`, `bindingFailureConditions` and `bindsToNode` (device binding
+    /// conditions); None for the usual device without them.
+    pub binding: Option<Box<DeviceBinding>>,
     /// `consumesCounters`: what the device takes from its pool's shared counter sets
     /// (partitionable devices).
     pub consumes: Vec<CounterConsumption>,
     /// The `device` variable CEL selectors see.
     pub cel: ::cel::Value,
+}
+
+/// A device's binding conditions (see [`binding`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeviceBinding {
+    pub conditions: Vec<String>,
+    pub failure_conditions: Vec<String>,
+    /// The allocation's node selector becomes the node it was allocated for.
+    pub binds_to_node: bool,
+}
+
+impl SliceDevice {
+    /// Whether the device has binding conditions (without the feature it is never
+    /// allocated, as upstream's allocator skips it).
+    pub fn has_binding_conditions(&self) -> bool {
+        self.binding
+            .as_ref()
+            .is_some_and(|b| !b.conditions.is_empty())
+    }
+
+    pub fn binds_to_node(&self) -> bool {
+        self.binding.as_ref().is_some_and(|b| b.binds_to_node)
+    }
 }
 
 /// Scheduling view of one ResourceSlice.
@@ -554,6 +585,15 @@ fn attr_value(a: &dra::DeviceAttribute) -> Option<AttrValue> {
     }
 }
 
+fn device_binding(d: &dra::Device) -> Option<Box<DeviceBinding>> {
+    let b = DeviceBinding {
+        conditions: d.binding_conditions.clone().unwrap_or_default(),
+        failure_conditions: d.binding_failure_conditions.clone().unwrap_or_default(),
+        binds_to_node: d.binds_to_node == Some(true),
+    };
+    (b != DeviceBinding::default()).then(|| Box::new(b))
+}
+
 fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
     let attributes: BTreeMap<String, AttrValue> = d
         .attributes
@@ -599,10 +639,6 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
         Some("a consumed counter whose quantity does not parse")
     } else if groups {
         Some("counter compatibility groups")
-    } else if d.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()) {
-        Some("binding conditions")
-    } else if d.binds_to_node == Some(true) {
-        Some("bindsToNode")
     } else if d.allow_multiple_allocations == Some(true) {
         Some("consumable capacity (allowMultipleAllocations)")
     } else {
@@ -622,6 +658,7 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
         attributes,
         taints,
         unsupported,
+        binding: device_binding(d),
         consumes: consumes.unwrap_or_default(),
     }
 }

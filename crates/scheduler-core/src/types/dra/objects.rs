@@ -30,6 +30,9 @@ pub struct DraObjects {
     pub(crate) allocated: Arc<HashMap<DeviceId, u32>>,
     /// Assumed claims -> the informer's latest copy and how far the write got.
     pub(crate) assumed: Arc<HashMap<String, Assumed>>,
+    /// DRADeviceBindingConditions turned off: devices with binding conditions are never
+    /// allocated and nothing waits for them (upstream's default is on since 1.36).
+    pub(crate) binding_conditions_off: bool,
 }
 
 /// An assumed claim (upstream's in-flight allocations plus its assume cache).
@@ -107,6 +110,16 @@ fn count(allocated: &mut HashMap<DeviceId, u32>, a: Option<&ClaimAllocation>, ad
 }
 
 impl DraObjects {
+    /// Whether device binding conditions are honoured (the DRADeviceBindingConditions
+    /// feature gate; on unless turned off).
+    pub fn binding_conditions(&self) -> bool {
+        !self.binding_conditions_off
+    }
+
+    pub fn set_binding_conditions(&mut self, on: bool) {
+        self.binding_conditions_off = !on;
+    }
+
     pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<ResourceClaimInfo>> {
         self.claims.get(&format!("{namespace}/{name}"))
     }
@@ -231,6 +244,8 @@ impl DraObjects {
             let mut next = (*cur).clone();
             if let Some(a) = &w.allocation {
                 next.allocation = Some(ClaimAllocation::from_result(a));
+                // Nothing reported for the new allocation's devices yet.
+                next.binding = super::binding::ClaimBinding::pending(a).map(Box::new);
             }
             next.reserved_for = w.reserved_for.clone();
             self.put_claim(key, Some(Arc::new(next)));
@@ -249,6 +264,11 @@ impl DraObjects {
             namespace: w.namespace.clone(),
             name: w.name.clone(),
             allocation: w.allocation.as_ref().map(ClaimAllocation::from_result),
+            binding: w
+                .allocation
+                .as_ref()
+                .and_then(super::binding::ClaimBinding::pending)
+                .map(Box::new),
             reserved_for: w.reserved_for.clone(),
             owner_pod_uid: Some(c.pod_uid.clone()),
             ..ResourceClaimInfo::default()
@@ -357,5 +377,6 @@ impl DraObjects {
         if !Arc::ptr_eq(&self.assumed, &other.assumed) {
             self.assumed = other.assumed.clone();
         }
+        self.binding_conditions_off = other.binding_conditions_off;
     }
 }

@@ -1,0 +1,114 @@
+//! What the API server checks in a ResourceClaim's `status.devices` (the per-device status
+//! drivers write, DRAResourceClaimDeviceStatus): each entry names an allocated device, once,
+//! with at most 8 conditions whose status is True, False or Unknown.
+
+use serde_json::Value;
+
+/// Upstream `AllocatedDeviceStatusMaxConditions`.
+const MAX_CONDITIONS: usize = 8;
+
+/// The field errors of `status` (empty: valid), worded as the API server words them.
+pub(super) fn device_status_errors(status: &Value) -> Vec<String> {
+    let allocated: Vec<(&str, &str, &str)> = status["allocation"]["devices"]["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["driver"].as_str().unwrap_or_default(),
+                r["pool"].as_str().unwrap_or_default(),
+                r["device"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let mut errors = Vec::new();
+    let mut seen = Vec::new();
+    for (i, d) in status["devices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = format!("status.devices[{i}]");
+        let id = (
+            d["driver"].as_str().unwrap_or_default(),
+            d["pool"].as_str().unwrap_or_default(),
+            d["device"].as_str().unwrap_or_default(),
+        );
+        let shown = format!("{}/{}/{}", id.0, id.1, id.2);
+        if !allocated.contains(&id) {
+            errors.push(format!(
+                "{path}: Invalid value: {shown:?}: must be an allocated device in the claim"
+            ));
+        }
+        let key = (id, d["shareID"].as_str().unwrap_or_default());
+        if seen.contains(&key) {
+            errors.push(format!("{path}: Duplicate value: {shown:?}"));
+        }
+        seen.push(key);
+        let conditions = d["conditions"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if conditions.len() > MAX_CONDITIONS {
+            errors.push(format!(
+                "{path}.conditions: Too many: {}: must have at most {MAX_CONDITIONS} items",
+                conditions.len()
+            ));
+        }
+        for (j, c) in conditions.iter().enumerate() {
+            let cp = format!("{path}.conditions[{j}]");
+            if c["type"].as_str().is_none_or(str::is_empty) {
+                errors.push(format!("{cp}.type: Required value"));
+            }
+            match c["status"].as_str() {
+                Some("True" | "False" | "Unknown") => {}
+                Some(s) => errors.push(format!(
+                    "{cp}.status: Unsupported value: {s:?}: supported values: \"False\", \"True\", \"Unknown\""
+                )),
+                None => errors.push(format!("{cp}.status: Required value")),
+            }
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn allocated() -> Value {
+        json!({"devices": {"results": [
+            {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "d0"}
+        ]}})
+    }
+
+    #[test]
+    fn device_status_must_name_allocated_devices_with_valid_conditions() {
+        let ok = json!({"allocation": allocated(), "devices": [{
+            "driver": "gpu.example.com", "pool": "p", "device": "d0",
+            "conditions": [{"type": "Attached", "status": "True"}]
+        }]});
+        assert_eq!(device_status_errors(&ok), Vec::<String>::new());
+        let bad = json!({"allocation": allocated(), "devices": [
+            {"driver": "gpu.example.com", "pool": "p", "device": "d9"},
+            {"driver": "gpu.example.com", "pool": "p", "device": "d0",
+             "conditions": [{"type": "Attached", "status": "Maybe"}, {"status": "True"}]},
+            {"driver": "gpu.example.com", "pool": "p", "device": "d0"}
+        ]});
+        assert_eq!(
+            device_status_errors(&bad),
+            vec![
+                "status.devices[0]: Invalid value: \"gpu.example.com/p/d9\": must be an allocated device in the claim",
+                "status.devices[1].conditions[0].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\"",
+                "status.devices[1].conditions[1].type: Required value",
+                "status.devices[2]: Duplicate value: \"gpu.example.com/p/d0\"",
+            ]
+        );
+        // Without an allocation no device status is allowed.
+        let orphan =
+            json!({"devices": [{"driver": "gpu.example.com", "pool": "p", "device": "d0"}]});
+        assert_eq!(device_status_errors(&orphan).len(), 1);
+    }
+}
