@@ -283,20 +283,14 @@ profiles:
             .unwrap_or_else(|e| panic!("e2e scheduler config: {e}\n{config}"));
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(controller::run(controller::RunOptions {
-            client: self.client.clone(),
-            loaded,
             instance_id: format!("e2e-{}", self.id),
-            shutdown: Box::pin(async move {
-                let _ = rx.await;
-            }),
-            seed: 1,
-            health: None,
-            health_tls: None,
-            health_auth: None,
-            extensions: Vec::new(),
-            explain: Default::default(),
-            opportunistic_batching: true,
-            dra_device_binding_conditions: true,
+            ..controller::RunOptions::new(
+                self.client.clone(),
+                loaded,
+                Box::pin(async move {
+                    let _ = rx.await;
+                }),
+            )
         }));
         self.scheduler = Some(Scheduler { stop, task });
     }

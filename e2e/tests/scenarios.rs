@@ -712,26 +712,37 @@ async fn scheduling_policy_webhook_admits_defaults_and_denies() {
     env.finish().await;
 }
 
+/// A DRA scenario's environment and its DeviceClass `<kind>`, which selects the devices of
+/// the driver `<kind>.example.com` (both names unique to the run); `None`, said on stderr,
+/// where the cluster does not serve resource.k8s.io/v1.
+async fn dra_env(name: &str, kind: &str) -> Option<(Env, String, String)> {
+    use k8s_openapi::api::resource::v1::DeviceClass;
+    let env = Env::new(name).await;
+    if !env.serves("resource.k8s.io/v1").await {
+        eprintln!("skipped: the cluster does not serve resource.k8s.io/v1 (DRA needs 1.34+)");
+        env.finish().await;
+        return None;
+    }
+    let driver = format!("{}.example.com", env.name(kind));
+    let class = env.name(kind);
+    env.create_cluster::<DeviceClass>(json!({
+        "metadata": {"name": class},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {driver:?}")}}]},
+    }))
+    .await;
+    Some((env, driver, class))
+}
+
 /// DRA: a fake driver publishes a ResourceSlice per node (two GPUs each) through the API;
 /// five pods each claim one GPU of the class. Four are bound, each to the node of the device
 /// its claim was allocated (allocation and reservedFor written before the Binding), no
 /// device twice; the fifth is unschedulable with `cannot allocate all claims`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dra_devices_published_by_a_fake_driver() {
-    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-    let mut env = Env::new("dra").await;
-    if !env.serves("resource.k8s.io/v1").await {
-        eprintln!("skipped: the cluster does not serve resource.k8s.io/v1 (DRA needs 1.34+)");
-        env.finish().await;
+    use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+    let Some((mut env, driver, class)) = dra_env("dra", "gpu").await else {
         return;
-    }
-    let driver = format!("{}.example.com", env.name("gpu"));
-    let class = env.name("gpu");
-    env.create_cluster::<DeviceClass>(json!({
-        "metadata": {"name": class},
-        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {driver:?}")}}]},
-    }))
-    .await;
+    };
     let mut nodes = Vec::new();
     for short in ["n1", "n2"] {
         let node = env.create_node(env.node(short)).await;
@@ -822,20 +833,10 @@ async fn dra_devices_published_by_a_fake_driver() {
 /// device attached in the claim's `status.devices`; then it is bound to that node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dra_binding_conditions_reported_by_a_fake_driver() {
-    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-    let mut env = Env::new("dra-binding").await;
-    if !env.serves("resource.k8s.io/v1").await {
-        eprintln!("skipped: the cluster does not serve resource.k8s.io/v1 (DRA needs 1.34+)");
-        env.finish().await;
+    use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+    let Some((mut env, driver, class)) = dra_env("dra-binding", "fabric").await else {
         return;
-    }
-    let driver = format!("{}.example.com", env.name("fabric"));
-    let class = env.name("fabric");
-    env.create_cluster::<DeviceClass>(json!({
-        "metadata": {"name": class},
-        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {driver:?}")}}]},
-    }))
-    .await;
+    };
     let mut nodes = Vec::new();
     for short in ["n1", "n2"] {
         nodes.push(env.create_node(env.node(short)).await);

@@ -55,6 +55,33 @@ pub struct RunOptions {
     pub dra_device_binding_conditions: bool,
 }
 
+impl RunOptions {
+    /// The options with everything optional at its default: serving nothing, no
+    /// extensions, explanations off, the feature gates at upstream's defaults, tie-break
+    /// seed 1 and instance id `test-host` (what tests and embedders start from; `ferrosched
+    /// run` sets every field).
+    pub fn new(
+        client: Client,
+        loaded: Loaded,
+        shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    ) -> Self {
+        RunOptions {
+            client,
+            loaded,
+            instance_id: "test-host".into(),
+            shutdown,
+            seed: 1,
+            health: None,
+            health_tls: None,
+            health_auth: None,
+            extensions: Vec::new(),
+            explain: Default::default(),
+            opportunistic_batching: true,
+            dra_device_binding_conditions: true,
+        }
+    }
+}
+
 /// The instance id upstream would use: the hostname.
 pub fn default_instance_id() -> String {
     std::env::var("HOSTNAME")

@@ -90,20 +90,14 @@ async fn start_gated(server: &FakeApiServer, binding_timeout: &str, gate: bool) 
         .unwrap();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(controller::run(controller::RunOptions {
-        client,
-        loaded,
-        instance_id: "test-host".into(),
-        shutdown: Box::pin(async move {
-            let _ = rx.await;
-        }),
-        seed: 1,
-        health: None,
-        health_tls: None,
-        health_auth: None,
-        extensions: Vec::new(),
-        explain: Default::default(),
-        opportunistic_batching: true,
         dra_device_binding_conditions: gate,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
     }));
     Running { stop, task }
 }

@@ -108,20 +108,16 @@ async fn start_full(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let health = listener.local_addr().unwrap();
     let task = tokio::spawn(controller::run(controller::RunOptions {
-        client,
-        loaded,
         instance_id: instance.into(),
-        shutdown: Box::pin(async move {
-            let _ = rx.await;
-        }),
-        seed: 1,
         health: Some(listener),
-        health_tls: None,
         health_auth,
-        extensions: Vec::new(),
-        explain: Default::default(),
-        opportunistic_batching: true,
-        dra_device_binding_conditions: true,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
     }));
     Running {
         health,
@@ -1564,6 +1560,14 @@ fn gpu_slice(node: &str, devices: &[&str]) -> Value {
     device_slice(GPU_DRIVER, node, devices)
 }
 
+/// DeviceClass `gpu` for the GPU driver's devices, backing the extended resource
+/// `example.com/gpu`.
+fn extended_gpu_class() -> Value {
+    json!({"metadata": {"name": "gpu"},
+           "spec": {"extendedResourceName": "example.com/gpu",
+                    "selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}})
+}
+
 fn device_slice(driver: &str, node: &str, devices: &[&str]) -> Value {
     json!({
         "metadata": {"name": format!("{node}-{driver}")},
@@ -1660,12 +1664,7 @@ async fn an_extended_resource_claim_left_by_a_crash_is_deleted_then_made_anew() 
     let server = FakeApiServer::start().await;
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
     server.apply("nodes", &node("n1", "4", json!({})));
-    server.apply(
-        "deviceclasses",
-        &json!({"metadata": {"name": "gpu"},
-                "spec": {"extendedResourceName": "example.com/gpu",
-                         "selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
-    );
+    server.apply("deviceclasses", &extended_gpu_class());
     server.apply("resourceslices", &gpu_slice("n1", &["gpu-0"]));
     let mut ext = pod("p", "100m", json!({}));
     ext["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = json!("1");
@@ -2056,12 +2055,7 @@ async fn partitionable_devices_and_dra_backed_extended_resources() {
     let server = FakeApiServer::start().await;
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
     server.apply("nodes", &node("n1", "4", json!({})));
-    server.apply(
-        "deviceclasses",
-        &json!({"metadata": {"name": "gpu"},
-                "spec": {"extendedResourceName": "example.com/gpu",
-                         "selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
-    );
+    server.apply("deviceclasses", &extended_gpu_class());
     let mut slice = gpu_slice("n1", &[]);
     let consuming = |name: &str, memory: &str| {
         json!({"name": name, "consumesCounters": [{"counterSet": "gpu-0",

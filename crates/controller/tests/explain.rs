@@ -59,20 +59,16 @@ async fn start(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let health = listener.local_addr().unwrap();
     let task = tokio::spawn(controller::run(controller::RunOptions {
-        client,
-        loaded,
-        instance_id: "test-host".into(),
-        shutdown: Box::pin(async move {
-            let _ = rx.await;
-        }),
-        seed: 1,
         health: Some(listener),
-        health_tls: None,
         health_auth: auth,
-        extensions: Vec::new(),
         explain,
-        opportunistic_batching: true,
-        dra_device_binding_conditions: true,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
     }));
     Running {
         health,

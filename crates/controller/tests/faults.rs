@@ -66,22 +66,13 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         .await
         .unwrap();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(controller::run(controller::RunOptions {
+    let task = tokio::spawn(controller::run(controller::RunOptions::new(
         client,
         loaded,
-        instance_id: "test-host".into(),
-        shutdown: Box::pin(async move {
+        Box::pin(async move {
             let _ = rx.await;
         }),
-        seed: 1,
-        health: None,
-        health_tls: None,
-        health_auth: None,
-        extensions: Vec::new(),
-        explain: Default::default(),
-        opportunistic_batching: true,
-        dra_device_binding_conditions: true,
-    }));
+    )));
     Running { stop, task }
 }
 

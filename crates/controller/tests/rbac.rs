@@ -320,20 +320,16 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
             .to_vec(),
     );
     let task = tokio::spawn(controller::run(controller::RunOptions {
-        client,
-        loaded,
         instance_id: "rbac-test".into(),
-        shutdown: Box::pin(async move {
-            let _ = rx.await;
-        }),
-        seed: 1,
         health: Some(listener),
-        health_tls: None,
         health_auth: Some(std::sync::Arc::new(auth)),
-        extensions: Vec::new(),
-        explain: Default::default(),
-        opportunistic_batching: true,
-        dra_device_binding_conditions: true,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
     }));
     // A scrape with a token: one TokenReview and one SubjectAccessReview.
     server.add_token("scraper", "prometheus", &[]);

@@ -64,20 +64,16 @@ async fn start_with(server: &FakeApiServer, config: &str, instance: &str) -> Run
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let extensions = scheduling_policy::extensions(&loaded);
     let task = tokio::spawn(controller::run(controller::RunOptions {
-        client,
-        loaded,
         instance_id: instance.into(),
-        shutdown: Box::pin(async move {
-            let _ = rx.await;
-        }),
-        seed: 1,
         health: Some(listener),
-        health_tls: None,
-        health_auth: None,
         extensions,
-        explain: Default::default(),
-        opportunistic_batching: true,
-        dra_device_binding_conditions: true,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
     }));
     Running {
         stop: Some(tx),
