@@ -442,6 +442,16 @@ fn a_failed_or_timed_out_claim_is_unavailable_everywhere_and_deallocated() {
     }
 }
 
+/// The binding wait Reserve decides when the pod of claim `c` is scheduled with `fw` on
+/// `o` (the pod must be placed).
+fn wait_decided(fw: &crate::framework::Framework, o: DraObjects) -> Option<BindingWait> {
+    let d = run(fw, &with_claims(&["c"]), &snapshot_with(true, o));
+    let Decision::Bind { state, .. } = d else {
+        panic!("want Bind: {d:?}");
+    };
+    decided_binding_wait(&state).cloned()
+}
+
 #[test]
 fn a_pending_or_ready_claim_within_the_timeout_stays_usable() {
     let pending = allocated("c", &["d0"], Some(now_secs()), vec![]);
@@ -452,30 +462,14 @@ fn a_pending_or_ready_claim_within_the_timeout_stays_usable() {
         vec![device_status("d0", vec![condition("attached", "True")])],
     );
     for (name, c) in [("pending", &pending), ("ready", &ready)] {
-        let d = run(
-            &framework(None),
-            &with_claims(&["c"]),
-            &snapshot_with(true, cluster_with(c)),
-        );
-        let Decision::Bind { state, .. } = d else {
-            panic!("{name}: want Bind: {d:?}");
-        };
         // The binding cycle still checks (and, if pending, waits for) the conditions.
-        let wait = decided_binding_wait(&state).unwrap();
+        let wait = wait_decided(&framework(None), cluster_with(c)).unwrap();
         assert_eq!(wait.claims, [("ns".to_string(), "c".to_string())], "{name}");
     }
     // Without the feature, nothing is judged or waited for.
     let mut o = cluster_with(&allocated("c", &["d0"], Some(now_secs() - 3600), vec![]));
     o.set_binding_conditions(false);
-    let d = run(
-        &framework(None),
-        &with_claims(&["c"]),
-        &snapshot_with(true, o),
-    );
-    let Decision::Bind { state, .. } = d else {
-        panic!("want Bind: {d:?}");
-    };
-    assert_eq!(decided_binding_wait(&state), None);
+    assert_eq!(wait_decided(&framework(None), o), None);
 }
 
 #[test]
@@ -511,12 +505,8 @@ fn reserve_decides_to_wait_for_new_allocations_with_binding_conditions() {
              args:\n      \
                bindingTimeout: 5s\n",
     ));
-    let d = run(&fw, &with_claims(&["c"]), &snapshot_with(true, o.clone()));
-    let Decision::Bind { state, .. } = d else {
-        panic!("want Bind: {d:?}");
-    };
     assert_eq!(
-        decided_binding_wait(&state).unwrap().timeout,
+        wait_decided(&fw, o.clone()).unwrap().timeout,
         Duration::from_secs(5)
     );
     // A device without binding conditions: nothing to wait for.
@@ -525,13 +515,5 @@ fn reserve_decides_to_wait_for_new_allocations_with_binding_conditions() {
         vec![gpu_class()],
         &[claim("c", vec![req("r", "gpu")])],
     );
-    let d = run(
-        &framework(None),
-        &with_claims(&["c"]),
-        &snapshot_with(true, o),
-    );
-    let Decision::Bind { state, .. } = d else {
-        panic!("want Bind: {d:?}");
-    };
-    assert_eq!(decided_binding_wait(&state), None);
+    assert_eq!(wait_decided(&framework(None), o), None);
 }
