@@ -77,12 +77,7 @@ struct Running {
 
 impl Running {
     async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
-            .await
-            .expect("controller stops promptly")
-            .expect("controller task")
-            .expect("controller exits cleanly");
+        support::stop_controller(self.stop.take().unwrap(), self.task).await;
     }
 }
 

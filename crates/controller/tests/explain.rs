@@ -79,12 +79,7 @@ async fn start(
 
 impl Running {
     async fn stop(self) {
-        let _ = self.stop.send(());
-        tokio::time::timeout(Duration::from_secs(10), self.task)
-            .await
-            .expect("controller stops promptly")
-            .expect("controller task")
-            .expect("controller exits cleanly");
+        support::stop_controller(self.stop, self.task).await;
     }
 }
 

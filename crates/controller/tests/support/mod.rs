@@ -33,3 +33,17 @@ pub async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// Asks a controller started by a test to stop and waits (10 s at most) for a clean exit.
+#[allow(dead_code)] // not every test crate that includes `support` calls it
+pub async fn stop_controller(
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<controller::Result<()>>,
+) {
+    let _ = stop.send(());
+    tokio::time::timeout(std::time::Duration::from_secs(10), task)
+        .await
+        .expect("controller stops promptly")
+        .expect("controller task")
+        .expect("controller exits cleanly");
+}

@@ -303,24 +303,7 @@ mod tests {
 
     #[test]
     fn read_write_disks_conflict_on_the_same_node_only() {
-        let gce = |name: &str, pd: &str, ro: bool| {
-            PodInfo::test("ns", name)
-                .edit(|p| {
-                    p.spec.get_or_insert_with(Default::default).volumes =
-                        Some(vec![k8s_openapi::api::core::v1::Volume {
-                            name: "d".into(),
-                            gce_persistent_disk: Some(
-                                k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
-                                    pd_name: pd.into(),
-                                    read_only: Some(ro),
-                                    ..Default::default()
-                                },
-                            ),
-                            ..Default::default()
-                        }])
-                })
-                .build()
-        };
+        let gce = |name: &str, pd: &str, ro: bool| gce_pod("ns", name, pd, ro);
         let nodes = || {
             vec![
                 node_with("a", vec![gce("e", "disk", false)]),
