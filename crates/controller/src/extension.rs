@@ -11,7 +11,7 @@ use std::sync::Arc;
 use kube::Client;
 use scheduler_core::framework::{ActionType, EventResource, Registry};
 use scheduler_core::types::PodKey;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 use tokio::task::JoinHandle;
 
 use crate::binding::executor::Action;
@@ -57,11 +57,11 @@ impl QueueEvents {
 #[derive(Clone)]
 pub struct FailureReporter {
     shared: Arc<Shared>,
-    actions: UnboundedSender<Action>,
+    actions: Sender<Action>,
 }
 
 impl FailureReporter {
-    pub(crate) fn new(shared: &Arc<Shared>, actions: UnboundedSender<Action>) -> Self {
+    pub(crate) fn new(shared: &Arc<Shared>, actions: Sender<Action>) -> Self {
         FailureReporter {
             shared: Arc::clone(shared),
             actions,
@@ -70,7 +70,7 @@ impl FailureReporter {
 
     /// A FailedScheduling event with `message` and PodScheduled=False (reason
     /// Unschedulable; the nomination is kept). False once the executor has stopped.
-    pub fn unschedulable(
+    pub async fn unschedulable(
         &self,
         pod: PodRef,
         key: &PodKey,
@@ -86,6 +86,6 @@ impl FailureReporter {
             condition,
             nomination: Nomination::Keep,
         };
-        self.actions.send(failure).is_ok()
+        self.actions.send(failure).await.is_ok()
     }
 }

@@ -28,7 +28,7 @@ mod serving;
 mod state;
 
 pub use binding::binder::Binder;
-pub use binding::executor::MAX_ACTIONS_IN_FLIGHT;
+pub use binding::executor::{ACTIONS_QUEUED, MAX_ACTIONS_IN_FLIGHT};
 pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};
 pub use extension::{Extension, FailureReporter, QueueEvents};

@@ -245,7 +245,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         cfg.client_connection.qps,
         cfg.client_connection.burst,
     );
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = tokio::sync::mpsc::channel(crate::binding::executor::ACTIONS_QUEUED);
     let executor = Arc::new(Executor {
         client: api.clone(),
         recorder: event_recorder::Recorder::new(api, instance_id),

@@ -14,7 +14,7 @@ use scheduler_core::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_recorded,
 };
 use scheduler_core::types::PodInfo;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use crate::binding::executor::Action;
 use crate::binding::pod_status::{self as status, Nomination};
@@ -38,7 +38,7 @@ pub(crate) struct Popped {
 pub(crate) struct SchedulingLoop {
     pub(crate) shared: Arc<Shared>,
     pub(crate) alg: SchedulingAlgorithm,
-    pub(crate) actions: UnboundedSender<Action>,
+    pub(crate) actions: Sender<Action>,
     pub(crate) explain: ExplainOptions,
     /// Reused by every recorded attempt.
     pub(crate) record: Record,
@@ -329,8 +329,12 @@ impl SchedulingLoop {
         }
     }
 
+    /// Blocks while [`ACTIONS_QUEUED`] actions wait for the executor: the loop runs far
+    /// ahead of an API server, and each waiting binding holds its pod's cycle state.
+    ///
+    /// [`ACTIONS_QUEUED`]: crate::binding::executor::ACTIONS_QUEUED
     fn send(&self, action: Action) {
-        if self.actions.send(action).is_err() {
+        if self.actions.blocking_send(action).is_err() {
             tracing::warn!("action executor stopped; dropping an action");
         }
     }

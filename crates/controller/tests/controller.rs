@@ -831,7 +831,8 @@ async fn a_binding_in_flight_when_leadership_is_lost_is_cancelled_not_retried() 
 
 /// A burst of pods against a server that does not answer bindings: the controller keeps
 /// at most MAX_ACTIONS_IN_FLIGHT bindings in flight and holds the rest back, instead of a
-/// task and a request per assumed pod.
+/// task and a request per assumed pod; once ACTIONS_QUEUED more wait for a slot, the
+/// scheduling loop waits too and the rest of the burst stays in the active queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_in_flight_are_bounded_when_the_server_falls_behind() {
     let server = FakeApiServer::start().await;
@@ -842,7 +843,8 @@ async fn bindings_in_flight_are_bounded_when_the_server_falls_behind() {
         10_000,
         fake_apiserver::Fault::hang("POST", "pods").subresource("binding"),
     );
-    let burst = controller::MAX_ACTIONS_IN_FLIGHT + 40;
+    let held_back = 40;
+    let burst = controller::MAX_ACTIONS_IN_FLIGHT + controller::ACTIONS_QUEUED + held_back;
     for i in 0..burst {
         server.apply("pods", &pod(&format!("burst-{i}"), "10m", json!({})));
     }
@@ -858,9 +860,18 @@ async fn bindings_in_flight_are_bounded_when_the_server_falls_behind() {
         binding_requests() >= controller::MAX_ACTIONS_IN_FLIGHT
     })
     .await;
-    // Every pod was scheduled (assumed) long ago; none past the bound was sent.
+    // Unbounded, the loop would have scheduled (assumed) the whole burst long ago.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(binding_requests(), controller::MAX_ACTIONS_IN_FLIGHT);
+    // Two more pods are out of the queue: the executor holds one action while it waits for
+    // a slot, and the loop waits in the send of the next.
+    let active = metric(running.health, "scheduler_pending_pods{queue=\"active\"}")
+        .await
+        .expect("the active queue's gauge");
+    assert!(
+        active >= (held_back - 2) as f64 && active <= held_back as f64,
+        "{active} pods still in the active queue"
+    );
     running.task.abort();
 }
 

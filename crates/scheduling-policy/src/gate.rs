@@ -254,7 +254,10 @@ pub async fn resolve(
 /// while leading) until the task is aborted.
 pub async fn report(mut notices: mpsc::Receiver<KeptOut>, reporter: FailureReporter) {
     while let Some(n) = notices.recv().await {
-        if !reporter.unschedulable(n.pod, &n.key, n.scheduler_name, n.message) {
+        if !reporter
+            .unschedulable(n.pod, &n.key, n.scheduler_name, n.message)
+            .await
+        {
             return;
         }
     }

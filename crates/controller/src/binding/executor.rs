@@ -191,8 +191,14 @@ impl StatusOrder {
 /// connection busy (kube-apiserver allows 200 mutating requests in flight in all).
 pub const MAX_ACTIONS_IN_FLIGHT: usize = 128;
 
+/// How many more actions may wait for a slot before the scheduling loop waits too. The
+/// loop assumes pods far faster than a real API server binds them; unbounded, a burst of
+/// 2,000 pending pods queued as many bindings, each holding its pod's cycle state (6-8 MiB
+/// more peak RSS against a real kube-apiserver, `benches/reports/2026-11-25c-*`).
+pub const ACTIONS_QUEUED: usize = 64;
+
 /// Leadership lost: cancels every in-flight action and drops the queued ones.
-async fn cancel_all(mut tasks: JoinSet<()>, mut rx: mpsc::UnboundedReceiver<Action>) {
+async fn cancel_all(mut tasks: JoinSet<()>, mut rx: mpsc::Receiver<Action>) {
     let cancelled = tasks.len();
     tasks.abort_all();
     rx.close();
@@ -214,7 +220,7 @@ impl Executor {
     /// volumes does not count); the rest wait in the channel as plain values.
     pub(crate) async fn run(
         self: Arc<Self>,
-        mut rx: mpsc::UnboundedReceiver<Action>,
+        mut rx: mpsc::Receiver<Action>,
         mut fence: tokio::sync::watch::Receiver<bool>,
     ) {
         let mut tasks = JoinSet::new();
