@@ -149,6 +149,21 @@ fn selecting(mut r: dra::DeviceRequest, exprs: &[&str]) -> dra::DeviceRequest {
     r
 }
 
+/// A node selector matching only `node` (by `metadata.name`), as allocations for one node
+/// carry.
+pub(crate) fn only_node(node: &str) -> k8s::NodeSelector {
+    k8s::NodeSelector {
+        node_selector_terms: vec![k8s::NodeSelectorTerm {
+            match_fields: Some(vec![k8s::NodeSelectorRequirement {
+                key: "metadata.name".into(),
+                operator: "In".into(),
+                values: Some(vec![node.into()]),
+            }]),
+            ..Default::default()
+        }],
+    }
+}
+
 pub(crate) fn claim(name: &str, requests: Vec<dra::DeviceRequest>) -> dra::ResourceClaim {
     let mut c = dra::ResourceClaim::default();
     c.metadata.namespace = Some("ns".into());

@@ -5,13 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use super::super::allocator::tests::{
-    DRIVER, Nodes, claim, count, device, gpu_class, local, objects, req, slice,
+    DRIVER, Nodes, claim, count, device, gpu_class, local, objects, only_node, req, slice,
 };
 use super::super::tests::{framework, run, snapshot_with, with_claims};
 use super::super::{DEALLOCATION_COMPLETED, NOT_AVAILABLE_ON_NODE};
@@ -44,19 +43,6 @@ fn allocate(o: &DraObjects, claims: &[&str], node: &str) -> Option<Vec<dra::Allo
 
 fn results(a: &dra::AllocationResult) -> &[dra::DeviceRequestAllocationResult] {
     a.devices.as_ref().unwrap().results.as_deref().unwrap()
-}
-
-fn only_node(node: &str) -> k8s::NodeSelector {
-    k8s::NodeSelector {
-        node_selector_terms: vec![k8s::NodeSelectorTerm {
-            match_fields: Some(vec![k8s::NodeSelectorRequirement {
-                key: "metadata.name".into(),
-                operator: "In".into(),
-                values: Some(vec![node.into()]),
-            }]),
-            ..Default::default()
-        }],
-    }
 }
 
 #[test]

@@ -1,9 +1,8 @@
 //! PostFilter: which claim (if any) is handed to the controller for deallocation.
 
-use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::resource::v1 as dra;
 
-use super::allocator::tests::{claim, count, req};
+use super::allocator::tests::{claim, count, only_node, req};
 use super::tests::{cluster, framework, run, snapshot_with, with_claims};
 use super::*;
 use crate::schedule_one::Decision;
@@ -15,16 +14,7 @@ fn allocated_for(name: &str, node: &str, users: &[(&str, &str)]) -> dra::Resourc
     c.metadata.resource_version = Some("42".into());
     c.status = Some(dra::ResourceClaimStatus {
         allocation: Some(dra::AllocationResult {
-            node_selector: Some(k8s::NodeSelector {
-                node_selector_terms: vec![k8s::NodeSelectorTerm {
-                    match_fields: Some(vec![k8s::NodeSelectorRequirement {
-                        key: "metadata.name".into(),
-                        operator: "In".into(),
-                        values: Some(vec![node.into()]),
-                    }]),
-                    ..Default::default()
-                }],
-            }),
+            node_selector: Some(only_node(node)),
             ..Default::default()
         }),
         reserved_for: (!users.is_empty()).then(|| {
