@@ -5,3 +5,4 @@
 
 pub mod cluster_bench;
 pub mod flags;
+pub mod hot_code;
