@@ -117,7 +117,7 @@ impl PodFields {
         PodFields {
             scheduler_name: Some(pod.scheduler_name.clone()).filter(|n| !n.is_empty()),
             priority_class_name: pod.priority_class_name.clone().filter(|n| !n.is_empty()),
-            node_selector: pod.node_selector.clone(),
+            node_selector: pod.node_selector.to_btree(),
             tolerations: pod
                 .tolerations
                 .iter()

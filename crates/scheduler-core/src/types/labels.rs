@@ -101,6 +101,14 @@ impl Labels {
         self.pairs().iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Whether every pair of this set is in `other` (a nodeSelector against node labels),
+    /// by pointer: no string is read.
+    pub fn is_subset_of(&self, other: &Labels) -> bool {
+        self.pairs()
+            .iter()
+            .all(|(k, v)| other.get_sym(k) == Some(v))
+    }
+
     pub fn contains_key(&self, key: &str) -> bool {
         self.position(key).is_ok()
     }
@@ -230,6 +238,27 @@ mod tests {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_node_selector_is_a_subset_when_every_pair_is_on_the_node() {
+        let node = Labels::from_pairs([("zone", "a"), ("disk", "ssd"), ("os", "linux")]);
+        let sel = |kv: &[(&str, &str)]| Labels::from_pairs(kv.iter().copied());
+        assert!(
+            sel(&[]).is_subset_of(&node),
+            "an empty selector matches every node"
+        );
+        assert!(sel(&[("zone", "a"), ("os", "linux")]).is_subset_of(&node));
+        assert!(!sel(&[("zone", "b")]).is_subset_of(&node), "other value");
+        assert!(
+            !sel(&[("zone", "a"), ("gpu", "")]).is_subset_of(&node),
+            "missing key"
+        );
+        assert!(
+            !sel(&[("disk", "")]).is_subset_of(&node),
+            "empty value is a value"
+        );
+        assert!(!sel(&[("zone", "a")]).is_subset_of(&Labels::new()));
     }
 
     #[test]

@@ -125,7 +125,8 @@ pub struct PodInfo {
     /// memory request counts 100m / 200Mi.
     pub non_zero_requests: Resource,
     pub host_ports: Vec<HostPort>,
-    pub node_selector: BTreeMap<String, String>,
+    /// Interned like node labels: Filter matches it against every node by pointer.
+    pub node_selector: Labels,
     pub required_node_affinity: Option<NodeSelector>,
     pub preferred_node_affinity: Vec<PreferredSchedulingTerm>,
     pub tolerations: Vec<Toleration>,
@@ -299,7 +300,7 @@ impl PodInfo {
             requests,
             non_zero_requests,
             host_ports,
-            node_selector: spec.node_selector.clone().unwrap_or_default(),
+            node_selector: Labels::from(spec.node_selector.as_ref()),
             required_node_affinity,
             preferred_node_affinity,
             tolerations: spec

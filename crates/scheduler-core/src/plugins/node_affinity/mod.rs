@@ -164,9 +164,7 @@ impl Plugin for NodeAffinity {
 
 /// Whether the pod's own rules (nodeSelector AND required node affinity) accept the node.
 pub fn pod_matches_node(pod: &PodInfo, node: &NodeInfo) -> bool {
-    pod.node_selector
-        .iter()
-        .all(|(k, v)| node.labels.get(k) == Some(v))
+    pod.node_selector.is_subset_of(&node.labels)
         && pod
             .required_node_affinity
             .as_ref()

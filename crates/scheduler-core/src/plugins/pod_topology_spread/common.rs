@@ -27,9 +27,7 @@ pub(super) fn has_all_topology_keys(node: &NodeInfo, constraints: &[SpreadConstr
 
 /// The pod's nodeSelector and required node affinity, as upstream `GetRequiredNodeAffinity`.
 fn matches_required_node_affinity(pod: &PodInfo, node: &NodeInfo) -> bool {
-    pod.node_selector
-        .iter()
-        .all(|(k, v)| node.labels.get(k) == Some(v))
+    pod.node_selector.is_subset_of(&node.labels)
         && pod
             .required_node_affinity
             .as_ref()
