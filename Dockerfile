@@ -2,9 +2,10 @@
 # ferrosched's container image: `docker build -t ferrosched:0.1.0 .` from the repository root.
 #
 # Builder and runtime must share a Debian release (the binary links the builder's glibc):
-# rust:*-slim-trixie + distroless cc-debian13.
+# rust:*-slim-trixie + distroless cc-debian13. The Rust release is pinned to the patch: the
+# dist build's hot-code order (crates/ferrosched/link/) fits one toolchain only.
 
-FROM rust:1.95-slim-trixie AS build
+FROM rust:1.95.0-slim-trixie AS build
 WORKDIR /src
 # The slim image ships gcc and libc6-dev, all `ring` (rustls' crypto) needs; no OpenSSL.
 COPY . .

@@ -532,6 +532,23 @@ fn the_image_holds_the_binary_the_manifests_run() {
         .collect();
     assert_eq!(froms.len(), 2, "multi-stage: {froms:?}");
     assert!(froms[0].starts_with("FROM rust:1.95"), "{}", froms[0]);
+    // The hot-code order fits one toolchain: the image must build with the one it was made
+    // with, or the image's scheduler maps ~9 MiB more (crates/ferrosched/link/README.md).
+    let order =
+        std::fs::read_to_string(repo().join("crates/ferrosched/link/hot-symbols.txt")).unwrap();
+    let made_with = ferrosched::hot_code::Fingerprint::from_header(&order)
+        .unwrap()
+        .rustc;
+    let image_rust = froms[0]
+        .trim_start_matches("FROM rust:")
+        .split('-')
+        .next()
+        .unwrap();
+    assert!(
+        made_with.starts_with(&format!("rustc {image_rust} ")),
+        "the Dockerfile builds with Rust {image_rust}, link/hot-symbols.txt was made with \
+         {made_with}: regenerate it with crates/ferrosched/link/collect.sh"
+    );
     assert!(dockerfile.contains("cargo build --profile dist --locked -p ferrosched"));
     assert!(dockerfile.contains("target/dist/ferrosched"));
     let last_stage = dockerfile.split("\nFROM ").last().unwrap();
