@@ -742,3 +742,32 @@ fn decrement(counts: &mut HashMap<String, usize>, img: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::NodeInfo;
+
+    /// The zone tree relies on the cache adding a node only when it enters a zone: updates,
+    /// zone moves and re-adds after a delete must keep every node listed once.
+    #[test]
+    fn each_known_node_is_in_the_zone_tree_once() {
+        let node = |name: &str, zone: &str| {
+            NodeInfo::test(name)
+                .label("topology.kubernetes.io/zone", zone)
+                .build_node()
+        };
+        let mut cache = Cache::new();
+        cache.add_node(&node("n1", "a"));
+        cache.add_node(&node("n2", "b"));
+        cache.update_node(&node("n1", "a"));
+        cache.add_node(&node("n1", "a"));
+        cache.update_node(&node("n2", "c"));
+        cache.remove_node("n1").unwrap();
+        cache.add_node(&node("n1", "b"));
+        assert_eq!(cache.node_count(), 2);
+        let mut listed = cache.tree.list();
+        listed.sort_unstable();
+        assert_eq!(listed, ["n1", "n2"]);
+    }
+}

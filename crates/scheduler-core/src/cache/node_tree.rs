@@ -43,14 +43,19 @@ impl NodeTree {
         self.num_nodes
     }
 
+    /// Adds a node that is in no zone of the tree (the cache adds a node when it becomes
+    /// known or changes zone, after removing it from the old one). Not checked in release
+    /// builds: a scan of the zone per add made the initial list of 5,000 nodes quadratic
+    /// (12.5 million name comparisons, ~9 ms of the ~145 ms start-up CPU in a profile).
     pub(crate) fn add(&mut self, zone: &str, name: &str) {
+        debug_assert!(
+            self.tree
+                .get(zone)
+                .is_none_or(|names| names.iter().all(|n| n != name)),
+            "node {name} added to zone {zone:?} twice"
+        );
         match self.tree.get_mut(zone) {
-            Some(names) => {
-                if names.iter().any(|n| n == name) {
-                    return;
-                }
-                names.push(name.to_string());
-            }
+            Some(names) => names.push(name.to_string()),
             None => {
                 self.zones.push(zone.to_string());
                 self.tree.insert(zone.to_string(), vec![name.to_string()]);
@@ -109,7 +114,6 @@ mod tests {
         ] {
             t.add(z, n);
         }
-        t.add("a", "a1");
         assert_eq!(t.list(), ["a1", "b1", "c1", "a2", "c2", "a3"]);
         assert!(t.remove("b", "b1"));
         assert!(!t.remove("b", "b1"));
