@@ -44,15 +44,6 @@ impl Fingerprint {
         })
     }
 
-    /// The header lines for this fingerprint.
-    pub fn header(&self) -> String {
-        let values = [&self.rustc, &self.target, &self.profile, &self.lock];
-        KEYS.iter()
-            .zip(values)
-            .map(|(k, v)| format!("# {k}: {v}\n"))
-            .collect()
-    }
-
     /// The fields in which `build` differs from this (the file's) fingerprint, as
     /// "field: file's value, build's value"; empty when the order fits the build.
     pub fn differences(&self, build: &Fingerprint) -> Vec<String> {
@@ -92,9 +83,15 @@ pub fn profile_of_out_dir(out_dir: &std::path::Path) -> Option<String> {
 /// Whether the flags a build passes to rustc choose the linker themselves, in which case
 /// the linker may not be lld and may not understand `--symbol-ordering-file`.
 pub fn linker_overridden(encoded_rustflags: &str) -> bool {
+    const CHOOSERS: [&str; 4] = [
+        "linker=",
+        "linker-flavor",
+        "linker-features",
+        "link-self-contained",
+    ];
     encoded_rustflags
         .split('\x1f')
-        .any(|f| f.contains("linker") || f.contains("link-self-contained"))
+        .any(|f| CHOOSERS.iter().any(|c| f.contains(c)))
 }
 
 #[cfg(test)]
@@ -112,10 +109,14 @@ mod tests {
     }
 
     #[test]
-    fn a_header_round_trips_and_the_symbols_after_it_are_ignored() {
+    fn the_header_is_read_and_the_symbols_after_it_are_ignored() {
         let text = format!(
-            "# hot code of ferrosched run\n{}_ZN3foo3bar17h0E\n",
-            build().header()
+            "# hot code of ferrosched run: a comment\n# rustc: {}\n# target: {}\n\
+             # profile: {}\n# Cargo.lock: {}\n_ZN3foo3bar17h0E\n",
+            build().rustc,
+            build().target,
+            build().profile,
+            build().lock
         );
         assert_eq!(Fingerprint::from_header(&text), Ok(build()));
     }
@@ -178,5 +179,9 @@ mod tests {
         assert!(!linker_overridden("-Ctarget-cpu=native\x1f-Copt-level=3"));
         assert!(linker_overridden("-C\x1flinker=clang"));
         assert!(linker_overridden("-Clink-self-contained=-linker"));
+        assert!(
+            !linker_overridden("-Clinker-plugin-lto"),
+            "not a linker choice"
+        );
     }
 }
