@@ -253,6 +253,14 @@ mod tests {
             })
             .build();
         assert_eq!(fw.sign_pod(&claims), None);
+        // Refusals reorder who signs first (the last refuser is asked first); a signable
+        // pod's signature does not change with that order.
+        let signed = fw.sign_pod(&a);
+        for refused in [&spread, &affine, &claims, &spread] {
+            assert_eq!(fw.sign_pod(refused), None);
+            assert_eq!(fw.sign_pod(&a), signed);
+            assert_eq!(fw.sign_pod(&b), signed);
+        }
         let mut broken = a.clone();
         broken.problems.push("bad quantity".into());
         assert_eq!(fw.sign_pod(&broken), None);

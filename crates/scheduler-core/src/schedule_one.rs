@@ -471,48 +471,57 @@ impl SchedulingAlgorithm {
             return Ok(feasible);
         }
 
-        let found = AtomicUsize::new(0);
-        let check = |i: usize| -> Option<(usize, Status)> {
-            if found.load(Ordering::Relaxed) >= to_find {
-                return None;
-            }
-            let node = &nodes[(start + i) % n];
-            let status = if nominated.is_empty() {
+        let filter = |node: &Arc<NodeInfo>| {
+            if nominated.is_empty() {
                 fw.run_filter(state, pod, node)
             } else {
                 fw.run_filter_with_nominated_pods(state, pod, node, nominated.for_node(&node.name))
-            };
-            if status.is_success() {
-                // Claim a slot; past the quota the node is dropped as if never looked at.
-                if found.fetch_add(1, Ordering::Relaxed) < to_find {
-                    Some((i, status))
-                } else {
-                    None
-                }
-            } else {
-                Some((i, status))
             }
         };
-        let outcomes: Vec<(usize, Status)> = if parallel(n) {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(16)
-                .filter_map(check)
-                .collect()
-        } else {
-            (0..n).filter_map(check).collect()
-        };
-        // Both collects keep node order (rayon's collect preserves it), so no sort is needed.
-
         let mut feasible = Vec::with_capacity(to_find.min(n));
-        for (i, status) in outcomes {
-            let node = &nodes[(start + i) % n];
+        let mut keep = |node: &Arc<NodeInfo>, status: Status| {
             if status.is_success() {
                 feasible.push(Arc::clone(node));
             } else if status.code() == Code::Error {
                 return Err(ScheduleError::Internal(status));
             } else {
                 diagnosis.record_node(node, status);
+            }
+            Ok(())
+        };
+        if parallel(n) {
+            let found = AtomicUsize::new(0);
+            let check = |i: usize| -> Option<(usize, Status)> {
+                if found.load(Ordering::Relaxed) >= to_find {
+                    return None;
+                }
+                let status = filter(&nodes[(start + i) % n]);
+                // Claim a slot; past the quota the node is dropped as if never looked at.
+                if status.is_success() && found.fetch_add(1, Ordering::Relaxed) >= to_find {
+                    return None;
+                }
+                Some((i, status))
+            };
+            // rayon's collect keeps node order, so no sort is needed.
+            let outcomes: Vec<(usize, Status)> = (0..n)
+                .into_par_iter()
+                .with_min_len(16)
+                .filter_map(check)
+                .collect();
+            for (i, status) in outcomes {
+                keep(&nodes[(start + i) % n], status)?;
+            }
+        } else {
+            // One thread: stop at the quota rather than walking the rest of the nodes.
+            let mut found = 0;
+            for i in 0..n {
+                if found >= to_find {
+                    break;
+                }
+                let node = &nodes[(start + i) % n];
+                let status = filter(node);
+                found += usize::from(status.is_success());
+                keep(node, status)?;
             }
         }
         if advance_start {

@@ -84,7 +84,7 @@ impl Explanation {
         table: &ScoreTable,
         detail: &ScoreDetail,
     ) {
-        let k = table.plugins.len();
+        let (k, count) = (table.plugins.len(), table.totals.len());
         self.score_plugins = table
             .plugins
             .iter()
@@ -102,10 +102,10 @@ impl Explanation {
                 plugins: (0..k)
                     .map(|j| PluginScore {
                         plugin: table.plugins[j].to_string(),
-                        raw: detail.raw.get(i * k + j).copied().unwrap_or(0),
-                        normalized: detail.normalized.get(i * k + j).copied().unwrap_or(0),
+                        raw: detail.raw.get(j * count + i).copied().unwrap_or(0),
+                        normalized: detail.normalized.get(j * count + i).copied().unwrap_or(0),
                         weight: detail.weights.get(j).copied().unwrap_or(0),
-                        weighted: table.weighted[i * k + j],
+                        weighted: table.at(i, j),
                     })
                     .collect(),
                 total: table.totals[i],

@@ -100,6 +100,11 @@ impl CycleState {
 
     /// The start of a Filter or Score plugin call on one node, when this cycle times those.
     #[inline]
+    /// Whether this cycle times each per-node Filter and Score call.
+    pub(crate) fn times_node_plugins(&self) -> bool {
+        self.plugin_timer.as_ref().is_some_and(|t| t.node_loops())
+    }
+
     pub(crate) fn node_plugin_start(&self) -> Option<Instant> {
         match &self.plugin_timer {
             Some(t) if t.node_loops() => Some(Instant::now()),
@@ -166,8 +171,19 @@ impl CycleState {
         self.skip_filter |= 1 << i;
     }
 
-    pub(crate) fn filter_skipped(&self, i: usize) -> bool {
-        self.skip_filter & (1 << i) != 0
+    /// The indices, in order, of the first `n` Filter plugins that run this cycle (one
+    /// step per plugin that runs, none for those skipped: this is walked for every node).
+    pub(crate) fn filters_to_run(&self, n: usize) -> impl Iterator<Item = usize> + use<> {
+        let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let mut left = all & !self.skip_filter;
+        std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            let i = left.trailing_zeros() as usize;
+            left &= left - 1;
+            Some(i)
+        })
     }
 
     /// The `i`-th Score plugin does not run this cycle (its PreScore returned Skip).

@@ -247,6 +247,22 @@ pub struct NodeScore<'a> {
 pub trait ScorePlugin: Plugin {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
 
+    /// [`score`](Self::score) of each of `nodes` into `out` (as long as `nodes`). The
+    /// framework calls this on unsampled cycles; a plugin overrides it to look up its
+    /// per-pod state once instead of once per node, and must give what `score` gives.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        for (slot, node) in out.iter_mut().zip(nodes) {
+            *slot = self.score(state, pod, node)?;
+        }
+        Ok(())
+    }
+
     /// Maps raw scores into `0..=MAX_NODE_SCORE`. Default: scores are already in range.
     fn normalize_scores(
         &self,

@@ -529,6 +529,52 @@ fn start_index_rotates_so_every_node_gets_a_turn() {
     assert_eq!(alg.next_start_node_index(), 0);
 }
 
+/// Counts its calls; used by one test only, so the count is that test's.
+struct CountedFilter;
+static COUNTED_FILTER_CALLS: AtomicUsize = AtomicUsize::new(0);
+impl Plugin for CountedFilter {
+    fn name(&self) -> &'static str {
+        "CountedFilter"
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => filter)
+    }
+}
+impl FilterPlugin for CountedFilter {
+    fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+        COUNTED_FILTER_CALLS.fetch_add(1, Ordering::SeqCst);
+        match node.name.ends_with('7') {
+            true => Status::unschedulable("ends in 7"),
+            false => Status::success(),
+        }
+    }
+}
+
+#[test]
+fn filtering_stops_once_enough_nodes_fit() {
+    // 250 nodes (one thread below 256), percentage 40 -> 100 feasible nodes wanted; one
+    // node in ten is rejected, so the 100th fit is the 111th node looked at.
+    let mut reg = registry();
+    reg.register("CountedFilter", |_| Ok(Arc::new(CountedFilter)));
+    let fw = Framework::new(&spec(&[(Filter, &["CountedFilter"])], &[]), &reg).unwrap();
+    let snap = snapshot((0..250).map(|i| node(&format!("n{i:03}"), &[])).collect());
+    let mut alg = SchedulingAlgorithm::new(40, 1);
+    let mut state = CycleState::new();
+    let r = alg
+        .schedule_pod(
+            &fw,
+            &mut state,
+            &Arc::new(pod("p")),
+            &snap,
+            &NominatedPods::new(),
+        )
+        .unwrap();
+    assert_eq!(r.feasible_nodes, 100);
+    assert_eq!(r.evaluated_nodes, 111);
+    assert_eq!(COUNTED_FILTER_CALLS.load(Ordering::SeqCst), 111);
+    assert_eq!(alg.next_start_node_index(), 111);
+}
+
 #[test]
 fn reserve_failure_unreserves_and_reports() {
     let fw = Framework::new(&spec(&[(Reserve, &["Reserver"])], &[]), &registry()).unwrap();

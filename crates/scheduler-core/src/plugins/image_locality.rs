@@ -80,17 +80,35 @@ pub fn calculate_priority(sum_scores: i64, num_containers: usize) -> i64 {
     MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)
 }
 
+fn image_spread(state: &CycleState) -> Result<&ImageSpread, Status> {
+    state.read::<ImageSpread>().ok_or_else(|| {
+        Status::error(format!(
+            "{IMAGE_LOCALITY}: image spread of the snapshot missing from the cycle state"
+        ))
+    })
+}
+
+fn node_score(pod: &PodInfo, node: &NodeInfo, spread: &ImageSpread) -> i64 {
+    calculate_priority(sum_image_scores(pod, node, spread), pod.num_containers)
+}
+
 impl ScorePlugin for ImageLocality {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(spread) = state.read::<ImageSpread>() else {
-            return Err(Status::error(format!(
-                "{IMAGE_LOCALITY}: image spread of the snapshot missing from the cycle state"
-            )));
-        };
-        Ok(calculate_priority(
-            sum_image_scores(pod, node, spread),
-            pod.num_containers,
-        ))
+        Ok(node_score(pod, node, image_spread(state)?))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let spread = image_spread(state)?;
+        for (slot, node) in out.iter_mut().zip(nodes) {
+            *slot = node_score(pod, node, spread);
+        }
+        Ok(())
     }
 }
 

@@ -107,6 +107,9 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
 }
 
 #[cfg(test)]
+mod score_nodes_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::cache::Snapshot;

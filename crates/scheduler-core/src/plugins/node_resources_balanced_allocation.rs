@@ -91,15 +91,40 @@ impl PreScorePlugin for NodeResourcesBalancedAllocation {
 
 impl ScorePlugin for NodeResourcesBalancedAllocation {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let mut out = [0];
+        self.score_nodes_in(state, pod, [node], &mut out)?;
+        Ok(out[0])
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        self.score_nodes_in(state, pod, nodes.iter().map(|n| &**n), out)
+    }
+}
+
+impl NodeResourcesBalancedAllocation {
+    fn score_nodes_in<'a>(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: impl IntoIterator<Item = &'a NodeInfo>,
+        out: &mut [i64],
+    ) -> Result<(), Status> {
         if let Some(s) = state.read::<PreScoreState>() {
-            return self.scorer.score(&s.pod_requests, node);
+            return self.scorer.score_nodes(&s.pod_requests, nodes, out);
         }
         // Without PreScore (upstream tolerates that): compute here, best-effort scores 0.
         let pod_requests = self.scorer.pod_requests(pod);
         if ResourceAllocationScorer::is_best_effort(&pod_requests) {
-            return Ok(0);
+            out.fill(0);
+            return Ok(());
         }
-        self.scorer.score(&pod_requests, node)
+        self.scorer.score_nodes(&pod_requests, nodes, out)
     }
 }
 

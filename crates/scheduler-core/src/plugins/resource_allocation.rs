@@ -189,30 +189,47 @@ impl ResourceAllocationScorer {
 
     /// Scores `node` for a pod whose [`pod_requests`](Self::pod_requests) are given.
     pub fn score(&self, pod_requests: &[i64], node: &NodeInfo) -> Result<i64, Status> {
+        let mut out = [0];
+        self.score_nodes(pod_requests, [node], &mut out)?;
+        Ok(out[0])
+    }
+
+    /// [`score`](Self::score) of each of `nodes` into `out`, the strategy chosen once.
+    pub fn score_nodes<'a>(
+        &self,
+        pod_requests: &[i64],
+        nodes: impl IntoIterator<Item = &'a NodeInfo>,
+        out: &mut [i64],
+    ) -> Result<(), Status> {
         if self.resources.is_empty() {
             return Err(Status::error(RESOURCES_NOT_FOUND));
         }
         // (weight, requested, allocatable) of every resource the node has; an iterator, so
         // scoring never allocates and Balanced can walk it twice.
-        let present = || {
+        let present = |node: &'a NodeInfo| {
             self.resources
                 .iter()
                 .zip(pod_requests)
-                .filter_map(|(r, &pod_request)| {
+                .filter_map(move |(r, &pod_request)| {
                     let (alloc, req) = self.allocatable_requested(r, pod_request, node);
                     (alloc != 0).then_some((r.weight, req, alloc))
                 })
         };
-        Ok(match &self.strategy {
-            Strategy::LeastAllocated => weighted_floor(
-                present().map(|(w, req, alloc)| (w, least_requested_score(req, alloc))),
-            ),
-            Strategy::MostAllocated => weighted_floor(
-                present().map(|(w, req, alloc)| (w, most_requested_score(req, alloc))),
-            ),
-            Strategy::RequestedToCapacityRatio(shape) => {
+        let nodes = out.iter_mut().zip(nodes);
+        match &self.strategy {
+            Strategy::LeastAllocated => fill(nodes, |node| {
+                weighted_floor(
+                    present(node).map(|(w, req, alloc)| (w, least_requested_score(req, alloc))),
+                )
+            }),
+            Strategy::MostAllocated => fill(nodes, |node| {
+                weighted_floor(
+                    present(node).map(|(w, req, alloc)| (w, most_requested_score(req, alloc))),
+                )
+            }),
+            Strategy::RequestedToCapacityRatio(shape) => fill(nodes, |node| {
                 let (mut sum, mut weights) = (0i64, 0i64);
-                for (w, req, alloc) in present() {
+                for (w, req, alloc) in present(node) {
                     let s = utilization_score(shape, req, alloc);
                     // Resources scoring 0 do not count, not even in the weight sum.
                     if s > 0 {
@@ -225,9 +242,23 @@ impl ResourceAllocationScorer {
                 } else {
                     (sum as f64 / weights as f64).round() as i64
                 }
-            }
-            Strategy::Balanced => balanced_score(|| present().map(|(_, req, alloc)| (req, alloc))),
-        })
+            }),
+            Strategy::Balanced => fill(nodes, |node| {
+                balanced_score(|| present(node).map(|(_, req, alloc)| (req, alloc)))
+            }),
+        }
+        Ok(())
+    }
+}
+
+/// Writes `score` of each node into its slot (a loop per strategy, so the strategy is
+/// matched once per call, not once per node).
+fn fill<'s, 'a>(
+    slots: impl Iterator<Item = (&'s mut i64, &'a NodeInfo)>,
+    score: impl Fn(&'a NodeInfo) -> i64,
+) {
+    for (slot, node) in slots {
+        *slot = score(node);
     }
 }
 

@@ -124,19 +124,36 @@ pub fn count_intolerable_prefer_no_schedule(taints: &[Taint], tolerations: &[Tol
         .count() as i64
 }
 
+fn prefer_no_schedule_tolerations(state: &CycleState) -> Result<&[Toleration], Status> {
+    match state.read::<PreferNoScheduleTolerations>() {
+        Some(PreferNoScheduleTolerations(t)) => Ok(t),
+        None => Err(Status::error(format!(
+            "{TAINT_TOLERATION}: PreScore state missing from the cycle state"
+        ))),
+    }
+}
+
 impl ScorePlugin for TaintToleration {
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(PreferNoScheduleTolerations(tolerations)) =
-            state.read::<PreferNoScheduleTolerations>()
-        else {
-            return Err(Status::error(format!(
-                "{TAINT_TOLERATION}: PreScore state missing from the cycle state"
-            )));
-        };
+        let tolerations = prefer_no_schedule_tolerations(state)?;
         Ok(count_intolerable_prefer_no_schedule(
             &node.taints,
             tolerations,
         ))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let tolerations = prefer_no_schedule_tolerations(state)?;
+        for (slot, node) in out.iter_mut().zip(nodes) {
+            *slot = count_intolerable_prefer_no_schedule(&node.taints, tolerations);
+        }
+        Ok(())
     }
 
     /// More intolerable taints mean a lower score: normalised and reversed.

@@ -7,6 +7,7 @@ mod wiring;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::interface::*;
@@ -60,6 +61,12 @@ pub struct Framework {
     events: PluginEvents,
     /// Those plugins, asked for queueing hints.
     rejecting: Vec<Named<dyn Plugin>>,
+    /// The PreFilter, Filter, PreScore and Score plugins, once each: who signs a pod.
+    signers: Vec<Named<dyn Plugin>>,
+    /// The signer that last refused a pod, asked first next time: a profile's pods are
+    /// mostly refused by the same plugin (default spreading, say), and signing the rest
+    /// first would be wasted.
+    last_refusal: AtomicUsize,
 }
 
 impl fmt::Debug for Framework {
@@ -92,27 +99,26 @@ impl Framework {
         if !pod.problems.is_empty() {
             return None;
         }
+        let first = self.last_refusal.load(Ordering::Relaxed);
+        let order = self.signers.get(first).into_iter().chain(
+            self.signers
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != first)
+                .map(|(_, s)| s),
+        );
         let mut out = std::collections::BTreeMap::new();
         out.insert("SchedulerName", pod.scheduler_name.clone());
-        let plugins = self
-            .pre_filter
-            .iter()
-            .map(|n| (n.name, n.plugin.sign_pod(pod)))
-            .chain(self.filter.iter().map(|n| (n.name, n.plugin.sign_pod(pod))))
-            .chain(
-                self.pre_score
-                    .iter()
-                    .map(|n| (n.name, n.plugin.sign_pod(pod))),
-            )
-            .chain(
-                self.score
-                    .iter()
-                    .map(|(n, _)| (n.name, n.plugin.sign_pod(pod))),
-            );
-        for (_, signing) in plugins {
-            match signing? {
-                super::Signing::Fragments(f) => out.extend(f),
-                super::Signing::Unsignable(_) => return None,
+        for (i, signer) in order.enumerate() {
+            match signer.plugin.sign_pod(pod) {
+                Some(super::Signing::Fragments(f)) => out.extend(f),
+                None | Some(super::Signing::Unsignable(_)) => {
+                    if i > 0 {
+                        let at = self.signers.iter().position(|s| s.name == signer.name);
+                        self.last_refusal.store(at.unwrap_or(0), Ordering::Relaxed);
+                    }
+                    return None;
+                }
             }
         }
         Some(super::PodSignature(out))
@@ -306,13 +312,17 @@ impl Framework {
 
     /// Runs the Filter plugins on one node; the first failure decides, tagged with its plugin.
     pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for (i, p) in self.filter.iter().enumerate() {
-            if state.filter_skipped(i) {
-                continue;
-            }
-            let start = state.node_plugin_start();
-            let s = p.plugin.filter(state, pod, node);
-            state.filter_done(i, s.code(), start);
+        let timed = state.times_node_plugins();
+        for i in state.filters_to_run(self.filter.len()) {
+            let p = &self.filter[i];
+            let s = if timed {
+                let start = state.node_plugin_start();
+                let s = p.plugin.filter(state, pod, node);
+                state.filter_done(i, s.code(), start);
+                s
+            } else {
+                p.plugin.filter(state, pod, node)
+            };
             if s.is_success() {
                 continue;
             }
@@ -502,59 +512,73 @@ impl Framework {
             .collect();
         let k = active.len();
         let plugins: Vec<&'static str> = active.iter().map(|(_, (p, _))| p.name).collect();
-        if k == 0 {
+        let n = nodes.len();
+        if k == 0 || n == 0 {
             return Ok(ScoreTable {
                 plugins,
                 weighted: Vec::new(),
-                totals: vec![0; nodes.len()],
+                totals: vec![0; n],
             });
         }
-        // Node-major raw scores: row i holds node i's score from each active plugin.
-        let mut raw = vec![0i64; nodes.len() * k];
-        let score_node = |(row, node): (&mut [i64], &Arc<NodeInfo>)| -> Result<(), Status> {
-            for (slot, &(j, (p, _))) in row.iter_mut().zip(&active) {
-                let start = state.node_plugin_start();
-                let scored = p.plugin.score(state, pod, node);
-                let code = scored.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
-                state.score_done(j, code, start);
-                *slot = scored.map_err(|s| {
+        // Plugin-major: column j holds the j-th active plugin's score of every node, so a
+        // plugin scores a run of nodes in one call.
+        let mut columns = vec![0i64; n * k];
+        let timed = state.times_node_plugins();
+        let score_run =
+            |j: usize, p: &Named<dyn ScorePlugin>, nodes: &[Arc<NodeInfo>], out: &mut [i64]| {
+                let r = if timed {
+                    // A sampled cycle: time each call, as upstream's per-node metric counts them.
+                    out.iter_mut().zip(nodes).try_for_each(|(slot, node)| {
+                        let start = state.node_plugin_start();
+                        let scored = p.plugin.score(state, pod, node);
+                        let code = scored.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
+                        state.score_done(j, code, start);
+                        *slot = scored?;
+                        Ok(())
+                    })
+                } else {
+                    p.plugin.score_nodes(state, pod, nodes, out)
+                };
+                r.map_err(|s: Status| {
                     Status::error(format!(
                         "running Score plugin {:?}: {}",
                         p.name,
                         s.message()
                     ))
                     .with_plugin(p.name)
-                })?;
+                })
+            };
+        for (column, &(j, (p, _))) in columns.chunks_mut(n).zip(&active) {
+            if parallel {
+                const RUN: usize = 32;
+                column
+                    .par_chunks_mut(RUN)
+                    .zip(nodes.par_chunks(RUN))
+                    .try_for_each(|(out, run)| score_run(j, p, run, out))?;
+            } else {
+                score_run(j, p, nodes, column)?;
             }
-            Ok(())
-        };
-        if parallel {
-            raw.par_chunks_mut(k)
-                .zip(nodes.par_iter())
-                .with_min_len(32)
-                .try_for_each(score_node)?;
-        } else {
-            raw.chunks_mut(k)
-                .zip(nodes.iter())
-                .try_for_each(score_node)?;
         }
-
         if let Some(d) = detail.as_deref_mut() {
-            d.raw.clone_from(&raw);
+            d.raw.clone_from(&columns);
             d.normalized.clear();
-            d.normalized.resize(raw.len(), 0);
+            d.normalized.resize(columns.len(), 0);
             d.weights.clear();
             d.weights.extend(active.iter().map(|(_, (_, w))| *w));
         }
-        let mut weighted = raw;
-        let mut column: Vec<NodeScore<'_>> = Vec::with_capacity(nodes.len());
-        for (j, (_, (p, w))) in active.iter().enumerate() {
-            column.clear();
-            column.extend(nodes.iter().enumerate().map(|(i, n)| NodeScore {
-                name: &n.name,
-                score: weighted[i * k + j],
-            }));
-            let s = p.plugin.normalize_scores(state, pod, &mut column);
+        let mut list: Vec<NodeScore<'_>> = Vec::with_capacity(n);
+        for (j, (column, (_, (p, w)))) in columns.chunks_mut(n).zip(&active).enumerate() {
+            list.clear();
+            list.extend(
+                nodes
+                    .iter()
+                    .zip(column.iter())
+                    .map(|(node, &score)| NodeScore {
+                        name: &node.name,
+                        score,
+                    }),
+            );
+            let s = p.plugin.normalize_scores(state, pod, &mut list);
             if !s.is_success() {
                 return Err(Status::error(format!(
                     "running Normalize on Score plugin {:?}: {}",
@@ -564,11 +588,11 @@ impl Framework {
                 .with_plugin(p.name));
             }
             if let Some(d) = detail.as_deref_mut() {
-                for (i, ns) in column.iter().enumerate() {
-                    d.normalized[i * k + j] = ns.score;
+                for (slot, ns) in d.normalized[j * n..(j + 1) * n].iter_mut().zip(&list) {
+                    *slot = ns.score;
                 }
             }
-            for (i, ns) in column.iter().enumerate() {
+            for (slot, ns) in column.iter_mut().zip(&list) {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
                     return Err(Status::error(format!(
                         "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
@@ -576,13 +600,16 @@ impl Framework {
                     ))
                     .with_plugin(p.name));
                 }
-                weighted[i * k + j] = ns.score * w;
+                *slot = ns.score * w;
             }
         }
-        let totals = weighted
-            .chunks(k)
-            .map(|row| row.iter().fold(0i64, |a, b| a.saturating_add(*b)))
-            .collect();
+        let mut totals = vec![0i64; n];
+        for column in columns.chunks(n) {
+            for (t, v) in totals.iter_mut().zip(column) {
+                *t = t.saturating_add(*v);
+            }
+        }
+        let weighted = columns;
         Ok(ScoreTable {
             plugins,
             weighted,
@@ -724,7 +751,7 @@ pub struct NodePluginScores {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScoreTable {
     pub plugins: Vec<&'static str>,
-    /// Node-major: node i, plugin j at `i * plugins.len() + j`.
+    /// Plugin-major: plugin j, node i at `j * totals.len() + i` (see [`ScoreTable::at`]).
     pub weighted: Vec<i64>,
     pub totals: Vec<i64>,
 }
@@ -740,16 +767,20 @@ pub struct ScoreDetail {
 }
 
 impl ScoreTable {
+    /// The `i`-th scored node's weighted score from the `j`-th plugin.
+    pub fn at(&self, i: usize, j: usize) -> i64 {
+        self.weighted[j * self.totals.len() + i]
+    }
+
     /// The per-plugin breakdown of the `i`-th scored node.
     pub fn node(&self, i: usize, name: &str) -> NodePluginScores {
-        let k = self.plugins.len();
         NodePluginScores {
             name: name.to_string(),
             scores: self
                 .plugins
                 .iter()
                 .enumerate()
-                .map(|(j, p)| (*p, self.weighted[i * k + j]))
+                .map(|(j, p)| (*p, self.at(i, j)))
                 .collect(),
             total: self.totals[i],
         }

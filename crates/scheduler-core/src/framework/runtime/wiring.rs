@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use super::{Framework, Named};
 use crate::config::ExpandedProfile;
@@ -143,6 +144,25 @@ impl Framework {
                 (p, w)
             })
             .collect();
+        // Every plugin whose answers a signature stands for, once each, in point order.
+        let mut signers: Vec<Named<dyn Plugin>> = Vec::new();
+        for point in [
+            ExtensionPoint::PreFilter,
+            ExtensionPoint::Filter,
+            ExtensionPoint::PreScore,
+            ExtensionPoint::Score,
+        ] {
+            for name in spec.points.get(&point).into_iter().flatten() {
+                if let Some((plugin, _)) = instances.get(name.as_str())
+                    && !signers.iter().any(|s| s.name == plugin.name())
+                {
+                    signers.push(Named {
+                        name: plugin.name(),
+                        plugin: Arc::clone(plugin),
+                    });
+                }
+            }
+        }
         // Upstream asks the enqueue extensions: plugins that can keep a pod unscheduled.
         let mut events = PluginEvents::new();
         let mut rejecting = Vec::new();
@@ -192,6 +212,8 @@ impl Framework {
             resolves_runtime_class,
             events,
             rejecting,
+            signers,
+            last_refusal: AtomicUsize::new(0),
         })
     }
 }

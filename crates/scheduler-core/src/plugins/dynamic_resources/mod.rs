@@ -628,6 +628,24 @@ impl ScorePlugin for DynamicResources {
         first_available_score(&s.claims, found).map_err(Status::error)
     }
 
+    /// A pod without claims scores 0 on every node: known without visiting them.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        if state.read::<StateData>().is_none() {
+            out.fill(0);
+            return Ok(());
+        }
+        for (slot, node) in out.iter_mut().zip(nodes) {
+            *slot = self.score(state, pod, node)?;
+        }
+        Ok(())
+    }
+
     fn normalize_scores(
         &self,
         _state: &CycleState,

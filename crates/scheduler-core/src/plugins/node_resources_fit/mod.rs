@@ -449,6 +449,22 @@ impl ScorePlugin for NodeResourcesFit {
             None => self.scorer.score(&self.scorer.pod_requests(pod), node),
         }
     }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let nodes = nodes.iter().map(|n| &**n);
+        match state.read::<PreScoreState>() {
+            Some(s) => self.scorer.score_nodes(&s.pod_requests, nodes, out),
+            None => self
+                .scorer
+                .score_nodes(&self.scorer.pod_requests(pod), nodes, out),
+        }
+    }
 }
 
 #[cfg(test)]

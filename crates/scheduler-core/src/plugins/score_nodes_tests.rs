@@ -1,0 +1,118 @@
+//! Score plugins score a run of nodes at once (`ScorePlugin::score_nodes`) on unsampled
+//! cycles and one node at a time (`score`, timed) on sampled ones: both must give the same
+//! table, for every strategy of the resource scorers.
+
+use std::sync::Arc;
+
+use crate::cache::Snapshot;
+use crate::config;
+use crate::framework::{CycleState, Framework, Registry, ScoreTable};
+use crate::types::{NodeInfo, PodInfo};
+
+const MB: i64 = 1024 * 1024;
+
+fn framework(plugin_config: &str) -> Framework {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+{plugin_config}"
+    );
+    let loaded = config::load_str(&text, "test").expect("valid config");
+    Framework::new(&loaded.profiles[0], &Registry::in_tree()).expect("builds")
+}
+
+/// Nodes of different sizes, loads, taints and images.
+fn nodes() -> Vec<NodeInfo> {
+    (0..40)
+        .map(|i| {
+            let mut b = NodeInfo::test(&format!("n{i:02}"))
+                .cpu(&format!("{}", 2 + i % 7))
+                .memory(&format!("{}Gi", 4 + (i * 5) % 29))
+                .pods(110);
+            if i % 3 == 0 {
+                b = b.taint("spot", "yes", "PreferNoSchedule");
+            }
+            if i % 4 == 1 {
+                b = b.image("registry/app:v1", (100 + 37 * i) * MB);
+            }
+            let mut node = b.build();
+            for j in 0..i % 5 {
+                let running = PodInfo::test("ns", &format!("run-{i}-{j}"))
+                    .container(&[("cpu", "300m"), ("memory", "700Mi")])
+                    .node(&node.name)
+                    .build();
+                node.add_pod(Arc::new(running));
+            }
+            node
+        })
+        .collect()
+}
+
+fn pods() -> Vec<PodInfo> {
+    vec![
+        PodInfo::test("ns", "sized")
+            .container(&[("cpu", "500m"), ("memory", "1Gi")])
+            .image("registry/app:v1")
+            .build(),
+        PodInfo::test("ns", "tolerant")
+            .container(&[("cpu", "1"), ("memory", "256Mi")])
+            .toleration("spot", "Equal", "yes", "PreferNoSchedule")
+            .build(),
+        // Best effort: BalancedAllocation skips it, Fit scores the non-zero defaults.
+        PodInfo::test("ns", "best-effort").build(),
+    ]
+}
+
+fn table(fw: &Framework, pod: &PodInfo, snapshot: &Snapshot, sampled: bool) -> ScoreTable {
+    let mut state = CycleState::new();
+    if sampled {
+        state.set_plugin_timer(Some(Arc::new(fw.plugin_timer(true))));
+    }
+    let (_, status, _) = fw.run_pre_filter(&mut state, pod, snapshot);
+    assert!(status.is_success(), "{status:?}");
+    let nodes = snapshot.node_infos();
+    let status = fw.run_pre_score(&mut state, pod, nodes, snapshot);
+    assert!(status.is_success(), "{status:?}");
+    fw.run_score(&state, pod, nodes, false, None)
+        .expect("scores")
+}
+
+#[test]
+fn scoring_runs_of_nodes_gives_each_nodes_own_score() {
+    let strategies = [
+        "",
+        "  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 2}, {name: memory, weight: 1}]
+",
+        "  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: RequestedToCapacityRatio
+        resources: [{name: cpu, weight: 3}, {name: memory, weight: 1}]
+        requestedToCapacityRatio:
+          shape: [{utilization: 0, score: 10}, {utilization: 60, score: 2}, {utilization: 100, score: 0}]
+",
+    ];
+    let snapshot = Snapshot::from_node_infos(nodes());
+    for plugin_config in strategies {
+        let fw = framework(plugin_config);
+        for pod in pods() {
+            let runs = table(&fw, &pod, &snapshot, false);
+            let one_by_one = table(&fw, &pod, &snapshot, true);
+            assert_eq!(runs, one_by_one, "{plugin_config} {}", pod.name());
+            // The scores differ between nodes, so the comparison covers real values.
+            let distinct: std::collections::BTreeSet<_> = runs.totals.iter().collect();
+            assert!(
+                distinct.len() > 2,
+                "{plugin_config} {}: {runs:?}",
+                pod.name()
+            );
+        }
+    }
+}
