@@ -248,8 +248,10 @@ impl Executor {
                         _ => 0,
                     };
                     let me = Arc::clone(&self);
+                    // The API calls' futures take kilobytes; boxed, the task tokio moves
+                    // around while spawning and finishing it stays a few hundred bytes.
                     tasks.spawn(async move {
-                        me.execute(action, ticket).await;
+                        Box::pin(me.execute(action, ticket)).await;
                         drop(permit);
                     });
                     // Reap finished tasks so the set does not grow without bound.
@@ -274,7 +276,8 @@ impl Executor {
         }
     }
 
-    /// `ticket`: the failure report's place in its pod's order (Failure only).
+    /// `ticket`: the failure report's place in its pod's order (Failure only). The futures
+    /// of the rarer paths are boxed, so a plain binding's future stays small.
     async fn execute(&self, action: Action, ticket: u64) {
         match action {
             Action::Bind {
@@ -300,7 +303,7 @@ impl Executor {
                 };
                 if prebind.has_work() && info.nominated_node_name.as_deref() != Some(node.as_str())
                 {
-                    status::set_nomination(&self.client, &pod, &node).await;
+                    Box::pin(status::set_nomination(&self.client, &pod, &node)).await;
                 }
                 let bound = self
                     .bind(pod, &node, scheduler_name.clone(), queued, cycle, prebind)
@@ -339,7 +342,7 @@ impl Executor {
                 condition,
                 nomination,
             } => {
-                self.report_failure(
+                Box::pin(self.report_failure(
                     &pod,
                     &scheduler_name,
                     reason,
@@ -347,14 +350,14 @@ impl Executor {
                     condition.as_ref(),
                     &nomination,
                     ticket,
-                )
+                ))
                 .await
             }
             Action::Deallocate { claim } => {
-                deallocate(&self.client, &claim).await;
+                Box::pin(deallocate(&self.client, &claim)).await;
             }
             Action::Annotate { pod, annotations } => {
-                status::annotate(&self.client, &pod, &annotations).await;
+                Box::pin(status::annotate(&self.client, &pod, &annotations)).await;
             }
             Action::Preempt {
                 preemptor,
@@ -365,9 +368,9 @@ impl Executor {
                 clear,
             } => {
                 let started = Instant::now();
-                let ok = self
-                    .preempt(&preemptor, &scheduler_name, &node, &victims, &clear)
-                    .await;
+                let ok =
+                    Box::pin(self.preempt(&preemptor, &scheduler_name, &node, &victims, &clear))
+                        .await;
                 if !victims.is_empty() {
                     self.shared
                         .metrics
@@ -555,13 +558,27 @@ impl Executor {
                 .get(&scheduler_name)
                 .copied()
                 .unwrap_or(DEFAULT_BIND_TIMEOUT);
-            if let Err(message) =
-                bind_pod_volumes(&self.client, &self.shared, &key, node, v, timeout).await
+            if let Err(message) = Box::pin(bind_pod_volumes(
+                &self.client,
+                &self.shared,
+                &key,
+                node,
+                v,
+                timeout,
+            ))
+            .await
             {
                 tracing::warn!(%pod, %node, %message, "binding volumes failed");
                 m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message)
-                    .await;
+                Box::pin(self.prebind_failed(
+                    &pod,
+                    &scheduler_name,
+                    queued,
+                    cycle,
+                    prebind,
+                    &message,
+                ))
+                .await;
                 return false;
             }
         }
@@ -569,7 +586,7 @@ impl Executor {
         let mut written = Vec::new();
         if let Some(c) = prebind.claims {
             let stamp = self.shared.lock().cache.dra().binding_conditions();
-            match write_claims(&self.client, c, stamp).await {
+            match Box::pin(write_claims(&self.client, c, stamp)).await {
                 Ok(w) => {
                     // Written: the informer's copy at least this new ends each assumption.
                     let mut st = self.shared.lock();
@@ -595,20 +612,32 @@ impl Executor {
                 Err(message) => {
                     tracing::warn!(%pod, %node, %message, "writing resource claims failed");
                     m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                    self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message)
-                        .await;
+                    Box::pin(self.prebind_failed(
+                        &pod,
+                        &scheduler_name,
+                        queued,
+                        cycle,
+                        prebind,
+                        &message,
+                    ))
+                    .await;
                     return false;
                 }
             }
         }
         if let Some(wait) = prebind.wait
-            && let Err(message) = self
-                .wait_for_binding_conditions(&pod, node, &scheduler_name, wait, &mut written)
-                .await
+            && let Err(message) = Box::pin(self.wait_for_binding_conditions(
+                &pod,
+                node,
+                &scheduler_name,
+                wait,
+                &mut written,
+            ))
+            .await
         {
             tracing::warn!(%pod, %node, %message, "device binding conditions not met");
             m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-            self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message)
+            Box::pin(self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message))
                 .await;
             return false;
         }
@@ -616,7 +645,7 @@ impl Executor {
         let t = Instant::now();
         let result = bind(&self.client, &pod, node).await;
         if result.is_err() {
-            undo_claims(&self.client, &written).await;
+            Box::pin(undo_claims(&self.client, &written)).await;
         }
         let status = if result.is_ok() { "Success" } else { "Error" };
         m.extension_point("Bind", status, &scheduler_name, t.elapsed());
@@ -659,7 +688,7 @@ impl Executor {
                 let exists = self.requeue_after_bind_failure(queued, cycle, prebind);
                 if exists {
                     let message = format!("binding rejected: {e}");
-                    self.report_failure(
+                    Box::pin(self.report_failure(
                         &pod,
                         &scheduler_name,
                         status::REASON_SCHEDULER_ERROR,
@@ -667,7 +696,7 @@ impl Executor {
                         None,
                         &Nomination::Clear,
                         ticket,
-                    )
+                    ))
                     .await;
                 }
                 false

@@ -2,7 +2,6 @@
 //! through its [`Handler`], keeping the last view per key, reconciling relists and timing
 //! each event for `/metrics`. Kind-specific behaviour belongs in `handlers`.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Instant;
@@ -80,11 +79,11 @@ pub(crate) async fn run_informer_with<K, H>(
     K::DynamicType: Default,
 {
     let kind = K::kind(&Default::default()).to_string();
-    let mut store: HashMap<String, H::View> = HashMap::new();
+    let mut store: foldhash::HashMap<String, H::View> = Default::default();
     // Keys seen by the (re)list in progress. Listed objects are applied as they arrive;
     // at InitDone every kept object the list did not have is deleted, so deletions missed
     // while the watch was down (expired resourceVersion) are not lost.
-    let mut listed: Option<HashSet<String>> = None;
+    let mut listed: Option<foldhash::HashSet<String>> = None;
     let mut synced = false;
     let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
@@ -107,7 +106,7 @@ pub(crate) async fn run_informer_with<K, H>(
             }
         };
         match event {
-            watcher::Event::Init => listed = Some(HashSet::new()),
+            watcher::Event::Init => listed = Some(Default::default()),
             watcher::Event::InitApply(o) => {
                 let k = key_of(&o);
                 let start = Instant::now();

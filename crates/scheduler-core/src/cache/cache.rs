@@ -75,11 +75,11 @@ pub struct CacheDump {
 #[derive(Debug, Default)]
 pub struct Cache {
     /// Every node name that has a Node object or pods; placeholders have `node == None`.
-    nodes: HashMap<String, Arc<NodeInfo>>,
+    nodes: foldhash::HashMap<String, Arc<NodeInfo>>,
     /// Current generation -> node name for each entry of `nodes`; lets a snapshot find the
     /// nodes that changed since it was taken without scanning all of them.
     by_generation: BTreeMap<u64, String>,
-    pods: HashMap<PodKey, PodState>,
+    pods: foldhash::HashMap<PodKey, PodState>,
     tree: NodeTree,
     /// Image name -> number of known nodes that have it. Copy-on-write, shared with snapshots.
     image_nodes: Arc<HashMap<String, usize>>,

@@ -15,7 +15,7 @@ use crate::types::{
 pub struct Snapshot {
     pub(crate) node_infos: Vec<Arc<NodeInfo>>,
     /// Node name -> position in `node_infos`.
-    pub(crate) index: HashMap<String, usize>,
+    pub(crate) index: foldhash::HashMap<String, usize>,
     pub(crate) with_affinity: Vec<usize>,
     pub(crate) with_required_anti_affinity: Vec<usize>,
     pub(crate) image_num_nodes: Arc<HashMap<String, usize>>,

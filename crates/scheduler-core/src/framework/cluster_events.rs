@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::ops::{BitAnd, BitOr, BitOrAssign};
 
 use k8s_openapi::api::core::v1 as k8s;
@@ -366,10 +366,10 @@ pub struct NodeFingerprint {
 }
 
 fn hash_of(v: impl Hash) -> u64 {
-    // Fixed keys: fingerprints are compared within one process only.
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    v.hash(&mut h);
-    h.finish()
+    // One seed for the process: fingerprints are compared within one process only.
+    static SEED: std::sync::LazyLock<foldhash::quality::RandomState> =
+        std::sync::LazyLock::new(Default::default);
+    SEED.hash_one(v)
 }
 
 impl NodeFingerprint {

@@ -1,15 +1,14 @@
 //! Pods nominated to nodes by preemption but not bound yet. Filters count them on their
 //! nominated node so a lower-priority pod does not take the room preemption made.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::types::{PodInfo, PodKey};
 
 #[derive(Clone, Debug, Default)]
 pub struct NominatedPods {
-    by_node: HashMap<String, Vec<Arc<PodInfo>>>,
-    node_of: HashMap<PodKey, String>,
+    by_node: foldhash::HashMap<String, Vec<Arc<PodInfo>>>,
+    node_of: foldhash::HashMap<PodKey, String>,
 }
 
 impl NominatedPods {

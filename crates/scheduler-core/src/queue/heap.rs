@@ -2,8 +2,6 @@
 //! O(log n) (upstream: `internal/heap`). The order is passed to each call, because the
 //! queue's order comes from the QueueSort plugin and the backoff clock.
 
-use std::collections::HashMap;
-
 use crate::types::PodKey;
 
 /// `less(a, b)`: `a` comes out before `b`.
@@ -12,14 +10,14 @@ pub(crate) type Less<'a, T> = &'a dyn Fn(&T, &T) -> bool;
 #[derive(Debug)]
 pub(crate) struct KeyedHeap<T> {
     items: Vec<(PodKey, T)>,
-    index: HashMap<PodKey, usize>,
+    index: foldhash::HashMap<PodKey, usize>,
 }
 
 impl<T> Default for KeyedHeap<T> {
     fn default() -> Self {
         KeyedHeap {
             items: Vec::new(),
-            index: HashMap::new(),
+            index: Default::default(),
         }
     }
 }
@@ -143,6 +141,7 @@ impl<T> KeyedHeap<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     fn key(i: u32) -> PodKey {
         PodKey::new("ns", &format!("p{i}"))

@@ -43,7 +43,7 @@ mod preempting;
 mod tests;
 mod unschedulable;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -376,9 +376,9 @@ pub struct SchedulingQueue {
     unschedulable: BTreeMap<PodKey, QueuedPodInfo>,
     /// Attempts under way, by pod key and UID: a pod deleted and recreated under the same
     /// name during its attempt is another pod.
-    in_flight: HashMap<(PodKey, String), InFlight>,
+    in_flight: foldhash::HashMap<(PodKey, String), InFlight>,
     /// The UID of the in-flight, not deleted, incarnation of each key.
-    in_flight_by_key: HashMap<PodKey, String>,
+    in_flight_by_key: foldhash::HashMap<PodKey, String>,
     in_flight_events: Vec<RecordedEvent>,
     scheduling_cycle: u64,
     seq: u64,
@@ -412,8 +412,8 @@ impl SchedulingQueue {
             backoff: KeyedHeap::default(),
             error_backoff: KeyedHeap::default(),
             unschedulable: BTreeMap::new(),
-            in_flight: HashMap::new(),
-            in_flight_by_key: HashMap::new(),
+            in_flight: Default::default(),
+            in_flight_by_key: Default::default(),
             in_flight_events: Vec::new(),
             scheduling_cycle: 0,
             seq: 0,

@@ -1,14 +1,16 @@
-//! What the pod and node informers decode: the object without `metadata.managedFields`,
-//! and of a pod only what the scheduler reads.
+//! What the pod and node informers decode: of each object only what the scheduler reads,
+//! and never `metadata.managedFields`.
 //!
 //! A real API server attaches managedFields to every object it stores and so to every watch
 //! event and list item: one entry per writer, each a tree of `f:`/`k:` keys as long as the
 //! fields it owns. Decoded, that tree is hundreds of small allocations per event that no
 //! scheduler reads. [`Lean<K>`] skips it while parsing (serde passes over the key without
 //! building anything). Of a Pod it also skips every spec and status field no consumer reads
-//! (see [`pod`]); a Node keeps every other field, as the cache keeps the object whole. The
-//! views built from a lean object are the ones a full decode gives (see the tests).
+//! (see [`pod`]), and of a Node the status a kubelet reports beyond what scheduling reads
+//! (see [`node`]). The views built from a lean object are the ones a full decode gives (see
+//! the tests).
 
+mod node;
 mod pod;
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus};
@@ -44,13 +46,17 @@ impl SpecAndStatus for Pod {
 }
 
 impl SpecAndStatus for Node {
-    type Spec = NodeSpec;
-    type Status = NodeStatus;
-    fn assemble(metadata: ObjectMeta, spec: Option<NodeSpec>, status: Option<NodeStatus>) -> Node {
+    type Spec = node::Spec;
+    type Status = node::Status;
+    fn assemble(
+        metadata: ObjectMeta,
+        spec: Option<node::Spec>,
+        status: Option<node::Status>,
+    ) -> Node {
         Node {
             metadata,
-            spec,
-            status,
+            spec: spec.map(NodeSpec::from),
+            status: status.map(NodeStatus::from),
         }
     }
 }

@@ -158,12 +158,19 @@ fn views(pod: &Pod) -> String {
 /// Decodes `doc` fully and leanly; when the full decode succeeds the lean one must, with
 /// the same views. Returns whether the full decode succeeded.
 fn same_views(doc: &Value, what: &str) -> bool {
+    same_views_of::<Pod>(doc, what, views)
+}
+
+fn same_views_of<K>(doc: &Value, what: &str, views: fn(&K) -> String) -> bool
+where
+    K: SpecAndStatus + serde::de::DeserializeOwned,
+{
     let text = serde_json::to_vec(doc).unwrap();
-    let Ok(full) = serde_json::from_slice::<Pod>(&text) else {
+    let Ok(full) = serde_json::from_slice::<K>(&text) else {
         // A malformed value the full decode rejects; the lean one may skip the field.
         return false;
     };
-    match serde_json::from_slice::<Lean<Pod>>(&text) {
+    match serde_json::from_slice::<Lean<K>>(&text) {
         Ok(Lean(lean)) => {
             let (lean, full) = (views(&lean), views(&full));
             let differ: Vec<_> = lean
@@ -359,9 +366,25 @@ fn a_served_pod_keeps_no_projected_volume_and_no_mount() {
     assert_eq!(pod.status.as_ref().unwrap().qos_class, None);
 }
 
-#[test]
-fn a_lean_node_keeps_everything_scheduling_reads() {
-    let node = json!({
+/// Everything the informer's consumers derive from a node: the cache's view and the
+/// update fingerprint.
+fn node_views(node: &Node) -> String {
+    let info = scheduler_core::types::NodeInfo::from_node(node);
+    format!(
+        "{}\n{:?}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}",
+        info.name,
+        info.labels,
+        info.taints,
+        info.unschedulable,
+        info.allocatable,
+        info.images,
+        info.declared_features,
+        NodeFingerprint::of(node),
+    )
+}
+
+fn test_nodes() -> [(&'static str, Value); 3] {
+    let small = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "n-1", "uid": "n", "resourceVersion": "7",
             "labels": {"kubernetes.io/hostname": "n-1", "topology.kubernetes.io/zone": "a"},
@@ -369,18 +392,57 @@ fn a_lean_node_keeps_everything_scheduling_reads() {
                 "apiVersion": "v1", "fieldsType": "FieldsV1",
                 "fieldsV1": {"f:status": {"f:allocatable": {"f:cpu": {}}}}}]},
         "spec": {"unschedulable": true, "taints": [{"key": "gpu", "value": "true",
-            "effect": "NoSchedule"}]},
+            "effect": "NoSchedule", "timeAdded": "2026-11-20T08:00:00Z"}]},
         "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
             "images": [{"names": ["nginx:1.27"], "sizeBytes": 70000000}],
+            "declaredFeatures": ["GuaranteedQoSPodCPUResize"],
             "conditions": [{"type": "Ready", "status": "True"}]}
     });
-    let text = serde_json::to_vec(&node).unwrap();
-    let full: Node = serde_json::from_slice(&text).unwrap();
-    let Lean(lean): Lean<Node> = serde_json::from_slice(&text).unwrap();
-    let mut expected = full.clone();
-    expected.metadata.managed_fields = None;
-    assert_eq!(lean, expected);
-    assert_eq!(NodeFingerprint::of(&lean), NodeFingerprint::of(&full));
+    [
+        ("small", small),
+        ("served", doc(include_str!("testdata/served-node.json"))),
+        ("kubelet", doc(include_str!("testdata/kubelet-node.json"))),
+    ]
+}
+
+#[test]
+fn lean_nodes_give_the_views_full_nodes_give() {
+    for (name, base) in test_nodes() {
+        assert!(same_views_of(&base, name, node_views), "{name} must decode");
+    }
+}
+
+/// As for pods: each value of the test nodes removed or changed in turn changes the lean
+/// views exactly as it changes the full ones.
+#[test]
+fn no_skipped_node_field_is_read() {
+    for (name, base) in test_nodes() {
+        let variants = variants(&base);
+        let decoded = variants
+            .iter()
+            .filter(|(what, d)| same_views_of(d, &format!("{name}: {what}"), node_views))
+            .count();
+        assert!(decoded * 10 >= variants.len() * 9, "{name}: {decoded}");
+    }
+}
+
+/// A kubelet's node is mostly what scheduling does not read: the lean one keeps none of it.
+#[test]
+fn a_lean_node_keeps_only_what_scheduling_reads() {
+    let text = serde_json::to_vec(&doc(include_str!("testdata/kubelet-node.json"))).unwrap();
+    let Lean(node): Lean<Node> = serde_json::from_slice(&text).unwrap();
+    let status = node.status.expect("status");
+    assert!(status.capacity.is_none() && status.node_info.is_none());
+    assert!(status.addresses.is_none() && status.daemon_endpoints.is_none());
+    assert!(status.allocatable.is_some() && status.images.is_some());
+    let conditions = status.conditions.expect("conditions");
+    assert!(!conditions.is_empty());
+    assert!(
+        conditions
+            .iter()
+            .all(|c| c.message.is_none() && c.reason.is_none())
+    );
+    assert_eq!(node.metadata.managed_fields, None);
 }
 
 #[test]
