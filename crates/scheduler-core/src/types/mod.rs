@@ -46,7 +46,7 @@ pub use resource::{
 pub use runtime_class::RuntimeClassInfo;
 pub use symbol::Sym;
 pub use taint::{
-    Taint, TaintEffect, Toleration, TolerationOperator, find_untolerated_taint,
+    Taint, TaintEffect, Taints, Toleration, TolerationOperator, find_untolerated_taint,
     tolerations_tolerate_taint,
 };
 #[cfg(any(test, feature = "testing"))]

@@ -10,7 +10,7 @@ use super::images::ImageSizes;
 use super::labels::Labels;
 use super::pod::{DEFAULT_BIND_ALL_HOST_IP, HostPort, PodInfo, PodKey, Protocol};
 use super::resource::Resource;
-use super::taint::Taint;
+use super::taint::{Taint, Taints};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
@@ -84,33 +84,40 @@ impl HostPortInfo {
     }
 }
 
+/// `repr(C)` keeps the fields in this order: the ones Filter and Score read for every node
+/// (cordon flag, taints, labels, pod count, allocatable, requested, images) come first, so
+/// visiting a node touches its first four cache lines instead of six or seven spread over
+/// the whole struct. Against a real API server the other processes evict the nodes between
+/// two pods, and those first reads were a fifth of the scheduler's CPU (see
+/// `benches/reports/2026-11-26-real-apiserver.md`).
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct NodeInfo {
-    pub name: String,
-    pub labels: Labels,
-    pub taints: Vec<Taint>,
     pub unschedulable: bool,
+    /// Whether the Node object has been seen; false while only pods reference this name.
+    /// (The object itself is not kept: everything scheduling needs is extracted here, and
+    /// 5,000 full Node objects would dominate the scheduler's memory.)
+    pub node_known: bool,
+    pub taints: Taints,
+    pub labels: Labels,
+    pub pods: Vec<Arc<PodInfo>>,
     pub allocatable: Resource,
     /// Sum of the pods' requests (the pod count is `pods.len()`, not kept here).
     pub requested: Resource,
     /// Sum of the pods' non-zero requests; only cpu and memory.
     pub non_zero_requested: Resource,
-    pub pods: Vec<Arc<PodInfo>>,
+    /// Every image name in `status.images` -> its size in bytes.
+    pub images: ImageSizes,
+    pub name: String,
     pub pods_with_affinity: Vec<Arc<PodInfo>>,
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
     pub used_ports: HostPortInfo,
     /// `namespace/claim` -> number of pods here using it.
     pub pvc_ref_counts: FxHashMap<String, u32>,
-    /// Every image name in `status.images` -> its size in bytes.
-    pub images: ImageSizes,
     /// `status.declaredFeatures` (NodeDeclaredFeatures, 1.35+; empty on older kubelets).
     pub declared_features: Vec<String>,
     /// Bumped on every change; the snapshot copies only nodes newer than itself.
     pub generation: u64,
-    /// Whether the Node object has been seen; false while only pods reference this name.
-    /// (The object itself is not kept: everything scheduling needs is extracted above, and
-    /// 5,000 full Node objects would dominate the scheduler's memory.)
-    pub node_known: bool,
 }
 
 impl NodeInfo {
@@ -242,6 +249,30 @@ mod tests {
 
     fn hp(port: i32, proto: &str, ip: &str) -> HostPort {
         HostPort::new(port, proto, ip)
+    }
+
+    #[test]
+    fn the_fields_filter_and_score_read_share_the_first_four_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        let end = |offset: usize, size: usize| offset + size;
+        let hot = [
+            end(offset_of!(NodeInfo, unschedulable), 1),
+            end(offset_of!(NodeInfo, taints), size_of::<Taints>()),
+            end(offset_of!(NodeInfo, labels), size_of::<Labels>()),
+            end(offset_of!(NodeInfo, pods), size_of::<Vec<Arc<PodInfo>>>()),
+            end(offset_of!(NodeInfo, allocatable), size_of::<Resource>()),
+            end(offset_of!(NodeInfo, requested), size_of::<Resource>()),
+            end(
+                offset_of!(NodeInfo, non_zero_requested),
+                size_of::<Resource>(),
+            ),
+            end(offset_of!(NodeInfo, images), size_of::<ImageSizes>()),
+        ];
+        let last = hot.into_iter().max().unwrap();
+        assert!(last <= 4 * 64, "hot fields end at byte {last}");
+        // The cold fields follow them.
+        assert!(offset_of!(NodeInfo, name) >= last);
+        assert!(offset_of!(NodeInfo, generation) > last);
     }
 
     #[test]

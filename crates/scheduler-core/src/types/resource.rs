@@ -42,7 +42,10 @@ pub fn is_extended_resource_name(name: &str) -> bool {
     is_qualified_name(&format!("requests.{name}"))
 }
 
+/// `repr(C)`: the scalars Filter compares for every node come first, so they sit in
+/// [`NodeInfo`](crate::types::NodeInfo)'s first cache lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
 pub struct Resource {
     pub milli_cpu: i64,
     pub memory: i64,

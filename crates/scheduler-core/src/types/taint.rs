@@ -1,5 +1,9 @@
 //! Compact taints and tolerations with upstream `ToleratesTaint` semantics.
 
+use std::collections::HashSet;
+use std::ops::Deref;
+use std::sync::{Arc, LazyLock, Mutex};
+
 use k8s_openapi::api::core::v1 as k8s;
 
 use super::symbol::Sym;
@@ -152,6 +156,78 @@ impl Toleration {
     }
 }
 
+/// A node's taints, interned: the nodes of one pool carry the same taints and share one
+/// allocation. Filter reads every node's taints for every pod; one shared slice stays in
+/// cache, where a slice per node was a cache miss per node on a busy machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Taints(Arc<[Taint]>);
+
+struct TaintsInterner {
+    set: HashSet<Arc<[Taint]>, rustc_hash::FxBuildHasher>,
+    /// Size after the last sweep; the next one runs when the set has doubled.
+    swept_at: usize,
+}
+
+static TAINTS: LazyLock<Mutex<TaintsInterner>> = LazyLock::new(|| {
+    Mutex::new(TaintsInterner {
+        set: HashSet::default(),
+        swept_at: 64,
+    })
+});
+
+impl Taints {
+    pub fn new(taints: Vec<Taint>) -> Taints {
+        let mut i = TAINTS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = i.set.get(taints.as_slice()) {
+            return Taints(Arc::clone(a));
+        }
+        if i.set.len() >= 2 * i.swept_at {
+            // Sets no node holds any more go.
+            i.set.retain(|a| Arc::strong_count(a) > 1);
+            i.swept_at = i.set.len().max(64);
+        }
+        let a: Arc<[Taint]> = taints.into();
+        i.set.insert(Arc::clone(&a));
+        Taints(a)
+    }
+
+    /// Whether both are the same interned set (equal sets always are).
+    pub fn same(&self, other: &Taints) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Default for Taints {
+    fn default() -> Taints {
+        Taints::new(Vec::new())
+    }
+}
+
+impl Deref for Taints {
+    type Target = [Taint];
+    fn deref(&self) -> &[Taint] {
+        &self.0
+    }
+}
+
+impl From<Vec<Taint>> for Taints {
+    fn from(v: Vec<Taint>) -> Taints {
+        Taints::new(v)
+    }
+}
+
+impl FromIterator<Taint> for Taints {
+    fn from_iter<I: IntoIterator<Item = Taint>>(iter: I) -> Taints {
+        Taints::new(iter.into_iter().collect())
+    }
+}
+
+impl PartialEq<Vec<Taint>> for Taints {
+    fn eq(&self, other: &Vec<Taint>) -> bool {
+        *self.0 == **other
+    }
+}
+
 pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| t.tolerates(taint))
 }
@@ -180,6 +256,33 @@ mod tests {
             effect: Some(effect.into()),
             toleration_seconds: None,
         })
+    }
+
+    #[test]
+    fn equal_taint_lists_share_one_allocation() {
+        let a: Taints = vec![Taint::new("pool", "gpu", NoSchedule)].into();
+        let b: Taints = [Taint::new("pool", "gpu", NoSchedule)]
+            .into_iter()
+            .collect();
+        assert!(a.same(&b));
+        assert_eq!(a, vec![Taint::new("pool", "gpu", NoSchedule)]);
+        let c: Taints = vec![Taint::new("pool", "gpu", NoExecute)].into();
+        assert!(!a.same(&c));
+        assert_ne!(a, c);
+        // Order is part of the list, as in the Node object.
+        let ab: Taints = vec![
+            Taint::new("a", "", NoSchedule),
+            Taint::new("b", "", NoSchedule),
+        ]
+        .into();
+        let ba: Taints = vec![
+            Taint::new("b", "", NoSchedule),
+            Taint::new("a", "", NoSchedule),
+        ]
+        .into();
+        assert_ne!(ab, ba);
+        assert!(Taints::default().same(&Taints::default()));
+        assert!(Taints::default().is_empty());
     }
 
     #[test]

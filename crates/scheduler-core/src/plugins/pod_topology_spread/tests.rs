@@ -506,7 +506,7 @@ fn pre_score_state_weights_domains_of_feasible_nodes() {
 fn pre_score_honours_node_inclusion_policies() {
     let taint = |n: NodeInfo| {
         let mut n = n;
-        n.taints = vec![crate::types::Taint::new("t", "", TaintEffect::NoSchedule)];
+        n.taints = vec![crate::types::Taint::new("t", "", TaintEffect::NoSchedule)].into();
         n
     };
     let snap = Snapshot::from_node_infos([
@@ -812,7 +812,7 @@ fn filter_node_taints_policy() {
     let pl = plugin(None);
     let tainted = |n: NodeInfo, effect: TaintEffect| {
         let mut n = n;
-        n.taints = vec![crate::types::Taint::new("t", "", effect)];
+        n.taints = vec![crate::types::Taint::new("t", "", effect)].into();
         n
     };
     let snap = |effect: TaintEffect| {
