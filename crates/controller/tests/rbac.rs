@@ -372,7 +372,13 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
     })
     .await;
     // A cluster event retries huge; the repeated FailedScheduling patches the event series.
+    // The event must be one NodeResourcesFit's hint queues huge for (a node whose allocatable
+    // fits its 8 CPUs) and the retry must fail again, so the node is cordoned. (Other events
+    // of the run retried huge only when they happened to come after its first attempt.)
     server.apply("nodes", &node("n2", "1"));
+    let mut cordoned = node("n3", "16");
+    cordoned["spec"] = json!({"unschedulable": true});
+    server.apply("nodes", &cordoned);
     wait_for("an event series patch", || {
         server
             .requests()
