@@ -121,6 +121,42 @@ async fn start_full(
     }
 }
 
+/// kube-apiserver serves HTTPS and offers HTTP/2; the controller's client takes it, so its
+/// watches, bindings and events all share one connection. Over HTTP/1.1 every request in
+/// flight opened its own TLS connection, which cost 40% more CPU per pod against a real
+/// server (`benches/reports/2026-11-23-real-apiserver.md`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_shares_one_http2_connection_with_a_server_that_offers_it() {
+    let server = FakeApiServer::start_tls().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    let names: Vec<String> = (0..40).map(|i| format!("p{i}")).collect();
+    for n in &names {
+        server.apply("pods", &pod(n, "10m", json!({})));
+    }
+    let c = start_controller(&server).await;
+    wait_for("every pod bound", || {
+        names.iter().all(|n| server.node_of("default", n).is_some())
+    })
+    .await;
+    wait_for("a Scheduled event per pod", || {
+        names.iter().all(|n| {
+            server
+                .events_for("default", n)
+                .iter()
+                .any(|e| e["reason"] == "Scheduled")
+        })
+    })
+    .await;
+    c.stop().await;
+    let versions = server.http_versions();
+    let served: usize = versions.values().sum();
+    // Informer lists and watches, 40 bindings, 40 events.
+    assert!(served > 80, "{versions:?}");
+    assert_eq!(versions.get("HTTP/2.0"), Some(&served), "{versions:?}");
+    assert_eq!(server.connections(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schedules_binds_and_reports_like_kube_scheduler() {
     let _ = tracing_subscriber::fmt()

@@ -1,19 +1,31 @@
 //! Runs the fake API server on its own until Ctrl-C, for developers: point `ferrosched run`
 //! or `ferrosched bench --kubeconfig` at it without a cluster.
 //!
-//! `cargo run --release -p fake-apiserver --example serve [KUBECONFIG_OUT]` prints the
-//! kubeconfig's path (copied to KUBECONFIG_OUT when given) on stdout.
+//! `cargo run --release -p fake-apiserver --example serve [--tls] [KUBECONFIG_OUT]` prints
+//! the kubeconfig's path (copied to KUBECONFIG_OUT when given) on stdout. `--tls` serves
+//! HTTPS with HTTP/2, as kube-apiserver does; without it, plain HTTP/1.1.
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let server = fake_apiserver::FakeApiServer::start().await;
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let tls = args.iter().any(|a| a == "--tls");
+    args.retain(|a| a != "--tls");
+    let server = if tls {
+        fake_apiserver::FakeApiServer::start_tls().await
+    } else {
+        fake_apiserver::FakeApiServer::start().await
+    };
     let mut path = server.kubeconfig();
-    if let Some(out) = std::env::args_os().nth(1) {
+    if let Some(out) = args.first() {
         let out = std::path::PathBuf::from(out);
         std::fs::copy(&path, &out).expect("cannot write the kubeconfig");
         path = out;
     }
     println!("{}", path.display());
-    eprintln!("fake API server on http://{}; Ctrl-C stops it", server.addr);
+    let scheme = if tls { "https" } else { "http" };
+    eprintln!(
+        "fake API server on {scheme}://{}; Ctrl-C stops it",
+        server.addr
+    );
     let _ = tokio::signal::ctrl_c().await;
 }

@@ -109,6 +109,9 @@ pub(crate) async fn record_request(
                 if f.hang { None } else { Some(f.response()) }
             });
         st.requests.push(record);
+        *st.http_versions
+            .entry(format!("{:?}", req.version()))
+            .or_default() += 1;
         if down {
             // Restarting: refuse, and close the connection as a dying server would.
             let mut resp = status(
@@ -185,7 +188,12 @@ impl FakeApiServer {
                 Err(e) => panic!("rebinding {}: {e}", self.addr),
             }
         };
-        *self.task.lock().unwrap() = Some(serve(listener, self.app.clone()));
+        *self.task.lock().unwrap() = Some(serve(
+            listener,
+            self.app.clone(),
+            self.tls.as_ref(),
+            &self.inner,
+        ));
         self.inner.store.lock().unwrap().down = false;
     }
 

@@ -27,7 +27,8 @@
 //! which can be switched off ([`FakeApiServer::disable_admission_plugin`]). Beyond that it
 //! does no defaulting or validation, and deletes at once (no finalizers, no grace periods). Tests add objects and read bindings and events with the
 //! helpers on [`FakeApiServer`], and point clients at it with [`FakeApiServer::kubeconfig`]
-//! (plain http). Every request served (also ones nothing matches) is logged as the API
+//! (plain http; HTTPS with HTTP/2 as kube-apiserver serves it from
+//! [`FakeApiServer::start_tls`]). Every request served (also ones nothing matches) is logged as the API
 //! server's authorizer sees it ([`RequestRecord`]: verb, group, resource, subresource,
 //! namespace, name), for RBAC tests.
 //!
@@ -86,6 +87,7 @@ mod managed_fields;
 mod requests;
 mod selectors;
 mod store;
+mod tls;
 mod watch;
 
 pub use admission::AdmissionPlugin;
@@ -105,6 +107,8 @@ pub struct FakeApiServer {
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     app: Router,
     dir: PathBuf,
+    /// Set by [`FakeApiServer::start_tls`]: serve HTTPS, HTTP/2 where the client takes it.
+    tls: Option<Arc<tls::Tls>>,
 }
 
 impl Drop for FakeApiServer {
@@ -116,15 +120,36 @@ impl Drop for FakeApiServer {
     }
 }
 
-/// Serves `app` on `listener` until aborted.
-fn serve(listener: tokio::net::TcpListener, app: Router) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    })
+/// Serves `app` on `listener` until aborted: plain HTTP/1.1, or HTTPS as `tls` says.
+fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    tls: Option<&Arc<tls::Tls>>,
+    inner: &Shared,
+) -> tokio::task::JoinHandle<()> {
+    match tls {
+        Some(t) => tls::serve(listener, app, Arc::clone(t), Arc::clone(inner)),
+        None => tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        }),
+    }
 }
 
 impl FakeApiServer {
+    /// Serves plain HTTP/1.1: what most tests need, cheap to start.
     pub async fn start() -> FakeApiServer {
+        Self::start_with(None).await
+    }
+
+    /// Serves HTTPS as kube-apiserver does: a certificate from a CA made for this server
+    /// (in the kubeconfig), ALPN `h2` and `http/1.1`. Clients that speak HTTP/2 then use
+    /// one connection; [`FakeApiServer::connections`] and
+    /// [`FakeApiServer::http_versions`] show what they did.
+    pub async fn start_tls() -> FakeApiServer {
+        Self::start_with(Some(Arc::new(tls::Tls::new()))).await
+    }
+
+    async fn start_with(tls: Option<Arc<tls::Tls>>) -> FakeApiServer {
         let (tx, _) = broadcast::channel(4096);
         let inner = Arc::new(Inner {
             store: Mutex::new(Store::default()),
@@ -142,7 +167,7 @@ impl FakeApiServer {
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let task = serve(listener, app.clone());
+        let task = serve(listener, app.clone(), tls.as_ref(), &inner);
         let dir = std::env::temp_dir().join(format!(
             "ferrosched-fake-apiserver-{}-{}",
             std::process::id(),
@@ -155,6 +180,7 @@ impl FakeApiServer {
             task: Mutex::new(Some(task)),
             app,
             dir,
+            tls,
         }
     }
 
@@ -181,12 +207,21 @@ impl FakeApiServer {
         self.inner.store.lock().unwrap().grants.push(grant);
     }
 
-    /// A kubeconfig file (plain http, no auth) pointing at this server.
+    /// A kubeconfig file (no auth) pointing at this server: plain http, or https with the
+    /// server's CA after [`FakeApiServer::start_tls`].
     pub fn kubeconfig(&self) -> PathBuf {
+        use base64::Engine;
         let path = self.dir.join("kubeconfig");
+        let cluster = match &self.tls {
+            None => format!("server: http://{}", self.addr),
+            Some(t) => format!(
+                "server: https://{}\n    certificate-authority-data: {}",
+                self.addr,
+                base64::engine::general_purpose::STANDARD.encode(&t.ca_pem)
+            ),
+        };
         let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user: {{}}\n",
-            self.addr
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    {cluster}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user: {{}}\n",
         );
         std::fs::write(&path, text).unwrap();
         path
@@ -206,6 +241,16 @@ impl FakeApiServer {
 
     pub fn get(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
         self.inner.get(collection, ns, name)
+    }
+
+    /// Requests served per HTTP version, as `{:?}` prints it (`HTTP/1.1`, `HTTP/2.0`).
+    pub fn http_versions(&self) -> std::collections::BTreeMap<String, usize> {
+        self.inner.store.lock().unwrap().http_versions.clone()
+    }
+
+    /// TCP connections accepted so far (counted by [`FakeApiServer::start_tls`]'s servers).
+    pub fn connections(&self) -> usize {
+        self.inner.store.lock().unwrap().connections
     }
 
     /// How many LIST requests `collection` has served (2 or more: a relist happened).

@@ -203,6 +203,10 @@ pub(crate) struct Store {
     pub(crate) lists: BTreeMap<String, usize>,
     /// Every request received, in order.
     pub(crate) requests: Vec<RequestRecord>,
+    /// Requests received per HTTP version (`HTTP/1.1`, `HTTP/2.0`).
+    pub(crate) http_versions: BTreeMap<String, usize>,
+    /// TCP connections accepted (HTTPS servers only; see `tls`).
+    pub(crate) connections: usize,
     /// Collections answered with 404, as by a server without that API.
     pub(crate) disabled: std::collections::BTreeSet<&'static str>,
     /// What SubjectAccessReviews allow.

@@ -436,3 +436,42 @@ async fn writes_record_managed_fields_per_manager_and_subresource() {
         Some(2)
     );
 }
+
+#[tokio::test]
+async fn https_serves_http1_clients_too_and_watches_work_over_it() {
+    // kube's own client speaks HTTP/1.1 only: ALPN settles on it, as kube-apiserver's would.
+    let server = FakeApiServer::start_tls().await;
+    let c = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(c, "default");
+    pods.create(&PostParams::default(), &pod("default", "a", json!({})))
+        .await
+        .unwrap();
+    let list = pods.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let rv = list.metadata.resource_version.unwrap();
+    let mut events = pods
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    pods.create(&PostParams::default(), &pod("default", "b", json!({})))
+        .await
+        .unwrap();
+    loop {
+        match events.next().await {
+            Some(Ok(WatchEvent::Bookmark(_))) => continue,
+            Some(Ok(WatchEvent::Added(p))) => {
+                assert_eq!(p.metadata.name.as_deref(), Some("b"));
+                break;
+            }
+            other => panic!("expected the second pod's ADDED event, got {other:?}"),
+        }
+    }
+    let versions = server.http_versions();
+    assert_eq!(
+        versions.keys().collect::<Vec<_>>(),
+        ["HTTP/1.1"],
+        "{versions:?}"
+    );
+    assert!(server.connections() >= 1);
+}
