@@ -87,7 +87,7 @@ mod managed_fields;
 mod requests;
 mod selectors;
 mod store;
-mod tls;
+pub mod tls;
 mod watch;
 
 pub use admission::AdmissionPlugin;

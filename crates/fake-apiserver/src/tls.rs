@@ -25,33 +25,41 @@ pub(crate) struct Tls {
     pub(crate) ca_pem: String,
 }
 
+/// A serving configuration for `hosts` with a certificate from a CA made for it alone,
+/// offering the `alpn` protocols; and that CA's certificate in PEM, for clients to trust
+/// (a kubeconfig's `certificate-authority-data`, a webhook's `caBundle`).
+pub fn server_config(hosts: &[&str], alpn: &[&[u8]]) -> (rustls::ServerConfig, String) {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
+    )
+    .unwrap();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let ca_pem = format!(
+        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+        base64::engine::general_purpose::STANDARD.encode(ca.der().as_ref())
+    );
+    (cfg, ca_pem)
+}
+
 impl Tls {
     pub(crate) fn new() -> Tls {
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-            .unwrap()
-            .signed_by(&key, &ca)
-            .unwrap();
-        let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
-        )
-        .unwrap();
         // kube-apiserver's order: HTTP/2 preferred.
-        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let ca_pem = format!(
-            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-            base64::engine::general_purpose::STANDARD.encode(ca.der().as_ref())
-        );
+        let (cfg, ca_pem) = server_config(&["127.0.0.1", "localhost"], &[b"h2", b"http/1.1"]);
         Tls {
             acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(cfg)),
             ca_pem,

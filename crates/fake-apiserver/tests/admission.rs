@@ -13,9 +13,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use scheduler_core::policy;
 use serde_json::{Value, json};
 
@@ -82,25 +79,7 @@ struct Hook {
 
 /// Serves `answer` at https://localhost:<port>/ with a certificate from a fresh CA.
 async fn serve_hook(answer: Answer) -> Hook {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["localhost".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![cert.der().clone()],
-        PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
-    )
-    .unwrap();
+    let (cfg, pem) = fake_apiserver::tls::server_config(&["localhost"], &[]);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -151,11 +130,6 @@ async fn serve_hook(answer: Answer) -> Hook {
             });
         }
     });
-    let pem = CertificateDer::from(ca.der().to_vec());
-    let pem = format!(
-        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-        base64::engine::general_purpose::STANDARD.encode(pem.as_ref())
-    );
     Hook {
         url: format!("https://localhost:{port}/"),
         ca_bundle: base64::engine::general_purpose::STANDARD.encode(pem),
