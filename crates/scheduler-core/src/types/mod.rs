@@ -6,6 +6,7 @@
 pub mod declared_features;
 pub mod dra;
 pub mod images;
+mod interner;
 pub mod label_selector;
 pub mod labels;
 pub mod node;

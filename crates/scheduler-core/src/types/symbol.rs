@@ -8,11 +8,12 @@
 //! same taint hold one string between them.
 
 use std::borrow::Borrow;
-use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock, Mutex};
+
+use super::interner::Interner;
 
 /// An interned string: equal strings are the same allocation, so equality is pointer
 /// equality. Ordered by content.
@@ -24,6 +25,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 pub struct Sym(Arc<String>);
 
 /// The interner's entry: hashed and compared by content, so a `&str` finds it.
+#[derive(Clone)]
 struct Entry(Arc<String>);
 
 impl Borrow<str> for Entry {
@@ -46,33 +48,17 @@ impl Hash for Entry {
     }
 }
 
-struct Interner {
-    set: HashSet<Entry, rustc_hash::FxBuildHasher>,
-    /// Size after the last sweep; the next one runs when the set has doubled.
-    swept_at: usize,
-}
-
-static INTERNER: LazyLock<Mutex<Interner>> = LazyLock::new(|| {
-    Mutex::new(Interner {
-        set: HashSet::default(),
-        swept_at: 64,
-    })
-});
+static INTERNER: LazyLock<Mutex<Interner<Entry>>> = LazyLock::new(Mutex::default);
 
 impl Sym {
     pub fn new(s: &str) -> Sym {
         let mut i = INTERNER.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(a) = i.set.get(s) {
-            return Sym(Arc::clone(&a.0));
-        }
-        if i.set.len() >= 2 * i.swept_at {
-            // Strings no Sym holds any more (deleted nodes' values) go.
-            i.set.retain(|a| Arc::strong_count(&a.0) > 1);
-            i.swept_at = i.set.len().max(64);
-        }
-        let a = Arc::new(s.to_string());
-        i.set.insert(Entry(Arc::clone(&a)));
-        Sym(a)
+        let e = i.intern(
+            s,
+            || Entry(Arc::new(s.to_string())),
+            |e| Arc::strong_count(&e.0) == 1,
+        );
+        Sym(e.0)
     }
 
     pub fn as_str(&self) -> &str {
@@ -188,7 +174,7 @@ mod tests {
         for i in 0..10_000 {
             let _ = Sym::new(&format!("transient-{i}"));
         }
-        let size = INTERNER.lock().unwrap().set.len();
+        let size = INTERNER.lock().unwrap().len();
         assert!(size < 10_000, "swept: {size}");
         assert_eq!(Sym::new("kept-across-sweeps"), kept);
     }

@@ -1,11 +1,11 @@
 //! Compact taints and tolerations with upstream `ToleratesTaint` semantics.
 
-use std::collections::HashSet;
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use k8s_openapi::api::core::v1 as k8s;
 
+use super::interner::Interner;
 use super::symbol::Sym;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,33 +162,22 @@ impl Toleration {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Taints(Arc<[Taint]>);
 
-struct TaintsInterner {
-    set: HashSet<Arc<[Taint]>, rustc_hash::FxBuildHasher>,
-    /// Size after the last sweep; the next one runs when the set has doubled.
-    swept_at: usize,
-}
+static TAINTS: LazyLock<Mutex<Interner<Arc<[Taint]>>>> = LazyLock::new(Mutex::default);
 
-static TAINTS: LazyLock<Mutex<TaintsInterner>> = LazyLock::new(|| {
-    Mutex::new(TaintsInterner {
-        set: HashSet::default(),
-        swept_at: 64,
-    })
-});
+/// The empty list, without the interner's lock: placeholders and most nodes have no taints.
+static NO_TAINTS: LazyLock<Arc<[Taint]>> = LazyLock::new(|| Arc::from(Vec::new()));
 
 impl Taints {
     pub fn new(taints: Vec<Taint>) -> Taints {
+        if taints.is_empty() {
+            return Taints(Arc::clone(&NO_TAINTS));
+        }
         let mut i = TAINTS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(a) = i.set.get(taints.as_slice()) {
-            return Taints(Arc::clone(a));
-        }
-        if i.set.len() >= 2 * i.swept_at {
-            // Sets no node holds any more go.
-            i.set.retain(|a| Arc::strong_count(a) > 1);
-            i.swept_at = i.set.len().max(64);
-        }
-        let a: Arc<[Taint]> = taints.into();
-        i.set.insert(Arc::clone(&a));
-        Taints(a)
+        Taints(i.intern(
+            taints.as_slice(),
+            || taints.clone().into(),
+            |a| Arc::strong_count(a) == 1,
+        ))
     }
 
     /// Whether both are the same interned set (equal sets always are).
