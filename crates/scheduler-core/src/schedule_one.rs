@@ -591,7 +591,19 @@ pub fn schedule_one(
     snapshot: &Snapshot,
     nominated: &NominatedPods,
 ) -> Decision {
-    cycle(fw, alg, pod, snapshot, nominated, None)
+    cycle(fw, alg, pod, snapshot, nominated, None, true)
+}
+
+/// [`schedule_one`] for one member of a pod group (upstream's pod group cycle evaluates each
+/// pod without single-pod PostFilter: a gang preempts as a group or not at all).
+pub(crate) fn schedule_group_member(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+) -> Decision {
+    cycle(fw, alg, pod, snapshot, nominated, None, false)
 }
 
 /// [`schedule_one`], explained: the same cycle, which also fills `explain` with every
@@ -623,7 +635,7 @@ pub fn schedule_one_recorded(
     rec: &mut Record,
 ) -> Decision {
     rec.reset();
-    cycle(fw, alg, pod, snapshot, nominated, Some(rec))
+    cycle(fw, alg, pod, snapshot, nominated, Some(rec), true)
 }
 
 fn cycle(
@@ -633,6 +645,7 @@ fn cycle(
     snapshot: &Snapshot,
     nominated: &NominatedPods,
     mut explain: Option<&mut Record>,
+    post_filter: bool,
 ) -> Decision {
     let resolved = if fw.resolves_runtime_class() {
         crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)
@@ -677,7 +690,7 @@ fn cycle(
                     .absent()
                     .is_some_and(|s| s.code() == Code::Unschedulable);
             let mut nomination = None;
-            if fw.has_post_filter_plugins() {
+            if post_filter && fw.has_post_filter_plugins() {
                 let rec = explain
                     .as_ref()
                     .map(|_| std::sync::Mutex::new(Preemption::default()));
@@ -783,6 +796,18 @@ pub fn assume_decision(
         cache.dra_mut().assume_claim_writes(w);
     }
     Ok(())
+}
+
+/// Undoes [`assume_decision`]: the pod, its volumes' and its claims' assumptions leave the
+/// cache (a binding that failed, or a pod group that did not fit as a whole).
+pub fn forget_decision(cache: &mut Cache, pod: &PodInfo, state: &CycleState) {
+    if let Some(v) = crate::plugins::volume_binding::decided_bindings(state) {
+        cache.forget_pod_volumes(v);
+    }
+    if let Some(w) = crate::plugins::dynamic_resources::decided_claim_writes(state) {
+        cache.dra_mut().forget_claim_writes(w);
+    }
+    let _ = cache.forget_pod(pod.key());
 }
 
 fn rejected_after_filter(s: Status) -> Decision {

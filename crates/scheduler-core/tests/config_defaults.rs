@@ -85,6 +85,7 @@ fn default_plugins_before_expansion() {
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
         ("DefaultBinder", None),
+        ("GangScheduling", None),
     ]
     .iter()
     .map(|(n, w)| PluginRef::new(n, *w))
@@ -106,7 +107,10 @@ fn default_plugins_before_expansion() {
 fn default_plugins_after_expansion() {
     let e = expand(&default_config().profiles[0]).unwrap();
     let want: &[(ExtensionPoint, &[&str])] = &[
-        (PreEnqueue, &["SchedulingGates", "DynamicResources"]),
+        (
+            PreEnqueue,
+            &["SchedulingGates", "DynamicResources", "GangScheduling"],
+        ),
         (QueueSort, &["PrioritySort"]),
         (
             PreFilter,
@@ -199,7 +203,7 @@ fn default_plugins_after_expansion() {
     assert_eq!(e.score_weights, weights);
     assert_eq!(e.scheduler_name, "default-scheduler");
     // Every running plugin has an args entry; only plugins with an args kind have Some.
-    assert_eq!(e.plugin_args.len(), 21);
+    assert_eq!(e.plugin_args.len(), 22);
     assert_eq!(e.plugin_args["RuntimeClass"], None);
     assert!(matches!(
         e.plugin_args["NodeResourcesFit"],

@@ -133,7 +133,12 @@ fn custom_multi_point_plugins_follow_defaults() {
     let l = load("  plugins:\n    multiPoint:\n      enabled:\n      - name: SchedulingPolicy\n");
     assert_eq!(
         at(&l, PreEnqueue),
-        ["SchedulingGates", "DynamicResources", "SchedulingPolicy"]
+        [
+            "SchedulingGates",
+            "DynamicResources",
+            "GangScheduling",
+            "SchedulingPolicy"
+        ]
     );
 }
 
@@ -157,7 +162,7 @@ fn double_registration_in_multi_point() {
         .push(PluginRef::new("ImageLocality", None));
     let errs = expand(&p).unwrap_err();
     assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[21]");
+    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[22]");
     assert_eq!(
         errs[0].message,
         "plugin \"ImageLocality\" already registered as \"ScorePlugin\""

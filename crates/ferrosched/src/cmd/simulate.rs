@@ -13,9 +13,10 @@ use super::output::Output;
 
 #[derive(Args, Debug)]
 #[command(after_help = format!(
-    "Dump a cluster with every kind simulate reads (one line):\n  {}\nand, on clusters that serve DeviceTaintRules (1.37+), pass this file too:\n  {}",
+    "Dump a cluster with every kind simulate reads (one line):\n  {}\nand, on clusters that serve DeviceTaintRules (1.37+), pass this file too:\n  {}\nand, on clusters that serve PodGroups (the Workload API, or scheduler-plugins' CRD), this one:\n  {}",
     simulate::DUMP_COMMAND,
-    simulate::TAINT_RULES_DUMP_COMMAND
+    simulate::TAINT_RULES_DUMP_COMMAND,
+    simulate::POD_GROUPS_DUMP_COMMAND
 ))]
 pub struct SimulateArgs {
     /// KubeSchedulerConfiguration to schedule with. Default: the built-in example's config

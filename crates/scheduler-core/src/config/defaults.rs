@@ -46,7 +46,7 @@ pub fn default_volume_binding_shape() -> Vec<UtilizationShapePoint> {
 }
 
 /// The default `multiPoint` list: upstream's current list (1.34+) with ferrosched's
-/// RuntimeClass right after NodeAffinity. DynamicResources sits before DefaultPreemption as
+/// RuntimeClass right after NodeAffinity and GangScheduling at the end. DynamicResources sits before DefaultPreemption as
 /// upstream's, so its rejections skip preemption.
 pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (names::SCHEDULING_GATES, None),
@@ -70,6 +70,9 @@ pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, Some(1)),
     (names::IMAGE_LOCALITY, Some(1)),
     (names::DEFAULT_BINDER, None),
+    // Upstream appends it when GenericWorkload is on (beta, off by default in 1.37): pods
+    // can only name a PodGroup on clusters that turned the API on, so ferrosched always runs it.
+    (names::GANG_SCHEDULING, None),
 ];
 
 pub fn default_plugins() -> Plugins {

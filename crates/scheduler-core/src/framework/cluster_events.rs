@@ -41,6 +41,8 @@ pub enum EventResource {
     /// ferrosched's SchedulingPolicy objects, or which of them a service account may use
     /// (fired by the controller; upstream has no such resource).
     SchedulingPolicy,
+    /// PodGroups of either API (`types::pod_group`).
+    PodGroup,
     /// Every resource.
     WildCard,
 }
@@ -345,6 +347,11 @@ pub enum EventObjects<'a> {
     StorageCapacity {
         old: Option<&'a storage::CSIStorageCapacity>,
         new: &'a storage::CSIStorageCapacity,
+    },
+    /// A PodGroup added (`old: None`) or updated.
+    PodGroup {
+        old: Option<&'a crate::types::pod_group::PodGroupInfo>,
+        new: &'a crate::types::pod_group::PodGroupInfo,
     },
 }
 

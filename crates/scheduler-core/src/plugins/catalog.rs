@@ -40,6 +40,7 @@ const fn spec(
 /// Every plugin a profile may name, in upstream's default order.
 pub const PLUGINS: &[PluginSpec] = &[
     spec(SCHEDULING_GATES, &[PreEnqueue], None),
+    spec(GANG_SCHEDULING, &[PreEnqueue], None),
     spec(PRIORITY_SORT, &[QueueSort], None),
     spec(NODE_UNSCHEDULABLE, &[Filter], None),
     spec(NODE_NAME, &[Filter], None),

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
+pub mod gang_scheduling;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -37,6 +38,12 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
     &[
         (names::SCHEDULING_GATES, |_| {
             Ok(Arc::new(scheduling_gates::SchedulingGates))
+        }),
+        (names::GANG_SCHEDULING, |_| {
+            // No groups known: every pod that names one waits (see the module doc).
+            Ok(Arc::new(gang_scheduling::GangScheduling::new(
+                std::sync::Arc::default(),
+            )))
         }),
         (names::SCHEDULING_POLICY, |_| {
             Ok(Arc::new(

@@ -19,6 +19,8 @@ pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 pub const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
 pub const IMAGE_LOCALITY: &str = "ImageLocality";
 pub const DEFAULT_BINDER: &str = "DefaultBinder";
+/// Workload-aware scheduling (1.35+): a gang's PodGroup quorum before queueing.
+pub const GANG_SCHEDULING: &str = "GangScheduling";
 
 /// ferrosched's own: the RuntimeClass predicate from the RuntimeClass scheduling KEP.
 pub const RUNTIME_CLASS: &str = "RuntimeClass";

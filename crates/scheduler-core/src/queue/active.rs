@@ -50,6 +50,37 @@ impl SchedulingQueue {
         Some(info)
     }
 
+    /// Takes the other waiting, ungated pods of a pod group that [`pop`](Self::pop) just
+    /// started (the group is scheduled in one cycle): each leaves its sub-queue and is in
+    /// flight in the popped pod's cycle, until [`done`](Self::done) or a requeue.
+    pub fn pop_group_members<'k>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'k PodKey>,
+    ) -> Vec<QueuedPodInfo> {
+        let mut taken = Vec::new();
+        for key in keys {
+            if self.is_in_flight(key) || self.unschedulable.get(key).is_some_and(|i| i.gated()) {
+                continue;
+            }
+            let Some(mut info) = self.remove_waiting(key) else {
+                continue;
+            };
+            info.attempts += 1;
+            let (key, uid) = (key.clone(), info.pod.uid.clone());
+            self.in_flight_by_key.insert(key.clone(), uid.clone());
+            self.in_flight.insert(
+                (key, uid),
+                InFlight {
+                    cycle: self.scheduling_cycle,
+                    latest: None,
+                    deleted: false,
+                },
+            );
+            taken.push(info);
+        }
+        taken
+    }
+
     /// The attempt for `pod` (as popped) is over: bound, or given up. Requeueing through
     /// [`add_unschedulable_if_not_present`](Self::add_unschedulable_if_not_present) calls it.
     pub fn done(&mut self, pod: &PodInfo) {

@@ -8,6 +8,8 @@
 
 mod dra;
 mod explain_pod;
+#[cfg(test)]
+mod gang_tests;
 pub mod load;
 #[cfg(test)]
 mod tests;
@@ -26,6 +28,9 @@ use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
+use crate::plugins::gang_scheduling;
+use crate::pod_group_manager::PodGroupManager;
+use crate::schedule_group::{GroupOutcome, Route, route, schedule_group, scheduled_members};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
 };
@@ -35,8 +40,8 @@ use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 pub use dra::PodDevice;
 pub use explain_pod::{ExplainedPod, explain_pod};
 pub use load::{
-    ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, TAINT_RULES_DUMP_COMMAND, load_paths,
-    load_str,
+    ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, POD_GROUPS_DUMP_COMMAND,
+    TAINT_RULES_DUMP_COMMAND, load_paths, load_str,
 };
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the
@@ -167,22 +172,26 @@ fn simulate(
     seed: u64,
     explain: &dyn Fn(&str) -> bool,
 ) -> Result<Report, FrameworkError> {
-    let profiles = ProfileRegistry::new(&loaded.profiles, registry)?;
+    // GangScheduling reads the dump's PodGroups and pods.
+    let groups = Arc::new(PodGroupManager::new());
+    let mut registry = registry.clone();
+    gang_scheduling::register(&mut registry, Arc::clone(&groups));
+    let profiles = ProfileRegistry::new(&loaded.profiles, &registry)?;
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);
 
     let mut cache = cluster_cache(objects);
 
     let mut outcomes = Vec::new();
-    let mut pending: Vec<QueuedPodInfo> = Vec::new();
+    let mut admitted: Vec<(usize, Arc<PodInfo>)> = Vec::new();
     for (i, raw) in objects.pods.iter().enumerate() {
         if is_terminal(raw) {
             continue;
         }
-        let pod = match admit(raw, objects) {
+        match admit(raw, objects) {
             Ok(mut p) => {
                 dra::generate_claims(&mut p, objects, &mut cache);
-                Arc::new(PodInfo::from_pod(&p))
+                admitted.push((i, Arc::new(PodInfo::from_pod(&p))));
             }
             Err(reason) => {
                 outcomes.push(outcome(
@@ -190,9 +199,21 @@ fn simulate(
                     None,
                     PodResult::Rejected { reason },
                 ));
-                continue;
             }
-        };
+        }
+    }
+    {
+        // Every group and every member first: a gang's quorum counts all of its pods.
+        let mut g = groups.write();
+        for info in &objects.pod_groups {
+            g.upsert(info.clone());
+        }
+        for (_, pod) in &admitted {
+            g.add_pod(pod);
+        }
+    }
+    let mut pending: Vec<QueuedPodInfo> = Vec::new();
+    for (i, pod) in admitted {
         if pod.node_name.is_some() {
             if let Err(e) = cache.add_pod(Arc::clone(&pod)) {
                 outcomes.push(outcome(
@@ -251,6 +272,59 @@ fn simulate(
         let fw = profiles
             .for_scheduler_name(&q.pod.scheduler_name)
             .expect("routed above");
+        let group = match route(fw, &groups, &q.pod) {
+            Route::Alone => None,
+            Route::Gang(g) => Some(g),
+            Route::Wait(s) => {
+                unschedulable.push((q, s.message()));
+                continue;
+            }
+        };
+        if let Some(group) = group {
+            // The gang's other waiting pods join this cycle, in queue order.
+            let mut members = vec![q];
+            let mut i = 0;
+            while i < queue.len() {
+                if queue[i].pod.pod_group == members[0].pod.pod_group {
+                    members.extend(queue.remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+            let before = scheduled_members(&groups.read(), &group.key, &cache);
+            let outcome_of = schedule_group(
+                fw,
+                &mut alg,
+                &group,
+                before,
+                members,
+                &mut cache,
+                &mut snapshot,
+                &nominated,
+            );
+            let waiting = match outcome_of {
+                GroupOutcome::Placed { placed, waiting } => {
+                    for p in placed {
+                        cache.finish_binding(p.pod.key());
+                        fw.run_post_bind(&p.state, &p.pod, &p.node);
+                        let mut o = outcome(
+                            &p.pod,
+                            Some(fw.profile_name()),
+                            PodResult::Scheduled {
+                                node: p.node,
+                                preempted: Vec::new(),
+                            },
+                        );
+                        o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
+                        outcomes.push(o);
+                    }
+                    waiting
+                }
+                GroupOutcome::Unschedulable { waiting } => waiting,
+            };
+            unschedulable.extend(waiting.into_iter().map(|w| (w.queued, w.message)));
+            continue;
+        }
         cache.update_snapshot(&mut snapshot);
         let key = q.pod.key().to_string();
         let decision = if explain(&key) {

@@ -14,6 +14,7 @@ pub mod node_selector;
 pub mod pdb;
 pub mod pod;
 pub mod pod_affinity;
+pub mod pod_group;
 pub mod quantity;
 pub mod rare;
 pub mod resource;

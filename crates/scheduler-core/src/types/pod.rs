@@ -133,6 +133,9 @@ pub struct PodInfo {
     pub runtime_class_name: Option<String>,
     pub has_overhead: bool,
     pub scheduling_gates: Vec<String>,
+    /// The pod group it belongs to (`spec.schedulingGroup`, or scheduler-plugins' label):
+    /// its pods are scheduled together (`types::pod_group`). Boxed: most pods have none.
+    pub pod_group: Option<Box<super::pod_group::PodGroupKey>>,
     /// `spec.resourceClaims` entries (DRA), resolved against `status.resourceClaimStatuses`.
     /// Such a pod must never be bound unless each claim is allocated and reserved for it.
     pub resource_claims: Vec<super::dra::PodClaimRef>,
@@ -317,6 +320,7 @@ impl PodInfo {
                 .flatten()
                 .map(|g| g.name.clone())
                 .collect(),
+            pod_group: super::pod_group::pod_group_of(pod).map(Box::new),
             resource_claims: super::dra::pod_claims(pod),
             extended_requests: Rare::new(super::dra::extended::ExtendedRequests::from_spec(spec)),
             images,

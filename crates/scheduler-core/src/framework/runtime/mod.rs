@@ -202,6 +202,11 @@ impl Framework {
         m
     }
 
+    /// Whether the profile runs the named plugin at PreEnqueue.
+    pub fn has_pre_enqueue_plugin(&self, name: &str) -> bool {
+        self.pre_enqueue.iter().any(|p| p.name == name)
+    }
+
     /// Runs every PreEnqueue plugin; the first that does not succeed keeps the pod out.
     pub fn run_pre_enqueue(&self, pod: &PodInfo) -> Status {
         for p in &self.pre_enqueue {

@@ -18,6 +18,8 @@ use k8s_openapi::api::storage::v1::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::types::pod_group::{GroupApi, PodGroupInfo};
+
 mod checks;
 
 /// The DRA kinds' API version (GA in 1.34; the beta versions are not read).
@@ -48,11 +50,25 @@ pub const KINDS_READ: &[(&str, &str)] = &[
     ("ResourceClaim", "resourceclaims"),
     ("ResourceClaimTemplate", "resourceclaimtemplates"),
     ("DeviceTaintRule", "devicetaintrules"),
+    ("PodGroup", "podgroups"),
+];
+
+/// PodGroup API versions read, and which API each belongs to (`types::pod_group`).
+const POD_GROUP_VERSIONS: &[(&str, GroupApi)] = &[
+    ("scheduling.k8s.io/v1beta1", GroupApi::Workload),
+    ("scheduling.k8s.io/v1alpha2", GroupApi::Workload),
+    ("scheduling.x-k8s.io/v1alpha1", GroupApi::Coscheduling),
 ];
 
 /// The one command that dumps everything `simulate` reads (README, docs and
 /// `simulate --help` show this very text; a test checks they agree).
 pub const DUMP_COMMAND: &str = "kubectl get nodes,pods,namespaces,services,replicasets,statefulsets,replicationcontrollers,runtimeclasses,priorityclasses,poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments,deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A -o yaml > cluster.yaml";
+
+/// PodGroups are dumped apart, like DeviceTaintRules: only clusters that turned the Workload
+/// API on (1.36+) or installed scheduler-plugins' CRD serve them. Pass the file as another
+/// `--cluster` path. (`kubectl get podgroups` picks one of the two APIs; name the other one
+/// fully, `podgroups.scheduling.x-k8s.io`, when both are served.)
+pub const POD_GROUPS_DUMP_COMMAND: &str = "kubectl get podgroups -A -o yaml > podgroups.yaml";
 
 /// DeviceTaintRules are dumped apart: servers before 1.37 (or with DRADeviceTaintRules off)
 /// do not serve them, and `kubectl get` fails as a whole on a kind the server lacks. Pass
@@ -80,6 +96,8 @@ pub struct ClusterObjects {
     pub resource_claims: Vec<dra::ResourceClaim>,
     pub resource_claim_templates: Vec<dra::ResourceClaimTemplate>,
     pub device_taint_rules: Vec<dra::DeviceTaintRule>,
+    /// PodGroups of either API, as views.
+    pub pod_groups: Vec<PodGroupInfo>,
     pub namespaces: Vec<Namespace>,
     pub services: Vec<Service>,
     pub replica_sets: Vec<ReplicaSet>,
@@ -133,6 +151,7 @@ impl ClusterObjects {
         self.resource_claim_templates
             .extend(other.resource_claim_templates);
         self.device_taint_rules.extend(other.device_taint_rules);
+        self.pod_groups.extend(other.pod_groups);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -392,7 +411,24 @@ impl DocCtx<'_> {
             "DeviceTaintRule" => {
                 self.typed(v, &kind, &api_version, DRA, &mut out.device_taint_rules)
             }
+            "PodGroup" => self.pod_group(&v, &api_version, &mut out.pod_groups),
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
+        }
+    }
+
+    fn pod_group(&mut self, v: &Value, api_version: &str, into: &mut Vec<PodGroupInfo>) {
+        let name = object_name(v);
+        let Some((_, api)) = POD_GROUP_VERSIONS.iter().find(|(av, _)| *av == api_version) else {
+            let versions: Vec<&str> = POD_GROUP_VERSIONS.iter().map(|(av, _)| *av).collect();
+            self.err(format!(
+                "PodGroup {name}: apiVersion {api_version:?} is not supported; use {}",
+                versions.join(" or ")
+            ));
+            return;
+        };
+        match PodGroupInfo::from_json(*api, v) {
+            Ok(g) => into.push(g),
+            Err(e) => self.err(format!("PodGroup {name}: {e}")),
         }
     }
 

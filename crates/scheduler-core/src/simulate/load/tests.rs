@@ -294,7 +294,8 @@ fn every_kind_run_watches_is_read() {
         assert!(
             DUMP_COMMAND.contains(&format!("{resource},"))
                 || DUMP_COMMAND.contains(&format!("{resource} "))
-                || TAINT_RULES_DUMP_COMMAND.contains(&format!(" {resource} ")),
+                || TAINT_RULES_DUMP_COMMAND.contains(&format!(" {resource} "))
+                || POD_GROUPS_DUMP_COMMAND.contains(&format!(" {resource} ")),
             "{resource}"
         );
     }

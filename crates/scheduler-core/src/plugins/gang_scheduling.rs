@@ -1,0 +1,361 @@
+//! GangScheduling (upstream `plugins/gangscheduling`): a pod of a gang stays out of the
+//! active queue until its PodGroup exists and at least `minCount` of the group's pods do.
+//! Placing the gang all or nothing is the pod group cycle's work (`schedule_group`); this
+//! plugin is its gate, and [`min_count_feasible`] its PlacementFeasible check.
+//!
+//! It reads the groups from a shared [`PodGroupManager`]: `ferrosched run` feeds it from the
+//! PodGroup and pod informers, `simulate` from the dump ([`register`]). Built from the plain
+//! in-tree factory it sees no group at all, so every pod that names one waits: a pod of a
+//! gang is never bound alone because nobody told the plugin about its group.
+//!
+//! Pods of scheduler-plugins' Coscheduling groups (label `scheduling.x-k8s.io/pod-group`)
+//! are gated the same way, with scheduler-plugins' messages.
+
+use std::sync::Arc;
+
+use crate::framework::{
+    ActionType, ClusterEvent, EventObjects, EventResource, Plugin, PluginPoints, PreEnqueuePlugin,
+    QueueingHint, Registry, Status,
+};
+use crate::plugin_points;
+use crate::pod_group_manager::PodGroupManager;
+use crate::types::PodInfo;
+use crate::types::pod_group::{GroupApi, GroupPolicy, PodGroupKey};
+
+use super::names::GANG_SCHEDULING;
+
+/// Upstream's message for a gang whose pods are fewer than `minCount`.
+pub const WAITING_FOR_MIN_COUNT: &str =
+    "waiting for minCount pods from a gang to appear in scheduling queue";
+
+/// Upstream's message for a pod whose PodGroup does not exist (yet).
+pub fn waiting_for_group(name: &str) -> String {
+    format!("waiting for pod's pod group {name:?} to appear in scheduling queue")
+}
+
+/// scheduler-plugins' message for a coscheduling pod whose PodGroup does not exist.
+pub const COSCHEDULING_GROUP_NOT_FOUND: &str = "PodGroup not found";
+
+/// scheduler-plugins' message for a coscheduling group with fewer pods than `minMember`.
+pub fn coscheduling_short(pod: &str, pods: usize, min_member: u32) -> String {
+    format!(
+        "pre-filter pod {pod} cannot find enough sibling pods, current pods number: {pods}, minMember of group: {min_member}"
+    )
+}
+
+/// ferrosched's message for a pod naming a group of an API the cluster does not serve: its
+/// group can never appear, so it waits until the API is turned on (or the pod is changed).
+pub fn api_not_served(key: &PodGroupKey) -> String {
+    format!(
+        "pod group {:?} cannot be found: this cluster does not serve {} (turn the API on, or remove the pod's group)",
+        key.name,
+        key.api.resource()
+    )
+}
+
+pub struct GangScheduling {
+    groups: Arc<PodGroupManager>,
+}
+
+impl GangScheduling {
+    pub fn new(groups: Arc<PodGroupManager>) -> Self {
+        GangScheduling { groups }
+    }
+}
+
+/// Replaces the in-tree factory with one whose plugins read `groups`.
+pub fn register(registry: &mut Registry, groups: Arc<PodGroupManager>) {
+    registry.register_shared(
+        GANG_SCHEDULING,
+        Arc::new(move |_| Ok(Arc::new(GangScheduling::new(Arc::clone(&groups))))),
+    );
+}
+
+/// The PlacementFeasible check of a gang after some of its pods were tried: `Ok(true)` once
+/// `scheduled` (placed in this cycle or before) reaches `min_count`, `Ok(false)` while the
+/// untried `remaining` pods could still get there, and the reason when they cannot.
+pub fn min_count_feasible(
+    min_count: u32,
+    scheduled: usize,
+    remaining: usize,
+) -> Result<bool, String> {
+    let min = min_count as usize;
+    if scheduled + remaining < min {
+        return Err(format!(
+            "minCount ({min}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+        ));
+    }
+    Ok(scheduled >= min)
+}
+
+impl Plugin for GangScheduling {
+    fn name(&self) -> &'static str {
+        GANG_SCHEDULING
+    }
+    fn points(self: Arc<Self>) -> PluginPoints {
+        plugin_points!(self => pre_enqueue)
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            // A pod of the group appearing (pending or already bound) may complete the quorum.
+            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
+            ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+            // The group appearing, or its minCount lowered.
+            ClusterEvent::new(
+                EventResource::PodGroup,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+        ]
+    }
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _event: &ClusterEvent,
+        objects: &EventObjects<'_>,
+    ) -> QueueingHint {
+        if matches!(objects, EventObjects::None) {
+            return QueueingHint::Queue;
+        }
+        let Some(mine) = pod.pod_group.as_deref() else {
+            return QueueingHint::QueueSkip;
+        };
+        let helps = match objects {
+            EventObjects::Pod { new: Some(p), .. } => p.pod_group.as_deref() == Some(mine),
+            EventObjects::PodGroup { old: None, new } => &new.key == mine,
+            EventObjects::PodGroup {
+                old: Some(old),
+                new,
+            } => {
+                &new.key == mine
+                    && match (old.policy, new.policy) {
+                        (
+                            GroupPolicy::Gang { min_count: o },
+                            GroupPolicy::Gang { min_count: n },
+                        ) => n < o,
+                        // Basic -> gang gates more; gang -> basic lets every pod through.
+                        (GroupPolicy::Gang { .. }, GroupPolicy::Basic) => true,
+                        _ => false,
+                    }
+            }
+            _ => true,
+        };
+        if helps {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
+}
+
+impl PreEnqueuePlugin for GangScheduling {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        let Some(key) = pod.pod_group.as_deref() else {
+            return Status::success();
+        };
+        let groups = self.groups.read();
+        if !groups.is_served(key.api) {
+            return Status::unresolvable(api_not_served(key));
+        }
+        let Some(group) = groups.get(key) else {
+            return Status::unresolvable(match key.api {
+                GroupApi::Workload => waiting_for_group(&key.name),
+                GroupApi::Coscheduling => COSCHEDULING_GROUP_NOT_FOUND.to_string(),
+            });
+        };
+        let GroupPolicy::Gang { min_count } = group.policy else {
+            return Status::success();
+        };
+        let all = groups.all_pods_count(key);
+        if all >= min_count as usize {
+            return Status::success();
+        }
+        Status::unresolvable(match key.api {
+            GroupApi::Workload => WAITING_FOR_MIN_COUNT.to_string(),
+            GroupApi::Coscheduling => coscheduling_short(pod.name(), all, min_count),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+    use crate::types::pod_group::PodGroupInfo;
+    use k8s_openapi::api::core::v1 as k8s;
+
+    fn pod(name: &str, group: &str) -> PodInfo {
+        PodInfo::test("ml", name)
+            .edit(|p| {
+                p.spec.as_mut().unwrap().scheduling_group = Some(k8s::PodSchedulingGroup {
+                    pod_group_name: Some(group.to_string()),
+                })
+            })
+            .build()
+    }
+
+    fn gang(name: &str, min_count: u32) -> PodGroupInfo {
+        PodGroupInfo {
+            key: PodGroupKey::new(GroupApi::Workload, "ml", name),
+            uid: format!("uid-{name}"),
+            policy: GroupPolicy::Gang { min_count },
+        }
+    }
+
+    fn unresolvable(s: &Status, msg: &str) {
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{s}");
+        assert_eq!(s.message(), msg);
+    }
+
+    #[test]
+    fn a_gang_waits_for_its_group_and_its_quorum() {
+        let groups = Arc::new(PodGroupManager::new());
+        let pl = GangScheduling::new(Arc::clone(&groups));
+        let a = pod("a", "train");
+        groups.write().add_pod(&a);
+
+        // No group object yet.
+        unresolvable(
+            &pl.pre_enqueue(&a),
+            "waiting for pod's pod group \"train\" to appear in scheduling queue",
+        );
+        // The group wants three; one pod exists.
+        groups.write().upsert(gang("train", 3));
+        unresolvable(&pl.pre_enqueue(&a), WAITING_FOR_MIN_COUNT);
+        // A bound member counts toward the quorum as much as a pending one.
+        groups.write().add_pod(&pod("b", "train"));
+        groups
+            .write()
+            .add_pod(&PodInfo::clone(&pod("c", "train")).with_node_name("n1"));
+        assert!(pl.pre_enqueue(&a).is_success());
+
+        // Pods without a group, and pods of a basic group, pass.
+        assert!(
+            pl.pre_enqueue(&PodInfo::test("ml", "solo").build())
+                .is_success()
+        );
+        let mut basic = gang("free", 1);
+        basic.policy = GroupPolicy::Basic;
+        groups.write().upsert(basic);
+        assert!(pl.pre_enqueue(&pod("x", "free")).is_success());
+    }
+
+    #[test]
+    fn without_the_api_the_pod_says_why_it_waits() {
+        let groups = Arc::new(PodGroupManager::new());
+        groups.write().set_served(GroupApi::Workload, false);
+        let pl = GangScheduling::new(Arc::clone(&groups));
+        unresolvable(
+            &pl.pre_enqueue(&pod("a", "train")),
+            "pod group \"train\" cannot be found: this cluster does not serve podgroups.scheduling.k8s.io (turn the API on, or remove the pod's group)",
+        );
+    }
+
+    #[test]
+    fn coscheduling_pods_wait_with_scheduler_plugins_messages() {
+        let groups = Arc::new(PodGroupManager::new());
+        let pl = GangScheduling::new(Arc::clone(&groups));
+        let p = PodInfo::test("ml", "worker-0")
+            .label("scheduling.x-k8s.io/pod-group", "tf")
+            .build();
+        groups.write().add_pod(&p);
+        unresolvable(&pl.pre_enqueue(&p), "PodGroup not found");
+        groups.write().upsert(PodGroupInfo {
+            key: PodGroupKey::new(GroupApi::Coscheduling, "ml", "tf"),
+            uid: "u".into(),
+            policy: GroupPolicy::Gang { min_count: 3 },
+        });
+        unresolvable(
+            &pl.pre_enqueue(&p),
+            "pre-filter pod worker-0 cannot find enough sibling pods, current pods number: 1, minMember of group: 3",
+        );
+    }
+
+    #[test]
+    fn the_plain_in_tree_plugin_keeps_every_group_pod_out() {
+        let fw_plugin = (crate::plugins::in_tree_factories()
+            .iter()
+            .find(|(n, _)| *n == GANG_SCHEDULING)
+            .expect("registered")
+            .1)(None)
+        .unwrap();
+        let pre = Arc::clone(&fw_plugin).points().pre_enqueue.unwrap();
+        assert!(!pre.pre_enqueue(&pod("a", "train")).is_success());
+    }
+
+    #[test]
+    fn hints_queue_only_for_the_pods_own_group() {
+        let pl = GangScheduling::new(Arc::new(PodGroupManager::new()));
+        let a = pod("a", "train");
+        let event = ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD);
+        let sibling = pod("b", "train");
+        let stranger = pod("z", "other");
+        let hint = |objects: EventObjects<'_>| pl.queueing_hint(&a, &event, &objects);
+        assert_eq!(
+            hint(EventObjects::Pod {
+                old: None,
+                new: Some(&sibling)
+            }),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            hint(EventObjects::Pod {
+                old: None,
+                new: Some(&stranger)
+            }),
+            QueueingHint::QueueSkip
+        );
+        let (g3, g2, other) = (gang("train", 3), gang("train", 2), gang("other", 1));
+        assert_eq!(
+            hint(EventObjects::PodGroup {
+                old: None,
+                new: &g3
+            }),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            hint(EventObjects::PodGroup {
+                old: None,
+                new: &other
+            }),
+            QueueingHint::QueueSkip
+        );
+        // minCount lowered helps; raised does not.
+        assert_eq!(
+            hint(EventObjects::PodGroup {
+                old: Some(&g3),
+                new: &g2
+            }),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            hint(EventObjects::PodGroup {
+                old: Some(&g2),
+                new: &g3
+            }),
+            QueueingHint::QueueSkip
+        );
+        // A pod without a group is never moved by this plugin.
+        let solo = PodInfo::test("ml", "solo").build();
+        let objects = EventObjects::Pod {
+            old: None,
+            new: Some(&sibling),
+        };
+        assert_eq!(
+            pl.queueing_hint(&solo, &event, &objects),
+            QueueingHint::QueueSkip
+        );
+        // Nothing to judge by: queue, as every hint must.
+        assert_eq!(hint(EventObjects::None), QueueingHint::Queue);
+    }
+
+    #[test]
+    fn min_count_is_checked_as_pods_are_tried() {
+        assert_eq!(min_count_feasible(3, 0, 3), Ok(false));
+        assert_eq!(min_count_feasible(3, 3, 0), Ok(true));
+        assert_eq!(min_count_feasible(3, 2, 5), Ok(false));
+        assert_eq!(
+            min_count_feasible(3, 1, 1),
+            Err("minCount (3) cannot be satisfied: 1 scheduled, 1 remaining".to_string())
+        );
+    }
+}

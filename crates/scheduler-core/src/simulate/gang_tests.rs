@@ -1,0 +1,181 @@
+//! Gangs in `simulate`: the cases a new user met with a dump of six 8-GPU nodes and
+//! PodGroups (issue: workload-aware scheduling), each now placed all or nothing.
+
+use super::*;
+
+/// `n` free 8-GPU nodes, plus `busy` more whose GPUs a bound pod holds.
+fn gpu_nodes(n: usize, busy: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n + busy {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: gpu-{i}, labels: {{topology.kubernetes.io/zone: z{}}}}}\nstatus:\n  allocatable: {{cpu: '64', memory: 512Gi, pods: '110', nvidia.com/gpu: '8'}}\n",
+            i % 2
+        ));
+        if i >= n {
+            s.push_str(&format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: holder-{i}, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+            ));
+        }
+    }
+    s
+}
+
+fn gang(name: &str, min_count: u32) -> String {
+    format!(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: ml}}\nspec:\n  schedulingPolicy: {{gang: {{minCount: {min_count}}}}}\n"
+    )
+}
+
+fn member(name: &str, group: &str, priority: i32) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml}}\nspec:\n  priority: {priority}\n  schedulingGroup: {{podGroupName: {group}}}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+    )
+}
+
+fn simulate(text: &str) -> Report {
+    let objects = load_str(text, "gangs.yaml").unwrap();
+    let loaded = crate::config::from_flags(None, None).unwrap();
+    run(&objects, &loaded, 1).unwrap()
+}
+
+fn message(r: &Report, pod: &str) -> String {
+    match r.outcome_of(pod) {
+        Some(PodResult::Unschedulable { message } | PodResult::Gated { message }) => {
+            message.clone()
+        }
+        other => panic!("{pod}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_gang_larger_than_the_free_nodes_binds_none_and_a_smaller_one_fits() {
+    // Six nodes, four of them busy: two free. A gang of three (priority 100) cannot fit;
+    // a lower-priority gang of two can, and is bound.
+    let mut text = gpu_nodes(2, 4);
+    text.push_str(&gang("big", 3));
+    text.push_str(&gang("small", 2));
+    for i in 0..3 {
+        text.push_str(&member(&format!("big-{i}"), "big", 100));
+    }
+    for i in 0..2 {
+        text.push_str(&member(&format!("small-{i}"), "small", 10));
+    }
+    let r = simulate(&text);
+    for i in 0..3 {
+        let pod = format!("ml/big-{i}");
+        assert_eq!(r.node_of(&pod), None, "{pod} must not be bound alone");
+    }
+    let mut small: Vec<&str> = (0..2)
+        .map(|i| {
+            r.node_of(&format!("ml/small-{i}"))
+                .expect("the small gang fits")
+        })
+        .collect();
+    small.sort();
+    assert_eq!(small, ["gpu-0", "gpu-1"]);
+    // Pods that would have fitted name the gang's reason; the third keeps its own.
+    let messages: Vec<String> = (0..3)
+        .map(|i| message(&r, &format!("ml/big-{i}")))
+        .collect();
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m.as_str()
+                == "pod group \"big\": minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")
+            .count(),
+        2,
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("0/6 nodes are available:")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn missing_groups_and_short_gangs_wait_with_upstreams_messages() {
+    let mut text = gpu_nodes(6, 0);
+    text.push_str(&member("orphan", "nowhere", 0));
+    text.push_str(&gang("short", 3));
+    text.push_str(&member("short-0", "short", 0));
+    text.push_str(&member("short-1", "short", 0));
+    let r = simulate(&text);
+    assert_eq!(
+        r.outcome_of("ml/orphan"),
+        Some(&PodResult::Gated {
+            message: "waiting for pod's pod group \"nowhere\" to appear in scheduling queue".into()
+        })
+    );
+    for p in ["ml/short-0", "ml/short-1"] {
+        assert_eq!(
+            r.outcome_of(p),
+            Some(&PodResult::Gated {
+                message: "waiting for minCount pods from a gang to appear in scheduling queue"
+                    .into()
+            })
+        );
+    }
+    assert_eq!(r.scheduled(), 0);
+}
+
+#[test]
+fn coscheduling_groups_are_gangs_too() {
+    let mut text = gpu_nodes(6, 0);
+    text.push_str(
+        "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: tf, namespace: ml}\nspec: {minMember: 3}\n",
+    );
+    for i in 0..2 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: tf-{i}, namespace: ml, labels: {{scheduling.x-k8s.io/pod-group: tf}}}}\nspec:\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+        ));
+    }
+    let r = simulate(&text);
+    assert_eq!(
+        message(&r, "ml/tf-0"),
+        "pre-filter pod tf-0 cannot find enough sibling pods, current pods number: 2, minMember of group: 3"
+    );
+    assert_eq!(r.scheduled(), 0);
+
+    // The third worker completes the quorum: all three are placed.
+    text.push_str(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: tf-2, namespace: ml, labels: {scheduling.x-k8s.io/pod-group: tf}}\nspec:\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n",
+    );
+    let r = simulate(&text);
+    assert_eq!(r.scheduled(), 3);
+}
+
+#[test]
+fn a_running_member_counts_toward_the_quorum() {
+    // minCount 3: one worker already runs, two more fit in the two free nodes.
+    let mut text = gpu_nodes(2, 0);
+    text.push_str(&gang("resume", 3));
+    text.push_str(
+        "---\napiVersion: v1\nkind: Node\nmetadata: {name: gpu-run}\nstatus:\n  allocatable: {cpu: '64', memory: 512Gi, pods: '110', nvidia.com/gpu: '8'}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: resume-0, namespace: ml}\nspec:\n  nodeName: gpu-run\n  schedulingGroup: {podGroupName: resume}\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n",
+    );
+    text.push_str(&member("resume-1", "resume", 0));
+    text.push_str(&member("resume-2", "resume", 0));
+    let r = simulate(&text);
+    assert!(r.node_of("ml/resume-1").is_some());
+    assert!(r.node_of("ml/resume-2").is_some());
+}
+
+#[test]
+fn pod_groups_of_an_unknown_version_are_refused_by_name() {
+    let text = "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {}\n";
+    let errors = load_str(text, "g.yaml").unwrap_err();
+    assert!(
+        errors[0].message.starts_with(
+            "PodGroup ml/g: apiVersion \"scheduling.k8s.io/v1alpha1\" is not supported; use scheduling.k8s.io/v1beta1 or"
+        ),
+        "{:?}",
+        errors
+    );
+    let bad = "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {schedulingPolicy: {gang: {minCount: 0}}}\n";
+    let errors = load_str(bad, "g.yaml").unwrap_err();
+    assert!(
+        errors[0].message.contains("minCount: Invalid value: 0"),
+        "{errors:?}"
+    );
+}

@@ -1,0 +1,292 @@
+//! Pod groups: which group a pod belongs to, and the compact view of a PodGroup object.
+//!
+//! Two APIs name groups of pods that must be scheduled together:
+//!
+//! * **Workload** (upstream, `scheduling.k8s.io` `v1beta1` since 1.37, `v1alpha2` in 1.36):
+//!   the pod names its group in `spec.schedulingGroup.podGroupName`; the PodGroup's
+//!   `spec.schedulingPolicy` is `basic: {}` or `gang: {minCount: N}`.
+//! * **Coscheduling** (kubernetes-sigs/scheduler-plugins, `scheduling.x-k8s.io/v1alpha1`, what
+//!   Kubeflow's training operator creates): the pod carries the label
+//!   `scheduling.x-k8s.io/pod-group: NAME`; the PodGroup's `spec.minMember` is its quorum.
+//!
+//! Both are read from the object's JSON through one small serde mirror, so the informers
+//! keep only this view, never the object.
+
+use std::fmt;
+
+use k8s_openapi::api::core::v1 as k8s;
+use serde::Deserialize;
+
+/// scheduler-plugins' label naming a pod's coscheduling PodGroup.
+pub const COSCHEDULING_POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
+
+/// Which API a group lives in. Equal names in the two APIs are different groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GroupApi {
+    /// `scheduling.k8s.io` PodGroup (Workload API).
+    Workload,
+    /// `scheduling.x-k8s.io/v1alpha1` PodGroup (scheduler-plugins' Coscheduling).
+    Coscheduling,
+}
+
+impl GroupApi {
+    /// The API group and resource, as a user would look them up.
+    pub fn resource(self) -> &'static str {
+        match self {
+            GroupApi::Workload => "podgroups.scheduling.k8s.io",
+            GroupApi::Coscheduling => "podgroups.scheduling.x-k8s.io",
+        }
+    }
+}
+
+/// A group's identity: its API, namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodGroupKey {
+    pub api: GroupApi,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl PodGroupKey {
+    pub fn new(api: GroupApi, namespace: &str, name: &str) -> Self {
+        PodGroupKey {
+            api,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for PodGroupKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The group a pod names, if any: `spec.schedulingGroup.podGroupName` first (the API field
+/// wins over a label), else scheduler-plugins' label. An empty name names no group.
+pub fn pod_group_of(pod: &k8s::Pod) -> Option<PodGroupKey> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let from_spec = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_group.as_ref())
+        .and_then(|g| g.pod_group_name.as_deref())
+        .filter(|n| !n.is_empty());
+    if let Some(name) = from_spec {
+        return Some(PodGroupKey::new(GroupApi::Workload, namespace, name));
+    }
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(COSCHEDULING_POD_GROUP_LABEL))
+        .filter(|n| !n.is_empty())
+        .map(|name| PodGroupKey::new(GroupApi::Coscheduling, namespace, name))
+}
+
+/// How a group's pods are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupPolicy {
+    /// Pod by pod, as if there were no group (`schedulingPolicy.basic`).
+    Basic,
+    /// All or nothing: no pod is bound unless `min_count` of the group's pods can be
+    /// (`schedulingPolicy.gang.minCount`; Coscheduling's `minMember`).
+    Gang { min_count: u32 },
+}
+
+/// The scheduling view of one PodGroup object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodGroupInfo {
+    pub key: PodGroupKey,
+    pub uid: String,
+    pub policy: GroupPolicy,
+}
+
+impl PodGroupInfo {
+    /// Builds the view from the object's JSON (any served version of either API). Fields
+    /// the view does not read are skipped without being built.
+    pub fn from_json(api: GroupApi, value: &serde_json::Value) -> Result<Self, String> {
+        let raw = RawPodGroup::deserialize(value).map_err(|e| e.to_string())?;
+        let key = PodGroupKey::new(
+            api,
+            raw.metadata.namespace.as_deref().unwrap_or_default(),
+            raw.metadata.name.as_deref().unwrap_or_default(),
+        );
+        let policy = match api {
+            // As the API server validates it: exactly one of basic and gang, minCount >= 1.
+            GroupApi::Workload => match raw.spec.scheduling_policy {
+                Some(RawPolicy {
+                    gang: Some(g),
+                    basic: None,
+                }) => match g.min_count {
+                    Some(n) if n >= 1 && n <= i64::from(i32::MAX) => GroupPolicy::Gang {
+                        min_count: n as u32,
+                    },
+                    n => {
+                        return Err(format!(
+                            "spec.schedulingPolicy.gang.minCount: Invalid value: {}: must be greater than or equal to 1",
+                            n.map_or("null".to_string(), |n| n.to_string())
+                        ));
+                    }
+                },
+                Some(RawPolicy {
+                    gang: None,
+                    basic: Some(_),
+                }) => GroupPolicy::Basic,
+                Some(RawPolicy {
+                    gang: Some(_),
+                    basic: Some(_),
+                }) => {
+                    return Err("spec.schedulingPolicy: Invalid value: must specify exactly one of basic and gang, not both".to_string());
+                }
+                _ => {
+                    return Err(
+                        "spec.schedulingPolicy: Required value: must specify exactly one of basic and gang"
+                            .to_string(),
+                    );
+                }
+            },
+            // scheduler-plugins: a group of minMember <= 1 gates nothing, but its pods
+            // still count as a group (one pod is its own quorum).
+            GroupApi::Coscheduling => GroupPolicy::Gang {
+                min_count: raw.spec.min_member.unwrap_or(0).max(0) as u32,
+            },
+        };
+        Ok(PodGroupInfo {
+            key,
+            uid: raw.metadata.uid.unwrap_or_default(),
+            policy,
+        })
+    }
+
+    /// The quorum: how many of the group's pods must be placeable (or already placed) before
+    /// any of them is bound; 1 for a basic group.
+    pub fn min_count(&self) -> u32 {
+        match self.policy {
+            GroupPolicy::Basic => 1,
+            GroupPolicy::Gang { min_count } => min_count.max(1),
+        }
+    }
+
+    pub fn is_gang(&self) -> bool {
+        matches!(self.policy, GroupPolicy::Gang { .. })
+    }
+}
+
+#[derive(Deserialize)]
+struct RawPodGroup {
+    #[serde(default)]
+    metadata: RawMeta,
+    #[serde(default)]
+    spec: RawSpec,
+}
+
+#[derive(Deserialize, Default)]
+struct RawMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RawSpec {
+    scheduling_policy: Option<RawPolicy>,
+    /// Coscheduling.
+    min_member: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawPolicy {
+    basic: Option<serde_json::Value>,
+    gang: Option<RawGang>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawGang {
+    min_count: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_spec_field_names_the_group_before_the_label() {
+        let mut pod = k8s::Pod::default();
+        pod.metadata.namespace = Some("ml".into());
+        assert_eq!(pod_group_of(&pod), None);
+        pod.metadata.labels = Some(
+            [(COSCHEDULING_POD_GROUP_LABEL.to_string(), "cg".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        assert_eq!(
+            pod_group_of(&pod),
+            Some(PodGroupKey::new(GroupApi::Coscheduling, "ml", "cg"))
+        );
+        pod.spec = Some(k8s::PodSpec {
+            scheduling_group: Some(k8s::PodSchedulingGroup {
+                pod_group_name: Some("pg".into()),
+            }),
+            ..Default::default()
+        });
+        assert_eq!(
+            pod_group_of(&pod),
+            Some(PodGroupKey::new(GroupApi::Workload, "ml", "pg"))
+        );
+        // An empty name names nothing; the label still does.
+        pod.spec.as_mut().unwrap().scheduling_group = Some(k8s::PodSchedulingGroup {
+            pod_group_name: Some(String::new()),
+        });
+        assert_eq!(pod_group_of(&pod).unwrap().api, GroupApi::Coscheduling);
+    }
+
+    #[test]
+    fn views_of_both_apis() {
+        let gang = json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "u1"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}
+        });
+        let g = PodGroupInfo::from_json(GroupApi::Workload, &gang).unwrap();
+        assert_eq!(g.key, PodGroupKey::new(GroupApi::Workload, "ml", "train"));
+        assert_eq!(g.policy, GroupPolicy::Gang { min_count: 3 });
+        assert_eq!(g.min_count(), 3);
+
+        let basic = json!({
+            "metadata": {"name": "b", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"basic": {}}}
+        });
+        let b = PodGroupInfo::from_json(GroupApi::Workload, &basic).unwrap();
+        assert_eq!(b.policy, GroupPolicy::Basic);
+        assert_eq!(b.min_count(), 1);
+        assert!(!b.is_gang());
+
+        let cosched = json!({
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "tf", "namespace": "ml"},
+            "spec": {"minMember": 4, "scheduleTimeoutSeconds": 10}
+        });
+        let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &cosched).unwrap();
+        assert_eq!(c.policy, GroupPolicy::Gang { min_count: 4 });
+
+        let bad = json!({"metadata": {"name": 5}});
+        assert!(PodGroupInfo::from_json(GroupApi::Workload, &bad).is_err());
+        // What the API server refuses is refused here too.
+        let refused = |spec: serde_json::Value| {
+            PodGroupInfo::from_json(GroupApi::Workload, &json!({"spec": spec})).unwrap_err()
+        };
+        assert_eq!(
+            refused(json!({"schedulingPolicy": {"gang": {"minCount": 0}}})),
+            "spec.schedulingPolicy.gang.minCount: Invalid value: 0: must be greater than or equal to 1"
+        );
+        assert!(refused(json!({})).starts_with("spec.schedulingPolicy: Required value"));
+        assert!(
+            refused(json!({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 2}}}))
+                .contains("not both")
+        );
+    }
+}
