@@ -42,6 +42,9 @@ pub struct RunOptions {
     /// Delegated authentication and authorization for those endpoints (`ferrosched run`
     /// always sets it); `None`: served to anyone (tests).
     pub health_auth: Option<Arc<crate::serving::auth::DelegatedAuth>>,
+    /// Timeouts and the connection cap of the TLS health port (default:
+    /// [`ServeLimits::secure_port`](crate::serving::conn::ServeLimits::secure_port)).
+    pub health_limits: crate::serving::conn::ServeLimits,
     /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
     /// gate when a profile enables it); empty: the in-tree plugins only.
     pub extensions: Vec<Box<dyn Extension>>,
@@ -74,6 +77,7 @@ impl RunOptions {
             health: None,
             health_tls: None,
             health_auth: None,
+            health_limits: crate::serving::conn::ServeLimits::secure_port(),
             extensions: Vec::new(),
             explain: Default::default(),
             opportunistic_batching: true,
@@ -142,6 +146,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         health,
         health_tls,
         health_auth,
+        health_limits,
         mut extensions,
         explain,
         opportunistic_batching,
@@ -215,6 +220,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             health_tls,
             Arc::clone(&shared),
             health_auth,
+            health_limits,
         )));
     }
     // Informers fill the cache while waiting for the lease, so a new leader starts warm.

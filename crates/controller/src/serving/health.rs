@@ -66,12 +66,14 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     )
 }
 
-/// Serves until the task is aborted: over TLS with `tls`, else plain HTTP.
+/// Serves until the task is aborted: over TLS with `tls`, each connection bounded by
+/// `limits`, else plain HTTP (tests).
 pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     shared: Arc<Shared>,
     auth: Option<Arc<DelegatedAuth>>,
+    limits: crate::serving::conn::ServeLimits,
 ) {
     let mut app = Router::new()
         .route("/healthz", get(healthz))
@@ -86,7 +88,7 @@ pub(crate) async fn serve(
         app = app.layer(axum::middleware::from_fn_with_state(auth, auth::guard));
     }
     if let Some(tls) = tls {
-        crate::serving::tls::serve(listener, tls, app, std::future::pending()).await;
+        crate::serving::tls::serve_with(listener, tls, app, limits, std::future::pending()).await;
     } else if let Err(e) = axum::serve(listener, app).await {
         tracing::warn!(error = %e, "health server stopped");
     }

@@ -4,6 +4,7 @@
 //! to it or to the API server.
 
 pub mod auth;
+pub mod conn;
 pub mod explain;
 pub(crate) mod health;
 pub(crate) mod metrics;

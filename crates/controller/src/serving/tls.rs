@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use rustls::crypto::CryptoProvider;
@@ -28,6 +28,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
+use crate::serving::conn::{self, ServeLimits};
 use crate::{Error, Result};
 
 /// The contents of the two files (None: unreadable), what identifies one version of them.
@@ -167,35 +168,88 @@ pub fn self_signed(hosts: &[String]) -> Result<StaticCert> {
 
 /// A TLS 1.2/1.3 server config (ring) answering with `cert`'s current pair, HTTP/1.1 only.
 pub fn server_config(cert: Arc<dyn ResolvesServerCert>) -> Result<rustls::ServerConfig> {
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+    server_config_with_client_ca(cert, None)
+}
+
+/// [`server_config`] that also asks clients for a certificate signed by a CA of the PEM
+/// bundle `client_ca` (read once, now). A client without one still connects (the kubelet's
+/// probes present none), and its requests carry an empty [`PeerCertificate`]; a client
+/// whose certificate the CA did not sign fails the handshake.
+pub fn server_config_with_client_ca(
+    cert: Arc<dyn ResolvesServerCert>,
+    client_ca: Option<&Path>,
+) -> Result<rustls::ServerConfig> {
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Certificate(e.to_string()))?
-        .with_no_client_auth()
-        .with_cert_resolver(cert);
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(path) => {
+            let bad = |e: &dyn std::fmt::Display| {
+                Error::Certificate(format!("client CA {}: {e}", path.display()))
+            };
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_file_iter(path).map_err(|e| bad(&e))? {
+                roots.add(c.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
+            }
+            if roots.is_empty() {
+                return Err(bad(&"no PEM certificate"));
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider(),
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| bad(&e))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut cfg = builder.with_cert_resolver(cert);
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
 }
 
-/// A TLS handshake that takes longer is dropped (a stuck client must not hold a task).
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// What the TLS handshake established about the client, on every request's extensions:
+/// its certificate when it presented one. A server config with a client CA
+/// ([`server_config_with_client_ca`]) accepts only certificates that CA signed, so a
+/// certificate here is a verified one; without a client CA none is asked for.
+#[derive(Clone, Debug, Default)]
+pub struct PeerCertificate(pub Option<CertificateDer<'static>>);
 
-/// Serves `app` over TLS on `listener` until `shutdown` resolves. Each connection is its own
-/// task, so a slow handshake does not hold up the others.
+/// Serves `app` over TLS on `listener` with the default [`ServeLimits`] until `shutdown`
+/// resolves.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     shutdown: impl Future<Output = ()>,
 ) {
+    serve_with(listener, tls, app, ServeLimits::default(), shutdown).await;
+}
+
+/// Serves `app` over TLS on `listener` until `shutdown` resolves. Each connection is its own
+/// task, so a slow handshake does not hold up the others; each is bounded by `limits`
+/// ([`crate::serving::conn`]), and a connection over `limits.max_connections` is closed as
+/// soon as it is accepted.
+pub async fn serve_with(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()>,
+) {
     let acceptor = TlsAcceptor::from(tls);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let mut refused: u64 = 0;
     tokio::pin!(shutdown);
     loop {
         let tcp = tokio::select! {
             r = listener.accept() => r,
             _ = &mut shutdown => return,
         };
-        let tcp = match tcp {
-            Ok((tcp, _)) => tcp,
+        let (tcp, peer) = match tcp {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors and the like: do not spin.
                 tracing::warn!(error = %e, "accept failed");
@@ -203,21 +257,51 @@ pub async fn serve(
                 continue;
             }
         };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            // Closed at once: queued, it would hold a descriptor and let a flood of
+            // connections delay every legitimate one.
+            drop(tcp);
+            refused += 1;
+            if refused.is_power_of_two() {
+                tracing::warn!(
+                    %peer,
+                    max = limits.max_connections,
+                    refused,
+                    "too many open connections; closing new ones"
+                );
+            }
+            continue;
+        };
         let (acceptor, app) = (acceptor.clone(), app.clone());
         tokio::spawn(async move {
-            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => return,
-            };
+            let _slot = slot;
+            let stream =
+                match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
+            let client = PeerCertificate(
+                stream
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .map(|c| c.clone().into_owned()),
+            );
+            let watch = conn::Watch::new(limits);
+            let io = conn::Guarded::new(stream, Arc::clone(&watch));
             let served = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
+                .serve_connection(TokioIo::new(io), conn::service(app, watch, client))
                 .await;
             if let Err(e) = served {
-                tracing::debug!(error = %e, "connection ended with an error");
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
         });
     }

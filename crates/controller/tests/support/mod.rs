@@ -47,3 +47,19 @@ pub async fn stop_controller(
         .expect("controller task")
         .expect("controller exits cleanly");
 }
+
+/// Polls the async `f` every 20 ms for at most 10 s.
+#[allow(dead_code)] // not every test crate that includes `support` calls it
+pub async fn wait_for_async<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut f: impl FnMut() -> F,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !f().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

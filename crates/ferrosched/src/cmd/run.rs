@@ -222,6 +222,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             health,
             health_tls: tls,
             health_auth,
+            health_limits: controller::conn::ServeLimits::secure_port(),
             extensions,
             explain: controller::explain::ExplainOptions {
                 serve: args.explain,
