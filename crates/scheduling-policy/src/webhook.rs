@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -45,8 +46,19 @@ use crate::informer::Policies;
 pub const DENIED: &str = "pod violates the SchedulingPolicies its service account may use";
 /// `/healthz` and the admission endpoints before the first list of policies.
 pub const NOT_SYNCED: &str = "SchedulingPolicies not listed yet";
-/// A body that is not an AdmissionReview v1 with a request.
+/// A body that is not an AdmissionReview v1 with a request; the reason follows.
 pub const BAD_REVIEW: &str = "expected an AdmissionReview (admission.k8s.io/v1) with a request";
+
+/// The largest request body read: an AdmissionReview carries at most two objects (an
+/// UPDATE's object and oldObject), each at most the API server's 3 MiB request body limit,
+/// plus less than 1 MiB for the rest (controller-runtime's webhooks use the same bound).
+/// axum's default, 2 MiB, refused the UPDATE of any pod over 1 MiB.
+pub const MAX_REQUEST_BODY: usize = 7 * 1024 * 1024;
+
+/// The only AdmissionReview version read: the webhook configurations
+/// (`manifests/policy/webhook.yaml`) declare `admissionReviewVersions: ["v1"]`, so the API
+/// server never sends another.
+pub const REVIEW_API_VERSION: &str = "admission.k8s.io/v1";
 
 /// What the handlers share.
 pub struct Webhook {
@@ -185,16 +197,69 @@ enum Endpoint {
     Validate,
 }
 
+/// The request of an AdmissionReview v1 about a pod, with what its operation needs: the
+/// object for CREATE and UPDATE, the old object for UPDATE (the API server always sends
+/// them). `Err` is why not.
+pub fn parse_review(body: &[u8]) -> std::result::Result<AdmissionRequest<Pod>, String> {
+    let review: AdmissionReview<Pod> = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    if review.types.api_version != REVIEW_API_VERSION {
+        return Err(format!(
+            "apiVersion {:?} is not {REVIEW_API_VERSION}",
+            review.types.api_version
+        ));
+    }
+    if review.types.kind != "AdmissionReview" {
+        return Err(format!(
+            "kind {:?} is not AdmissionReview",
+            review.types.kind
+        ));
+    }
+    let Some(mut req) = review.request else {
+        return Err("no request".into());
+    };
+    // The answer is sent in the request's version.
+    req.types = review.types;
+    if req.uid.is_empty() {
+        return Err("request.uid is empty".into());
+    }
+    let k = &req.kind;
+    if (k.group.as_str(), k.version.as_str(), k.kind.as_str()) != ("", "v1", "Pod") {
+        return Err(format!(
+            "request.kind {}/{}, Kind={} is not a v1 Pod",
+            k.group, k.version, k.kind
+        ));
+    }
+    let r = &req.resource;
+    if (r.group.as_str(), r.version.as_str(), r.resource.as_str()) != ("", "v1", "pods") {
+        return Err(format!(
+            "request.resource {}/{}, Resource={} is not v1 pods",
+            r.group, r.version, r.resource
+        ));
+    }
+    if let Some(sub) = req.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+        return Err(format!(
+            "request.subResource {sub:?}: only pods themselves are reviewed"
+        ));
+    }
+    let op = match req.operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        _ => return Ok(req),
+    };
+    if req.object.is_none() {
+        return Err(format!("request.object is required for {op}"));
+    }
+    if req.operation == Operation::Update && req.old_object.is_none() {
+        return Err(format!("request.oldObject is required for {op}"));
+    }
+    Ok(req)
+}
+
 async fn handle(hook: &Webhook, body: &[u8], endpoint: Endpoint) -> Response {
     if !hook.policies.is_synced() {
         return (StatusCode::SERVICE_UNAVAILABLE, NOT_SYNCED).into_response();
     }
-    let req: AdmissionRequest<Pod> = match serde_json::from_slice::<AdmissionReview<Pod>>(body)
-        .map_err(|e| e.to_string())
-        .and_then(|r| {
-            r.try_into()
-                .map_err(|e: kube::core::admission::ConvertAdmissionReviewError| e.to_string())
-        }) {
+    let req = match parse_review(body) {
         Ok(r) => r,
         Err(e) => return (StatusCode::BAD_REQUEST, format!("{BAD_REVIEW}: {e}")).into_response(),
     };
@@ -211,12 +276,38 @@ async fn handle(hook: &Webhook, body: &[u8], endpoint: Endpoint) -> Response {
     }
 }
 
-async fn mutate(State(hook): State<Arc<Webhook>>, body: Bytes) -> Response {
-    handle(&hook, &body, Endpoint::Mutate).await
+/// Answers a request whose body could be read; 413 past [`MAX_REQUEST_BODY`].
+async fn answer(
+    hook: &Webhook,
+    body: std::result::Result<Bytes, BytesRejection>,
+    endpoint: Endpoint,
+) -> Response {
+    match body {
+        Ok(body) => handle(hook, &body, endpoint).await,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request body over {MAX_REQUEST_BODY} bytes (two objects of the API server's \
+                 3 MiB request limit plus 1 MiB)"
+            ),
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
-async fn validate(State(hook): State<Arc<Webhook>>, body: Bytes) -> Response {
-    handle(&hook, &body, Endpoint::Validate).await
+async fn mutate(
+    State(hook): State<Arc<Webhook>>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Response {
+    answer(&hook, body, Endpoint::Mutate).await
+}
+
+async fn validate(
+    State(hook): State<Arc<Webhook>>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Response {
+    answer(&hook, body, Endpoint::Validate).await
 }
 
 async fn healthz(State(hook): State<Arc<Webhook>>) -> Response {
@@ -233,6 +324,7 @@ pub fn router(hook: Arc<Webhook>) -> Router {
         .route("/mutate", post(mutate))
         .route("/validate", post(validate))
         .route("/healthz", get(healthz))
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
         .with_state(hook)
 }
 

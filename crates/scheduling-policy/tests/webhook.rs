@@ -630,13 +630,8 @@ async fn updates_are_checked_only_when_a_scheduling_field_changes() {
         s.validate(&review("DELETE", &tolerated, None)).await,
         (true, String::new())
     );
-    let (_, patch) = s
-        .mutate(&review(
-            "UPDATE",
-            &pod("team", Some("arch"), json!({})),
-            None,
-        ))
-        .await;
+    let arch = pod("team", Some("arch"), json!({}));
+    let (_, patch) = s.mutate(&review("UPDATE", &arch, Some(&arch))).await;
     assert_eq!(patch, json!([]));
 }
 
@@ -839,4 +834,111 @@ async fn policies_from_the_watch_and_rbac_from_subject_access_reviews() {
     let (allowed, _) = s.validate(&create(&tolerating("kube-system", None))).await;
     assert!(!allowed);
     watch.abort();
+}
+
+/// The largest AdmissionReview the API server sends: an UPDATE carries the pod twice
+/// (object and oldObject). A ~1.1 MB pod (within etcd's 1.5 MiB) makes a ~2.2 MB review,
+/// over axum's default 2 MiB limit.
+#[tokio::test]
+async fn an_update_of_a_large_pod_is_answered_and_an_oversized_body_is_refused_with_413() {
+    let s = start("large", POLICIES, grants()).await;
+    let mut old = pod("team", None, json!({}));
+    old["metadata"]["annotations"] = json!({"big": "x".repeat(1_100_000)});
+    let mut new = old.clone();
+    new["metadata"]["labels"] = json!({"app": "x"});
+    let body = review("UPDATE", &new, Some(&old));
+    assert!(body.to_string().len() > 2_200_000);
+    assert_eq!(
+        s.validate(&body).await,
+        (true, String::new()),
+        "answered, not 413"
+    );
+    // Over the limit (7 MiB: two objects of the API server's 3 MiB request limit plus
+    // 1 MiB): still 413, saying why.
+    let mut huge = old.clone();
+    huge["metadata"]["annotations"] = json!({"big": "x".repeat(7 * 1024 * 1024)});
+    let r = s.post("/validate", &review("CREATE", &huge, None)).await;
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("7340032 bytes"), "{}", r.text());
+}
+
+/// Anything but an AdmissionReview v1 about a pod, with what its operation needs, is a
+/// 400 with the reason (never "allowed", never echoed back).
+#[tokio::test]
+async fn malformed_admission_reviews_are_refused_with_400_and_the_reason() {
+    let s = start("strict", POLICIES, grants()).await;
+    let p = pod("team", None, json!({}));
+    let ok = create(&p);
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut r = ok.clone();
+        f(&mut r);
+        r
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(&|r| r["apiVersion"] = json!("evil/v0")),
+            "apiVersion \"evil/v0\" is not admission.k8s.io/v1",
+        ),
+        (
+            with(&|r| {
+                r.as_object_mut().unwrap().remove("apiVersion");
+            }),
+            "missing field `apiVersion`",
+        ),
+        (
+            with(&|r| r["kind"] = json!("Pod")),
+            "kind \"Pod\" is not AdmissionReview",
+        ),
+        (
+            with(&|r| {
+                r.as_object_mut().unwrap().remove("request");
+            }),
+            "no request",
+        ),
+        (
+            with(&|r| r["request"]["uid"] = json!("")),
+            "request.uid is empty",
+        ),
+        (
+            with(&|r| {
+                r["request"]["kind"] =
+                    json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+            }),
+            "request.kind apps/v1, Kind=Deployment is not a v1 Pod",
+        ),
+        (
+            with(&|r| {
+                r["request"]["resource"] =
+                    json!({"group": "", "version": "v1", "resource": "secrets"})
+            }),
+            "request.resource /v1, Resource=secrets is not v1 pods",
+        ),
+        (
+            with(&|r| r["request"]["subResource"] = json!("status")),
+            "request.subResource \"status\": only pods themselves are reviewed",
+        ),
+        (
+            with(&|r| {
+                r["request"].as_object_mut().unwrap().remove("object");
+            }),
+            "request.object is required for CREATE",
+        ),
+        (
+            review("UPDATE", &p, None),
+            "request.oldObject is required for UPDATE",
+        ),
+    ];
+    for (body, want) in cases {
+        for path in ["/validate", "/mutate"] {
+            let r = s.post(path, &body).await;
+            assert_eq!(r.status, 400, "{path} {want}: {}", r.text());
+            let text = r.text();
+            assert!(
+                text.starts_with(&format!("{BAD_REVIEW}: {want}")),
+                "{path}: {text}"
+            );
+        }
+    }
+    // The valid one still passes.
+    assert_eq!(s.validate(&ok).await, (true, String::new()));
 }
