@@ -2261,3 +2261,66 @@ profiles:
     );
     running.stop().await;
 }
+
+/// SIGTERM while a binding waits for a WaitForFirstConsumer volume (bindTimeoutSeconds 600
+/// by default, and no PV controller here): the wait is given up at once, shutdown ends in a
+/// few seconds (well inside a Deployment's 30 s grace period) and the lease is released,
+/// so the next leader retries the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_gives_up_a_binding_waiting_for_its_volume_and_releases_the_lease() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply(
+        "nodes",
+        &node("n1", "4", json!({"kubernetes.io/hostname": "n1"})),
+    );
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply(
+        "persistentvolumes",
+        &json!({
+            "metadata": {"name": "local-n1"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "storageClassName": "local", "persistentVolumeReclaimPolicy": "Retain",
+                     "local": {"path": "/mnt/disks/ssd1"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}},
+            "status": {"phase": "Available"},
+        }),
+    );
+    server.apply("persistentvolumeclaims", &claim("data", "local", "5Gi"));
+    server.apply("pods", &pod("db-0", "100m", uses_claims(&["data"])));
+    let a = start_with(&server, HA_CONFIG, "a").await;
+    wait_for("the binding waits for the volume (claimRef set)", || {
+        server
+            .get("persistentvolumes", "", "local-n1")
+            .is_some_and(|pv| pv["spec"]["claimRef"]["name"] == "data")
+    })
+    .await;
+    assert!(
+        server
+            .lease_holder("kube-system", "ferrosched")
+            .is_some_and(|h| h.starts_with("a_"))
+    );
+    let t = Instant::now();
+    a.stop().await;
+    println!("shutdown took {:?}", t.elapsed());
+    assert_eq!(
+        server.lease_holder("kube-system", "ferrosched"),
+        None,
+        "the lease is released"
+    );
+    assert_eq!(server.node_of("default", "db-0"), None);
+
+    // The next leader retries the pod; with the volume bound it binds.
+    let b = start_with(&server, HA_CONFIG, "b").await;
+    wait_for("db-0 bound by the next leader", || {
+        support::pv_controller::reconcile(&server);
+        server.node_of("default", "db-0").is_some()
+    })
+    .await;
+    b.stop().await;
+}

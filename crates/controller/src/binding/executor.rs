@@ -197,6 +197,13 @@ pub const MAX_ACTIONS_IN_FLIGHT: usize = 128;
 /// more peak RSS against a real kube-apiserver, `benches/reports/2026-11-25c-*`).
 pub const ACTIONS_QUEUED: usize = 64;
 
+/// How long shutdown waits for in-flight actions once the scheduling loop has stopped;
+/// then the rest are cancelled. Waits for volumes and device binding conditions give up at
+/// once (`closing`), so this bounds only API calls: with the lease release (at most
+/// renewDeadline, 10 s by default) it stays well inside a pod's default 30 s termination
+/// grace period. A pod whose binding was cancelled is retried by the next leader.
+pub const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Leadership lost: cancels every in-flight action and drops the queued ones.
 async fn cancel_all(mut tasks: JoinSet<()>, mut rx: mpsc::Receiver<Action>) {
     let cancelled = tasks.len();
@@ -263,6 +270,8 @@ impl Executor {
         if pending > 0 {
             tracing::info!(pending, "waiting for in-flight API calls");
         }
+        let give_up = tokio::time::sleep(SHUTDOWN_DRAIN_TIMEOUT);
+        tokio::pin!(give_up);
         loop {
             tokio::select! {
                 biased;
@@ -272,6 +281,16 @@ impl Executor {
                     return;
                 }
                 next = tasks.join_next() => if next.is_none() { return },
+                () = &mut give_up => {
+                    tracing::warn!(
+                        cancelled = tasks.len(),
+                        timeout = ?SHUTDOWN_DRAIN_TIMEOUT,
+                        "shutting down: in-flight API calls did not finish; cancelled"
+                    );
+                    tasks.abort_all();
+                    while tasks.join_next().await.is_some() {}
+                    return;
+                }
             }
         }
     }
@@ -565,6 +584,7 @@ impl Executor {
                 node,
                 v,
                 timeout,
+                self.closing.subscribe(),
             ))
             .await
             {

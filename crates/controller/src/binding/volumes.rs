@@ -14,7 +14,8 @@
 //!    the PV controller / external provisioner report through the informers. Like upstream's
 //!    `checkBindings` it fails early when the pod is gone, a volume's claimRef was dropped or
 //!    the selected-node annotation was removed or changed (provisioning failed), and ignores
-//!    informer copies older than its own patches.
+//!    informer copies older than its own patches. On shutdown the wait is given up at once
+//!    (`context canceled`), so a 600 s `bindTimeoutSeconds` cannot hold the process.
 //!
 //! Error texts are upstream's, so `FailedScheduling` events read the same.
 
@@ -30,6 +31,7 @@ use scheduler_core::types::PodKey;
 use scheduler_core::types::volume::{ANN_SELECTED_NODE, PodVolumes, claim_key};
 use serde_json::json;
 
+use crate::binding::conditions::CONTEXT_CANCELED;
 use crate::client::retry::ApiClient;
 use crate::state::{Shared, State};
 
@@ -87,6 +89,7 @@ pub(crate) async fn bind_pod_volumes(
     node: &str,
     decided: &PodVolumes,
     timeout: Duration,
+    mut closing: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), String> {
     let patched = bind_api_update(client, shared, node, decided)
         .await
@@ -103,7 +106,15 @@ pub(crate) async fn bind_pod_volumes(
                 "{PREBIND_PREFIX}binding volumes: context deadline exceeded"
             ));
         }
-        tokio::time::sleep(POLL_PERIOD).await;
+        tokio::select! {
+            _ = tokio::time::sleep(POLL_PERIOD) => {}
+            // Shutting down: give up, as upstream's PreBind when its context is cancelled.
+            // What was written stays (the PV controller may still bind the claims); the
+            // next leader sees it and retries the pod.
+            Ok(_) = closing.wait_for(|c| *c) => {
+                return Err(format!("{PREBIND_PREFIX}binding volumes: {CONTEXT_CANCELED}"));
+            }
+        }
     }
 }
 
