@@ -271,7 +271,13 @@ async fn handle(hook: &Webhook, body: &[u8], endpoint: Endpoint) -> Response {
         Ok(resp) => axum::Json(review_json(resp)).into_response(),
         Err(e) => {
             tracing::warn!(uid = %req.uid, error = %e, "cannot decide; leaving it to failurePolicy");
-            (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
+            // Over the SubjectAccessReview limits: 503, the API server may try again.
+            let status = if matches!(e, Error::Overloaded(_)) {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            };
+            (status, e.to_string()).into_response()
         }
     }
 }

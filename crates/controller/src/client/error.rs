@@ -25,6 +25,10 @@ pub enum Error {
     /// An admission response could not be built.
     #[error("admission response: {0}")]
     Admission(String),
+
+    /// Too much asked of the API server at once; try again later (the webhook answers 503).
+    #[error("{0}")]
+    Overloaded(String),
     /// The scheduling thread panicked or could not be started.
     #[error("scheduling thread: {0}")]
     Thread(String),
