@@ -334,6 +334,28 @@ pub fn router(hook: Arc<Webhook>) -> Router {
         .with_state(hook)
 }
 
+/// `/mutate` and `/validate` without a verified client certificate when a client CA is
+/// configured.
+pub const CLIENT_CERT_REQUIRED: &str = "a client certificate signed by --client-ca-file is \
+     required (the API server presents the one in its AdmissionConfiguration's kubeconfig)";
+
+/// With a client CA: only `/healthz` (the kubelet's probes present no certificate) is
+/// served to callers without a verified certificate; the rest is 401.
+async fn require_client_certificate(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let verified = req
+        .extensions()
+        .get::<tls::PeerCertificate>()
+        .is_some_and(|c| c.0.is_some());
+    if verified || req.uri().path() == "/healthz" {
+        next.run(req).await
+    } else {
+        (StatusCode::UNAUTHORIZED, CLIENT_CERT_REQUIRED).into_response()
+    }
+}
+
 /// Everything [`run`] needs.
 pub struct WebhookOptions {
     pub client: kube::Client,
@@ -342,12 +364,21 @@ pub struct WebhookOptions {
     /// How long SubjectAccessReview answers are cached.
     pub allowed_ttl: Duration,
     pub denied_ttl: Duration,
+    /// Connection timeouts and cap (`ServeLimits::default()`: upstream's secure serving
+    /// timeouts, 1024 connections).
+    pub limits: controller::conn::ServeLimits,
+    /// PEM bundle of the CA that signs the API server's client certificate; when set,
+    /// `/mutate` and `/validate` need one (read once, at start).
+    pub client_ca: Option<std::path::PathBuf>,
     pub shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
 }
 
 /// Watches SchedulingPolicies and serves the webhook until `shutdown` resolves.
 pub async fn run(opts: WebhookOptions) -> Result<()> {
-    let tls = Arc::new(tls::server_config(opts.cert)?);
+    let tls = Arc::new(tls::server_config_with_client_ca(
+        opts.cert,
+        opts.client_ca.as_deref(),
+    )?);
     let policies = Arc::new(Policies::default());
     let watch = tokio::spawn(crate::informer::watch(
         opts.client.clone(),
@@ -368,7 +399,11 @@ pub async fn run(opts: WebhookOptions) -> Result<()> {
         addr = %opts.listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         "ferrosched webhook serving /mutate, /validate, /healthz"
     );
-    tls::serve(opts.listener, tls, router(hook), opts.shutdown).await;
+    let mut app = router(hook);
+    if opts.client_ca.is_some() {
+        app = app.layer(axum::middleware::from_fn(require_client_certificate));
+    }
+    tls::serve_with(opts.listener, tls, app, opts.limits, opts.shutdown).await;
     watch.abort();
     Ok(())
 }

@@ -942,3 +942,183 @@ async fn malformed_admission_reviews_are_refused_with_400_and_the_reason() {
     // The valid one still passes.
     assert_eq!(s.validate(&ok).await, (true, String::new()));
 }
+
+/// One HTTP/1.1 request over TLS presenting `client` (certificate chain and key), if any.
+/// `Err` when the handshake fails.
+async fn request_as(
+    addr: SocketAddr,
+    ca: &CertificateDer<'static>,
+    client: Option<(CertificateDer<'static>, String)>,
+    path: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots);
+    let cfg = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            use rustls::pki_types::PrivateKeyDer;
+            use rustls::pki_types::pem::PemObject;
+            builder
+                .with_client_auth_cert(
+                    vec![cert],
+                    PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+                )
+                .unwrap()
+        }
+    };
+    let tcp = TcpStream::connect(addr).await?;
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await?;
+    let method = if body.is_empty() { "GET" } else { "POST" };
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await?;
+    tls.write_all(body).await?;
+    let mut raw = Vec::new();
+    let read = tls.read_to_end(&mut raw).await;
+    if raw.is_empty() {
+        read?;
+        return Err(std::io::Error::other("closed without an answer"));
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    Ok((status, body))
+}
+
+impl Ca {
+    /// A client certificate (TLS client auth) signed by this CA: (cert DER, key PEM).
+    fn client(&self, name: &str) -> (CertificateDer<'static>, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.der().clone(), key.serialize_pem())
+    }
+}
+
+/// `ferrosched webhook` as it runs (`webhook::run`, policies from the fake API server): the
+/// connection limits it is given, and with a client CA, /mutate and /validate only for
+/// callers presenting a certificate that CA signed (the API server's, from the kubeconfig
+/// of its AdmissionConfiguration); /healthz stays open for the kubelet's probes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_serves_with_its_limits_and_authenticates_the_api_server_by_client_certificate() {
+    let api = fake_apiserver::FakeApiServer::start().await;
+    let client = controller::client(Some(&api.kubeconfig())).await.unwrap();
+    let dir = temp_dir("run");
+    let serving_ca = Ca::new();
+    let (cert, key, _) = serving_ca.serving();
+    let (c, k) = write_pair(&dir, &cert, &key);
+    let client_ca = Ca::new();
+    let ca_file = dir.join("client-ca.crt");
+    std::fs::write(&ca_file, client_ca.issuer.pem()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let header = std::time::Duration::from_millis(400);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(webhook::run(webhook::WebhookOptions {
+        client,
+        listener,
+        cert: Arc::new(ReloadingCert::new(c, k).unwrap()),
+        allowed_ttl: std::time::Duration::from_secs(30),
+        denied_ttl: std::time::Duration::from_secs(10),
+        limits: controller::conn::ServeLimits {
+            header_timeout: header,
+            max_connections: 8,
+            ..Default::default()
+        },
+        client_ca: Some(ca_file),
+        shutdown: Box::pin(async move {
+            let _ = stopped.await;
+        }),
+    }));
+    let ca = serving_ca.der();
+    let apiserver = client_ca.client("kube-apiserver");
+    for _ in 0..200 {
+        if matches!(
+            request_as(addr, &ca, None, "/healthz", b"").await,
+            Ok((200, _))
+        ) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let body = create(&pod("team", None, json!({}))).to_string();
+    // No certificate: health yes, admission no.
+    assert_eq!(
+        request_as(addr, &ca, None, "/healthz", b"").await.unwrap(),
+        (200, "ok".to_string())
+    );
+    let (status, text) = request_as(addr, &ca, None, "/validate", body.as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(status, 401, "{text}");
+    assert_eq!(text, webhook::CLIENT_CERT_REQUIRED);
+    // The API server's certificate: answered.
+    let (status, text) = request_as(
+        addr,
+        &ca,
+        Some(apiserver.clone()),
+        "/validate",
+        body.as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{text}");
+    // A certificate another CA signed: the handshake fails.
+    let stranger = Ca::new().client("someone");
+    assert!(
+        request_as(addr, &ca, Some(stranger), "/validate", body.as_bytes())
+            .await
+            .is_err()
+    );
+    // The connection limits apply: an unfinished head is closed after header_timeout.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    tls.write_all(b"POST /validate HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let t = std::time::Instant::now();
+    let mut sink = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tls.read_to_end(&mut sink),
+    )
+    .await
+    .expect("closed after the header timeout")
+    .ok();
+    assert!(t.elapsed() >= header.mul_f64(0.9), "{:?}", t.elapsed());
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}

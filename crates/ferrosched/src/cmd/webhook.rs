@@ -37,6 +37,11 @@ pub struct WebhookArgs {
     /// Seconds a SubjectAccessReview that denied a policy is remembered.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     unauthorized_ttl: u64,
+    /// PEM CA bundle: /mutate and /validate then need a client certificate it signed (the
+    /// API server's, configured in its AdmissionConfiguration kubeconfig); /healthz stays
+    /// open. Read once at start.
+    #[arg(long, value_name = "FILE")]
+    client_ca_file: Option<PathBuf>,
 }
 
 pub fn run(args: &WebhookArgs) -> ExitCode {
@@ -69,6 +74,8 @@ pub fn run(args: &WebhookArgs) -> ExitCode {
             cert,
             allowed_ttl: Duration::from_secs(args.authorized_ttl),
             denied_ttl: Duration::from_secs(args.unauthorized_ttl),
+            limits: controller::conn::ServeLimits::default(),
+            client_ca: args.client_ca_file.clone(),
             shutdown: Box::pin(super::run::shutdown_signal()),
         })
         .await
