@@ -25,6 +25,7 @@ use scheduler_core::framework::{
     ActionType, ClusterEvent, EventObjects, EventResource, NodeFingerprint, ProfileRegistry,
     pod_update_events,
 };
+use scheduler_core::pod_group_manager::PodGroupManager;
 use scheduler_core::queue::{Clock, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey, VolumeAttachmentInfo};
 
@@ -46,6 +47,9 @@ pub(crate) struct State {
     pub(crate) shutting_down: bool,
     /// `run --explain`'s kept explanations (disabled unless asked for).
     pub(crate) explain: ExplainStore,
+    /// PodGroups and their members (shared with GangScheduling, which reads it at
+    /// PreEnqueue); written only under this state's lock.
+    pub(crate) groups: Arc<PodGroupManager>,
 }
 
 /// The state plus the condition variable the scheduling thread sleeps on.
@@ -65,6 +69,7 @@ impl Shared {
         queue: SchedulingQueue,
         clock: Arc<dyn Clock>,
         profiles: Arc<ProfileRegistry>,
+        groups: Arc<PodGroupManager>,
     ) -> Self {
         Shared {
             state: Mutex::new(State {
@@ -75,6 +80,7 @@ impl Shared {
                 volume_versions: HashMap::new(),
                 shutting_down: false,
                 explain: ExplainStore::default(),
+                groups,
             }),
             wake: Condvar::new(),
             profiles,
@@ -172,10 +178,11 @@ impl State {
         if let Some(o) = old {
             // Same name, new object (deleted and re-created between two lists).
             if o.uid != info.uid {
-                self.on_pod_delete(o.key());
+                self.on_pod_delete(o);
                 old = None;
             }
         }
+        self.track_group_member(old.map(|o| &**o), info, is_terminal(pod));
         if info.node_name.is_some() {
             // Upstream: leaving the unscheduled-pod handler is a delete from the queue.
             self.queue.delete(&key);
@@ -258,7 +265,33 @@ impl State {
         }
     }
 
-    pub(crate) fn on_pod_delete(&mut self, key: &PodKey) {
+    /// Keeps the PodGroup members current. A new pending member may complete its gang's
+    /// quorum: upstream's `UnscheduledPod` add event, fired only for pods of a group (no
+    /// other plugin registers it), so the siblings GangScheduling keeps out are looked at.
+    fn track_group_member(&mut self, old: Option<&PodInfo>, info: &Arc<PodInfo>, terminal: bool) {
+        if old.is_some_and(|o| o.pod_group.is_some() && (terminal || o.pod_group != info.pod_group))
+        {
+            self.groups.write().remove_pod(old.expect("checked"));
+        }
+        if info.pod_group.is_none() || terminal {
+            return;
+        }
+        self.groups.write().add_pod(info);
+        if old.is_none() && info.node_name.is_none() {
+            let objects = EventObjects::Pod {
+                old: None,
+                new: Some(info),
+            };
+            let event = ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD);
+            self.queue.move_all_with_objects(event, &objects, None);
+        }
+    }
+
+    pub(crate) fn on_pod_delete(&mut self, pod: &PodInfo) {
+        if pod.pod_group.is_some() {
+            self.groups.write().remove_pod(pod);
+        }
+        let key = pod.key();
         self.queue.delete(key);
         self.conditions.remove(key);
         self.explain.remove(key);
@@ -625,6 +658,7 @@ pub(crate) mod tests {
     use super::*;
     use scheduler_core::cache::Snapshot;
     use scheduler_core::framework::Registry;
+    use scheduler_core::plugins::gang_scheduling;
     use scheduler_core::queue::{FakeClock, QueueConfig, QueueKind, QueueProfiles};
     use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
     use serde_json::json;
@@ -636,15 +670,22 @@ pub(crate) mod tests {
             "t.yaml",
         )
         .unwrap();
-        let profiles =
-            Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
+        let groups = Arc::new(PodGroupManager::new());
+        let mut registry = Registry::in_tree();
+        gang_scheduling::register(&mut registry, Arc::clone(&groups));
+        let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry).unwrap());
         let clock = FakeClock::new();
         let queue = SchedulingQueue::new(
             QueueConfig::default(),
             Arc::new(clock.clone()),
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
-        let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
+        let shared = Shared::new(
+            queue,
+            Arc::new(clock.clone()),
+            Arc::clone(&profiles),
+            groups,
+        );
         (shared, profiles, clock)
     }
 
@@ -791,7 +832,7 @@ pub(crate) mod tests {
             Arc::new(clock.clone()),
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
-        let shared = Shared::new(queue, Arc::new(clock), profiles);
+        let shared = Shared::new(queue, Arc::new(clock), profiles, Arc::default());
         let mut st = shared.lock();
         let pod = PodInfo::from_pod(
             &serde_json::from_value(json!({
