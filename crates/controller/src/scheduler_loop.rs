@@ -39,6 +39,13 @@ pub(crate) struct Popped {
     pub(crate) started: Instant,
 }
 
+/// What the loop does next.
+enum Next {
+    Pod(Popped),
+    /// FailedScheduling reports for pods the queue keeps out ([`State::gate_reports`]).
+    Reports(Vec<Action>),
+}
+
 pub(crate) struct SchedulingLoop {
     pub(crate) shared: Arc<Shared>,
     pub(crate) alg: SchedulingAlgorithm,
@@ -53,29 +60,48 @@ impl SchedulingLoop {
     /// channel, which lets the executor finish in-flight bindings and stop.
     pub(crate) fn run(mut self) {
         let mut snapshot = Snapshot::new();
-        while let Some(q) = self.next_pod() {
-            self.schedule(q, &mut snapshot);
+        while let Some(next) = self.next_pod() {
+            match next {
+                Next::Pod(q) => self.schedule(q, &mut snapshot),
+                Next::Reports(actions) => actions.into_iter().for_each(|a| self.send(a)),
+            }
         }
         tracing::info!("scheduling loop stopped");
     }
 
     /// Blocks until the queue yields a pod (and every informer has synced) or shutdown:
     /// upstream's blocking `Pop`. Informer events, flushes and finished bindings notify.
-    fn next_pod(&self) -> Option<Popped> {
+    /// Pods kept out for good reasons the API server cannot show are reported first.
+    fn next_pod(&self) -> Option<Next> {
         let mut st = self.shared.lock();
         loop {
             if st.shutting_down {
                 return None;
             }
+            if !st.gate_reports.is_empty() {
+                let reports = std::mem::take(&mut st.gate_reports);
+                let actions = reports
+                    .into_iter()
+                    .map(|r| Action::Failure {
+                        condition: st.conditions.get(&r.key).cloned(),
+                        pod: r.pod,
+                        scheduler_name: r.scheduler_name,
+                        reason: status::REASON_UNSCHEDULABLE,
+                        message: r.message,
+                        nomination: Nomination::Keep,
+                    })
+                    .collect();
+                return Some(Next::Reports(actions));
+            }
             if st.synced >= INFORMER_COUNT
                 && let Some(info) = st.queue.pop()
             {
                 let cycle = st.queue.scheduling_cycle();
-                return Some(Popped {
+                return Some(Next::Pod(Popped {
                     info,
                     cycle,
                     started: Instant::now(),
-                });
+                }));
             }
             st = self.shared.wait_timeout(st, IDLE_WAIT);
         }

@@ -25,10 +25,12 @@ use scheduler_core::framework::{
     ActionType, ClusterEvent, EventObjects, EventResource, NodeFingerprint, ProfileRegistry,
     pod_update_events,
 };
+use scheduler_core::plugins::names::GANG_SCHEDULING;
 use scheduler_core::pod_group_manager::PodGroupManager;
-use scheduler_core::queue::{Clock, SchedulingQueue};
+use scheduler_core::queue::{Clock, QueueKind, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey, VolumeAttachmentInfo};
 
+use crate::binding::podref::PodRef;
 use crate::serving::explain::ExplainStore;
 use crate::serving::metrics::Metrics;
 
@@ -50,6 +52,18 @@ pub(crate) struct State {
     /// PodGroups and their members (shared with GangScheduling, which reads it at
     /// PreEnqueue); written only under this state's lock.
     pub(crate) groups: Arc<PodGroupManager>,
+    /// Pods to report as unschedulable although no attempt ran: a pod naming a PodGroup of
+    /// an API the cluster does not serve waits for good, and only the scheduler knows why.
+    /// The scheduling loop sends them (so only a leader writes).
+    pub(crate) gate_reports: Vec<GateReport>,
+}
+
+/// A FailedScheduling report for a pod PreEnqueue keeps out.
+pub(crate) struct GateReport {
+    pub(crate) pod: PodRef,
+    pub(crate) key: PodKey,
+    pub(crate) scheduler_name: String,
+    pub(crate) message: String,
 }
 
 /// The state plus the condition variable the scheduling thread sleeps on.
@@ -81,6 +95,7 @@ impl Shared {
                 shutting_down: false,
                 explain: ExplainStore::default(),
                 groups,
+                gate_reports: Vec::new(),
             }),
             wake: Condvar::new(),
             profiles,
@@ -236,14 +251,50 @@ impl State {
             Some(c) => self.conditions.insert(key.clone(), c),
             None => self.conditions.remove(&key),
         };
-        match old {
-            Some(o) if o.node_name.is_none() => {
-                self.queue.update(Some(o), Arc::clone(info));
-            }
-            _ => {
-                self.queue.add(Arc::clone(info));
-            }
+        let kind = match old {
+            Some(o) if o.node_name.is_none() => self.queue.update(Some(o), Arc::clone(info)),
+            _ => self.queue.add(Arc::clone(info)),
+        };
+        if kind == Some(QueueKind::Gated) {
+            self.report_unserved_group(profiles, info);
         }
+    }
+
+    /// A pod GangScheduling keeps out because the cluster does not serve its group's API is
+    /// reported once (its PodScheduled condition then carries the reason): nothing else
+    /// would ever tell the user. Waits for a quorum or a group still to be created are
+    /// normal while a workload's pods are created, and stay quiet, as upstream's.
+    fn report_unserved_group(&mut self, profiles: &ProfileRegistry, info: &PodInfo) {
+        let Some(group) = info.pod_group.as_deref() else {
+            return;
+        };
+        if self.groups.read().is_served(group.api) {
+            return;
+        }
+        let (Some(fw), Some(q)) = (
+            profiles.for_scheduler_name(&info.scheduler_name),
+            self.queue.get(info.key()),
+        ) else {
+            return;
+        };
+        if q.gating_plugin != Some(GANG_SCHEDULING) {
+            return;
+        }
+        let message = fw.run_pre_enqueue(info).message();
+        let key = info.key().clone();
+        if self
+            .conditions
+            .get(&key)
+            .is_some_and(|c| c.message.as_deref() == Some(message.as_str()))
+        {
+            return;
+        }
+        self.gate_reports.push(GateReport {
+            pod: PodRef::of(info),
+            key,
+            scheduler_name: fw.profile_name().to_string(),
+            message,
+        });
     }
 
     /// Adds or updates a bound pod in the cache.
