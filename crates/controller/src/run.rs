@@ -11,8 +11,11 @@ use std::time::Duration;
 use kube::Client;
 use scheduler_core::config::Loaded;
 use scheduler_core::framework::{ProfileRegistry, Registry};
+use scheduler_core::plugins::gang_scheduling;
+use scheduler_core::pod_group_manager::PodGroupManager;
 use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
 use scheduler_core::schedule_one::SchedulingAlgorithm;
+use scheduler_core::types::pod_group::GroupApi;
 
 use crate::binding::event_recorder;
 use crate::binding::executor::Executor;
@@ -153,6 +156,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         dra_device_binding_conditions,
     } = opts;
     let mut registry = Registry::in_tree();
+    // The PodGroups and their members, fed by the informers, read by GangScheduling.
+    let groups = Arc::new(PodGroupManager::new());
+    gang_scheduling::register(&mut registry, Arc::clone(&groups));
     for e in &extensions {
         e.register(&mut registry);
     }
@@ -171,7 +177,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             )));
         }
     }
-    let shared = Arc::new(state::Shared::new(queue, clock, profiles));
+    let shared = Arc::new(state::Shared::new(queue, clock, profiles, groups));
     shared.lock().explain = crate::serving::explain::ExplainStore::new(&explain);
     let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
     // Extension-point durations every cycle, plugin durations sampled: for /metrics.
@@ -200,7 +206,21 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .cache
         .dra_mut()
         .set_binding_conditions(dra_device_binding_conditions);
-    let mut background = informers::spawn_all(&client, &shared, taint_rules);
+    // Before any pod is scheduled: a pod naming a group of an API the cluster lacks waits
+    // and says why, and a gang is never scheduled without its group.
+    let pod_groups = crate::client::discovery::pod_group_versions(&client).await;
+    tracing::info!(
+        workload = pod_groups.workload.unwrap_or("none"),
+        coscheduling = pod_groups.coscheduling.unwrap_or("none"),
+        "discovery: PodGroups"
+    );
+    {
+        let st = shared.lock();
+        let mut g = st.groups.write();
+        g.set_served(GroupApi::Workload, pod_groups.workload.is_some());
+        g.set_served(GroupApi::Coscheduling, pod_groups.coscheduling.is_some());
+    }
+    let mut background = informers::spawn_all(&client, &shared, taint_rules, &pod_groups);
     for e in &mut extensions {
         background.extend(e.start(&client, QueueEvents::new(&shared)));
     }

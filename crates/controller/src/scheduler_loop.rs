@@ -7,13 +7,17 @@ use std::time::{Duration, Instant};
 
 use scheduler_core::cache::Snapshot;
 use scheduler_core::explain::{Record, simulator};
-use scheduler_core::framework::{BindAction, PostFilterResult, QueuedPodInfo};
+use scheduler_core::framework::{
+    BindAction, Diagnosis, Framework, PostFilterResult, QueuedPodInfo,
+};
 use scheduler_core::plugins::volume_binding;
 use scheduler_core::queue::QueueError;
+use scheduler_core::schedule_group::{self, GroupOutcome, Route, WaitingMember};
 use scheduler_core::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_recorded,
 };
-use scheduler_core::types::PodInfo;
+use scheduler_core::types::pod_group::PodGroupInfo;
+use scheduler_core::types::{PodInfo, PodKey};
 use tokio::sync::mpsc::Sender;
 
 use crate::binding::executor::Action;
@@ -22,7 +26,7 @@ use crate::binding::podref::PodRef;
 use crate::informers::INFORMER_COUNT;
 use crate::serving::explain::ExplainOptions;
 use crate::serving::metrics;
-use crate::state::Shared;
+use crate::state::{Shared, State};
 
 /// Longest sleep without a wake-up, so shutdown is noticed even if a notify is missed.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
@@ -33,6 +37,13 @@ pub(crate) struct Popped {
     pub(crate) cycle: u64,
     /// When the attempt started, for `scheduler_scheduling_attempt_duration_seconds`.
     pub(crate) started: Instant,
+}
+
+/// What the loop does next.
+enum Next {
+    Pod(Popped),
+    /// FailedScheduling reports for pods the queue keeps out ([`State::gate_reports`]).
+    Reports(Vec<Action>),
 }
 
 pub(crate) struct SchedulingLoop {
@@ -49,29 +60,48 @@ impl SchedulingLoop {
     /// channel, which lets the executor finish in-flight bindings and stop.
     pub(crate) fn run(mut self) {
         let mut snapshot = Snapshot::new();
-        while let Some(q) = self.next_pod() {
-            self.schedule(q, &mut snapshot);
+        while let Some(next) = self.next_pod() {
+            match next {
+                Next::Pod(q) => self.schedule(q, &mut snapshot),
+                Next::Reports(actions) => actions.into_iter().for_each(|a| self.send(a)),
+            }
         }
         tracing::info!("scheduling loop stopped");
     }
 
     /// Blocks until the queue yields a pod (and every informer has synced) or shutdown:
     /// upstream's blocking `Pop`. Informer events, flushes and finished bindings notify.
-    fn next_pod(&self) -> Option<Popped> {
+    /// Pods kept out for good reasons the API server cannot show are reported first.
+    fn next_pod(&self) -> Option<Next> {
         let mut st = self.shared.lock();
         loop {
             if st.shutting_down {
                 return None;
             }
+            if !st.gate_reports.is_empty() {
+                let reports = std::mem::take(&mut st.gate_reports);
+                let actions = reports
+                    .into_iter()
+                    .map(|r| Action::Failure {
+                        condition: st.conditions.get(&r.key).cloned(),
+                        pod: r.pod,
+                        scheduler_name: r.scheduler_name,
+                        reason: status::REASON_UNSCHEDULABLE,
+                        message: r.message,
+                        nomination: Nomination::Keep,
+                    })
+                    .collect();
+                return Some(Next::Reports(actions));
+            }
             if st.synced >= INFORMER_COUNT
                 && let Some(info) = st.queue.pop()
             {
                 let cycle = st.queue.scheduling_cycle();
-                return Some(Popped {
+                return Some(Next::Pod(Popped {
                     info,
                     cycle,
                     started: Instant::now(),
-                });
+                }));
             }
             st = self.shared.wait_timeout(st, IDLE_WAIT);
         }
@@ -102,6 +132,29 @@ impl SchedulingLoop {
             st.cache.update_snapshot(snapshot);
             st.queue.nominated_pods().clone()
         };
+        // A pod of a gang is scheduled with its group, never alone.
+        let route = schedule_group::route(fw, &shared.lock().groups, &q.pod);
+        match route {
+            Route::Alone => {}
+            Route::Gang(group) => {
+                self.schedule_gang(q, cycle, started, fw, &group, snapshot);
+                return;
+            }
+            Route::Wait(status) => {
+                let mut diagnosis = Diagnosis::default();
+                diagnosis.unschedulable_plugins.extend(status.plugin());
+                let waiting = WaitingMember {
+                    queued: q,
+                    message: status.message(),
+                    diagnosis: Some(diagnosis),
+                };
+                let mut st = shared.lock();
+                let actions = requeue_waiting(&mut st, &scheduler_name, cycle, vec![waiting]);
+                drop(st);
+                self.finish_gang_attempt(&scheduler_name, started, actions);
+                return;
+            }
+        }
         let recorded = self.explain.records(&scheduler_name);
         let decision = if recorded {
             schedule_one_recorded(
@@ -329,6 +382,115 @@ impl SchedulingLoop {
         }
     }
 
+    /// One attempt for a gang (upstream's pod group cycle): the group's other waiting pods
+    /// join `q`, all are tried against the cache with the state held, and either every
+    /// placed pod goes to its binding cycle (quorum met) or every member is requeued with
+    /// nothing assumed. The lock is held for the whole cycle, so no informer event changes
+    /// the cluster between two members' placements.
+    fn schedule_gang(
+        &mut self,
+        q: QueuedPodInfo,
+        cycle: u64,
+        started: Instant,
+        fw: &Framework,
+        group: &PodGroupInfo,
+        snapshot: &mut Snapshot,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let scheduler_name = fw.profile_name().to_string();
+        let mut st = shared.lock();
+        let siblings: Vec<PodKey> = {
+            let groups = st.groups.read();
+            groups
+                .members(&group.key)
+                .map(|(k, _)| k.clone())
+                .filter(|k| k != q.pod.key())
+                // Upstream schedules a group's pods of one profile together.
+                .filter(|k| {
+                    st.queue
+                        .get(k)
+                        .is_some_and(|w| w.pod.scheduler_name == q.pod.scheduler_name)
+                })
+                .collect()
+        };
+        let mut members = vec![q];
+        members.extend(st.queue.pop_group_members(&siblings));
+        // Members are tried in queue order, the popped pod first among equals.
+        members.sort_by(|a, b| {
+            if fw.queue_sort_less(b, a) {
+                std::cmp::Ordering::Greater
+            } else if fw.queue_sort_less(a, b) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        let before = schedule_group::scheduled_members(&st.groups.read(), &group.key, &st.cache);
+        let nominated = st.queue.nominated_pods().clone();
+        let tried = members.len();
+        let outcome = schedule_group::schedule_group(
+            fw,
+            &mut self.alg,
+            group,
+            before,
+            members,
+            &mut st.cache,
+            snapshot,
+            &nominated,
+        );
+        let (placed, waiting) = match outcome {
+            GroupOutcome::Placed { placed, waiting } => (placed, waiting),
+            GroupOutcome::Unschedulable { waiting } => (Vec::new(), waiting),
+        };
+        tracing::debug!(
+            group = %group.key,
+            tried,
+            placed = placed.len(),
+            "pod group cycle"
+        );
+        let mut actions = Vec::with_capacity(tried);
+        for p in placed {
+            let key = p.queued.pod.key().clone();
+            st.queue.delete_nominated_if_exists(&key);
+            st.explain.remove(&key);
+            actions.push(Action::Bind {
+                pod: PodRef::of(&p.queued.pod),
+                node: p.node,
+                scheduler_name: scheduler_name.clone(),
+                volumes: volume_binding::decided_bindings(&p.state).cloned(),
+                info: p.pod,
+                state: p.state,
+                queued: p.queued,
+                cycle,
+                started,
+            });
+        }
+        actions.extend(requeue_waiting(&mut st, &scheduler_name, cycle, waiting));
+        drop(st);
+        self.finish_gang_attempt(&scheduler_name, started, actions);
+    }
+
+    /// Wakes the loop, counts the attempts that did not bind and hands the actions over
+    /// (outside the lock: sending may wait for the executor).
+    fn finish_gang_attempt(&self, scheduler_name: &str, started: Instant, actions: Vec<Action>) {
+        self.shared.notify();
+        for a in &actions {
+            if let Action::Failure { reason, .. } = a {
+                let result = if *reason == status::REASON_SCHEDULER_ERROR {
+                    metrics::RESULT_ERROR
+                } else {
+                    metrics::RESULT_UNSCHEDULABLE
+                };
+                self.shared
+                    .metrics
+                    .attempt(result, scheduler_name, started.elapsed());
+            }
+        }
+        for a in actions {
+            self.send(a);
+        }
+    }
+
     /// Blocks while [`ACTIONS_QUEUED`] actions wait for the executor: the loop runs far
     /// ahead of an API server, and each waiting binding holds its pod's cycle state.
     ///
@@ -338,4 +500,39 @@ impl SchedulingLoop {
             tracing::warn!("action executor stopped; dropping an action");
         }
     }
+}
+
+/// Requeues the members of a gang that are not bound this time (upstream's failure handler
+/// per pod) and returns their FailedScheduling reports.
+fn requeue_waiting(
+    st: &mut State,
+    scheduler_name: &str,
+    cycle: u64,
+    waiting: Vec<WaitingMember>,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for w in waiting {
+        let pod = Arc::clone(&w.queued.pod);
+        let key = pod.key().clone();
+        let reason = if w.diagnosis.is_some() {
+            status::REASON_UNSCHEDULABLE
+        } else {
+            status::REASON_SCHEDULER_ERROR
+        };
+        let result =
+            st.queue
+                .add_unschedulable_if_not_present(w.queued, w.diagnosis.as_ref(), cycle);
+        if matches!(result, Err(QueueError::Deleted(_))) {
+            continue;
+        }
+        actions.push(Action::Failure {
+            pod: PodRef::of(&pod),
+            scheduler_name: scheduler_name.to_string(),
+            reason,
+            message: w.message,
+            condition: st.conditions.get(&key).cloned(),
+            nomination: Nomination::Keep,
+        });
+    }
+    actions
 }

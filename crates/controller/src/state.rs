@@ -25,9 +25,12 @@ use scheduler_core::framework::{
     ActionType, ClusterEvent, EventObjects, EventResource, NodeFingerprint, ProfileRegistry,
     pod_update_events,
 };
-use scheduler_core::queue::{Clock, SchedulingQueue};
+use scheduler_core::plugins::names::GANG_SCHEDULING;
+use scheduler_core::pod_group_manager::PodGroupManager;
+use scheduler_core::queue::{Clock, QueueKind, SchedulingQueue};
 use scheduler_core::types::{PodInfo, PodKey, VolumeAttachmentInfo};
 
+use crate::binding::podref::PodRef;
 use crate::serving::explain::ExplainStore;
 use crate::serving::metrics::Metrics;
 
@@ -46,6 +49,21 @@ pub(crate) struct State {
     pub(crate) shutting_down: bool,
     /// `run --explain`'s kept explanations (disabled unless asked for).
     pub(crate) explain: ExplainStore,
+    /// PodGroups and their members (shared with GangScheduling, which reads it at
+    /// PreEnqueue); written only under this state's lock.
+    pub(crate) groups: Arc<PodGroupManager>,
+    /// Pods to report as unschedulable although no attempt ran: a pod naming a PodGroup of
+    /// an API the cluster does not serve waits for good, and only the scheduler knows why.
+    /// The scheduling loop sends them (so only a leader writes).
+    pub(crate) gate_reports: Vec<GateReport>,
+}
+
+/// A FailedScheduling report for a pod PreEnqueue keeps out.
+pub(crate) struct GateReport {
+    pub(crate) pod: PodRef,
+    pub(crate) key: PodKey,
+    pub(crate) scheduler_name: String,
+    pub(crate) message: String,
 }
 
 /// The state plus the condition variable the scheduling thread sleeps on.
@@ -65,6 +83,7 @@ impl Shared {
         queue: SchedulingQueue,
         clock: Arc<dyn Clock>,
         profiles: Arc<ProfileRegistry>,
+        groups: Arc<PodGroupManager>,
     ) -> Self {
         Shared {
             state: Mutex::new(State {
@@ -75,6 +94,8 @@ impl Shared {
                 volume_versions: HashMap::new(),
                 shutting_down: false,
                 explain: ExplainStore::default(),
+                groups,
+                gate_reports: Vec::new(),
             }),
             wake: Condvar::new(),
             profiles,
@@ -172,10 +193,11 @@ impl State {
         if let Some(o) = old {
             // Same name, new object (deleted and re-created between two lists).
             if o.uid != info.uid {
-                self.on_pod_delete(o.key());
+                self.on_pod_delete(o);
                 old = None;
             }
         }
+        self.track_group_member(old.map(|o| &**o), info, is_terminal(pod));
         if info.node_name.is_some() {
             // Upstream: leaving the unscheduled-pod handler is a delete from the queue.
             self.queue.delete(&key);
@@ -229,14 +251,50 @@ impl State {
             Some(c) => self.conditions.insert(key.clone(), c),
             None => self.conditions.remove(&key),
         };
-        match old {
-            Some(o) if o.node_name.is_none() => {
-                self.queue.update(Some(o), Arc::clone(info));
-            }
-            _ => {
-                self.queue.add(Arc::clone(info));
-            }
+        let kind = match old {
+            Some(o) if o.node_name.is_none() => self.queue.update(Some(o), Arc::clone(info)),
+            _ => self.queue.add(Arc::clone(info)),
+        };
+        if kind == Some(QueueKind::Gated) {
+            self.report_unserved_group(profiles, info);
         }
+    }
+
+    /// A pod GangScheduling keeps out because the cluster does not serve its group's API is
+    /// reported once (its PodScheduled condition then carries the reason): nothing else
+    /// would ever tell the user. Waits for a quorum or a group still to be created are
+    /// normal while a workload's pods are created, and stay quiet, as upstream's.
+    fn report_unserved_group(&mut self, profiles: &ProfileRegistry, info: &PodInfo) {
+        let Some(group) = info.pod_group.as_deref() else {
+            return;
+        };
+        if self.groups.read().is_served(group.api) {
+            return;
+        }
+        let (Some(fw), Some(q)) = (
+            profiles.for_scheduler_name(&info.scheduler_name),
+            self.queue.get(info.key()),
+        ) else {
+            return;
+        };
+        if q.gating_plugin != Some(GANG_SCHEDULING) {
+            return;
+        }
+        let message = fw.run_pre_enqueue(info).message();
+        let key = info.key().clone();
+        if self
+            .conditions
+            .get(&key)
+            .is_some_and(|c| c.message.as_deref() == Some(message.as_str()))
+        {
+            return;
+        }
+        self.gate_reports.push(GateReport {
+            pod: PodRef::of(info),
+            key,
+            scheduler_name: fw.profile_name().to_string(),
+            message,
+        });
     }
 
     /// Adds or updates a bound pod in the cache.
@@ -258,7 +316,33 @@ impl State {
         }
     }
 
-    pub(crate) fn on_pod_delete(&mut self, key: &PodKey) {
+    /// Keeps the PodGroup members current. A new pending member may complete its gang's
+    /// quorum: upstream's `UnscheduledPod` add event, fired only for pods of a group (no
+    /// other plugin registers it), so the siblings GangScheduling keeps out are looked at.
+    fn track_group_member(&mut self, old: Option<&PodInfo>, info: &Arc<PodInfo>, terminal: bool) {
+        if old.is_some_and(|o| o.pod_group.is_some() && (terminal || o.pod_group != info.pod_group))
+        {
+            self.groups.write().remove_pod(old.expect("checked"));
+        }
+        if info.pod_group.is_none() || terminal {
+            return;
+        }
+        self.groups.write().add_pod(info);
+        if old.is_none() && info.node_name.is_none() {
+            let objects = EventObjects::Pod {
+                old: None,
+                new: Some(info),
+            };
+            let event = ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD);
+            self.queue.move_all_with_objects(event, &objects, None);
+        }
+    }
+
+    pub(crate) fn on_pod_delete(&mut self, pod: &PodInfo) {
+        if pod.pod_group.is_some() {
+            self.groups.write().remove_pod(pod);
+        }
+        let key = pod.key();
         self.queue.delete(key);
         self.conditions.remove(key);
         self.explain.remove(key);
@@ -625,6 +709,7 @@ pub(crate) mod tests {
     use super::*;
     use scheduler_core::cache::Snapshot;
     use scheduler_core::framework::Registry;
+    use scheduler_core::plugins::gang_scheduling;
     use scheduler_core::queue::{FakeClock, QueueConfig, QueueKind, QueueProfiles};
     use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
     use serde_json::json;
@@ -636,15 +721,22 @@ pub(crate) mod tests {
             "t.yaml",
         )
         .unwrap();
-        let profiles =
-            Arc::new(ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).unwrap());
+        let groups = Arc::new(PodGroupManager::new());
+        let mut registry = Registry::in_tree();
+        gang_scheduling::register(&mut registry, Arc::clone(&groups));
+        let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry).unwrap());
         let clock = FakeClock::new();
         let queue = SchedulingQueue::new(
             QueueConfig::default(),
             Arc::new(clock.clone()),
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
-        let shared = Shared::new(queue, Arc::new(clock.clone()), Arc::clone(&profiles));
+        let shared = Shared::new(
+            queue,
+            Arc::new(clock.clone()),
+            Arc::clone(&profiles),
+            groups,
+        );
         (shared, profiles, clock)
     }
 
@@ -791,7 +883,7 @@ pub(crate) mod tests {
             Arc::new(clock.clone()),
             Arc::clone(&profiles) as Arc<dyn QueueProfiles>,
         );
-        let shared = Shared::new(queue, Arc::new(clock), profiles);
+        let shared = Shared::new(queue, Arc::new(clock), profiles, Arc::default());
         let mut st = shared.lock();
         let pod = PodInfo::from_pod(
             &serde_json::from_value(json!({

@@ -94,8 +94,8 @@ pub use admission::AdmissionPlugin;
 pub use faults::Fault;
 pub use handlers::Grant;
 pub use requests::RequestRecord;
+pub use store::{COSCHEDULING_POD_GROUPS, RESOURCES, Resource, resource};
 use store::{Inner, Shared, Store};
-pub use store::{RESOURCES, Resource, resource};
 
 /// A running fake API server: its address, the shared store, and the accept loop (which
 /// [`FakeApiServer::go_down`] stops and [`FakeApiServer::come_back`] restarts). Dropping

@@ -19,7 +19,11 @@ pub(crate) type Key = (String, String, String);
 /// version, kind, and whether it lives in namespaces.
 #[derive(Clone, Copy, Debug)]
 pub struct Resource {
+    /// The store's key for its objects; the resource name too, unless `plural` differs
+    /// (two API groups serving the same resource name).
     pub collection: &'static str,
+    /// The resource name in paths and discovery (`podgroups`).
+    pub plural: &'static str,
     /// "" for the core group (`/api/v1`).
     pub group: &'static str,
     pub version: &'static str,
@@ -36,6 +40,7 @@ const fn res(
 ) -> Resource {
     Resource {
         collection,
+        plural: collection,
         group,
         version,
         kind,
@@ -163,7 +168,27 @@ pub const RESOURCES: &[Resource] = &[
         "SchedulingPolicy",
         false,
     ),
+    // The Workload API's PodGroup (scheduling.k8s.io/v1beta1, 1.37; validated and defaulted
+    // as upstream's registry does, `handlers/pod_groups.rs`) and scheduler-plugins' CRD.
+    res(
+        "podgroups",
+        "scheduling.k8s.io",
+        "v1beta1",
+        "PodGroup",
+        true,
+    ),
+    Resource {
+        collection: COSCHEDULING_POD_GROUPS,
+        plural: "podgroups",
+        group: "scheduling.x-k8s.io",
+        version: "v1alpha1",
+        kind: "PodGroup",
+        namespaced: true,
+    },
 ];
+
+/// The store key of scheduler-plugins' PodGroups (`scheduling.x-k8s.io/v1alpha1`).
+pub const COSCHEDULING_POD_GROUPS: &str = "podgroups.scheduling.x-k8s.io";
 
 /// The resource of a collection name (panics on an unknown one: a test bug).
 pub fn resource(collection: &str) -> &'static Resource {

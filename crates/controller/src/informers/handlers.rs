@@ -77,7 +77,7 @@ impl Handler<Lean<Pod>> for Pods {
         info
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &Arc<PodInfo>) {
-        st.on_pod_delete(old.key());
+        st.on_pod_delete(old);
     }
     fn view(&self, obj: Lean<Pod>) -> Arc<PodInfo> {
         Arc::new(PodInfo::from_pod(&obj.0))

@@ -8,7 +8,7 @@
 //! watcher itself relists on `410 Gone` and retries with backoff on errors.
 //!
 //! Optional kinds (CSIDriver, CSIStorageCapacity, ResourceClaim, ResourceSlice, DeviceClass,
-//! DeviceTaintRule) tolerate a server that does not serve
+//! DeviceTaintRule, PodGroup) tolerate a server that does not serve
 //! them: a 404 on the first list is logged once, the informer counts as synced with no
 //! objects, and it stops, so readiness does not wait for an API that will never answer.
 //!
@@ -18,6 +18,7 @@
 
 mod handlers;
 mod lean;
+mod pod_groups;
 mod taint_rules;
 mod watch;
 
@@ -39,6 +40,7 @@ use kube::{Api, Client, Resource};
 use scheduler_core::cache::workload_selectors;
 use serde::de::DeserializeOwned;
 
+use crate::client::discovery::PodGroupVersions;
 use crate::state::{Shared, State};
 use handlers::{Fns, Handler, Nodes, Pods, Workloads};
 use lean::Lean;
@@ -55,7 +57,7 @@ pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phas
 pub(crate) const LIST_PAGE_SIZE: u32 = 100;
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub(crate) const INFORMER_COUNT: usize = 16 + WORKLOAD_INFORMER_COUNT;
+pub(crate) const INFORMER_COUNT: usize = 18 + WORKLOAD_INFORMER_COUNT;
 
 /// One informer over every `K` in the cluster.
 fn spawn<K, H>(
@@ -85,14 +87,15 @@ fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> 
     Fns { apply, delete }
 }
 
-/// Starts the informers the scheduler needs: sixteen (the storage ones feed the volume
+/// Starts the informers the scheduler needs: eighteen (the storage ones feed the volume
 /// plugins and the binding cycle's wait for claims to be bound, the DRA ones
-/// DynamicResources) plus the workload ones. `taint_rules`: the DeviceTaintRule version the
-/// server serves (discovery).
+/// DynamicResources, the PodGroup ones GangScheduling) plus the workload ones.
+/// `taint_rules` and `pod_groups`: the versions the server serves (discovery).
 pub(crate) fn spawn_all(
     client: &Client,
     shared: &Arc<Shared>,
     taint_rules: Option<&str>,
+    pod_groups: &PodGroupVersions,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
     // without them on servers that lack the APIs.
@@ -201,6 +204,7 @@ pub(crate) fn spawn_all(
         // Taints on devices from DeviceTaintRules, as if the slices carried them.
         taint_rules::spawn_taint_rules(client, shared, taint_rules),
     ];
+    informers.extend(pod_groups::spawn_pod_groups(client, shared, pod_groups));
     informers.extend(spawn_workloads(client, shared));
     informers
 }

@@ -18,6 +18,7 @@ mod claim_status;
 mod events;
 mod objects;
 mod pod_admission;
+mod pod_groups;
 mod subresources;
 
 pub use access_review::Grant;
@@ -119,7 +120,7 @@ pub(crate) async fn dispatch(
     }
     let Some(r) = RESOURCES
         .iter()
-        .find(|r| r.collection == t.collection && r.group == t.group && r.version == t.version)
+        .find(|r| r.plural == t.collection && r.group == t.group && r.version == t.version)
     else {
         return unknown();
     };
@@ -204,7 +205,7 @@ fn discovery(inner: &Shared, path: &str) -> Option<Value> {
         .iter()
         .filter(|r| r.group == group && r.version == version && !disabled.contains(r.collection))
         .map(|r| {
-            json!({"name": r.collection, "singularName": "", "namespaced": r.namespaced,
+            json!({"name": r.plural, "singularName": "", "namespaced": r.namespaced,
                    "kind": r.kind, "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
         })
         .collect();
@@ -235,9 +236,9 @@ pub(crate) fn status(code: StatusCode, reason: &str, message: String) -> Respons
 fn not_found(collection: &str, name: &str) -> Response {
     let r = resource(collection);
     let what = if r.group.is_empty() {
-        collection.to_string()
+        r.plural.to_string()
     } else {
-        format!("{collection}.{}", r.group)
+        format!("{}.{}", r.plural, r.group)
     };
     status(
         StatusCode::NOT_FOUND,

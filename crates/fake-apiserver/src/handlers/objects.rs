@@ -168,7 +168,7 @@ pub(super) fn create(
         return status(
             StatusCode::CONFLICT,
             "AlreadyExists",
-            format!("{} \"{name}\" already exists", r.collection),
+            format!("{} \"{name}\" already exists", r.plural),
         );
     }
     if r.collection == "pods"
@@ -176,6 +176,9 @@ pub(super) fn create(
     {
         o.remove("status");
         object["status"] = json!({"phase": "Pending"});
+    }
+    if let Err(e) = super::pod_groups::prepare(r, None, &mut object) {
+        return *e;
     }
     let written = object.clone();
     object["apiVersion"] = json!(r.api_version());
@@ -214,6 +217,9 @@ pub(super) fn replace(
     }
     object["metadata"]["uid"] = current["metadata"]["uid"].clone();
     object["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+    if let Err(e) = super::pod_groups::prepare(r, Some(&current), &mut object) {
+        return *e;
+    }
     let written = object.clone();
     object["apiVersion"] = json!(r.api_version());
     object["metadata"]["managedFields"] = current["metadata"]["managedFields"].clone();
@@ -243,7 +249,11 @@ pub(super) fn patch(
     {
         return conflict_modified(collection, name);
     }
+    let current = object.clone();
     strategic_merge(&mut object, &patch);
+    if let Err(e) = super::pod_groups::prepare(resource(collection), Some(&current), &mut object) {
+        return *e;
+    }
     managed_fields::record(&mut object, manager, &patch, None);
     axum::Json(inner.put(collection, object)).into_response()
 }

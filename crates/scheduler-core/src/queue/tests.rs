@@ -1114,3 +1114,56 @@ fn an_event_during_the_attempt_does_not_let_the_preemptor_through() {
     assert!(q.delete(&key("preemptor")));
     assert!(!q.is_preempting(&p.uid));
 }
+
+/// A gang's cycle takes its waiting siblings out of every sub-queue (but not gated ones),
+/// each in flight in the popped pod's cycle, and requeues them like any failed attempt.
+#[test]
+fn a_gang_cycle_takes_its_waiting_siblings_out_of_every_sub_queue() {
+    let (mut q, _clock) = queue();
+    q.add(pod("backoff", 0));
+    q.add(pod("parked", 0));
+    // "backoff" fails with an error (backoffQ), "parked" is rejected (unschedulable pool).
+    let info = q.pop().unwrap();
+    assert_eq!(info.pod.name(), "backoff");
+    let cycle = q.scheduling_cycle();
+    q.add_unschedulable_if_not_present(info, None, cycle)
+        .unwrap();
+    assert_eq!(
+        fail(&mut q, "parked", &[names::NODE_RESOURCES_FIT]),
+        QueueKind::Unschedulable
+    );
+    assert_eq!(q.queue_of(&key("backoff")), Some(QueueKind::Backoff));
+    q.add(pod("lead", 0));
+    q.add(pod("active", 0));
+    q.add(gated("gated", &["wait"]));
+
+    let lead = q.pop().unwrap();
+    let cycle = q.scheduling_cycle();
+    let siblings = [
+        key("active"),
+        key("backoff"),
+        key("parked"),
+        key("gated"),
+        key("gone"),
+    ];
+    let taken = q.pop_group_members(&siblings);
+    let mut names: Vec<&str> = taken.iter().map(|t| t.pod.name()).collect();
+    names.sort();
+    assert_eq!(names, ["active", "backoff", "parked"]);
+    assert_eq!(q.queue_of(&key("gated")), Some(QueueKind::Gated));
+    for t in &taken {
+        assert!(q.is_in_flight(t.pod.key()));
+        assert_eq!(q.queue_of(t.pod.key()), None);
+    }
+    // Taking them again takes nothing: they are in flight.
+    assert!(q.pop_group_members(&siblings).is_empty());
+    // The whole group fails: every member is back, parked on the gang's rejectors.
+    let d = rejected_by(&[names::GANG_SCHEDULING]);
+    for t in taken.into_iter().chain([lead]) {
+        let k = t.pod.key().clone();
+        q.add_unschedulable_if_not_present(t, Some(&d), cycle)
+            .unwrap();
+        assert!(!q.is_in_flight(&k));
+        assert!(q.queue_of(&k).is_some());
+    }
+}

@@ -52,6 +52,8 @@ pub(crate) struct Spec {
     runtime_class_name: Option<String>,
     scheduler_name: Option<String>,
     scheduling_gates: Option<Vec<k8s::PodSchedulingGate>>,
+    /// The pod's PodGroup: a gang's pods must never be scheduled alone.
+    scheduling_group: Option<k8s::PodSchedulingGroup>,
     service_account_name: Option<String>,
     tolerations: Option<Vec<k8s::Toleration>>,
     topology_spread_constraints: Option<Vec<k8s::TopologySpreadConstraint>>,
@@ -212,6 +214,7 @@ impl From<Spec> for k8s::PodSpec {
             runtime_class_name: s.runtime_class_name,
             scheduler_name: s.scheduler_name,
             scheduling_gates: s.scheduling_gates,
+            scheduling_group: s.scheduling_group,
             service_account_name: s.service_account_name,
             tolerations: s.tolerations,
             topology_spread_constraints: s.topology_spread_constraints,

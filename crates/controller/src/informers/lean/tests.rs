@@ -61,6 +61,7 @@ const KEPT: &[&str] = &[
     "spec.runtimeClassName",
     "spec.schedulerName",
     "spec.schedulingGates",
+    "spec.schedulingGroup",
     "spec.serviceAccountName",
     "spec.tolerations",
     "spec.topologySpreadConstraints",

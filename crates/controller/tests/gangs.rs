@@ -1,0 +1,211 @@
+//! Gangs through the controller, against the fake API server: a gang is bound all or
+//! nothing, waits for its PodGroup and its quorum, and waits (saying why) when the cluster
+//! does not serve the API its group lives in.
+
+mod support;
+
+use std::time::Duration;
+
+use fake_apiserver::FakeApiServer;
+use serde_json::{Value, json};
+use support::wait_for;
+
+const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+";
+
+fn gpu_node(name: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}},
+    })
+}
+
+fn member(name: &str, group: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "schedulingGroup": {"podGroupName": group},
+            "containers": [{"name": "c", "image": "trainer",
+                            "resources": {"requests": {"nvidia.com/gpu": "8"}}}],
+        },
+    })
+}
+
+fn gang(name: &str, min_count: u32) -> Value {
+    json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    })
+}
+
+struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<controller::Result<()>>,
+}
+
+async fn start(server: &FakeApiServer) -> Running {
+    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(controller::run(controller::RunOptions::new(
+        client,
+        loaded,
+        Box::pin(async move {
+            let _ = rx.await;
+        }),
+    )));
+    Running { stop, task }
+}
+
+fn failed_scheduling(server: &FakeApiServer, pod: &str) -> Option<String> {
+    server
+        .events_for("ml", pod)
+        .iter()
+        .rev()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .and_then(|e| e["note"].as_str().map(str::to_string))
+}
+
+fn bound(server: &FakeApiServer, pods: &[&str]) -> Vec<String> {
+    pods.iter()
+        .filter_map(|p| server.node_of("ml", p))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_is_bound_all_or_nothing() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    server.apply("nodes", &gpu_node("g1"));
+    server.apply("nodes", &gpu_node("g2"));
+    server.apply("podgroups", &gang("train", 3));
+    let pods = ["w0", "w1", "w2"];
+    for p in pods {
+        server.apply("pods", &member(p, "train"));
+    }
+    let running = start(&server).await;
+
+    // Two nodes for three 8-GPU pods: nobody is bound, everybody hears why.
+    wait_for("every member's FailedScheduling", || {
+        pods.iter().all(|p| failed_scheduling(&server, p).is_some())
+    })
+    .await;
+    let notes: Vec<String> = pods
+        .iter()
+        .map(|p| failed_scheduling(&server, p).unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("pod group \"train\": minCount (3) cannot be satisfied")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("0/2 nodes are available")),
+        "{notes:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(bound(&server, &pods).is_empty(), "no member is bound alone");
+
+    // A third node: the whole gang fits and is bound, one pod per node.
+    server.apply("nodes", &gpu_node("g3"));
+    wait_for("the whole gang bound", || bound(&server, &pods).len() == 3).await;
+    let mut nodes = bound(&server, &pods);
+    nodes.sort();
+    assert_eq!(nodes, ["g1", "g2", "g3"]);
+    assert!(server.double_bindings().is_empty());
+    support::stop_controller(running.stop, running.task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_waits_for_its_group_and_quorum_then_binds() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["g1", "g2", "g3"] {
+        server.apply("nodes", &gpu_node(n));
+    }
+    // A lone pod of an ordinary kind still schedules meanwhile.
+    server.apply(
+        "pods",
+        &json!({"metadata": {"name": "solo", "namespace": "ml"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    server.apply("pods", &member("w0", "train"));
+    server.apply("pods", &member("w1", "train"));
+    let running = start(&server).await;
+    wait_for("the solo pod bound", || {
+        server.node_of("ml", "solo").is_some()
+    })
+    .await;
+
+    // No PodGroup yet, then a PodGroup wanting three: the two pods wait.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.apply("podgroups", &gang("train", 3));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(bound(&server, &["w0", "w1"]).is_empty());
+
+    // The third member completes the quorum: all three are bound.
+    server.apply("pods", &member("w2", "train"));
+    wait_for("the gang bound", || {
+        bound(&server, &["w0", "w1", "w2"]).len() == 3
+    })
+    .await;
+    support::stop_controller(running.stop, running.task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lowering_min_count_lets_a_short_gang_go() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    server.apply("nodes", &gpu_node("g1"));
+    server.apply("nodes", &gpu_node("g2"));
+    server.apply("podgroups", &gang("train", 3));
+    server.apply("pods", &member("w0", "train"));
+    server.apply("pods", &member("w1", "train"));
+    let running = start(&server).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(bound(&server, &["w0", "w1"]).is_empty());
+    server.apply("podgroups", &gang("train", 2));
+    wait_for("the gang of two bound", || {
+        bound(&server, &["w0", "w1"]).len() == 2
+    })
+    .await;
+    support::stop_controller(running.stop, running.task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_api_a_pod_naming_a_group_is_never_bound() {
+    let server = FakeApiServer::start().await;
+    server.disable("podgroups");
+    server.disable(fake_apiserver::COSCHEDULING_POD_GROUPS);
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    server.apply("nodes", &gpu_node("g1"));
+    server.apply(
+        "pods",
+        &json!({"metadata": {"name": "tf-0", "namespace": "ml",
+                             "labels": {"scheduling.x-k8s.io/pod-group": "tf"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    server.apply(
+        "pods",
+        &json!({"metadata": {"name": "solo", "namespace": "ml"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    let running = start(&server).await;
+    wait_for("the solo pod bound", || {
+        server.node_of("ml", "solo").is_some()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.node_of("ml", "tf-0"), None);
+    support::stop_controller(running.stop, running.task).await;
+}

@@ -1,0 +1,186 @@
+//! `scheduling.k8s.io/v1beta1` PodGroups as upstream's registry strategy and validation
+//! treat them (1.37): status is dropped on create, `disruptionMode` defaults to
+//! `{single: {}}`, `schedulingPolicy` is exactly one of `basic` and `gang` with
+//! `gang.minCount >= 1`, at most one topology constraint, and on update only
+//! `gang.minCount` may change. Invalid objects get 422 `Invalid`, worded as the server's.
+//! scheduler-plugins' PodGroups are a CRD without such rules and pass unchanged.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::status;
+use crate::store::Resource;
+
+/// Defaults and validates a PodGroup about to be written (`old`: the stored one, for an
+/// update); the error is the 422 answer.
+pub(super) fn prepare(
+    r: &Resource,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> Result<(), Box<Response>> {
+    if r.collection != "podgroups" {
+        return Ok(());
+    }
+    if old.is_none()
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
+    }
+    if obj["spec"].is_object() && obj["spec"]["disruptionMode"].is_null() {
+        obj["spec"]["disruptionMode"] = json!({"single": {}});
+    }
+    let mut errors = validate(obj);
+    if let Some(old) = old {
+        errors.extend(validate_update(old, obj));
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let detail = if errors.len() == 1 {
+        errors.remove(0)
+    } else {
+        format!("[{}]", errors.join(", "))
+    };
+    Err(Box::new(status(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Invalid",
+        format!("PodGroup.scheduling.k8s.io {name:?} is invalid: {detail}"),
+    )))
+}
+
+fn validate(obj: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    let policy = &obj["spec"]["schedulingPolicy"];
+    let (basic, gang) = (&policy["basic"], &policy["gang"]);
+    match (basic.is_null(), gang.is_null()) {
+        (true, true) => errors.push(
+            "spec.schedulingPolicy: Required value: must specify one of: `basic`, `gang`".into(),
+        ),
+        (false, false) => errors.push(
+            "spec.schedulingPolicy: Invalid value: \"{basic, gang}\": must specify exactly one of: `basic`, `gang`"
+                .into(),
+        ),
+        (true, false) => match gang["minCount"].as_i64() {
+            None => errors.push("spec.schedulingPolicy.gang.minCount: Required value".into()),
+            Some(n) if n < 1 => errors.push(format!(
+                "spec.schedulingPolicy.gang.minCount: Invalid value: {n}: must be greater than or equal to 1"
+            )),
+            Some(_) => {}
+        },
+        (false, true) => {}
+    }
+    if let Some(topology) = obj["spec"]["schedulingConstraints"]["topology"].as_array() {
+        if topology.len() > 1 {
+            errors.push(format!(
+                "spec.schedulingConstraints.topology: Too many: {}: must have at most 1 items",
+                topology.len()
+            ));
+        }
+        for (i, t) in topology.iter().enumerate() {
+            if t["key"].as_str().is_none_or(str::is_empty) {
+                errors.push(format!(
+                    "spec.schedulingConstraints.topology[{i}].key: Required value"
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// Every spec field but `schedulingPolicy.gang.minCount` is immutable.
+fn validate_update(old: &Value, new: &Value) -> Vec<String> {
+    let without_min_count = |spec: &Value| {
+        let mut s = spec.clone();
+        if let Some(g) = s["schedulingPolicy"]["gang"].as_object_mut() {
+            g.remove("minCount");
+        }
+        s
+    };
+    let (o, n) = (&old["spec"], &new["spec"]);
+    let mut errors = Vec::new();
+    let keys: std::collections::BTreeSet<&String> = o
+        .as_object()
+        .into_iter()
+        .chain(n.as_object())
+        .flat_map(|m| m.keys())
+        .collect();
+    let (o, n) = (without_min_count(o), without_min_count(n));
+    for k in keys {
+        if o[k.as_str()] != n[k.as_str()] {
+            errors.push(format!(
+                "spec.{k}: Invalid value: {}: field is immutable",
+                n[k.as_str()]
+            ));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::resource;
+
+    fn group(spec: Value) -> Value {
+        json!({"metadata": {"name": "train", "namespace": "ml"}, "spec": spec, "status": {"conditions": []}})
+    }
+
+    #[allow(clippy::boxed_local)] // what prepare returns
+    fn message(r: Box<Response>) -> String {
+        let r = *r;
+        let body =
+            futures::executor::block_on(axum::body::to_bytes(r.into_body(), 1 << 20)).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["reason"], "Invalid");
+        v["message"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn creation_defaults_and_validates_like_the_registry() {
+        let r = resource("podgroups");
+        let mut ok = group(json!({"schedulingPolicy": {"gang": {"minCount": 3}}}));
+        prepare(r, None, &mut ok).unwrap();
+        assert_eq!(ok["spec"]["disruptionMode"], json!({"single": {}}));
+        assert!(ok.get("status").is_none(), "status is dropped on create");
+
+        let mut zero = group(json!({"schedulingPolicy": {"gang": {"minCount": 0}}}));
+        assert_eq!(
+            message(prepare(r, None, &mut zero).unwrap_err()),
+            "PodGroup.scheduling.k8s.io \"train\" is invalid: spec.schedulingPolicy.gang.minCount: Invalid value: 0: must be greater than or equal to 1"
+        );
+        let mut none = group(json!({}));
+        assert!(message(prepare(r, None, &mut none).unwrap_err()).contains("Required value"));
+        let mut both = group(json!({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}}));
+        assert!(message(prepare(r, None, &mut both).unwrap_err()).contains("exactly one of"));
+        let mut two_keys = group(json!({"schedulingPolicy": {"basic": {}},
+            "schedulingConstraints": {"topology": [{"key": "a"}, {"key": "b"}]}}));
+        assert!(message(prepare(r, None, &mut two_keys).unwrap_err()).contains("at most 1"));
+    }
+
+    #[test]
+    fn only_min_count_may_change() {
+        let r = resource("podgroups");
+        let mut old = group(json!({"schedulingPolicy": {"gang": {"minCount": 3}}}));
+        prepare(r, None, &mut old).unwrap();
+        let mut lowered = old.clone();
+        lowered["spec"]["schedulingPolicy"]["gang"]["minCount"] = json!(2);
+        prepare(r, Some(&old), &mut lowered).unwrap();
+
+        let mut to_basic = old.clone();
+        to_basic["spec"]["schedulingPolicy"] = json!({"basic": {}});
+        let m = message(prepare(r, Some(&old), &mut to_basic).unwrap_err());
+        assert!(m.contains("spec.schedulingPolicy: Invalid value"), "{m}");
+        assert!(m.ends_with("field is immutable"), "{m}");
+    }
+
+    #[test]
+    fn coscheduling_groups_pass_unchanged() {
+        let r = resource(crate::store::COSCHEDULING_POD_GROUPS);
+        let mut g = json!({"metadata": {"name": "tf"}, "spec": {"minMember": 0}});
+        let before = g.clone();
+        prepare(r, None, &mut g).unwrap();
+        assert_eq!(g, before);
+    }
+}
