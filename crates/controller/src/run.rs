@@ -293,6 +293,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         actions: tx,
         explain,
         record: scheduler_core::explain::Record::new(),
+        pod_group_version: pod_groups.workload,
     };
     let thread = std::thread::Builder::new()
         .name("scheduling-loop".into())

@@ -21,6 +21,7 @@ use scheduler_core::types::{PodInfo, PodKey};
 use tokio::sync::mpsc::Sender;
 
 use crate::binding::executor::Action;
+use crate::binding::pod_group_status::ConditionWrite;
 use crate::binding::pod_status::{self as status, Nomination};
 use crate::binding::podref::PodRef;
 use crate::informers::INFORMER_COUNT;
@@ -53,6 +54,8 @@ pub(crate) struct SchedulingLoop {
     pub(crate) explain: ExplainOptions,
     /// Reused by every recorded attempt.
     pub(crate) record: Record,
+    /// The Workload API version serving PodGroups (discovery), for their conditions.
+    pub(crate) pod_group_version: Option<&'static str>,
 }
 
 impl SchedulingLoop {
@@ -432,15 +435,29 @@ impl SchedulingLoop {
             fw,
             &mut self.alg,
             group,
-            before,
+            &before,
             members,
             &mut st.cache,
             snapshot,
             &nominated,
         );
+        let condition = schedule_group::scheduled_condition(group, &outcome)
+            .zip(self.pod_group_version)
+            .map(|(condition, version)| {
+                Action::PodGroupCondition(ConditionWrite {
+                    group: group.key.clone(),
+                    version,
+                    generation: group.generation,
+                    transition: group
+                        .scheduled_condition
+                        .as_ref()
+                        .is_none_or(|c| c.status != condition.status),
+                    condition,
+                })
+            });
         let (placed, waiting) = match outcome {
             GroupOutcome::Placed { placed, waiting } => (placed, waiting),
-            GroupOutcome::Unschedulable { waiting } => (Vec::new(), waiting),
+            GroupOutcome::Unschedulable { waiting, .. } => (Vec::new(), waiting),
         };
         tracing::debug!(
             group = %group.key,
@@ -448,7 +465,8 @@ impl SchedulingLoop {
             placed = placed.len(),
             "pod group cycle"
         );
-        let mut actions = Vec::with_capacity(tried);
+        let mut actions = Vec::with_capacity(tried + 1);
+        actions.extend(condition);
         for p in placed {
             let key = p.queued.pod.key().clone();
             st.queue.delete_nominated_if_exists(&key);

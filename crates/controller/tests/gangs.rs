@@ -73,6 +73,16 @@ fn failed_scheduling(server: &FakeApiServer, pod: &str) -> Option<String> {
         .and_then(|e| e["note"].as_str().map(str::to_string))
 }
 
+/// The scheduler's condition on the PodGroup, if written.
+fn group_condition(server: &FakeApiServer, group: &str) -> Option<Value> {
+    let g = server.get("podgroups", "ml", group)?;
+    g["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodGroupInitiallyScheduled")
+        .cloned()
+}
+
 fn bound(server: &FakeApiServer, pods: &[&str]) -> Vec<String> {
     pods.iter()
         .filter_map(|p| server.node_of("ml", p))
@@ -115,6 +125,21 @@ async fn a_gang_is_bound_all_or_nothing() {
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(bound(&server, &pods).is_empty(), "no member is bound alone");
+    // The PodGroup says so too.
+    wait_for("the group's Unschedulable condition", || {
+        group_condition(&server, "train").is_some()
+    })
+    .await;
+    let c = group_condition(&server, "train").unwrap();
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("Unschedulable"))
+    );
+    assert_eq!(
+        c["message"],
+        "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
+    );
+    assert!(c["lastTransitionTime"].is_string());
 
     // A third node: the whole gang fits and is bound, one pod per node.
     server.apply("nodes", &gpu_node("g3"));
@@ -123,6 +148,14 @@ async fn a_gang_is_bound_all_or_nothing() {
     nodes.sort();
     assert_eq!(nodes, ["g1", "g2", "g3"]);
     assert!(server.double_bindings().is_empty());
+    wait_for("the group's Scheduled condition", || {
+        group_condition(&server, "train").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(
+        group_condition(&server, "train").unwrap()["reason"],
+        "Scheduled"
+    );
     support::stop_controller(running.stop, running.task).await;
 }
 

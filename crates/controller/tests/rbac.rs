@@ -410,6 +410,30 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
         || server.node_of("default", "ext").is_some(),
     )
     .await;
+    // A gang: its PodGroup gets the scheduler's condition (podgroups/status patch).
+    server.apply(
+        "podgroups",
+        &json!({"metadata": {"name": "pair", "namespace": "default"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}),
+    );
+    for name in ["pair-0", "pair-1"] {
+        server.apply(
+            "pods",
+            &pod(
+                name,
+                "10m",
+                json!({"schedulingGroup": {"podGroupName": "pair"}}),
+            ),
+        );
+    }
+    wait_for("the gang bound and its group marked", || {
+        server.node_of("default", "pair-1").is_some()
+            && server
+                .requests()
+                .iter()
+                .any(|r| r.verb == "patch" && r.resource == "podgroups")
+    })
+    .await;
     // Clean shutdown releases the lease (update).
     let _ = tx.send(());
     tokio::time::timeout(Duration::from_secs(10), task)
@@ -484,6 +508,11 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("watch", "resource.k8s.io", "deviceclasses"),
         ("list", "resource.k8s.io", "devicetaintrules"),
         ("watch", "resource.k8s.io", "devicetaintrules"),
+        ("list", "scheduling.k8s.io", "podgroups"),
+        ("watch", "scheduling.k8s.io", "podgroups"),
+        ("list", "scheduling.x-k8s.io", "podgroups"),
+        ("watch", "scheduling.x-k8s.io", "podgroups"),
+        ("patch", "scheduling.k8s.io", "podgroups/status"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),
         ("patch", "", "persistentvolumeclaims"),

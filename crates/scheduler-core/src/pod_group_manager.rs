@@ -148,11 +148,10 @@ mod tests {
         assert_eq!(g.all_pods_count(&key), 2);
         assert!(g.get(&key).is_none());
 
-        g.upsert(PodGroupInfo {
-            key: key.clone(),
-            uid: "u".into(),
-            policy: GroupPolicy::Gang { min_count: 2 },
-        });
+        g.upsert(PodGroupInfo::new(
+            key.clone(),
+            GroupPolicy::Gang { min_count: 2 },
+        ));
         assert_eq!(g.get(&key).unwrap().min_count(), 2);
         let bound: Vec<_> = g.members(&key).filter(|(_, a)| *a).collect();
         assert_eq!(bound.len(), 1);

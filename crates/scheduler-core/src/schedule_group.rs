@@ -18,7 +18,7 @@ use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, forget_decision, schedule_group_member,
 };
 use crate::types::PodInfo;
-use crate::types::pod_group::{PodGroupInfo, PodGroupKey};
+use crate::types::pod_group::{GroupApi, GroupCondition, PodGroupInfo, PodGroupKey};
 
 /// How a popped pod is scheduled.
 #[derive(Debug)]
@@ -51,13 +51,16 @@ pub fn route(fw: &Framework, groups: &PodGroupManager, pod: &PodInfo) -> Route {
     }
 }
 
-/// How many of the group's pods are already placed: bound, or assumed while their binding
-/// is under way (both are in the cache).
-pub fn scheduled_members(groups: &PodGroups, key: &PodGroupKey, cache: &Cache) -> usize {
+/// The nodes of the group's pods that are already placed: bound, or assumed while their
+/// binding is under way (both are in the cache); `""` for a bound pod the cache lacks.
+pub fn scheduled_members(groups: &PodGroups, key: &PodGroupKey, cache: &Cache) -> Vec<String> {
     groups
         .members(key)
-        .filter(|(k, bound)| *bound || cache.get_pod(k).is_some())
-        .count()
+        .filter_map(|(k, bound)| match cache.get_pod(k) {
+            Some(p) => Some(p.node_name.clone().unwrap_or_default()),
+            None => bound.then(String::new),
+        })
+        .collect()
 }
 
 /// A member placed by a successful group cycle: assumed in the cache, to be bound.
@@ -89,8 +92,44 @@ pub enum GroupOutcome {
         placed: Vec<PlacedMember>,
         waiting: Vec<WaitingMember>,
     },
-    /// The quorum cannot be met now: nothing was kept; every member waits.
-    Unschedulable { waiting: Vec<WaitingMember> },
+    /// The quorum cannot be met now: nothing was kept; every member waits. `reason` is the
+    /// group's (upstream's fit error text); `error` when an attempt failed with an error.
+    Unschedulable {
+        reason: String,
+        error: bool,
+        waiting: Vec<WaitingMember>,
+    },
+}
+
+/// The condition the scheduler writes on a Workload API PodGroup after a cycle
+/// (`PodGroupInitiallyScheduled`): True/`Scheduled` once placed, False/`Unschedulable` with
+/// the group's reason, False/`SchedulerError` on an error. `None` when nothing changes: the
+/// same condition is already there, the group was already scheduled once (a True condition
+/// never turns False), or the group is scheduler-plugins' (which has its own status).
+pub fn scheduled_condition(group: &PodGroupInfo, outcome: &GroupOutcome) -> Option<GroupCondition> {
+    if group.key.api != GroupApi::Workload {
+        return None;
+    }
+    let new = match outcome {
+        GroupOutcome::Placed { .. } => GroupCondition {
+            status: true,
+            reason: "Scheduled".into(),
+            message: String::new(),
+        },
+        GroupOutcome::Unschedulable { reason, error, .. } => GroupCondition {
+            status: false,
+            reason: if *error {
+                "SchedulerError".into()
+            } else {
+                "Unschedulable".into()
+            },
+            message: reason.clone(),
+        },
+    };
+    match &group.scheduled_condition {
+        Some(c) if c.status || *c == new => None,
+        _ => Some(new),
+    }
 }
 
 /// The FailedScheduling message of a pod of a gang that did not fit as a whole, for a pod
@@ -101,132 +140,364 @@ pub fn group_failure_message(group: &PodGroupInfo, reason: &str) -> String {
 }
 
 /// Runs the cycle for `members` (the group's pods waiting in the queue, in queue order) of
-/// `group`, of which `scheduled_before` pods are already bound or assumed.
+/// `group`, whose pods already placed (bound or assumed) are on `scheduled` (node names, see
+/// [`scheduled_members`]). A group with a topology constraint is placed in one domain.
 #[allow(clippy::too_many_arguments)]
 pub fn schedule_group(
     fw: &Framework,
     alg: &mut SchedulingAlgorithm,
     group: &PodGroupInfo,
-    scheduled_before: usize,
+    scheduled: &[String],
     members: Vec<QueuedPodInfo>,
     cache: &mut Cache,
     snapshot: &mut Snapshot,
     nominated: &NominatedPods,
 ) -> GroupOutcome {
-    let min = group.min_count();
-    let mut remaining = members.len();
-    let mut placed: Vec<PlacedMember> = Vec::new();
-    // Members that did not fit, with their own message and diagnosis.
-    let mut rejected: Vec<(QueuedPodInfo, String, Option<Diagnosis>)> = Vec::new();
-    let mut verdict = min_count_feasible(min, scheduled_before, remaining);
-    let mut members = members.into_iter();
-    if verdict.is_ok() {
-        for q in members.by_ref() {
-            cache.update_snapshot(snapshot);
-            remaining -= 1;
-            match schedule_group_member(fw, alg, &q.pod, snapshot, nominated) {
-                Decision::Bind {
-                    node,
-                    pod,
-                    mut state,
-                    ..
-                } => match assume_decision(cache, Arc::clone(&pod), &node, &state) {
-                    Ok(()) => placed.push(PlacedMember {
-                        queued: q,
-                        pod,
-                        node,
-                        state,
-                    }),
-                    Err(e) => {
-                        fw.run_unreserve(&mut state, &pod, &node);
-                        rejected.push((q, e.to_string(), None));
+    let mut ctx = Ctx {
+        fw,
+        alg,
+        group,
+        cache,
+        snapshot,
+        nominated,
+    };
+    match &group.topology_key {
+        None => ctx.default_algorithm(scheduled.len(), members),
+        Some(key) => ctx.placement_algorithm(key, scheduled, members),
+    }
+}
+
+/// The placement to keep among the feasible ones: the highest PodGroupPodsCount
+/// (normalized to 0-100 by the largest) plus NodeResourcesFit's placement score, each of
+/// weight 1; ties go to the first domain in name order (upstream breaks them at random).
+fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
+    let max_pods = feasible.iter().map(|f| f.1).max()?.max(1) as i64;
+    feasible
+        .iter()
+        .map(|(d, pods, fit)| (d, *pods as i64 * 100 / max_pods + fit))
+        .fold(
+            None,
+            |best: Option<(&String, i64)>, (d, score)| match best {
+                Some((_, s)) if s >= score => best,
+                _ => Some((d, score)),
+            },
+        )
+        .map(|(d, _)| d.clone())
+}
+
+/// What one group cycle works with.
+struct Ctx<'a> {
+    fw: &'a Framework,
+    alg: &'a mut SchedulingAlgorithm,
+    group: &'a PodGroupInfo,
+    cache: &'a mut Cache,
+    snapshot: &'a mut Snapshot,
+    nominated: &'a NominatedPods,
+}
+
+impl Ctx<'_> {
+    /// Upstream's placement algorithm for a group with a topology constraint: one candidate
+    /// placement per value of the label (only the domain of pods already placed, when there
+    /// are any), each evaluated with the default algorithm restricted to its nodes and undone,
+    /// then the best feasible one (PodGroupPodsCount, plus NodeResourcesFit's placement score)
+    /// evaluated again and kept.
+    fn placement_algorithm(
+        &mut self,
+        key: &str,
+        scheduled: &[String],
+        members: Vec<QueuedPodInfo>,
+    ) -> GroupOutcome {
+        self.cache.update_snapshot(self.snapshot);
+        let domains = match self.domains(key, scheduled) {
+            Ok(d) => d,
+            Err(reason) => {
+                let reason =
+                    format!("cannot determine domain for already scheduled pods: {reason}");
+                return self.all_wait(members, reason);
+            }
+        };
+        if domains.is_empty() {
+            let reason = format!("0/0 placements are available: no node has the label {key:?}");
+            return self.all_wait(members, reason);
+        }
+        // (domain, pods placed with it, NodeResourcesFit's placement score)
+        let mut feasible: Vec<(String, usize, i64)> = Vec::new();
+        let mut first_failure = None;
+        for d in &domains {
+            self.alg.placement = Some((key.to_string(), d.clone()));
+            let out = self.default_algorithm(scheduled.len(), members.clone());
+            self.alg.placement = None;
+            match out {
+                GroupOutcome::Placed { placed, .. } => {
+                    self.cache.update_snapshot(self.snapshot);
+                    let fit = self.least_allocated(key, d);
+                    feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
+                    self.undo(placed);
+                }
+                GroupOutcome::Unschedulable { error: true, .. } => return out,
+                out => {
+                    first_failure.get_or_insert(out);
+                }
+            }
+        }
+        let Some(best) = best_placement(&feasible) else {
+            let Some(GroupOutcome::Unschedulable {
+                reason, waiting, ..
+            }) = first_failure
+            else {
+                unreachable!("every placement was evaluated and none was feasible");
+            };
+            let reason = format!(
+                "0/{} placements are available, first placement status: {reason}",
+                domains.len()
+            );
+            let group_message = group_failure_message(self.group, "");
+            let waiting = waiting
+                .into_iter()
+                .map(|mut w| {
+                    if w.message.starts_with(&group_message) {
+                        w.message = group_failure_message(self.group, &reason);
                     }
-                },
-                Decision::Unschedulable {
-                    message, diagnosis, ..
-                } => rejected.push((q, message, diagnosis)),
-                Decision::Error { message } => {
-                    // Upstream stops at an error: the rest of the group is not evaluated.
-                    verdict = Err(format!(
-                        "failed to schedule other pod from a pod group: {message}"
-                    ));
-                    rejected.push((q, message, None));
+                    w
+                })
+                .collect();
+            return GroupOutcome::Unschedulable {
+                reason,
+                error: false,
+                waiting,
+            };
+        };
+        self.alg.placement = Some((key.to_string(), best));
+        let out = self.default_algorithm(scheduled.len(), members);
+        self.alg.placement = None;
+        out
+    }
+
+    /// The candidate domains: the one the placed pods share, or every value of `key` among the
+    /// nodes (sorted; nodes without the label are in none).
+    fn domains(&self, key: &str, scheduled: &[String]) -> Result<Vec<String>, String> {
+        let mut pinned: Vec<String> = Vec::new();
+        for node in scheduled {
+            let value = self
+                .snapshot
+                .get(node)
+                .and_then(|n| n.labels.get(key).cloned())
+                .ok_or_else(|| format!("no topology domain found for a pod on node {node:?}"))?;
+            if !pinned.contains(&value) {
+                pinned.push(value);
+            }
+        }
+        match pinned.len() {
+            0 => {}
+            1 => return Ok(pinned),
+            _ => {
+                return Err(format!(
+                    "more than 1 domain found for pod group: {}, {}",
+                    pinned[0], pinned[1]
+                ));
+            }
+        }
+        let mut all: Vec<String> = self
+            .snapshot
+            .node_infos()
+            .iter()
+            .filter_map(|n| n.labels.get(key).cloned())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        Ok(all)
+    }
+
+    /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the domain's
+    /// nodes together, the group's proposed pods counted): 0-100.
+    fn least_allocated(&self, key: &str, domain: &str) -> i64 {
+        let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
+        for n in self.snapshot.node_infos() {
+            if n.labels.get(key).is_some_and(|v| v == domain) {
+                alloc.0 += n.allocatable.milli_cpu;
+                alloc.1 += n.allocatable.memory;
+                req.0 += n.requested.milli_cpu;
+                req.1 += n.requested.memory;
+            }
+        }
+        let score = |a: i64, r: i64| {
+            if a <= 0 || r > a {
+                0
+            } else {
+                (a - r) * 100 / a
+            }
+        };
+        (score(alloc.0, req.0) + score(alloc.1, req.1)) / 2
+    }
+
+    /// Undoes the assumptions of placed members (an evaluation that is not kept).
+    fn undo(&mut self, placed: Vec<PlacedMember>) {
+        for mut p in placed.into_iter().rev() {
+            forget_decision(self.cache, &p.pod, &p.state);
+            self.fw.run_unreserve(&mut p.state, &p.pod, &p.node);
+        }
+    }
+
+    /// Every member waits with the group's reason (nothing was tried).
+    fn all_wait(&self, members: Vec<QueuedPodInfo>, reason: String) -> GroupOutcome {
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.unschedulable_plugins.insert(GANG_SCHEDULING);
+        let waiting = members
+            .into_iter()
+            .map(|queued| WaitingMember {
+                message: group_failure_message(self.group, &reason),
+                queued,
+                diagnosis: Some(diagnosis.clone()),
+            })
+            .collect();
+        GroupOutcome::Unschedulable {
+            reason,
+            error: false,
+            waiting,
+        }
+    }
+
+    /// Upstream's default algorithm: every member in turn, the quorum checked after each.
+    fn default_algorithm(
+        &mut self,
+        scheduled_before: usize,
+        members: Vec<QueuedPodInfo>,
+    ) -> GroupOutcome {
+        let Ctx {
+            fw,
+            alg,
+            group,
+            cache,
+            snapshot,
+            nominated,
+        } = self;
+        let (fw, group, nominated) = (*fw, *group, *nominated);
+        let min = group.min_count();
+        let mut remaining = members.len();
+        let mut placed: Vec<PlacedMember> = Vec::new();
+        // Members that did not fit, with their own message and diagnosis.
+        let mut rejected: Vec<(QueuedPodInfo, String, Option<Diagnosis>)> = Vec::new();
+        let mut verdict = min_count_feasible(min, scheduled_before, remaining);
+        let mut errored = false;
+        let mut members = members.into_iter();
+        if verdict.is_ok() {
+            for q in members.by_ref() {
+                cache.update_snapshot(snapshot);
+                remaining -= 1;
+                match schedule_group_member(fw, alg, &q.pod, snapshot, nominated) {
+                    Decision::Bind {
+                        node,
+                        pod,
+                        mut state,
+                        ..
+                    } => match assume_decision(cache, Arc::clone(&pod), &node, &state) {
+                        Ok(()) => placed.push(PlacedMember {
+                            queued: q,
+                            pod,
+                            node,
+                            state,
+                        }),
+                        Err(e) => {
+                            fw.run_unreserve(&mut state, &pod, &node);
+                            errored = true;
+                            rejected.push((q, e.to_string(), None));
+                        }
+                    },
+                    Decision::Unschedulable {
+                        message, diagnosis, ..
+                    } => rejected.push((q, message, diagnosis)),
+                    Decision::Error { message } => {
+                        errored = true;
+                        // Upstream stops at an error: the rest of the group is not evaluated.
+                        verdict = Err(format!(
+                            "failed to schedule other pod from a pod group: {message}"
+                        ));
+                        rejected.push((q, message, None));
+                        break;
+                    }
+                }
+                verdict = min_count_feasible(min, scheduled_before + placed.len(), remaining);
+                if verdict.is_err() {
                     break;
                 }
             }
-            verdict = min_count_feasible(min, scheduled_before + placed.len(), remaining);
-            if verdict.is_err() {
-                break;
+        }
+        let untried: Vec<QueuedPodInfo> = members.collect();
+
+        // Upstream needs at least one pod placed by this cycle to call the group scheduled.
+        if verdict == Ok(true) && placed.is_empty() {
+            verdict = Err("no pods were schedulable".to_string());
+        }
+        if verdict == Ok(true) {
+            let waiting = rejected
+                .into_iter()
+                .map(|(queued, message, diagnosis)| WaitingMember {
+                    queued,
+                    message,
+                    diagnosis,
+                })
+                .chain(untried.into_iter().map(|queued| WaitingMember {
+                    queued,
+                    message: group_failure_message(group, "not tried"),
+                    diagnosis: None,
+                }))
+                .collect();
+            return GroupOutcome::Placed { placed, waiting };
+        }
+
+        // Not enough: undo every assumption, newest first, and let the whole group wait for
+        // whatever could help any of its pods (or for its missing pods).
+        let reason = match &verdict {
+            Err(reason) => reason.clone(),
+            Ok(_) => format!(
+                "minCount ({min}) is not yet satisfied: {} scheduled, 0 remaining",
+                scheduled_before + placed.len()
+            ),
+        };
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.unschedulable_plugins.insert(GANG_SCHEDULING);
+        for (_, _, d) in &rejected {
+            if let Some(d) = d {
+                diagnosis
+                    .unschedulable_plugins
+                    .extend(d.unschedulable_plugins.iter().copied());
+                diagnosis
+                    .pending_plugins
+                    .extend(d.pending_plugins.iter().copied());
             }
         }
-    }
-    let untried: Vec<QueuedPodInfo> = members.collect();
-
-    if verdict == Ok(true) {
-        let waiting = rejected
-            .into_iter()
-            .map(|(queued, message, diagnosis)| WaitingMember {
+        // An error sends every member through backoff, as for a single pod.
+        let shared = (!errored).then_some(diagnosis);
+        let mut waiting = Vec::new();
+        for mut p in placed.into_iter().rev() {
+            forget_decision(cache, &p.pod, &p.state);
+            fw.run_unreserve(&mut p.state, &p.pod, &p.node);
+            waiting.push(WaitingMember {
+                message: group_failure_message(group, &reason),
+                queued: p.queued,
+                diagnosis: shared.clone(),
+            });
+        }
+        for (queued, own, _) in rejected {
+            waiting.push(WaitingMember {
+                message: own,
                 queued,
-                message,
-                diagnosis,
-            })
-            .chain(untried.into_iter().map(|queued| WaitingMember {
+                diagnosis: shared.clone(),
+            });
+        }
+        for queued in untried {
+            waiting.push(WaitingMember {
+                message: group_failure_message(group, &reason),
                 queued,
-                message: group_failure_message(group, "not tried"),
-                diagnosis: None,
-            }))
-            .collect();
-        return GroupOutcome::Placed { placed, waiting };
-    }
-
-    // Not enough: undo every assumption, newest first, and let the whole group wait for
-    // whatever could help any of its pods (or for its missing pods).
-    let reason = match &verdict {
-        Err(reason) => reason.clone(),
-        Ok(_) => format!(
-            "minCount ({min}) is not yet satisfied: {} scheduled, 0 remaining",
-            scheduled_before + placed.len()
-        ),
-    };
-    let errored = rejected.iter().any(|(_, _, d)| d.is_none()) && placed.is_empty();
-    let mut diagnosis = Diagnosis::default();
-    diagnosis.unschedulable_plugins.insert(GANG_SCHEDULING);
-    for (_, _, d) in &rejected {
-        if let Some(d) = d {
-            diagnosis
-                .unschedulable_plugins
-                .extend(d.unschedulable_plugins.iter().copied());
-            diagnosis
-                .pending_plugins
-                .extend(d.pending_plugins.iter().copied());
+                diagnosis: shared.clone(),
+            });
+        }
+        GroupOutcome::Unschedulable {
+            reason,
+            error: errored,
+            waiting,
         }
     }
-    let shared = (!errored).then_some(diagnosis);
-    let mut waiting = Vec::new();
-    for mut p in placed.into_iter().rev() {
-        forget_decision(cache, &p.pod, &p.state);
-        fw.run_unreserve(&mut p.state, &p.pod, &p.node);
-        waiting.push(WaitingMember {
-            message: group_failure_message(group, &reason),
-            queued: p.queued,
-            diagnosis: shared.clone(),
-        });
-    }
-    for (queued, own, _) in rejected {
-        waiting.push(WaitingMember {
-            message: own,
-            queued,
-            diagnosis: shared.clone(),
-        });
-    }
-    for queued in untried {
-        waiting.push(WaitingMember {
-            message: group_failure_message(group, &reason),
-            queued,
-            diagnosis: shared.clone(),
-        });
-    }
-    GroupOutcome::Unschedulable { waiting }
 }
 
 #[cfg(test)]
@@ -264,11 +535,10 @@ mod tests {
     }
 
     fn gang(min_count: u32) -> PodGroupInfo {
-        PodGroupInfo {
-            key: PodGroupKey::new(GroupApi::Workload, "ml", "train"),
-            uid: "u".into(),
-            policy: GroupPolicy::Gang { min_count },
-        }
+        PodGroupInfo::new(
+            PodGroupKey::new(GroupApi::Workload, "ml", "train"),
+            GroupPolicy::Gang { min_count },
+        )
     }
 
     fn cache_with(nodes: &[&str]) -> Cache {
@@ -320,7 +590,8 @@ mod tests {
         // Three 8-GPU pods, two free nodes: two would fit, the third cannot.
         let mut cache = cache_with(&["g1", "g2"]);
         let members = vec![member("w0", "8"), member("w1", "8"), member("w2", "8")];
-        let GroupOutcome::Unschedulable { waiting } = run(&mut cache, &gang(3), 0, members) else {
+        let GroupOutcome::Unschedulable { waiting, .. } = run(&mut cache, &gang(3), 0, members)
+        else {
             panic!("the gang must not be placed");
         };
         assert_eq!(waiting.len(), 3);
@@ -380,12 +651,72 @@ mod tests {
         // Without it, the same two pods cannot meet minCount 3 and nothing is tried.
         let mut cache = cache_with(&["g1", "g2"]);
         let members = vec![member("w1", "8"), member("w2", "8")];
-        let GroupOutcome::Unschedulable { waiting } = run(&mut cache, &gang(3), 0, members) else {
+        let GroupOutcome::Unschedulable { waiting, .. } = run(&mut cache, &gang(3), 0, members)
+        else {
             panic!("two pods cannot meet minCount 3");
         };
         assert_eq!(
             waiting[0].message,
             "pod group \"train\": minCount (3) cannot be satisfied: 0 scheduled, 2 remaining"
         );
+    }
+
+    #[test]
+    fn the_group_condition_follows_the_outcome_and_never_turns_false() {
+        let group = gang(3);
+        let placed = GroupOutcome::Placed {
+            placed: Vec::new(),
+            waiting: Vec::new(),
+        };
+        let rejected = GroupOutcome::Unschedulable {
+            reason: "minCount (3) cannot be satisfied: 1 scheduled, 0 remaining".into(),
+            error: false,
+            waiting: Vec::new(),
+        };
+        let unschedulable = scheduled_condition(&group, &rejected).unwrap();
+        assert!(!unschedulable.status);
+        assert_eq!(unschedulable.reason, "Unschedulable");
+        assert_eq!(
+            unschedulable.message,
+            "minCount (3) cannot be satisfied: 1 scheduled, 0 remaining"
+        );
+        // Written once: the same condition again changes nothing.
+        let mut seen = group.clone();
+        seen.scheduled_condition = Some(unschedulable);
+        assert_eq!(scheduled_condition(&seen, &rejected), None);
+        let scheduled = scheduled_condition(&seen, &placed).unwrap();
+        assert!(scheduled.status);
+        assert_eq!(scheduled.reason, "Scheduled");
+        // Once True, a later failure (a member recreated, say) does not turn it False.
+        seen.scheduled_condition = Some(scheduled);
+        assert_eq!(scheduled_condition(&seen, &rejected), None);
+        let error = GroupOutcome::Unschedulable {
+            reason: "boom".into(),
+            error: true,
+            waiting: Vec::new(),
+        };
+        assert_eq!(
+            scheduled_condition(&group, &error).unwrap().reason,
+            "SchedulerError"
+        );
+        // scheduler-plugins' groups keep their own status.
+        let mut cosched = group.clone();
+        cosched.key.api = GroupApi::Coscheduling;
+        assert_eq!(scheduled_condition(&cosched, &rejected), None);
+    }
+
+    #[test]
+    fn a_cycle_that_places_nobody_is_not_a_scheduled_group() {
+        // minCount 1 met by a running member, but the one pending member does not fit.
+        let mut cache = cache_with(&["g1"]);
+        let members = vec![member("w1", "16")];
+        let GroupOutcome::Unschedulable {
+            reason, waiting, ..
+        } = run(&mut cache, &gang(1), 1, members)
+        else {
+            panic!("nothing was placed");
+        };
+        assert_eq!(reason, "no pods were schedulable");
+        assert!(waiting[0].message.starts_with("0/1 nodes are available"));
     }
 }

@@ -83,6 +83,9 @@ pub struct SchedulingAlgorithm {
     /// Orders the kept list's ties; apart from `tie_breaker`, so batching leaves the
     /// unbatched choices' random draws as they were.
     pub(crate) batch_order: TieBreaker,
+    /// The topology domain a pod group cycle evaluates (upstream's assumed placement): only
+    /// nodes whose label `.0` has value `.1` are candidates. `None` outside such cycles.
+    pub(crate) placement: Option<(String, String)>,
 }
 
 /// Plugin durations are sampled on one cycle in this many (upstream samples 10% of cycles).
@@ -104,7 +107,29 @@ impl SchedulingAlgorithm {
             cycles: 0,
             timings: CycleTimings::default(),
             plugin_timer: None,
+            placement: None,
         }
+    }
+
+    /// The nodes a cycle may choose from: every node, or those of the placement.
+    fn candidates<'s>(&self, snapshot: &'s Snapshot) -> std::borrow::Cow<'s, [Arc<NodeInfo>]> {
+        match &self.placement {
+            None => std::borrow::Cow::Borrowed(snapshot.node_infos()),
+            Some(_) => std::borrow::Cow::Owned(
+                snapshot
+                    .node_infos()
+                    .iter()
+                    .filter(|n| self.in_placement(n))
+                    .cloned()
+                    .collect(),
+            ),
+        }
+    }
+
+    fn in_placement(&self, node: &NodeInfo) -> bool {
+        self.placement
+            .as_ref()
+            .is_none_or(|(k, v)| node.labels.get(k.as_str()).is_some_and(|l| l.as_str() == v))
     }
 
     /// Times each cycle's extension points, and every plugin call on one cycle in
@@ -266,10 +291,16 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         mut rec: Option<&mut Record>,
     ) -> Result<ScheduleResult, ScheduleError> {
-        if snapshot.num_nodes() == 0 {
+        let num_all_nodes = match self.placement {
+            None => snapshot.num_nodes(),
+            Some(_) => self.candidates(snapshot).len(),
+        };
+        if num_all_nodes == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        let mut batch = self.begin_batch(fw, pod, rec.is_none());
+        // A placement's choices must not be reused outside it: no batching inside one.
+        let signable = rec.is_none() && self.placement.is_none();
+        let mut batch = self.begin_batch(fw, pod, signable);
         let (feasible, diagnosis) = self.find_nodes_that_fit(
             fw,
             state,
@@ -287,7 +318,7 @@ impl SchedulingAlgorithm {
             }
             return Err(ScheduleError::Unfit(Box::new(FitError {
                 pod: pod.key().clone(),
-                num_all_nodes: snapshot.num_nodes(),
+                num_all_nodes,
                 diagnosis,
             })));
         }
@@ -364,7 +395,8 @@ impl SchedulingAlgorithm {
         let first = match pod.nominated_node_name.as_deref() {
             Some(nnn) => snapshot.get(nnn).cloned(),
             None => hinted,
-        };
+        }
+        .filter(|n| self.in_placement(n));
         if let Some(node) = first {
             let one = [node];
             let mut d = Diagnosis::default();
@@ -380,14 +412,15 @@ impl SchedulingAlgorithm {
             }
         }
 
-        let all = snapshot.node_infos();
+        let all = self.candidates(snapshot);
         let narrowed: Vec<Arc<NodeInfo>>;
         let nodes: &[Arc<NodeInfo>] = match pre_result.and_then(|r| r.node_names) {
-            None => all,
+            None => &all,
             Some(names) => {
                 narrowed = names
                     .iter()
                     .filter_map(|n| snapshot.get(n).cloned())
+                    .filter(|n| self.in_placement(n))
                     .collect();
                 if let Some(scope) = scope {
                     scope.narrowed = Some(names.iter().cloned().collect());

@@ -81,6 +81,8 @@ pub(crate) enum Action {
     /// DynamicResources' PostFilter: remove this claim's allocation (sent before the
     /// pod's Failure, as upstream writes it before the pod is requeued).
     Deallocate { claim: ClaimDeallocation },
+    /// The scheduler's condition on a Workload API PodGroup after a pod group cycle.
+    PodGroupCondition(crate::binding::pod_group_status::ConditionWrite),
     /// Preemption chose `node`: clear nominations that no longer fit, delete the victims,
     /// then tell the queue the preemptor's preemption is over (it waits gated meanwhile).
     Preempt {
@@ -374,6 +376,13 @@ impl Executor {
             }
             Action::Deallocate { claim } => {
                 Box::pin(deallocate(&self.client, &claim)).await;
+            }
+            Action::PodGroupCondition(write) => {
+                Box::pin(crate::binding::pod_group_status::write(
+                    &self.client,
+                    &write,
+                ))
+                .await;
             }
             Action::Annotate { pod, annotations } => {
                 Box::pin(status::annotate(&self.client, &pod, &annotations)).await;

@@ -18,7 +18,7 @@
 
 mod handlers;
 mod lean;
-mod pod_groups;
+pub(crate) mod pod_groups;
 mod taint_rules;
 mod watch;
 

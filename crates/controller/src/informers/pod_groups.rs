@@ -21,8 +21,8 @@ use super::watch::Presence;
 use crate::client::discovery::PodGroupVersions;
 use crate::state::{Shared, State};
 
-/// A PodGroup of one API version as the informer decodes it: metadata and spec, nothing
-/// of the status (the scheduler writes it, and reads none of it).
+/// A PodGroup of one API version as the informer decodes it: metadata, spec and status (the
+/// scheduler reads back the condition it writes).
 macro_rules! pod_group_kind {
     ($ty:ident, $group:literal, $version:literal, $api:expr) => {
         #[derive(Clone, Debug, Deserialize)]
@@ -30,6 +30,8 @@ macro_rules! pod_group_kind {
             metadata: ObjectMeta,
             #[serde(default)]
             spec: serde_json::Value,
+            #[serde(default)]
+            status: serde_json::Value,
         }
 
         impl k8s_openapi::Resource for $ty {
@@ -53,8 +55,8 @@ macro_rules! pod_group_kind {
 
         impl PodGroupObject for $ty {
             const API: GroupApi = $api;
-            fn parts(&self) -> (&ObjectMeta, &serde_json::Value) {
-                (&self.metadata, &self.spec)
+            fn parts(&self) -> (&ObjectMeta, &serde_json::Value, &serde_json::Value) {
+                (&self.metadata, &self.spec, &self.status)
             }
         }
     };
@@ -81,15 +83,17 @@ pod_group_kind!(
 
 pub(crate) trait PodGroupObject: Send + Sync + 'static {
     const API: GroupApi;
-    fn parts(&self) -> (&ObjectMeta, &serde_json::Value);
+    fn parts(&self) -> (&ObjectMeta, &serde_json::Value, &serde_json::Value);
 
     /// The view, or why the object cannot be read (it is then treated as absent, so its
     /// pods wait rather than run as if it had no quorum).
     fn view(&self) -> Result<PodGroupInfo, String> {
-        let (metadata, spec) = self.parts();
+        let (metadata, spec, status) = self.parts();
         let value = serde_json::json!({
-            "metadata": {"name": metadata.name, "namespace": metadata.namespace, "uid": metadata.uid},
+            "metadata": {"name": metadata.name, "namespace": metadata.namespace,
+                         "uid": metadata.uid, "generation": metadata.generation},
             "spec": spec,
+            "status": status,
         });
         PodGroupInfo::from_json(Self::API, &value)
     }
@@ -129,7 +133,7 @@ fn checked_view<K: PodGroupObject>(obj: &K) -> Option<Arc<PodGroupInfo>> {
     match obj.view() {
         Ok(v) => Some(Arc::new(v)),
         Err(e) => {
-            let (m, _) = obj.parts();
+            let (m, _, _) = obj.parts();
             tracing::warn!(
                 podgroup = %format!("{}/{}", m.namespace.as_deref().unwrap_or(""), m.name.as_deref().unwrap_or("")),
                 api = K::API.resource(),

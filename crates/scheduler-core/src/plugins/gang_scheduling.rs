@@ -194,11 +194,10 @@ mod tests {
     }
 
     fn gang(name: &str, min_count: u32) -> PodGroupInfo {
-        PodGroupInfo {
-            key: PodGroupKey::new(GroupApi::Workload, "ml", name),
-            uid: format!("uid-{name}"),
-            policy: GroupPolicy::Gang { min_count },
-        }
+        PodGroupInfo::new(
+            PodGroupKey::new(GroupApi::Workload, "ml", name),
+            GroupPolicy::Gang { min_count },
+        )
     }
 
     fn unresolvable(s: &Status, msg: &str) {
@@ -259,11 +258,10 @@ mod tests {
             .build();
         groups.write().add_pod(&p);
         unresolvable(&pl.pre_enqueue(&p), "PodGroup not found");
-        groups.write().upsert(PodGroupInfo {
-            key: PodGroupKey::new(GroupApi::Coscheduling, "ml", "tf"),
-            uid: "u".into(),
-            policy: GroupPolicy::Gang { min_count: 3 },
-        });
+        groups.write().upsert(PodGroupInfo::new(
+            PodGroupKey::new(GroupApi::Coscheduling, "ml", "tf"),
+            GroupPolicy::Gang { min_count: 3 },
+        ));
         unresolvable(
             &pl.pre_enqueue(&p),
             "pre-filter pod worker-0 cannot find enough sibling pods, current pods number: 1, minMember of group: 3",

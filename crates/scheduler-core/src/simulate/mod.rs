@@ -296,7 +296,7 @@ fn simulate(
                 fw,
                 &mut alg,
                 &group,
-                before,
+                &before,
                 members,
                 &mut cache,
                 &mut snapshot,
@@ -320,7 +320,7 @@ fn simulate(
                     }
                     waiting
                 }
-                GroupOutcome::Unschedulable { waiting } => waiting,
+                GroupOutcome::Unschedulable { waiting, .. } => waiting,
             };
             unschedulable.extend(waiting.into_iter().map(|w| (w.queued, w.message)));
             continue;

@@ -100,9 +100,43 @@ pub struct PodGroupInfo {
     pub key: PodGroupKey,
     pub uid: String,
     pub policy: GroupPolicy,
+    /// `schedulingConstraints.topology[0].key` (the API allows one): every pod of the group
+    /// lands in one domain of this node label.
+    pub topology_key: Option<String>,
+    /// `metadata.generation`, for the condition's `observedGeneration`.
+    pub generation: i64,
+    /// The scheduler's condition on the group as last seen (Workload API:
+    /// `PodGroupInitiallyScheduled`, `PodGroupScheduled` in v1alpha2), so an unchanged one
+    /// is not written again and a True one never turns False.
+    pub scheduled_condition: Option<GroupCondition>,
+}
+
+/// Condition types the scheduler writes on a Workload API PodGroup: 1.37's name, then
+/// 1.36's (v1alpha2).
+pub const INITIALLY_SCHEDULED_CONDITIONS: [&str; 2] =
+    ["PodGroupInitiallyScheduled", "PodGroupScheduled"];
+
+/// A PodGroup condition's status, reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupCondition {
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
 }
 
 impl PodGroupInfo {
+    /// A group as a test or a bench makes it: no uid, generation 0, no condition.
+    pub fn new(key: PodGroupKey, policy: GroupPolicy) -> Self {
+        PodGroupInfo {
+            key,
+            uid: String::new(),
+            policy,
+            topology_key: None,
+            generation: 0,
+            scheduled_condition: None,
+        }
+    }
+
     /// Builds the view from the object's JSON (any served version of either API). Fields
     /// the view does not read are skipped without being built.
     pub fn from_json(api: GroupApi, value: &serde_json::Value) -> Result<Self, String> {
@@ -152,10 +186,28 @@ impl PodGroupInfo {
                 min_count: raw.spec.min_member.unwrap_or(0).max(0) as u32,
             },
         };
+        let scheduled_condition = raw
+            .status
+            .conditions
+            .iter()
+            .find(|c| INITIALLY_SCHEDULED_CONDITIONS.contains(&c.type_.as_str()))
+            .map(|c| GroupCondition {
+                status: c.status == "True",
+                reason: c.reason.clone().unwrap_or_default(),
+                message: c.message.clone().unwrap_or_default(),
+            });
         Ok(PodGroupInfo {
             key,
             uid: raw.metadata.uid.unwrap_or_default(),
             policy,
+            topology_key: raw
+                .spec
+                .scheduling_constraints
+                .and_then(|c| c.topology.into_iter().next())
+                .and_then(|t| t.key)
+                .filter(|k| !k.is_empty()),
+            generation: raw.metadata.generation.unwrap_or(0),
+            scheduled_condition,
         })
     }
 
@@ -179,6 +231,8 @@ struct RawPodGroup {
     metadata: RawMeta,
     #[serde(default)]
     spec: RawSpec,
+    #[serde(default)]
+    status: RawStatus,
 }
 
 #[derive(Deserialize, Default)]
@@ -186,14 +240,42 @@ struct RawMeta {
     name: Option<String>,
     namespace: Option<String>,
     uid: Option<String>,
+    generation: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawStatus {
+    #[serde(default)]
+    conditions: Vec<RawCondition>,
+}
+
+#[derive(Deserialize)]
+struct RawCondition {
+    #[serde(rename = "type")]
+    type_: String,
+    status: String,
+    reason: Option<String>,
+    message: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct RawSpec {
     scheduling_policy: Option<RawPolicy>,
+    scheduling_constraints: Option<RawConstraints>,
     /// Coscheduling.
     min_member: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct RawConstraints {
+    #[serde(default)]
+    topology: Vec<RawTopology>,
+}
+
+#[derive(Deserialize)]
+struct RawTopology {
+    key: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -249,20 +331,39 @@ mod tests {
         let gang = json!({
             "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
             "metadata": {"name": "train", "namespace": "ml", "uid": "u1"},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}},
+                     "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]}}
         });
         let g = PodGroupInfo::from_json(GroupApi::Workload, &gang).unwrap();
+        assert_eq!(
+            g.topology_key.as_deref(),
+            Some("topology.kubernetes.io/zone")
+        );
         assert_eq!(g.key, PodGroupKey::new(GroupApi::Workload, "ml", "train"));
+        assert_eq!(g.scheduled_condition, None);
         assert_eq!(g.policy, GroupPolicy::Gang { min_count: 3 });
         assert_eq!(g.min_count(), 3);
 
         let basic = json!({
-            "metadata": {"name": "b", "namespace": "ml"},
-            "spec": {"schedulingPolicy": {"basic": {}}}
+            "metadata": {"name": "b", "namespace": "ml", "generation": 4},
+            "spec": {"schedulingPolicy": {"basic": {}}},
+            "status": {"conditions": [
+                {"type": "Other", "status": "False"},
+                {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled"}
+            ]}
         });
         let b = PodGroupInfo::from_json(GroupApi::Workload, &basic).unwrap();
         assert_eq!(b.policy, GroupPolicy::Basic);
         assert_eq!(b.min_count(), 1);
+        assert_eq!(b.generation, 4);
+        assert_eq!(
+            b.scheduled_condition,
+            Some(GroupCondition {
+                status: true,
+                reason: "Scheduled".into(),
+                message: String::new()
+            })
+        );
         assert!(!b.is_gang());
 
         let cosched = json!({
