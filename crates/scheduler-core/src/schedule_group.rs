@@ -562,7 +562,7 @@ mod tests {
             &fw,
             &mut alg,
             group,
-            before,
+            &vec![String::new(); before],
             members,
             cache,
             &mut snapshot,
@@ -718,5 +718,140 @@ mod tests {
         };
         assert_eq!(reason, "no pods were schedulable");
         assert!(waiting[0].message.starts_with("0/1 nodes are available"));
+    }
+
+    fn zoned_cache(zones: &[(&str, &str)]) -> Cache {
+        let mut cache = Cache::new();
+        for (name, zone) in zones {
+            let node = NodeInfo::test(name)
+                .cpu("64")
+                .memory("256Gi")
+                .pods(110)
+                .allocatable("nvidia.com/gpu", "8")
+                .label("topology.kubernetes.io/zone", zone)
+                .build_node();
+            cache.add_node(&node);
+        }
+        cache
+    }
+
+    fn zonal(min_count: u32) -> PodGroupInfo {
+        let mut g = gang(min_count);
+        g.topology_key = Some("topology.kubernetes.io/zone".into());
+        g
+    }
+
+    fn zone_of(cache: &Cache, node: &str) -> String {
+        let mut snapshot = Snapshot::new();
+        cache.update_snapshot(&mut snapshot);
+        snapshot.get(node).unwrap().labels["topology.kubernetes.io/zone"].clone()
+    }
+
+    #[test]
+    fn a_topology_constrained_gang_lands_in_one_domain() {
+        // Zone a has two nodes, zone b three: a gang of three fits only in b, though the
+        // nodes together would hold it across zones.
+        let mut cache = zoned_cache(&[
+            ("a1", "a"),
+            ("a2", "a"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("b3", "b"),
+        ]);
+        let members = vec![member("w0", "8"), member("w1", "8"), member("w2", "8")];
+        let GroupOutcome::Placed { placed, waiting } = run(&mut cache, &zonal(3), 0, members)
+        else {
+            panic!("zone b holds the gang");
+        };
+        assert!(waiting.is_empty());
+        for p in &placed {
+            assert_eq!(
+                zone_of(&cache, &p.node),
+                "b",
+                "{} on {}",
+                p.pod.name(),
+                p.node
+            );
+        }
+        // Only the kept placement stays assumed: zone a is free.
+        let mut snapshot = Snapshot::new();
+        cache.update_snapshot(&mut snapshot);
+        for n in ["a1", "a2"] {
+            assert_eq!(
+                snapshot
+                    .get(n)
+                    .unwrap()
+                    .requested
+                    .scalar_value("nvidia.com/gpu"),
+                0
+            );
+        }
+    }
+
+    #[test]
+    fn no_domain_big_enough_keeps_nothing_and_says_so() {
+        let mut cache = zoned_cache(&[("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b")]);
+        let members = vec![member("w0", "8"), member("w1", "8"), member("w2", "8")];
+        let GroupOutcome::Unschedulable {
+            reason, waiting, ..
+        } = run(&mut cache, &zonal(3), 0, members)
+        else {
+            panic!("no zone holds three");
+        };
+        assert_eq!(
+            reason,
+            "0/2 placements are available, first placement status: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
+        );
+        assert!(
+            waiting
+                .iter()
+                .any(|w| w.message == format!("pod group \"train\": {reason}")),
+            "{waiting:?}"
+        );
+        let mut snapshot = Snapshot::new();
+        cache.update_snapshot(&mut snapshot);
+        assert!(
+            snapshot
+                .node_infos()
+                .iter()
+                .all(|n| n.requested.scalar_value("nvidia.com/gpu") == 0)
+        );
+    }
+
+    #[test]
+    fn members_already_placed_pin_the_domain() {
+        // One member runs in zone z; the rest must follow it there, though b would win
+        // otherwise (the same scores, and first by name).
+        let mut cache = zoned_cache(&[
+            ("z1", "z"),
+            ("z2", "z"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("b3", "b"),
+        ]);
+        let fw = framework();
+        let mut alg = SchedulingAlgorithm::new(0, 1);
+        let mut snapshot = Snapshot::new();
+        let members = vec![member("w1", "8")];
+        let out = schedule_group(
+            &fw,
+            &mut alg,
+            &zonal(2),
+            &["z1".to_string()],
+            members,
+            &mut cache,
+            &mut snapshot,
+            &NominatedPods::new(),
+        );
+        let GroupOutcome::Placed { placed, .. } = out else {
+            panic!("zone z has room for one more");
+        };
+        assert_eq!(zone_of(&cache, &placed[0].node), "z");
+        // Unpinned, the same member goes to b.
+        let members = vec![member("w2", "8")];
+        let GroupOutcome::Placed { placed, .. } = run(&mut cache, &zonal(1), 0, members) else {
+            panic!("fits");
+        };
+        assert_eq!(zone_of(&cache, &placed[0].node), "b");
     }
 }

@@ -179,3 +179,28 @@ fn pod_groups_of_an_unknown_version_are_refused_by_name() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn a_topology_constrained_gang_is_not_split_across_zones() {
+    // Six nodes over two zones (three each); two of zone z0 are busy. A gang of three with
+    // a zone constraint fits only in z1, although z0 and z1 together have room to split it.
+    let mut text = gpu_nodes(6, 0);
+    text.push_str(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: busy-0, namespace: ml}\nspec:\n  nodeName: gpu-0\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: busy-2, namespace: ml}\nspec:\n  nodeName: gpu-2\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n",
+    );
+    text.push_str(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: zonal, namespace: ml}\nspec:\n  schedulingPolicy: {gang: {minCount: 3}}\n  schedulingConstraints: {topology: [{key: topology.kubernetes.io/zone}]}\n",
+    );
+    for i in 0..3 {
+        text.push_str(&member(&format!("zonal-{i}"), "zonal", 0));
+    }
+    let r = simulate(&text);
+    let nodes: Vec<&str> = (0..3)
+        .map(|i| r.node_of(&format!("ml/zonal-{i}")).expect("placed"))
+        .collect();
+    // Odd-numbered nodes are zone z1.
+    for n in &nodes {
+        let i: usize = n.trim_start_matches("gpu-").parse().unwrap();
+        assert_eq!(i % 2, 1, "{nodes:?} split across zones");
+    }
+}

@@ -225,14 +225,23 @@ impl PodGroupInfo {
     }
 }
 
+/// Every level may be absent or `null` (an informer passes a missing status as null).
 #[derive(Deserialize)]
 struct RawPodGroup {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     metadata: RawMeta,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     spec: RawSpec,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     status: RawStatus,
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Deserialize, Default)]
@@ -245,7 +254,7 @@ struct RawMeta {
 
 #[derive(Deserialize, Default)]
 struct RawStatus {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     conditions: Vec<RawCondition>,
 }
 
@@ -373,6 +382,12 @@ mod tests {
         });
         let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &cosched).unwrap();
         assert_eq!(c.policy, GroupPolicy::Gang { min_count: 4 });
+
+        // Absent or null levels are empty, as an informer hands them over.
+        let bare = json!({"metadata": {"name": "n", "namespace": "ml"}, "status": null,
+                          "spec": {"schedulingPolicy": {"basic": {}}, "schedulingConstraints": null}});
+        let n = PodGroupInfo::from_json(GroupApi::Workload, &bare).unwrap();
+        assert_eq!((n.scheduled_condition, n.topology_key), (None, None));
 
         let bad = json!({"metadata": {"name": 5}});
         assert!(PodGroupInfo::from_json(GroupApi::Workload, &bad).is_err());
