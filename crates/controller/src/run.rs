@@ -11,7 +11,6 @@ use std::time::Duration;
 use kube::Client;
 use scheduler_core::config::Loaded;
 use scheduler_core::framework::{ProfileRegistry, Registry};
-use scheduler_core::plugins::gang_scheduling;
 use scheduler_core::pod_group_manager::PodGroupManager;
 use scheduler_core::queue::{Clock, QueueConfig, QueueProfiles, SchedulingQueue, SystemClock};
 use scheduler_core::schedule_one::SchedulingAlgorithm;
@@ -158,7 +157,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     let mut registry = Registry::in_tree();
     // The PodGroups and their members, fed by the informers, read by GangScheduling.
     let groups = Arc::new(PodGroupManager::new());
-    gang_scheduling::register(&mut registry, Arc::clone(&groups));
+    scheduler_core::plugins::register_group_plugins(&mut registry, Arc::clone(&groups));
     for e in &extensions {
         e.register(&mut registry);
     }

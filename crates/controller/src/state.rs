@@ -709,7 +709,6 @@ pub(crate) mod tests {
     use super::*;
     use scheduler_core::cache::Snapshot;
     use scheduler_core::framework::Registry;
-    use scheduler_core::plugins::gang_scheduling;
     use scheduler_core::queue::{FakeClock, QueueConfig, QueueKind, QueueProfiles};
     use scheduler_core::schedule_one::{Decision, SchedulingAlgorithm, schedule_one};
     use serde_json::json;
@@ -723,7 +722,7 @@ pub(crate) mod tests {
         .unwrap();
         let groups = Arc::new(PodGroupManager::new());
         let mut registry = Registry::in_tree();
-        gang_scheduling::register(&mut registry, Arc::clone(&groups));
+        scheduler_core::plugins::register_group_plugins(&mut registry, Arc::clone(&groups));
         let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry).unwrap());
         let clock = FakeClock::new();
         let queue = SchedulingQueue::new(

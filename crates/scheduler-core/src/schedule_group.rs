@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::cache::{Cache, Snapshot};
 use crate::framework::{CycleState, Diagnosis, Framework, NominatedPods, QueuedPodInfo, Status};
 use crate::plugins::gang_scheduling::min_count_feasible;
-use crate::plugins::names::GANG_SCHEDULING;
+use crate::plugins::names::{COSCHEDULING, GANG_SCHEDULING};
 use crate::pod_group_manager::{PodGroupManager, PodGroups};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, forget_decision, schedule_group_member,
@@ -38,7 +38,9 @@ pub fn route(fw: &Framework, groups: &PodGroupManager, pod: &PodInfo) -> Route {
     let Some(key) = pod.pod_group.as_deref() else {
         return Route::Alone;
     };
-    if !fw.has_pre_enqueue_plugin(GANG_SCHEDULING) {
+    let handled = fw.has_pre_enqueue_plugin(GANG_SCHEDULING)
+        || (key.api == GroupApi::Coscheduling && fw.has_pre_enqueue_plugin(COSCHEDULING));
+    if !handled {
         return Route::Alone;
     }
     let gate = fw.run_pre_enqueue(pod);

@@ -8,6 +8,7 @@ use serde::{Serialize, Serializer};
 /// Args of one in-tree plugin, selected by the plugin's name.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PluginArgs {
+    Coscheduling(CoschedulingArgs),
     DefaultPreemption(DefaultPreemptionArgs),
     DynamicResources(DynamicResourcesArgs),
     InterPodAffinity(InterPodAffinityArgs),
@@ -22,6 +23,7 @@ impl PluginArgs {
     /// The args `kind`, e.g. `NodeResourcesFitArgs`.
     pub fn kind(&self) -> &'static str {
         match self {
+            PluginArgs::Coscheduling(_) => "CoschedulingArgs",
             PluginArgs::DefaultPreemption(_) => "DefaultPreemptionArgs",
             PluginArgs::DynamicResources(_) => "DynamicResourcesArgs",
             PluginArgs::InterPodAffinity(_) => "InterPodAffinityArgs",
@@ -58,6 +60,7 @@ impl Serialize for PluginArgs {
         }
         let kind = self.kind();
         match self {
+            PluginArgs::Coscheduling(a) => tagged(kind, a, s),
             PluginArgs::DefaultPreemption(a) => tagged(kind, a, s),
             PluginArgs::DynamicResources(a) => tagged(kind, a, s),
             PluginArgs::InterPodAffinity(a) => tagged(kind, a, s),
@@ -68,6 +71,15 @@ impl Serialize for PluginArgs {
             PluginArgs::VolumeBinding(a) => tagged(kind, a, s),
         }
     }
+}
+
+/// scheduler-plugins' Coscheduling args (its v1 config): how long the group's pods may wait
+/// at Permit for their siblings, and how long a group that failed is held back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoschedulingArgs {
+    pub permit_waiting_time_seconds: i64,
+    pub pod_group_backoff_seconds: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

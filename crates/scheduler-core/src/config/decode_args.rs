@@ -22,6 +22,12 @@ use super::yaml_tree::{Node, Value};
 
 fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {
+        "CoschedulingArgs" => &[
+            "apiVersion",
+            "kind",
+            "permitWaitingTimeSeconds",
+            "podGroupBackoffSeconds",
+        ],
         "DefaultPreemptionArgs" => &[
             "apiVersion",
             "kind",
@@ -71,6 +77,10 @@ pub(crate) fn decode_args(
     };
     check_type_meta(r, &o, plugin, kind, legacy);
     match kind {
+        "CoschedulingArgs" => ArgsSpec::Coscheduling {
+            permit_waiting_time_seconds: field!(r, o, "permitWaitingTimeSeconds", int64),
+            pod_group_backoff_seconds: field!(r, o, "podGroupBackoffSeconds", int64),
+        },
         "DefaultPreemptionArgs" => ArgsSpec::DefaultPreemption {
             min_candidate_nodes_percentage: field!(r, o, "minCandidateNodesPercentage", int32),
             min_candidate_nodes_absolute: field!(r, o, "minCandidateNodesAbsolute", int32),

@@ -24,6 +24,8 @@ pub const DEFAULT_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 pub const DEFAULT_QPS: f32 = 50.0;
 pub const DEFAULT_BURST: i32 = 100;
 pub const DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: i32 = 10;
+/// scheduler-plugins' Coscheduling default (`permitWaitingTimeSeconds`).
+pub const DEFAULT_PERMIT_WAITING_TIME_SECONDS: i64 = 60;
 pub const DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: i32 = 100;
 pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
@@ -158,6 +160,14 @@ fn weights_zero_to_one(resources: &mut [ResourceSpec]) {
 /// Applies the args defaults; `None` for entries without typed args.
 pub(crate) fn default_args(spec: &ArgsSpec) -> Option<PluginArgs> {
     Some(match spec.clone() {
+        ArgsSpec::Coscheduling {
+            permit_waiting_time_seconds,
+            pod_group_backoff_seconds,
+        } => PluginArgs::Coscheduling(CoschedulingArgs {
+            permit_waiting_time_seconds: permit_waiting_time_seconds
+                .unwrap_or(DEFAULT_PERMIT_WAITING_TIME_SECONDS),
+            pod_group_backoff_seconds: pod_group_backoff_seconds.unwrap_or(0),
+        }),
         ArgsSpec::DefaultPreemption {
             min_candidate_nodes_percentage,
             min_candidate_nodes_absolute,

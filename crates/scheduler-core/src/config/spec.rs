@@ -54,6 +54,10 @@ pub(crate) struct PluginConfigSpec {
 
 #[derive(Debug, Clone)]
 pub(crate) enum ArgsSpec {
+    Coscheduling {
+        permit_waiting_time_seconds: Option<i64>,
+        pod_group_backoff_seconds: Option<i64>,
+    },
     DefaultPreemption {
         min_candidate_nodes_percentage: Option<i32>,
         min_candidate_nodes_absolute: Option<i32>,
@@ -89,6 +93,10 @@ impl ArgsSpec {
     /// Empty args of the kind `kind`, as decoding an empty `args:` yields.
     pub fn empty(kind: &str) -> Option<ArgsSpec> {
         Some(match kind {
+            "CoschedulingArgs" => ArgsSpec::Coscheduling {
+                permit_waiting_time_seconds: None,
+                pod_group_backoff_seconds: None,
+            },
             "DefaultPreemptionArgs" => ArgsSpec::DefaultPreemption {
                 min_candidate_nodes_percentage: None,
                 min_candidate_nodes_absolute: None,

@@ -15,6 +15,7 @@ pub const MAX_CUSTOM_PRIORITY_SCORE: i32 = 10;
 
 pub(crate) fn validate_args(r: &mut Report, path: &str, spec: &ArgsSpec, args: &PluginArgs) {
     match args {
+        PluginArgs::Coscheduling(a) => coscheduling(r, path, a),
         PluginArgs::DefaultPreemption(a) => default_preemption(r, path, a),
         PluginArgs::InterPodAffinity(a) => {
             let w = a.hard_pod_affinity_weight;
@@ -64,6 +65,22 @@ pub(crate) fn validate_args(r: &mut Report, path: &str, spec: &ArgsSpec, args: &
                 )
                 .hint(msg::FIX_DRA_TIMEOUT);
             }
+        }
+    }
+}
+
+/// scheduler-plugins refuses negative durations.
+fn coscheduling(r: &mut Report, path: &str, a: &CoschedulingArgs) {
+    for (field, v) in [
+        ("permitWaitingTimeSeconds", a.permit_waiting_time_seconds),
+        ("podGroupBackoffSeconds", a.pod_group_backoff_seconds),
+    ] {
+        if v < 0 {
+            r.error(
+                &child(path, field),
+                msg::invalid(&v.to_string(), "must be greater than or equal to 0"),
+            )
+            .hint("write a number of seconds, 0 or more");
         }
     }
 }

@@ -22,6 +22,8 @@ pub struct PluginSpec {
 pub enum Origin {
     Upstream,
     Ferrosched,
+    /// kubernetes-sigs/scheduler-plugins.
+    SchedulerPlugins,
 }
 
 const fn spec(
@@ -100,6 +102,14 @@ pub const PLUGINS: &[PluginSpec] = &[
     ),
     spec(IMAGE_LOCALITY, &[Score], None),
     spec(DEFAULT_BINDER, &[Bind], None),
+    PluginSpec {
+        name: COSCHEDULING,
+        points: &[
+            PreEnqueue, QueueSort, PreFilter, PostFilter, Reserve, Permit,
+        ],
+        args_kind: Some("CoschedulingArgs"),
+        origin: Origin::SchedulerPlugins,
+    },
     PluginSpec {
         name: SCHEDULING_POLICY,
         points: &[PreEnqueue],

@@ -149,31 +149,37 @@ impl Plugin for GangScheduling {
 
 impl PreEnqueuePlugin for GangScheduling {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
-        let Some(key) = pod.pod_group.as_deref() else {
-            return Status::success();
-        };
-        let groups = self.groups.read();
-        if !groups.is_served(key.api) {
-            return Status::unresolvable(api_not_served(key));
-        }
-        let Some(group) = groups.get(key) else {
-            return Status::unresolvable(match key.api {
-                GroupApi::Workload => waiting_for_group(&key.name),
-                GroupApi::Coscheduling => COSCHEDULING_GROUP_NOT_FOUND.to_string(),
-            });
-        };
-        let GroupPolicy::Gang { min_count } = group.policy else {
-            return Status::success();
-        };
-        let all = groups.all_pods_count(key);
-        if all >= min_count as usize {
-            return Status::success();
-        }
-        Status::unresolvable(match key.api {
-            GroupApi::Workload => WAITING_FOR_MIN_COUNT.to_string(),
-            GroupApi::Coscheduling => coscheduling_short(pod.name(), all, min_count),
-        })
+        gate(&self.groups, pod)
     }
+}
+
+/// The quorum gate GangScheduling and Coscheduling share: a pod of a group waits until the
+/// group exists (and its API is served) and has `minCount` pods.
+pub fn gate(groups: &PodGroupManager, pod: &PodInfo) -> Status {
+    let Some(key) = pod.pod_group.as_deref() else {
+        return Status::success();
+    };
+    let groups = groups.read();
+    if !groups.is_served(key.api) {
+        return Status::unresolvable(api_not_served(key));
+    }
+    let Some(group) = groups.get(key) else {
+        return Status::unresolvable(match key.api {
+            GroupApi::Workload => waiting_for_group(&key.name),
+            GroupApi::Coscheduling => COSCHEDULING_GROUP_NOT_FOUND.to_string(),
+        });
+    };
+    let GroupPolicy::Gang { min_count } = group.policy else {
+        return Status::success();
+    };
+    let all = groups.all_pods_count(key);
+    if all >= min_count as usize {
+        return Status::success();
+    }
+    Status::unresolvable(match key.api {
+        GroupApi::Workload => WAITING_FOR_MIN_COUNT.to_string(),
+        GroupApi::Coscheduling => coscheduling_short(pod.name(), all, min_count),
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::framework::PluginFactory;
 
 pub mod catalog;
+pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
@@ -32,6 +33,16 @@ pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
+/// Makes the registry's group plugins (GangScheduling, Coscheduling) read `groups`, the
+/// PodGroups and members the caller keeps current.
+pub fn register_group_plugins(
+    registry: &mut crate::framework::Registry,
+    groups: Arc<crate::pod_group_manager::PodGroupManager>,
+) {
+    gang_scheduling::register(registry, Arc::clone(&groups));
+    coscheduling::register(registry, groups);
+}
+
 /// Every plugin ferrosched has built, by name. Names in the catalog but not here are
 /// "not built yet": profiles may name them and the framework skips them with a warning.
 pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
@@ -44,6 +55,13 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
             Ok(Arc::new(gang_scheduling::GangScheduling::new(
                 std::sync::Arc::default(),
             )))
+        }),
+        (names::COSCHEDULING, |args| {
+            // As GangScheduling: no groups known until `coscheduling::register`.
+            Ok(Arc::new(coscheduling::Coscheduling::new(
+                std::sync::Arc::default(),
+                args,
+            )?))
         }),
         (names::SCHEDULING_POLICY, |_| {
             Ok(Arc::new(

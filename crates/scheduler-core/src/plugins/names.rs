@@ -21,6 +21,8 @@ pub const IMAGE_LOCALITY: &str = "ImageLocality";
 pub const DEFAULT_BINDER: &str = "DefaultBinder";
 /// Workload-aware scheduling (1.35+): a gang's PodGroup quorum before queueing.
 pub const GANG_SCHEDULING: &str = "GangScheduling";
+/// kubernetes-sigs/scheduler-plugins' Coscheduling (its PodGroups, its config).
+pub const COSCHEDULING: &str = "Coscheduling";
 
 /// ferrosched's own: the RuntimeClass predicate from the RuntimeClass scheduling KEP.
 pub const RUNTIME_CLASS: &str = "RuntimeClass";

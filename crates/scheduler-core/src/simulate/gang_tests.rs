@@ -204,3 +204,38 @@ fn a_topology_constrained_gang_is_not_split_across_zones() {
         assert_eq!(i % 2, 1, "{nodes:?} split across zones");
     }
 }
+
+#[test]
+fn scheduler_plugins_config_runs_coscheduling_groups_all_or_nothing() {
+    let loaded = crate::config::load_str(
+        include_str!("../../../../config/coscheduling.yaml"),
+        "coscheduling.yaml",
+    )
+    .unwrap();
+    let dump = |nodes: usize| {
+        let mut text = gpu_nodes(nodes, 0);
+        text.push_str(
+            "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: tf, namespace: ml}\nspec: {minMember: 3}\n",
+        );
+        for i in 0..3 {
+            text.push_str(&format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: tf-{i}, namespace: ml, labels: {{scheduling.x-k8s.io/pod-group: tf}}}}\nspec:\n  schedulerName: scheduler-plugins-scheduler\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+            ));
+        }
+        load_str(&text, "tf.yaml").unwrap()
+    };
+    // Two nodes for three workers: none bound.
+    let r = run(&dump(2), &loaded, 1).unwrap();
+    assert_eq!(r.scheduled(), 0);
+    assert!(
+        (0..3).all(|i| matches!(
+            r.outcome_of(&format!("ml/tf-{i}")),
+            Some(PodResult::Unschedulable { .. })
+        )),
+        "{:?}",
+        r.outcomes
+    );
+    // Three nodes: all three.
+    let r = run(&dump(3), &loaded, 1).unwrap();
+    assert_eq!(r.scheduled(), 3, "{:?}", r.outcomes);
+}

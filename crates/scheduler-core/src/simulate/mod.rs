@@ -28,7 +28,7 @@ use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
-use crate::plugins::gang_scheduling;
+use crate::plugins;
 use crate::pod_group_manager::PodGroupManager;
 use crate::schedule_group::{GroupOutcome, Route, route, schedule_group, scheduled_members};
 use crate::schedule_one::{
@@ -175,7 +175,7 @@ fn simulate(
     // GangScheduling reads the dump's PodGroups and pods.
     let groups = Arc::new(PodGroupManager::new());
     let mut registry = registry.clone();
-    gang_scheduling::register(&mut registry, Arc::clone(&groups));
+    plugins::register_group_plugins(&mut registry, Arc::clone(&groups));
     let profiles = ProfileRegistry::new(&loaded.profiles, &registry)?;
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);

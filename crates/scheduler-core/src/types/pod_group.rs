@@ -105,6 +105,8 @@ pub struct PodGroupInfo {
     pub topology_key: Option<String>,
     /// `metadata.generation`, for the condition's `observedGeneration`.
     pub generation: i64,
+    /// `metadata.creationTimestamp`, Unix nanoseconds (Coscheduling's queue order).
+    pub creation_timestamp: Option<i64>,
     /// The scheduler's condition on the group as last seen (Workload API:
     /// `PodGroupInitiallyScheduled`, `PodGroupScheduled` in v1alpha2), so an unchanged one
     /// is not written again and a True one never turns False.
@@ -133,6 +135,7 @@ impl PodGroupInfo {
             policy,
             topology_key: None,
             generation: 0,
+            creation_timestamp: None,
             scheduled_condition: None,
         }
     }
@@ -207,6 +210,10 @@ impl PodGroupInfo {
                 .and_then(|t| t.key)
                 .filter(|k| !k.is_empty()),
             generation: raw.metadata.generation.unwrap_or(0),
+            creation_timestamp: raw.metadata.creation_timestamp.map(|t| {
+                let n = t.0.as_nanosecond();
+                n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+            }),
             scheduled_condition,
         })
     }
@@ -250,6 +257,7 @@ struct RawMeta {
     namespace: Option<String>,
     uid: Option<String>,
     generation: Option<i64>,
+    creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 #[derive(Deserialize, Default)]
