@@ -10,6 +10,7 @@ use scheduler_core::explain::{Record, simulator};
 use scheduler_core::framework::{
     BindAction, Diagnosis, Framework, PostFilterResult, QueuedPodInfo,
 };
+use scheduler_core::group_preemption::{self, GroupPreemption};
 use scheduler_core::plugins::volume_binding;
 use scheduler_core::queue::QueueError;
 use scheduler_core::schedule_group::{self, GroupOutcome, Route, WaitingMember};
@@ -152,7 +153,7 @@ impl SchedulingLoop {
                     diagnosis: Some(diagnosis),
                 };
                 let mut st = shared.lock();
-                let actions = requeue_waiting(&mut st, &scheduler_name, cycle, vec![waiting]);
+                let actions = requeue_waiting(&mut st, &scheduler_name, cycle, vec![waiting], &[]);
                 drop(st);
                 self.finish_gang_attempt(&scheduler_name, started, actions);
                 return;
@@ -455,9 +456,32 @@ impl SchedulingLoop {
                     condition,
                 })
             });
-        let (placed, waiting) = match outcome {
-            GroupOutcome::Placed { placed, waiting } => (placed, waiting),
-            GroupOutcome::Unschedulable { waiting, .. } => (Vec::new(), waiting),
+        let (placed, waiting, preemption) = match outcome {
+            GroupOutcome::Placed { placed, waiting } => (placed, waiting, None),
+            GroupOutcome::Unschedulable {
+                waiting,
+                error: false,
+                ..
+            } if fw.has_post_filter_plugins() => {
+                // Workload-aware preemption: for the whole gang, or nothing.
+                let members: Vec<QueuedPodInfo> =
+                    waiting.iter().map(|w| w.queued.clone()).collect();
+                let groups = Arc::clone(&st.groups);
+                let st = &mut *st;
+                let decision = group_preemption::preempt_for_group(
+                    fw,
+                    &mut self.alg,
+                    group,
+                    &before,
+                    &members,
+                    &groups.read(),
+                    &mut st.cache,
+                    snapshot,
+                    &nominated,
+                );
+                (Vec::new(), waiting, Some(decision))
+            }
+            GroupOutcome::Unschedulable { waiting, .. } => (Vec::new(), waiting, None),
         };
         tracing::debug!(
             group = %group.key,
@@ -483,7 +507,54 @@ impl SchedulingLoop {
                 started,
             });
         }
-        actions.extend(requeue_waiting(&mut st, &scheduler_name, cycle, waiting));
+        let mut nominations = Vec::new();
+        if let Some(GroupPreemption::Preempt {
+            victims,
+            nominations: placed_at,
+            message,
+        }) = preemption
+        {
+            tracing::debug!(group = %group.key, %message, "pod group preemption");
+            shared.metrics.preemption_attempt();
+            shared.metrics.preemption_victims(victims.len());
+            // Victims whose graceful deletion already started need no call.
+            let victims: Vec<PodRef> = victims
+                .iter()
+                .filter_map(|v| st.cache.get_pod(v))
+                .filter(|p| !p.is_terminating)
+                .map(|p| PodRef::of(p))
+                .collect();
+            // The first nominated member carries the evictions and waits (gated) until they
+            // are done; the others wait for the deletions' events.
+            let first = waiting
+                .iter()
+                .find(|w| placed_at.iter().any(|(k, _)| k == w.queued.pod.key()));
+            if let (Some(first), false) = (first, victims.is_empty()) {
+                let pod = &first.queued.pod;
+                let node = placed_at
+                    .iter()
+                    .find(|(k, _)| k == pod.key())
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_default();
+                st.queue.preemption_started(pod);
+                actions.push(Action::Preempt {
+                    preemptor: PodRef::of(pod),
+                    preemptor_key: pod.key().clone(),
+                    scheduler_name: scheduler_name.clone(),
+                    node,
+                    victims,
+                    clear: Vec::new(),
+                });
+            }
+            nominations = placed_at;
+        }
+        actions.extend(requeue_waiting(
+            &mut st,
+            &scheduler_name,
+            cycle,
+            waiting,
+            &nominations,
+        ));
         drop(st);
         self.finish_gang_attempt(&scheduler_name, started, actions);
     }
@@ -521,15 +592,30 @@ impl SchedulingLoop {
 }
 
 /// Requeues the members of a gang that are not bound this time (upstream's failure handler
-/// per pod) and returns their FailedScheduling reports.
+/// per pod), nominating those group preemption placed (`nominations`), and returns their
+/// FailedScheduling reports.
 fn requeue_waiting(
     st: &mut State,
     scheduler_name: &str,
     cycle: u64,
     waiting: Vec<WaitingMember>,
+    nominations: &[(PodKey, String)],
 ) -> Vec<Action> {
     let mut actions = Vec::new();
-    for w in waiting {
+    for mut w in waiting {
+        let node = nominations
+            .iter()
+            .find(|(k, _)| k == w.queued.pod.key())
+            .map(|(_, n)| n.clone());
+        let nomination = match &node {
+            Some(n) if w.queued.pod.nominated_node_name.as_ref() != Some(n) => {
+                let mut p = PodInfo::clone(&w.queued.pod);
+                p.nominated_node_name = Some(n.clone());
+                w.queued.pod = Arc::new(p);
+                Nomination::Set(n.clone())
+            }
+            _ => Nomination::Keep,
+        };
         let pod = Arc::clone(&w.queued.pod);
         let key = pod.key().clone();
         let reason = if w.diagnosis.is_some() {
@@ -543,13 +629,16 @@ fn requeue_waiting(
         if matches!(result, Err(QueueError::Deleted(_))) {
             continue;
         }
+        if let Some(n) = &node {
+            st.queue.add_nominated(&pod, Some(n));
+        }
         actions.push(Action::Failure {
             pod: PodRef::of(&pod),
             scheduler_name: scheduler_name.to_string(),
             reason,
             message: w.message,
             condition: st.conditions.get(&key).cloned(),
-            nomination: Nomination::Keep,
+            nomination,
         });
     }
     actions

@@ -242,3 +242,47 @@ async fn without_the_api_a_pod_naming_a_group_is_never_bound() {
     assert_eq!(server.node_of("ml", "tf-0"), None);
     support::stop_controller(running.stop, running.task).await;
 }
+
+/// A high-priority gang evicts a whole low-priority group in `all` mode and is bound, each
+/// pod where preemption placed it; the victims are deleted by the scheduler (fake API
+/// server: no kubelet, deletion is immediate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_preempts_a_whole_low_priority_group() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["g0", "g1", "g2"] {
+        server.apply("nodes", &gpu_node(n));
+    }
+    let mut batch = gang("batch", 1);
+    batch["spec"]["priority"] = json!(10);
+    batch["spec"]["disruptionMode"] = json!({"all": {}});
+    server.apply("podgroups", &batch);
+    for (i, n) in ["g0", "g1", "g2"].iter().enumerate() {
+        let mut p = member(&format!("batch-{i}"), "batch");
+        p["spec"]["nodeName"] = json!(n);
+        p["spec"]["priority"] = json!(10);
+        server.apply("pods", &p);
+    }
+    let mut train = gang("train", 2);
+    train["spec"]["priority"] = json!(100);
+    server.apply("podgroups", &train);
+    for i in 0..2 {
+        let mut p = member(&format!("train-{i}"), "train");
+        p["spec"]["priority"] = json!(100);
+        server.apply("pods", &p);
+    }
+    let running = start(&server).await;
+    wait_for("the gang bound after preemption", || {
+        bound(&server, &["train-0", "train-1"]).len() == 2
+    })
+    .await;
+    // The batch group went as a unit: all three, though two nodes were enough.
+    for i in 0..3 {
+        assert!(
+            server.get("pods", "ml", &format!("batch-{i}")).is_none(),
+            "batch-{i} evicted with its group"
+        );
+    }
+    assert!(server.double_bindings().is_empty());
+    support::stop_controller(running.stop, running.task).await;
+}

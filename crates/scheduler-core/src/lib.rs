@@ -11,6 +11,7 @@ pub mod cache;
 pub mod config;
 pub mod explain;
 pub mod framework;
+pub mod group_preemption;
 mod k8s_names;
 pub mod plugins;
 pub mod pod_group_manager;

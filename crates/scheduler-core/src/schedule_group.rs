@@ -169,6 +169,15 @@ pub fn schedule_group(
     }
 }
 
+/// Undoes the assumptions of placed members, newest first: their pods, volumes and claims
+/// leave the cache and their Reserve plugins unreserve.
+pub(crate) fn undo_placed(fw: &Framework, cache: &mut Cache, placed: Vec<PlacedMember>) {
+    for mut p in placed.into_iter().rev() {
+        forget_decision(cache, &p.pod, &p.state);
+        fw.run_unreserve(&mut p.state, &p.pod, &p.node);
+    }
+}
+
 /// The placement to keep among the feasible ones: the highest PodGroupPodsCount
 /// (normalized to 0-100 by the largest) plus NodeResourcesFit's placement score, each of
 /// weight 1; ties go to the first domain in name order (upstream breaks them at random).
@@ -334,10 +343,7 @@ impl Ctx<'_> {
 
     /// Undoes the assumptions of placed members (an evaluation that is not kept).
     fn undo(&mut self, placed: Vec<PlacedMember>) {
-        for mut p in placed.into_iter().rev() {
-            forget_decision(self.cache, &p.pod, &p.state);
-            self.fw.run_unreserve(&mut p.state, &p.pod, &p.node);
-        }
+        undo_placed(self.fw, self.cache, placed);
     }
 
     /// Every member waits with the group's reason (nothing was tried).

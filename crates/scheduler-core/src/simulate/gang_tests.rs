@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// `n` free 8-GPU nodes, plus `busy` more whose GPUs a bound pod holds.
+/// `n` free 8-GPU nodes, plus `busy` more whose GPUs a bound pod of priority 1000 holds
+/// (more than any gang here, so no gang preempts it).
 fn gpu_nodes(n: usize, busy: usize) -> String {
     let mut s = String::new();
     for i in 0..n + busy {
@@ -13,7 +14,7 @@ fn gpu_nodes(n: usize, busy: usize) -> String {
         ));
         if i >= n {
             s.push_str(&format!(
-                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: holder-{i}, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: holder-{i}, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  priority: 1000\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
             ));
         }
     }
@@ -238,4 +239,82 @@ fn scheduler_plugins_config_runs_coscheduling_groups_all_or_nothing() {
     // Three nodes: all three.
     let r = run(&dump(3), &loaded, 1).unwrap();
     assert_eq!(r.scheduled(), 3, "{:?}", r.outcomes);
+}
+
+/// Four 8-GPU nodes held by a low-priority batch gang (one pod per node); a high-priority
+/// gang of `size` arrives.
+fn preemption_dump(batch_mode: &str, size: usize) -> String {
+    let mut text = gpu_nodes(4, 0);
+    text.push_str(&format!(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: batch, namespace: ml}}\nspec:\n  priority: 10\n  disruptionMode: {{{batch_mode}: {{}}}}\n  schedulingPolicy: {{gang: {{minCount: 1}}}}\n"
+    ));
+    for i in 0..4 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: batch-{i}, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  priority: 10\n  schedulingGroup: {{podGroupName: batch}}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+        ));
+    }
+    text.push_str(&format!(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: ml}}\nspec:\n  priority: 100\n  schedulingPolicy: {{gang: {{minCount: {size}}}}}\n"
+    ));
+    for i in 0..size {
+        text.push_str(&member(&format!("train-{i}"), "train", 100));
+    }
+    text
+}
+
+fn preempted(r: &Report) -> Vec<String> {
+    let mut v: Vec<String> = r
+        .outcomes
+        .iter()
+        .filter_map(|o| match &o.result {
+            PodResult::Scheduled { preempted, .. } => Some(preempted.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_gang_preempts_a_whole_victim_group_in_all_mode() {
+    let r = simulate(&preemption_dump("all", 2));
+    for i in 0..2 {
+        assert!(
+            r.node_of(&format!("ml/train-{i}")).is_some(),
+            "{:?}",
+            r.outcomes
+        );
+    }
+    // The batch group goes as a unit: all four, though two nodes would have done.
+    assert_eq!(
+        preempted(&r),
+        ["ml/batch-0", "ml/batch-1", "ml/batch-2", "ml/batch-3"]
+    );
+}
+
+#[test]
+fn in_single_mode_only_the_pods_in_the_way_go() {
+    let r = simulate(&preemption_dump("single", 2));
+    for i in 0..2 {
+        assert!(
+            r.node_of(&format!("ml/train-{i}")).is_some(),
+            "{:?}",
+            r.outcomes
+        );
+    }
+    assert_eq!(preempted(&r).len(), 2, "{:?}", preempted(&r));
+}
+
+#[test]
+fn a_gang_preemption_cannot_help_evicts_nothing() {
+    // Five pods, four nodes: evicting everything still leaves the gang short.
+    let r = simulate(&preemption_dump("single", 5));
+    assert_eq!(r.scheduled(), 0);
+    assert!(preempted(&r).is_empty());
+    assert!(
+        message(&r, "ml/train-1").contains("minCount (5) cannot be satisfied"),
+        "{:?}",
+        r.outcomes
+    );
 }

@@ -28,6 +28,7 @@ use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
+use crate::group_preemption::{GroupPreemption, preempt_for_group};
 use crate::plugins;
 use crate::pod_group_manager::PodGroupManager;
 use crate::schedule_group::{GroupOutcome, Route, route, schedule_group, scheduled_members};
@@ -305,6 +306,7 @@ fn simulate(
             let waiting = match outcome_of {
                 GroupOutcome::Placed { placed, waiting } => {
                     for p in placed {
+                        nominated.remove(p.pod.key());
                         cache.finish_binding(p.pod.key());
                         fw.run_post_bind(&p.state, &p.pod, &p.node);
                         let mut o = outcome(
@@ -312,13 +314,71 @@ fn simulate(
                             Some(fw.profile_name()),
                             PodResult::Scheduled {
                                 node: p.node,
-                                preempted: Vec::new(),
+                                preempted: victims_of.remove(p.pod.key()).unwrap_or_default(),
                             },
                         );
                         o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
                         outcomes.push(o);
                     }
                     waiting
+                }
+                GroupOutcome::Unschedulable {
+                    waiting,
+                    error: false,
+                    ..
+                } if fw.has_post_filter_plugins()
+                    && waiting.iter().all(|w| w.queued.attempts < MAX_ATTEMPTS) =>
+                {
+                    // Workload-aware preemption: evict for the whole gang or not at all.
+                    let members: Vec<QueuedPodInfo> =
+                        waiting.iter().map(|w| w.queued.clone()).collect();
+                    let decision = preempt_for_group(
+                        fw,
+                        &mut alg,
+                        &group,
+                        &before,
+                        &members,
+                        &groups.read(),
+                        &mut cache,
+                        &mut snapshot,
+                        &nominated,
+                    );
+                    let GroupPreemption::Preempt {
+                        victims,
+                        nominations,
+                        ..
+                    } = decision
+                    else {
+                        unschedulable.extend(waiting.into_iter().map(|w| (w.queued, w.message)));
+                        continue;
+                    };
+                    for v in &victims {
+                        if let Ok(gone) = cache.remove_pod(v) {
+                            groups.write().remove_pod(&gone);
+                        }
+                    }
+                    if let Some(first) = members.first() {
+                        victims_of
+                            .entry(first.pod.key().clone())
+                            .or_default()
+                            .extend(victims.iter().map(|v| v.to_string()));
+                    }
+                    // The gang again, first, each pod nominated where it fits; and every
+                    // earlier failure, as pod deletions do upstream.
+                    for mut m in members.into_iter().rev() {
+                        if let Some((_, node)) = nominations.iter().find(|(k, _)| k == m.pod.key())
+                        {
+                            let mut p = PodInfo::clone(&m.pod);
+                            p.nominated_node_name = Some(node.clone());
+                            m.pod = Arc::new(p);
+                            nominated.add(Arc::clone(&m.pod), node);
+                        }
+                        queue.push_front(m);
+                    }
+                    for (u, _) in unschedulable.drain(..) {
+                        queue.push_back(u);
+                    }
+                    continue;
                 }
                 GroupOutcome::Unschedulable { waiting, .. } => waiting,
             };

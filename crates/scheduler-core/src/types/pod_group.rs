@@ -107,6 +107,11 @@ pub struct PodGroupInfo {
     pub generation: i64,
     /// `metadata.creationTimestamp`, Unix nanoseconds (Coscheduling's queue order).
     pub creation_timestamp: Option<i64>,
+    /// `spec.priority` (set by admission from `priorityClassName`): the group's priority in
+    /// preemption, over its pods' own.
+    pub priority: Option<i32>,
+    /// `spec.disruptionMode` is `all`: preemption evicts the group's pods together or none.
+    pub disrupt_all: bool,
     /// The scheduler's condition on the group as last seen (Workload API:
     /// `PodGroupInitiallyScheduled`, `PodGroupScheduled` in v1alpha2), so an unchanged one
     /// is not written again and a True one never turns False.
@@ -136,6 +141,8 @@ impl PodGroupInfo {
             topology_key: None,
             generation: 0,
             creation_timestamp: None,
+            priority: None,
+            disrupt_all: false,
             scheduled_condition: None,
         }
     }
@@ -210,6 +217,13 @@ impl PodGroupInfo {
                 .and_then(|t| t.key)
                 .filter(|k| !k.is_empty()),
             generation: raw.metadata.generation.unwrap_or(0),
+            priority: raw.spec.priority,
+            disrupt_all: match &raw.spec.disruption_mode {
+                // v1beta1: a union, `{all: {}}` or `{single: {}}`; 1.36's v1alpha2: a string.
+                Some(serde_json::Value::Object(m)) => m.contains_key("all"),
+                Some(serde_json::Value::String(s)) => s == "PodGroup" || s == "All",
+                _ => false,
+            },
             creation_timestamp: raw.metadata.creation_timestamp.map(|t| {
                 let n = t.0.as_nanosecond();
                 n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
@@ -280,6 +294,8 @@ struct RawCondition {
 struct RawSpec {
     scheduling_policy: Option<RawPolicy>,
     scheduling_constraints: Option<RawConstraints>,
+    priority: Option<i32>,
+    disruption_mode: Option<serde_json::Value>,
     /// Coscheduling.
     min_member: Option<i64>,
 }
@@ -396,6 +412,11 @@ mod tests {
                           "spec": {"schedulingPolicy": {"basic": {}}, "schedulingConstraints": null}});
         let n = PodGroupInfo::from_json(GroupApi::Workload, &bare).unwrap();
         assert_eq!((n.scheduled_condition, n.topology_key), (None, None));
+        assert_eq!((n.priority, n.disrupt_all), (None, false));
+        let all = json!({"metadata": {"name": "a", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"basic": {}}, "priority": 7, "disruptionMode": {"all": {}}}});
+        let a = PodGroupInfo::from_json(GroupApi::Workload, &all).unwrap();
+        assert_eq!((a.priority, a.disrupt_all), (Some(7), true));
 
         let bad = json!({"metadata": {"name": 5}});
         assert!(PodGroupInfo::from_json(GroupApi::Workload, &bad).is_err());

@@ -1,0 +1,302 @@
+//! Workload-aware preemption (upstream: `framework/preemption/podgrouppreemption.go`): when
+//! a gang does not fit, find the fewest and least important pods whose eviction lets the
+//! whole gang fit, across the cluster, or evict nothing.
+//!
+//! * **Victim units.** Every bound pod of lower priority than the gang is a candidate. A
+//!   pod's priority is its PodGroup's `spec.priority` when it has one. The pods of a group
+//!   whose `disruptionMode` is `all` form one unit, evicted together or not at all; any other
+//!   pod is a unit of its own.
+//! * **Search.** Every candidate unit is removed from the cache and the gang tried with the
+//!   pod group cycle. If it still does not fit, nothing is evicted. Otherwise units are put
+//!   back, most important first, and a unit stays (is reprieved) when the gang still fits
+//!   with at least as many of its pods placed as the best so far. What is left are the
+//!   victims, and the gang's placement in that last try gives its pods' nominated nodes.
+//! * **Pending preemption.** While a gang's nominated nodes still hold pods being evicted
+//!   for it, nothing new is evicted: the gang waits for them.
+//!
+//! Everything is tried against the caller's cache and put back before returning, so the
+//! caller holds it (the controller: its state lock) for the whole search. Not done yet, as
+//! upstream does it: PodDisruptionBudgets do not order the reprieves, and groups with a
+//! topology constraint are not preempted for.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::cache::{Cache, Snapshot};
+use crate::framework::{Framework, NominatedPods, QueuedPodInfo};
+use crate::pod_group_manager::PodGroups;
+use crate::schedule_group::{GroupOutcome, PlacedMember, schedule_group, undo_placed};
+use crate::schedule_one::SchedulingAlgorithm;
+use crate::types::pod_group::{PodGroupInfo, PodGroupKey};
+use crate::types::{PodInfo, PodKey};
+
+/// What preemption decided for a gang that did not fit.
+#[derive(Debug, PartialEq, Eq)]
+pub enum GroupPreemption {
+    /// Evict `victims`; the gang's pods are then nominated to their nodes.
+    Preempt {
+        victims: Vec<PodKey>,
+        nominations: Vec<(PodKey, String)>,
+        message: String,
+    },
+    /// Pods evicted for the gang earlier are still terminating on its nominated nodes.
+    Waiting { message: String },
+    /// No eviction of lower-priority pods lets the gang fit.
+    NotHelpful { message: String },
+}
+
+pub const ONGOING_PREEMPTION: &str = "ongoing preemption on nominated nodes";
+pub const TOPOLOGY_NOT_SUPPORTED: &str =
+    "workload aware preemption is not supported for pod groups with scheduling constraints";
+
+/// One candidate: a pod, or a whole `disruptionMode: all` group.
+struct Unit {
+    pods: Vec<Arc<PodInfo>>,
+    priority: i32,
+    /// A group (any size) ranks above a single pod of equal priority.
+    group: bool,
+    /// Earliest start among its pods (older is more important).
+    start: i64,
+    name: String,
+}
+
+/// Most important first: higher priority, groups before single pods, larger groups, older,
+/// then by name.
+fn more_important(a: &Unit, b: &Unit) -> Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then(b.group.cmp(&a.group))
+        .then(b.pods.len().cmp(&a.pods.len()))
+        .then(a.start.cmp(&b.start))
+        .then(a.name.cmp(&b.name))
+}
+
+/// The gang's preemption priority: its group's, else its pods' highest.
+fn gang_priority(group: &PodGroupInfo, members: &[QueuedPodInfo]) -> i32 {
+    group
+        .priority
+        .unwrap_or_else(|| members.iter().map(|m| m.pod.priority).max().unwrap_or(0))
+}
+
+/// Runs workload-aware preemption for `group`, whose `members` just failed a group cycle.
+#[allow(clippy::too_many_arguments)]
+pub fn preempt_for_group(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    group: &PodGroupInfo,
+    scheduled: &[String],
+    members: &[QueuedPodInfo],
+    groups: &PodGroups,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+) -> GroupPreemption {
+    let not_helpful = |message: &str| GroupPreemption::NotHelpful {
+        message: message.to_string(),
+    };
+    if group.topology_key.is_some() {
+        return not_helpful(TOPOLOGY_NOT_SUPPORTED);
+    }
+    if members.iter().any(|m| m.pod.preemption_policy_never) {
+        return not_helpful("not eligible due to preemptionPolicy=Never.");
+    }
+    cache.update_snapshot(snapshot);
+    // Victims evicted for this gang earlier are still going: wait for them.
+    let pending = members.iter().any(|m| {
+        m.pod
+            .nominated_node_name
+            .as_deref()
+            .and_then(|n| snapshot.get(n))
+            .is_some_and(|n| n.pods.iter().any(|p| p.terminating_by_preemption))
+    });
+    if pending {
+        return GroupPreemption::Waiting {
+            message: ONGOING_PREEMPTION.to_string(),
+        };
+    }
+    let priority = gang_priority(group, members);
+    let mut units = candidate_units(group, priority, groups, cache, snapshot);
+    if units.is_empty() {
+        return not_helpful("no lower-priority pods to preempt");
+    }
+    units.sort_by(more_important);
+
+    let mut trial = Trial {
+        fw,
+        alg,
+        group,
+        scheduled,
+        members,
+        cache,
+        snapshot,
+        nominated,
+    };
+    for u in &units {
+        trial.remove(u);
+    }
+    let Some(mut best) = trial.placed() else {
+        for u in &units {
+            trial.restore(u);
+        }
+        return not_helpful("preemption cannot make the pod group fit");
+    };
+    let mut victims: Vec<&Unit> = Vec::new();
+    for u in &units {
+        trial.restore(u);
+        match trial.placed() {
+            Some(n) if n >= best => best = n,
+            _ => {
+                trial.remove(u);
+                victims.push(u);
+            }
+        }
+    }
+    // The gang's placement with exactly the victims gone: its nominated nodes.
+    let nominations = trial.placement();
+    for u in &victims {
+        trial.restore(u);
+    }
+    let victims: Vec<PodKey> = victims
+        .iter()
+        .flat_map(|u| u.pods.iter().map(|p| p.key().clone()))
+        .collect();
+    GroupPreemption::Preempt {
+        message: format!(
+            "found a placement for podgroup, preempting {} victims",
+            victims.len()
+        ),
+        victims,
+        nominations,
+    }
+}
+
+/// Bound, lower-priority pods as units; members of `group` itself never.
+fn candidate_units(
+    group: &PodGroupInfo,
+    priority: i32,
+    groups: &PodGroups,
+    cache: &Cache,
+    snapshot: &Snapshot,
+) -> Vec<Unit> {
+    let mut singles = Vec::new();
+    let mut whole: BTreeMap<PodGroupKey, Unit> = BTreeMap::new();
+    for node in snapshot.node_infos() {
+        for p in &node.pods {
+            if p.is_terminating || cache.is_assumed(p.key()) {
+                continue;
+            }
+            let g = p.pod_group.as_deref().and_then(|k| groups.get(k));
+            if g.is_some_and(|g| g.key == group.key) {
+                continue;
+            }
+            let pod_priority = g.and_then(|g| g.priority).unwrap_or(p.priority);
+            if pod_priority >= priority {
+                continue;
+            }
+            let start = p.start_time.or(p.creation_timestamp).unwrap_or(0);
+            match g.filter(|g| g.disrupt_all) {
+                Some(g) => {
+                    let u = whole.entry(g.key.clone()).or_insert_with(|| Unit {
+                        pods: Vec::new(),
+                        priority: pod_priority,
+                        group: true,
+                        start,
+                        name: g.key.to_string(),
+                    });
+                    u.start = u.start.min(start);
+                    u.pods.push(Arc::clone(p));
+                }
+                None => singles.push(Unit {
+                    pods: vec![Arc::clone(p)],
+                    priority: pod_priority,
+                    group: false,
+                    start,
+                    name: p.key().to_string(),
+                }),
+            }
+        }
+    }
+    // A whole group with a pod already terminating or still binding is left alone: it
+    // cannot be evicted as a unit now.
+    let protected: Vec<PodGroupKey> = whole
+        .keys()
+        .filter(|k| {
+            groups.members(k).any(|(m, _)| {
+                cache.is_assumed(m) || cache.get_pod(m).is_some_and(|p| p.is_terminating)
+            })
+        })
+        .cloned()
+        .collect();
+    for k in protected {
+        whole.remove(&k);
+    }
+    singles.extend(whole.into_values());
+    singles
+}
+
+/// The cache with some units removed, and the gang tried against it.
+struct Trial<'a> {
+    fw: &'a Framework,
+    alg: &'a mut SchedulingAlgorithm,
+    group: &'a PodGroupInfo,
+    scheduled: &'a [String],
+    members: &'a [QueuedPodInfo],
+    cache: &'a mut Cache,
+    snapshot: &'a mut Snapshot,
+    nominated: &'a NominatedPods,
+}
+
+impl Trial<'_> {
+    fn remove(&mut self, u: &Unit) {
+        for p in &u.pods {
+            let _ = self.cache.remove_pod(p.key());
+        }
+    }
+
+    fn restore(&mut self, u: &Unit) {
+        for p in &u.pods {
+            let _ = self.cache.add_pod(Arc::clone(p));
+        }
+    }
+
+    /// How many members the gang places now (`None`: it does not fit); nothing is kept.
+    fn placed(&mut self) -> Option<usize> {
+        self.run().map(|placed| {
+            let n = placed.len();
+            self.undo(placed);
+            n
+        })
+    }
+
+    /// Where the gang's members go now; nothing is kept.
+    fn placement(&mut self) -> Vec<(PodKey, String)> {
+        let placed = self.run().unwrap_or_default();
+        let out = placed
+            .iter()
+            .map(|p| (p.queued.pod.key().clone(), p.node.clone()))
+            .collect();
+        self.undo(placed);
+        out
+    }
+
+    fn run(&mut self) -> Option<Vec<PlacedMember>> {
+        match schedule_group(
+            self.fw,
+            self.alg,
+            self.group,
+            self.scheduled,
+            self.members.to_vec(),
+            self.cache,
+            self.snapshot,
+            self.nominated,
+        ) {
+            GroupOutcome::Placed { placed, .. } => Some(placed),
+            GroupOutcome::Unschedulable { .. } => None,
+        }
+    }
+
+    fn undo(&mut self, placed: Vec<PlacedMember>) {
+        undo_placed(self.fw, self.cache, placed);
+    }
+}
