@@ -21,3 +21,4 @@ pub mod schedule_group;
 pub mod schedule_one;
 pub mod simulate;
 pub mod types;
+pub mod yaml_budget;

@@ -300,3 +300,40 @@ fn every_kind_run_watches_is_read() {
         );
     }
 }
+
+/// "Billion laughs" in a dump: refused at the alias that crosses the YAML budget, in words
+/// (not the reader's debug output), with the fix.
+#[test]
+fn an_alias_bomb_is_refused_in_words() {
+    let mut text = String::from("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n");
+    text.push_str("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for l in 1..9u8 {
+        let (name, prev) = ((b'a' + l) as char, (b'a' + l - 1) as char);
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        text.push_str(&format!("{name}: &{name} [{refs}]\n"));
+    }
+    let errors = load_str(&text, "dump.yaml").unwrap_err();
+    let e = errors[0].to_string();
+    assert!(e.starts_with("dump.yaml:"), "{e}");
+    assert!(e.contains("YAML aliases expand to more than"), "{e}");
+    assert!(e.contains("write the values out"), "{e}");
+    assert!(!e.contains('{'), "{e}");
+}
+
+/// A dump of 5,000 nodes with 20 labels each is millions of YAML nodes without a single
+/// alias: the budget grows with the file, so it loads.
+#[test]
+fn a_large_dump_without_aliases_loads() {
+    let mut text = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 0..5_000 {
+        text.push_str(&format!(
+            "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: node-{i}\n    labels:\n"
+        ));
+        for j in 0..20 {
+            text.push_str(&format!("      label-{j}.example.com/key: value-{j}\n"));
+        }
+        text.push_str("  status:\n    allocatable: {cpu: '32', memory: 128Gi, pods: '110'}\n");
+    }
+    let objects = load_str(&text, "big.yaml").unwrap();
+    assert_eq!(objects.nodes.len(), 5_000);
+}
