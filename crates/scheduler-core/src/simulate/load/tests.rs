@@ -337,3 +337,55 @@ fn a_large_dump_without_aliases_loads() {
     let objects = load_str(&text, "big.yaml").unwrap();
     assert_eq!(objects.nodes.len(), 5_000);
 }
+
+/// The API server refuses negative requests, limits and overhead on a pod and negative
+/// node capacity or allocatable (`must be greater than or equal to 0`); a dump holding
+/// them is refused at each value's line, with the object and the field.
+#[test]
+fn negative_quantities_are_refused_at_their_line() {
+    let text = "apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: d}
+spec:
+  overhead: {memory: -1Mi}
+  resources:
+    limits: {cpu: '-2'}
+  initContainers:
+  - name: i
+    resources:
+      requests: {cpu: -100m}
+  containers:
+  - name: c
+    resources:
+      requests:
+        cpu: -1
+        memory: -5Gi
+      limits:
+        memory: 1Gi
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status:
+  capacity: {cpu: '4', memory: -8Gi}
+  allocatable:
+    cpu: '-4'
+";
+    let errors = load_str(text, "dump.yaml").unwrap_err();
+    let mut texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    texts.sort();
+    let mut want = vec![
+        "dump.yaml:5: Pod d/p: spec.overhead[memory]: Invalid value: \"-1Mi\": must be greater than or equal to 0",
+        "dump.yaml:7: Pod d/p: spec.resources.limits[cpu]: Invalid value: \"-2\": must be greater than or equal to 0",
+        "dump.yaml:11: Pod d/p: spec.initContainers[0].resources.requests[cpu]: Invalid value: \"-100m\": must be greater than or equal to 0",
+        "dump.yaml:16: Pod d/p: spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+        "dump.yaml:17: Pod d/p: spec.containers[0].resources.requests[memory]: Invalid value: \"-5Gi\": must be greater than or equal to 0",
+        "dump.yaml:25: Node n: status.capacity[memory]: Invalid value: \"-8Gi\": must be greater than or equal to 0",
+        "dump.yaml:27: Node n: status.allocatable[cpu]: Invalid value: \"-4\": must be greater than or equal to 0",
+    ];
+    want.sort();
+    assert_eq!(texts, want);
+    // Zero is fine.
+    let zero = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '0', memory: 0}}\n";
+    assert_eq!(load_str(zero, "z.yaml").unwrap().nodes.len(), 1);
+}
