@@ -114,3 +114,40 @@ fn profiles_in_file_order_one_warning_prefix_and_no_empty_score_line() {
         "{text}"
     );
 }
+
+/// A "billion laughs" config (nine aliases per level, nine levels: 9^9 strings from a few
+/// hundred bytes) is refused quickly by every command that reads a config, and inside a
+/// ConfigMap, with the file, the line and the fix.
+#[test]
+fn an_alias_bomb_is_refused_by_every_command() {
+    let mut bomb = String::from(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+    );
+    bomb.push_str("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for l in 1..9u8 {
+        let (name, prev) = ((b'a' + l) as char, (b'a' + l - 1) as char);
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        bomb.push_str(&format!("{name}: &{name} [{refs}]\n"));
+    }
+    let check = |o: &Output, path: &str| {
+        let text = out(o);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        assert!(text.contains(&format!("{path}:")), "{text}");
+        assert!(text.contains("YAML aliases expand to more than"), "{text}");
+        assert!(text.contains("fix: write the values out"), "{text}");
+    };
+    let (o, path) = validate(&bomb, "bomb.yaml");
+    check(&o, &path);
+    for cmd in [&["simulate", "--config"][..], &["run", "--config"]] {
+        let o = Command::new(BIN).args(cmd).arg(&path).output().unwrap();
+        check(&o, &path);
+    }
+    // Embedded in a ConfigMap.
+    let indented: String = bomb.lines().map(|l| format!("    {l}\n")).collect();
+    let cm = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: s, namespace: kube-system}}\ndata:\n  config.yaml: |\n{indented}"
+    );
+    let (o, path) = validate(&cm, "cm-bomb.yaml");
+    check(&o, &path);
+    assert!(out(&o).contains("data[config.yaml]"), "{}", out(&o));
+}

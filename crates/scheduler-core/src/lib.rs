@@ -22,3 +22,4 @@ pub mod schedule_group;
 pub mod schedule_one;
 pub mod simulate;
 pub mod types;
+pub mod yaml_budget;

@@ -29,6 +29,9 @@ pub struct ConfigWarning {
     pub fix: Option<String>,
 }
 
+/// How many errors [`ConfigErrors`] prints; the rest are counted.
+pub const MAX_PRINTED: usize = 100;
+
 /// Every error found in one load, in document order where positions are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
@@ -147,10 +150,19 @@ impl fmt::Display for ConfigErrors {
             "{n} error{} in scheduler configuration {source}:",
             if n == 1 { "" } else { "s" }
         )?;
-        for (i, e) in self.0.iter().enumerate() {
+        // Every command prints config errors through here: a file with thousands of
+        // mistakes prints the first ones and a count, not megabytes.
+        for (i, e) in self.0.iter().take(MAX_PRINTED).enumerate() {
             // Indent continuation lines (the fix) under the numbered entry.
             let text = e.to_string().replace('\n', "\n   ");
             write!(f, "\n{:>2}. {text}", i + 1)?;
+        }
+        if n > MAX_PRINTED {
+            write!(
+                f,
+                "\n... and {} more errors (fix the ones above first)",
+                n - MAX_PRINTED
+            )?;
         }
         Ok(())
     }
@@ -175,5 +187,40 @@ impl ConfigErrors {
 impl From<ConfigError> for ConfigErrors {
     fn from(e: ConfigError) -> Self {
         ConfigErrors(vec![e])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config with thousands of mistakes prints the first [`MAX_PRINTED`] and a count of
+    /// the rest, not megabytes.
+    #[test]
+    fn printed_errors_are_capped() {
+        let text = format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n{}",
+            (0..5_000)
+                .map(|i| format!("unknownField{i}: 1\n"))
+                .collect::<String>()
+        );
+        let errs = crate::config::load_str(&text, "many.yaml").unwrap_err();
+        assert_eq!(errs.len(), 5_000);
+        let printed = errs.to_string();
+        assert!(printed.starts_with("5000 errors in scheduler configuration many.yaml:"));
+        assert_eq!(printed.matches("unknown field").count(), MAX_PRINTED);
+        assert!(
+            printed.ends_with(&format!(
+                "\n... and {} more errors (fix the ones above first)",
+                5_000 - MAX_PRINTED
+            )),
+            "{}",
+            &printed[printed.len() - 200..]
+        );
+        assert!(printed.len() < 50_000, "{}", printed.len());
+        // Up to the cap, every error is printed and nothing is added.
+        let few = ConfigErrors(errs.0[..3].to_vec()).to_string();
+        assert_eq!(few.matches("unknown field").count(), 3);
+        assert!(!few.contains("more errors"));
     }
 }

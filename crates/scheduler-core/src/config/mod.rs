@@ -34,7 +34,7 @@ pub use defaults::{
     default_volume_binding_shape, merge_plugin_set, merge_plugins,
 };
 pub use duration::{format_go_duration, parse_go_duration};
-pub use error::{ConfigError, ConfigErrors, ConfigWarning};
+pub use error::{ConfigError, ConfigErrors, ConfigWarning, MAX_PRINTED};
 pub use expand::{ExpandedProfile, expand};
 pub use print::to_yaml;
 pub use types::*;

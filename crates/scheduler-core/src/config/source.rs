@@ -9,6 +9,7 @@ use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, ScanError,
 use super::error::ConfigError;
 use super::messages as msg;
 use super::yaml_tree::{Entry, Node, Pos, Value};
+use crate::yaml_budget;
 
 fn pos_of(m: Marker) -> Pos {
     Pos {
@@ -43,21 +44,49 @@ fn tab_position(text: &str, reported: Pos) -> Option<Pos> {
 
 /// Parses one YAML document. An empty document is an empty mapping's worth of nothing:
 /// it yields `Value::Null`, which the decoder reports as a missing apiVersion/kind.
+///
+/// The text first goes through the YAML budget every reader shares
+/// ([`crate::yaml_budget::check`]): an alias bomb is refused at the alias that crosses it,
+/// before anything is built. The builder also counts what its tree holds, aliases
+/// expanded, against the same limits, so the bound holds even where the check stopped
+/// early on an error of its own.
 pub fn parse(text: &str, source: &str) -> Result<Node, ConfigError> {
+    if let Err(r) = yaml_budget::check(text) {
+        let at = r.line.map(|line| Pos {
+            line,
+            column: r.column.unwrap_or(1),
+        });
+        return Err(ConfigError::new(source, at, "", r.message).with_fix(r.fix));
+    }
+    let (max_nodes, max_bytes) = yaml_budget::tree_limits(text.len());
     let mut b = Builder {
         text,
         parser: Parser::new_from_str(text),
         anchors: HashMap::new(),
         source,
+        held: Held::default(),
+        max_nodes,
+        max_bytes,
     };
     b.document()
+}
+
+/// What a tree (or an anchored part of it) holds: nodes and bytes of scalar text.
+#[derive(Clone, Copy, Default)]
+struct Held {
+    nodes: usize,
+    bytes: usize,
 }
 
 struct Builder<'a> {
     text: &'a str,
     parser: Parser<'a, serde_saphyr::granit_parser::StrInput<'a>>,
-    anchors: HashMap<usize, Node>,
+    /// Anchored nodes, with what each holds (an alias adds that much again).
+    anchors: HashMap<usize, (Node, Held)>,
     source: &'a str,
+    held: Held,
+    max_nodes: usize,
+    max_bytes: usize,
 }
 
 impl<'a> Builder<'a> {
@@ -115,8 +144,36 @@ impl<'a> Builder<'a> {
         Ok(root.unwrap_or(Node::new(Value::Null, Some(Pos { line: 1, column: 1 }))))
     }
 
+    /// Adds to what the tree holds; refuses at `pos` past the limits.
+    fn hold(&mut self, add: Held, pos: Option<Pos>) -> Result<(), ConfigError> {
+        self.held.nodes = self.held.nodes.saturating_add(add.nodes);
+        self.held.bytes = self.held.bytes.saturating_add(add.bytes);
+        let over = if self.held.nodes > self.max_nodes {
+            Some((true, self.max_nodes))
+        } else if self.held.bytes > self.max_bytes {
+            Some((false, self.max_bytes))
+        } else {
+            None
+        };
+        match over {
+            Some((nodes, limit)) => {
+                let (message, fix) = yaml_budget::tree_breach(nodes, limit);
+                Err(ConfigError::new(self.source, pos, "", message).with_fix(fix))
+            }
+            None => Ok(()),
+        }
+    }
+
     fn node(&mut self, ev: Event<'a>, span: Span) -> Result<Node, ConfigError> {
         let pos = Some(pos_of(span.start));
+        let before = self.held;
+        if !matches!(ev, Event::Alias(_)) {
+            let bytes = match &ev {
+                Event::Scalar(text, ..) => text.len(),
+                _ => 0,
+            };
+            self.hold(Held { nodes: 1, bytes }, pos)?;
+        }
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 let force_str = tag
@@ -128,7 +185,7 @@ impl<'a> Builder<'a> {
                     Value::Str(text.into_owned())
                 };
                 let node = Node::new(value, pos);
-                self.remember(anchor, &node);
+                self.remember(anchor, &node, before);
                 Ok(node)
             }
             Event::SequenceStart(_, anchor, _) => {
@@ -140,7 +197,7 @@ impl<'a> Builder<'a> {
                     items.push(self.node(ev, span)?);
                 }
                 let node = Node::new(Value::Seq(items), pos);
-                self.remember(anchor, &node);
+                self.remember(anchor, &node, before);
                 Ok(node)
             }
             Event::MappingStart(_, anchor, _) => {
@@ -198,21 +255,29 @@ impl<'a> Builder<'a> {
                     }
                 }
                 let node = Node::new(Value::Map(entries), pos);
-                self.remember(anchor, &node);
+                self.remember(anchor, &node, before);
                 Ok(node)
             }
-            Event::Alias(id) => self
-                .anchors
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| ConfigError::new(self.source, pos, "", msg::UNKNOWN_ALIAS)),
+            Event::Alias(id) => {
+                let Some(held) = self.anchors.get(&id).map(|(_, h)| *h) else {
+                    return Err(ConfigError::new(self.source, pos, "", msg::UNKNOWN_ALIAS));
+                };
+                // The copy is counted before it is made.
+                self.hold(held, pos)?;
+                Ok(self.anchors[&id].0.clone())
+            }
             _ => Err(ConfigError::new(self.source, pos, "", msg::UNKNOWN_ALIAS)),
         }
     }
 
-    fn remember(&mut self, anchor: usize, node: &Node) {
+    /// Keeps an anchored node, with what it holds (counted from `before`).
+    fn remember(&mut self, anchor: usize, node: &Node, before: Held) {
         if anchor != 0 {
-            self.anchors.insert(anchor, node.clone());
+            let held = Held {
+                nodes: self.held.nodes - before.nodes,
+                bytes: self.held.bytes - before.bytes,
+            };
+            self.anchors.insert(anchor, (node.clone(), held));
         }
     }
 }
@@ -386,6 +451,71 @@ mod tests {
         let other = n.get("other").unwrap();
         assert_eq!(other.get("x").unwrap().value, Value::Int(1));
         assert_eq!(other.get("y").unwrap().value, Value::Int(3));
+    }
+
+    /// "Billion laughs": nine aliases per level, nine levels, 9^9 strings from a few hundred
+    /// bytes. Refused at the alias that crosses the budget, before the tree is built.
+    fn laughs(levels: u8) -> String {
+        let mut t = String::from(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+        );
+        t.push_str("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for l in 1..levels {
+            let (name, prev) = ((b'a' + l) as char, (b'a' + l - 1) as char);
+            let refs = vec![format!("*{prev}"); 9].join(", ");
+            t.push_str(&format!("{name}: &{name} [{refs}]\n"));
+        }
+        t
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_with_its_place_and_the_fix() {
+        let text = laughs(9);
+        assert!(text.len() < 600, "{}", text.len());
+        let e = parse(&text, "bomb.yaml").unwrap_err();
+        assert_eq!(e.source, "bomb.yaml");
+        assert!(e.line.is_some_and(|l| l > 3), "{e}");
+        assert!(e.message.contains("aliases"), "{e}");
+        assert!(e.message.contains("nodes"), "{e}");
+        let fix = e.fix.as_deref().unwrap_or_default();
+        assert!(fix.contains("write the values out"), "{e}");
+        // No Rust debug output in what the user reads.
+        assert!(!e.to_string().contains('{'), "{e}");
+    }
+
+    #[test]
+    fn one_anchor_referenced_ten_thousand_times_is_refused() {
+        let mut text = String::from("x: &x lol\ny:\n");
+        for _ in 0..10_000 {
+            text.push_str("- *x\n");
+        }
+        let Err(e) = parse(&text, "refs.yaml") else {
+            panic!("10,000 aliases of one anchor were accepted");
+        };
+        assert!(e.message.contains("aliases"), "{e}");
+        assert!(
+            e.fix
+                .as_deref()
+                .unwrap_or_default()
+                .contains("write the values out")
+        );
+    }
+
+    /// Anchors a real config uses (shared args across profiles) stay fine, and so does a
+    /// file as large as a real config gets without aliases.
+    #[test]
+    fn ordinary_anchors_and_large_files_load() {
+        let mut text =
+            String::from("args: &args {scoringStrategy: {type: MostAllocated}}\nprofiles:\n");
+        for i in 0..50 {
+            text.push_str(&format!("- schedulerName: p{i}\n  pluginConfig:\n  - name: NodeResourcesFit\n    args: *args\n"));
+        }
+        parse(&text, "t").unwrap();
+        let mut big = String::from("items:\n");
+        while big.len() < 400_000 {
+            big.push_str("- {name: a, weight: 1}\n");
+        }
+        parse(&big, "t").unwrap();
     }
 
     #[test]

@@ -54,9 +54,10 @@ impl Entry {
 }
 
 pub fn embedded_configs(text: &str, source: &str) -> Found {
-    // YAML 1.2 booleans, as the API server reads them: a namespace `y` stays a string.
-    let mut options = serde_saphyr::Options::default();
-    options.strict_booleans = true;
+    // YAML 1.2 booleans, as the API server reads them (a namespace `y` stays a string), and
+    // the YAML budget every reader shares. A file over it is read as a config, whose loader
+    // refuses it with its place and the fix.
+    let options = scheduler_core::yaml_budget::options(text);
     let Ok(v) = serde_saphyr::from_str_with_options::<Value>(text, options) else {
         return Found::NotAConfigMap;
     };

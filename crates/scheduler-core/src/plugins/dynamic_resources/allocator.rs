@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1 as dra;
 
-use crate::types::dra::cel::{AttrValue, split_qualified};
+use crate::types::dra::cel::{AttrValue, Deadline, EvalError, split_qualified};
 use crate::types::dra::{
     ALLOCATION_RESULTS_MAX_SIZE, AllocationMode, ClaimRequest, DeviceClassInfo, DeviceId,
     DeviceNodes, DraObjects, RequestSpec, ResourceClaimInfo, ResourceSliceInfo, SliceDevice,
@@ -121,6 +121,18 @@ impl Allocator {
         self.allocate_until(node, labels, &never)
     }
 
+    /// [`Self::allocate`], giving up with [`AllocError::TimedOut`] once `deadline` passes:
+    /// before each step of the search, and inside each selector evaluation (a selector
+    /// that runs long is stopped in the middle, as cel-go's interrupt check does).
+    pub fn allocate_by<L: LabelSet>(
+        &self,
+        node: &str,
+        labels: &L,
+        deadline: Deadline,
+    ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
+        self.search(node, labels, &|| deadline.passed(), Some(deadline))
+    }
+
     /// [`Self::allocate`], giving up with [`AllocError::TimedOut`] once `expired` says so
     /// (asked before each step of the search, as upstream checks its context).
     pub fn allocate_until<L: LabelSet>(
@@ -128,6 +140,16 @@ impl Allocator {
         node: &str,
         labels: &L,
         expired: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
+        self.search(node, labels, expired, None)
+    }
+
+    fn search<L: LabelSet>(
+        &self,
+        node: &str,
+        labels: &L,
+        expired: &dyn Fn() -> bool,
+        deadline: Option<Deadline>,
     ) -> Result<Option<Vec<dra::AllocationResult>>, AllocError> {
         // Devices the node reaches, pool by pool (pools sorted by driver and name, slices by
         // name), skipping incomplete and invalid pools.
@@ -185,6 +207,7 @@ impl Allocator {
         }
         let mut run = Run::new(self, node, labels, cands);
         run.expired = expired;
+        run.deadline = deadline;
         run.prepare(&node_pools)?;
         match run.allocate_one(Pos::default(), false) {
             Ok(true) => Ok(Some(run.results())),
@@ -301,6 +324,8 @@ struct Run<'a> {
     counters: counters::Tracker,
     /// Whether the time limit has passed.
     expired: &'a dyn Fn() -> bool,
+    /// The time limit, for selector evaluations to check inside themselves.
+    deadline: Option<Deadline>,
 }
 
 fn never() -> bool {
@@ -331,6 +356,7 @@ impl<'a> Run<'a> {
             matches: HashMap::new(),
             counters: counters::Tracker::default(),
             expired: &never,
+            deadline: None,
         }
     }
 
@@ -489,15 +515,17 @@ impl<'a> Run<'a> {
         }
         let c = &self.cands[cand];
         let claim = &self.al.claims[ci];
+        let deadline = self.deadline;
         let check = |sels: &[crate::types::dra::cel::CelSelector], who: &str| {
             for (i, s) in sels.iter().enumerate() {
-                match s.matches(&c.dev.cel) {
+                match s.matches_within(&c.dev.cel, deadline) {
                     Ok(true) => {}
                     Ok(false) => return Ok(false),
-                    Err(e) if s.compile_error().is_some() => {
+                    Err(EvalError::TimedOut) => return Err(AllocError::TimedOut),
+                    Err(EvalError::Failed(e)) if s.compile_error().is_some() => {
                         return Err(AllocError::Fatal(format!("{who}: selector #{i}: {e}")));
                     }
-                    Err(e) => {
+                    Err(EvalError::Failed(e)) => {
                         return Err(AllocError::Fatal(format!(
                             "{who}: selector #{i} on device {}: {e}",
                             c.id

@@ -57,6 +57,7 @@ use crate::framework::{
     Status,
 };
 use crate::plugin_points;
+use crate::types::dra::cel::Deadline;
 use crate::types::dra::{
     CLAIM_FINALIZER, ClaimDeallocation, ClaimRequest, ClaimStatusWrite, ConsumerRef, DeviceId,
     DraObjects, PodClaimSource, ResourceClaimInfo,
@@ -520,8 +521,11 @@ impl FilterPlugin for DynamicResources {
             let got = match self.filter_timeout {
                 None => a.allocate(&node.name, &node.labels),
                 Some(limit) => {
-                    let deadline = (self.now)() + limit;
-                    a.allocate_until(&node.name, &node.labels, &|| (self.now)() >= deadline)
+                    let deadline = Deadline {
+                        now: self.now,
+                        at: (self.now)() + limit,
+                    };
+                    a.allocate_by(&node.name, &node.labels, deadline)
                 }
             };
             match got {

@@ -746,6 +746,40 @@ fn filter_timeout_stops_the_search_on_a_node() {
     }
 }
 
+/// `filterTimeout` holds inside one selector evaluation too: a class whose selector walks
+/// 50,000 elements (well under the cost limit) reads the clock hundreds of times while it
+/// runs, so with a 60s limit and a clock that moves 1s per reading, the node times out in
+/// the middle of the evaluation, not after it.
+#[test]
+fn filter_timeout_stops_a_long_selector_evaluation() {
+    let mut o = cluster();
+    let walk = format!(
+        "[{}].all(x, [{}].all(y, true))",
+        vec!["1"; 50].join(","),
+        vec!["1"; 1_000].join(",")
+    );
+    o.update_class(&super::allocator::tests::class("gpu", &[&walk]));
+    let snap = snapshot_with(true, o);
+    let pod = with_claims(&["a"]);
+    let n1 = snap.get("n1").unwrap().clone();
+    for (limit, want) in [
+        (
+            Some(std::time::Duration::from_secs(60)),
+            Some(FILTER_TIMED_OUT),
+        ),
+        (None, None),
+    ] {
+        let pl = DynamicResources::with_timeout(limit, ticking);
+        let mut state = CycleState::new();
+        assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
+        let s = pl.filter(&state, &pod, &n1);
+        match want {
+            Some(m) => assert_eq!(s.message(), m, "{limit:?}"),
+            None => assert!(s.is_success(), "{limit:?}: {s}"),
+        }
+    }
+}
+
 /// The factory reads `filterTimeout` from the profile's args: `0s` turns the limit off,
 /// anything else is the limit; no args is upstream's default of 10s.
 #[test]

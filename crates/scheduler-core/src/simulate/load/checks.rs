@@ -1,10 +1,14 @@
 //! What the API server would have refused before a dump could hold it: invalid resource
-//! quantities (a `cpu: 500mm` changes placements silently otherwise) and the same object
-//! twice (overlapping dump files).
+//! quantities (a `cpu: 500mm` changes placements silently otherwise), negative ones on pods
+//! and nodes (a pod requesting `cpu: -1` would fit anywhere) and the same object twice
+//! (overlapping dump files).
 
 use serde_json::Value;
 
 use crate::types::parse_quantity;
+
+/// Upstream's message for a negative quantity (apimachinery's IsNegativeErrorMsg).
+const NEGATIVE: &str = "must be greater than or equal to 0";
 
 /// One invalid quantity: the field path as the API server names it, and its message.
 pub(super) struct BadQuantity {
@@ -17,6 +21,10 @@ pub(super) struct BadQuantity {
 /// Every invalid quantity in an object of `kind`.
 pub(super) fn bad_quantities(kind: &str, v: &Value) -> Vec<BadQuantity> {
     let mut out = Vec::new();
+    // Pods' requests, limits and overhead and nodes' capacity and allocatable must not be
+    // negative (upstream's ValidateResourceQuantityValue); the other kinds' quantities
+    // have rules of their own, not checked here.
+    let nonnegative = matches!(kind, "Pod" | "Node");
     let mut check = |path: String, list: Option<&Value>| {
         let Some(Value::Object(m)) = list else {
             return;
@@ -27,14 +35,17 @@ pub(super) fn bad_quantities(kind: &str, v: &Value) -> Vec<BadQuantity> {
                 Value::Number(n) => n.to_string(),
                 other => other.to_string(),
             };
-            if let Err(e) = parse_quantity(&text) {
-                out.push(BadQuantity {
-                    path: format!("{path}[{name}]"),
-                    value: text,
-                    key: name.clone(),
-                    message: e.to_string(),
-                });
-            }
+            let message = match parse_quantity(&text) {
+                Err(e) => e.to_string(),
+                Ok(q) if nonnegative && q.nanos() < 0 => NEGATIVE.to_string(),
+                Ok(_) => continue,
+            };
+            out.push(BadQuantity {
+                path: format!("{path}[{name}]"),
+                value: text,
+                key: name.clone(),
+                message,
+            });
         }
     };
     let at = |v: &Value, path: &[&str]| -> Option<Value> {
@@ -101,6 +112,13 @@ pub(super) fn line_of(text: &str, from: u32, key: &str, value: &str) -> Option<u
     text.lines()
         .enumerate()
         .skip(start)
-        .find(|(_, l)| l.contains(key) && l.contains(value))
+        .find(|(_, l)| l.contains(key) && has_token(l, value))
         .map(|(i, _)| i as u32 + 1)
+}
+
+/// Whether `value` is written in `line` as a whole (`-1` is not in `-100m`).
+fn has_token(line: &str, value: &str) -> bool {
+    line.match_indices(value).any(|(at, _)| {
+        !line[at + value.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.')
+    })
 }

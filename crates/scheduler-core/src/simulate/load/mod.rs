@@ -239,13 +239,21 @@ fn expand(path: &Path, errors: &mut Vec<LoadError>) -> Vec<PathBuf> {
 
 /// Loads every document of one YAML/JSON text. `source` names it in errors.
 pub fn load_str(text: &str, source: &str) -> Result<ClusterObjects, Vec<LoadError>> {
-    // YAML 1.2 booleans: a node named `n` or a label value `no` stays a string.
-    let mut options = serde_saphyr::Options::default();
-    options.strict_booleans = true;
+    // YAML 1.2 booleans (a node named `n` or a label value `no` stays a string) and the
+    // YAML budget every reader shares: an alias bomb stops at a limit.
+    let options = crate::yaml_budget::options(text);
     let docs: Vec<serde_saphyr::Spanned<Value>> =
         match serde_saphyr::from_str_multiple_with_options(text, options) {
             Ok(d) => d,
             Err(e) => {
+                if let Some(r) = crate::yaml_budget::explain(&e) {
+                    return Err(vec![LoadError {
+                        source: source.to_string(),
+                        line: r.line,
+                        column: r.column,
+                        message: format!("{}; {}", r.message, r.fix),
+                    }]);
+                }
                 let loc = e.location();
                 return Err(vec![LoadError {
                     source: source.to_string(),

@@ -300,3 +300,92 @@ fn every_kind_run_watches_is_read() {
         );
     }
 }
+
+/// "Billion laughs" in a dump: refused at the alias that crosses the YAML budget, in words
+/// (not the reader's debug output), with the fix.
+#[test]
+fn an_alias_bomb_is_refused_in_words() {
+    let mut text = String::from("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n");
+    text.push_str("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for l in 1..9u8 {
+        let (name, prev) = ((b'a' + l) as char, (b'a' + l - 1) as char);
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        text.push_str(&format!("{name}: &{name} [{refs}]\n"));
+    }
+    let errors = load_str(&text, "dump.yaml").unwrap_err();
+    let e = errors[0].to_string();
+    assert!(e.starts_with("dump.yaml:"), "{e}");
+    assert!(e.contains("YAML aliases expand to more than"), "{e}");
+    assert!(e.contains("write the values out"), "{e}");
+    assert!(!e.contains('{'), "{e}");
+}
+
+/// A dump of 5,000 nodes with 20 labels each is millions of YAML nodes without a single
+/// alias: the budget grows with the file, so it loads.
+#[test]
+fn a_large_dump_without_aliases_loads() {
+    let mut text = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 0..5_000 {
+        text.push_str(&format!(
+            "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: node-{i}\n    labels:\n"
+        ));
+        for j in 0..20 {
+            text.push_str(&format!("      label-{j}.example.com/key: value-{j}\n"));
+        }
+        text.push_str("  status:\n    allocatable: {cpu: '32', memory: 128Gi, pods: '110'}\n");
+    }
+    let objects = load_str(&text, "big.yaml").unwrap();
+    assert_eq!(objects.nodes.len(), 5_000);
+}
+
+/// The API server refuses negative requests, limits and overhead on a pod and negative
+/// node capacity or allocatable (`must be greater than or equal to 0`); a dump holding
+/// them is refused at each value's line, with the object and the field.
+#[test]
+fn negative_quantities_are_refused_at_their_line() {
+    let text = "apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: d}
+spec:
+  overhead: {memory: -1Mi}
+  resources:
+    limits: {cpu: '-2'}
+  initContainers:
+  - name: i
+    resources:
+      requests: {cpu: -100m}
+  containers:
+  - name: c
+    resources:
+      requests:
+        cpu: -1
+        memory: -5Gi
+      limits:
+        memory: 1Gi
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status:
+  capacity: {cpu: '4', memory: -8Gi}
+  allocatable:
+    cpu: '-4'
+";
+    let errors = load_str(text, "dump.yaml").unwrap_err();
+    let mut texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    texts.sort();
+    let mut want = vec![
+        "dump.yaml:5: Pod d/p: spec.overhead[memory]: Invalid value: \"-1Mi\": must be greater than or equal to 0",
+        "dump.yaml:7: Pod d/p: spec.resources.limits[cpu]: Invalid value: \"-2\": must be greater than or equal to 0",
+        "dump.yaml:11: Pod d/p: spec.initContainers[0].resources.requests[cpu]: Invalid value: \"-100m\": must be greater than or equal to 0",
+        "dump.yaml:16: Pod d/p: spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+        "dump.yaml:17: Pod d/p: spec.containers[0].resources.requests[memory]: Invalid value: \"-5Gi\": must be greater than or equal to 0",
+        "dump.yaml:25: Node n: status.capacity[memory]: Invalid value: \"-8Gi\": must be greater than or equal to 0",
+        "dump.yaml:27: Node n: status.allocatable[cpu]: Invalid value: \"-4\": must be greater than or equal to 0",
+    ];
+    want.sort();
+    assert_eq!(texts, want);
+    // Zero is fine.
+    let zero = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '0', memory: 0}}\n";
+    assert_eq!(load_str(zero, "z.yaml").unwrap().nodes.len(), 1);
+}

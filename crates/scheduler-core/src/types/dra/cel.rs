@@ -8,9 +8,8 @@
 //! claim/class and selector index.
 //!
 //! Limits: an expression longer than [`MAX_EXPRESSION_LEN`] is refused (upstream's length
-//! limit). The `cel` crate has no cost tracking; what an expression can walk is bounded by
-//! the device (at most 32 attributes and capacities by API validation), so evaluation time is
-//! bounded by the expression size.
+//! limit); one evaluation is bounded by upstream's cost limit and by the caller's deadline
+//! (`filterTimeout`), checked inside it; see [`super::cel_budget`].
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -22,7 +21,14 @@ use cel::extractors::This;
 use cel::objects::{Key, Opaque, Value};
 use cel::{Context, ExecutionError, IdedExpr, Program};
 
+use regex::Regex;
+
+pub use super::cel_budget::Deadline;
+use super::cel_budget::{self, COST_LIMIT_EXCEEDED, Stop};
 use crate::types::quantity::{Quantity, parse_quantity};
+
+/// The stack the parser runs on (see [`CelSelector::compile`]).
+const PARSER_STACK: usize = 64 << 20;
 
 /// Upstream's limit on a selector expression's length.
 pub const MAX_EXPRESSION_LEN: usize = 10 * 1024;
@@ -32,7 +38,10 @@ pub const MAX_EXPRESSION_LEN: usize = 10 * 1024;
 #[derive(Clone)]
 pub struct CelSelector {
     pub expression: String,
-    program: Result<Arc<Program>, String>,
+    /// The expression as parsed, then rewritten to charge its cost ([`cel_budget`]).
+    program: Result<Arc<IdedExpr>, String>,
+    /// Its constant regexes, compiled once (`matches("...")`).
+    regexes: Arc<[Regex]>,
     /// The domains the expression names literally (`device.attributes["d"]`,
     /// `device.capacity["d"]`): one a device lacks reads as an empty map, as upstream's.
     domains: Vec<(&'static str, String)>,
@@ -56,6 +65,7 @@ impl Eq for CelSelector {}
 
 impl CelSelector {
     pub fn compile(expression: &str) -> Self {
+        let mut regexes = Vec::new();
         let program = if expression.len() > MAX_EXPRESSION_LEN {
             Err(format!(
                 "expression is {} bytes long, the limit is {MAX_EXPRESSION_LEN}",
@@ -65,21 +75,46 @@ impl CelSelector {
             Err("empty expression".to_string())
         } else {
             // The parser is generated code: never let a panic in it take the scheduler down.
-            match std::panic::catch_unwind(|| Program::compile(expression)) {
-                Ok(Ok(p)) => Ok(Arc::new(p)),
-                Ok(Err(e)) => Err(e.to_string().trim().to_string()),
-                Err(_) => Err("the CEL parser failed on this expression".to_string()),
+            // It recurses deeply before it reaches its own nesting limit (in a debug build,
+            // 16 nested brackets overflow a 2 MiB stack), so it runs on a thread of its own
+            // with room for that limit; a class or claim is compiled once per change.
+            let parsed: Option<Result<IdedExpr, String>> = std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .name("cel-parse".into())
+                    .stack_size(PARSER_STACK)
+                    .spawn_scoped(s, || {
+                        std::panic::catch_unwind(|| {
+                            Program::compile(expression)
+                                .map(|p| p.expression().clone())
+                                .map_err(|e| parse_errors(&e))
+                        })
+                    })
+                    .ok()
+                    .and_then(|h| h.join().ok())
+                    .and_then(Result::ok)
+            });
+            match parsed {
+                Some(Ok(mut e)) => {
+                    if cel_budget::deeper_than(&e, cel_budget::MAX_DEPTH) {
+                        Err(too_deep())
+                    } else {
+                        cel_budget::instrument(&mut e, &mut regexes).map(|()| Arc::new(e))
+                    }
+                }
+                Some(Err(e)) => Err(e),
+                None => Err("the CEL parser failed on this expression".to_string()),
             }
         };
         let mut domains = Vec::new();
         if let Ok(p) = &program {
-            named_domains(p.expression(), &mut domains);
+            named_domains(p, &mut domains);
             domains.sort();
             domains.dedup();
         }
         CelSelector {
             expression: expression.to_string(),
             program,
+            regexes: regexes.into(),
             domains,
         }
     }
@@ -87,6 +122,7 @@ impl CelSelector {
     /// A selector without an expression (a future selector type this version does not know).
     pub fn missing() -> Self {
         CelSelector {
+            regexes: Arc::new([]),
             expression: String::new(),
             program: Err("CEL expression empty (unsupported selector type?)".to_string()),
             domains: Vec::new(),
@@ -99,25 +135,86 @@ impl CelSelector {
 
     /// Evaluates against one device. Err: a compile error (prefixed "CEL compile error") or a
     /// runtime error (prefixed "CEL runtime error"), or a non-boolean result.
+    /// Evaluates against one device. Err: a compile error (prefixed "CEL compile error") or a
+    /// runtime error (prefixed "CEL runtime error"), or a non-boolean result.
     pub fn matches(&self, device: &Value) -> Result<bool, String> {
-        let program = match &self.program {
+        self.matches_within(device, None).map_err(|e| match e {
+            EvalError::Failed(m) => m,
+            EvalError::TimedOut => "CEL runtime error: operation interrupted".to_string(),
+        })
+    }
+
+    /// [`Self::matches`], stopped at `deadline` (checked inside the evaluation) and at
+    /// upstream's cost limit.
+    pub fn matches_within(
+        &self,
+        device: &Value,
+        deadline: Option<Deadline>,
+    ) -> Result<bool, EvalError> {
+        let expr = match &self.program {
             Ok(p) => p,
-            Err(e) => return Err(format!("CEL compile error: {e}")),
+            Err(e) => return Err(EvalError::Failed(format!("CEL compile error: {e}"))),
         };
         let root = root_context();
         let mut ctx = root.new_inner_scope();
         ctx.add_variable_from_value("device", with_empty_domains(device, &self.domains));
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.execute(&ctx)));
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cel_budget::evaluate(expr, &ctx, deadline, &self.regexes)
+        }));
+        let failed = |m: String| Err(EvalError::Failed(format!("CEL runtime error: {m}")));
         match out {
-            Ok(Ok(Value::Bool(b))) => Ok(b),
-            Ok(Ok(other)) => Err(format!(
-                "CEL runtime error: expression must evaluate to a bool, got {}",
+            Ok(Ok(Ok(Value::Bool(b)))) => Ok(b),
+            Ok(Ok(Ok(other))) => failed(format!(
+                "expression must evaluate to a bool, got {}",
                 other.type_of()
             )),
-            Ok(Err(e)) => Err(format!("CEL runtime error: {}", describe(&e))),
-            Err(_) => Err("CEL runtime error: evaluation failed".to_string()),
+            Ok(Ok(Err(e))) => failed(describe(&e)),
+            Ok(Err(Stop::Cost)) => failed(format!(
+                "{COST_LIMIT_EXCEEDED} (the limit is {} per device; the expression does too \
+                 much work: fewer nested all()/exists()/map() over large lists, or shorter \
+                 strings)",
+                "1,000,000"
+            )),
+            Ok(Err(Stop::Deadline)) => Err(EvalError::TimedOut),
+            Err(_) => failed("evaluation failed".to_string()),
         }
     }
+}
+
+/// Why an evaluation gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvalError {
+    /// A compile or runtime error, worded for the user.
+    Failed(String),
+    /// The deadline passed during the evaluation.
+    TimedOut,
+}
+
+fn too_deep() -> String {
+    format!(
+        "expression is nested too deeply (more than {} levels of brackets, calls or chained \
+         operators); split it into several selectors (a device must match each) or flatten it",
+        cel_budget::MAX_DEPTH
+    )
+}
+
+/// The parser's errors on one line each: message and column, without its debug output.
+fn parse_errors(e: &cel::ParseErrors) -> String {
+    // Past its nesting limit the parser reports follow-on errors that mean nothing.
+    if e.errors.iter().any(|p| p.msg.contains("Recursion limit")) {
+        return too_deep();
+    }
+    let lines: Vec<String> = e
+        .errors
+        .iter()
+        .map(|p| {
+            let msg = p.msg.lines().next().unwrap_or_default().trim();
+            format!("{msg} (at column {})", p.pos.1 + 1)
+        })
+        .collect();
+    let mut lines = lines;
+    lines.dedup();
+    lines.join("; ")
 }
 
 /// Collects `device.<field>["<domain>"]` with a literal domain, anywhere in the expression.
@@ -227,6 +324,7 @@ fn root_context() -> &'static Context<'static, 'static> {
     static ROOT: OnceLock<Context<'static, 'static>> = OnceLock::new();
     ROOT.get_or_init(|| {
         let mut c = Context::default();
+        cel_budget::register(&mut c);
         let add = |c: &mut Context<'static, 'static>, r: Result<(), cel::DeclarationError>| {
             debug_assert!(r.is_ok(), "{r:?}");
             let _ = c;
@@ -651,5 +749,158 @@ mod tests {
                 .unwrap()
                 .contains("unsupported")
         );
+    }
+
+    use super::super::cel_budget::{REGEX_CACHE_MAX, regex_cache_len};
+
+    fn list(n: usize) -> String {
+        let items: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        format!("[{}]", items.join(","))
+    }
+
+    /// Expressions nested deeper than the parser allows get one line saying so, not the
+    /// parser's debug output.
+    #[test]
+    fn the_recursion_limit_is_one_clear_line() {
+        let deep = format!("{}true{}", "(".repeat(200), ")".repeat(200));
+        let e = CelSelector::compile(&deep)
+            .compile_error()
+            .unwrap()
+            .to_string();
+        assert!(!e.contains('\n') && !e.contains('{'), "{e}");
+        assert!(e.contains("nested too deeply"), "{e}");
+        // Chained operators nest without brackets: refused before anything evaluates them.
+        let chain = format!("{}1 == 41", "1 + ".repeat(40));
+        let e = CelSelector::compile(&chain)
+            .compile_error()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("nested too deeply"), "{e}");
+        // Other syntax errors: one line, with the column.
+        let e = CelSelector::compile("device.driver ==")
+            .compile_error()
+            .unwrap()
+            .to_string();
+        assert!(!e.contains('\n') && e.contains("column"), "{e}");
+    }
+
+    /// Four nested all() over 100-element lists: 10^8 steps. Stopped by the cost limit
+    /// with cel-go's message, quickly.
+    #[test]
+    fn nested_comprehensions_stop_at_the_cost_limit() {
+        let l = list(100);
+        let expr = format!("{l}.all(a, {l}.all(b, {l}.all(c, {l}.all(d, true))))");
+        assert!(expr.len() < 1_300, "{}", expr.len());
+        let started = std::time::Instant::now();
+        let e = eval(&expr).unwrap_err();
+        assert!(
+            e.contains("operation cancelled: actual cost limit exceeded"),
+            "{e}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+
+    /// Strings built by nested map() (gigabytes unbounded) and doubled by `+`: both stop at
+    /// the cost limit before they take memory.
+    #[test]
+    fn string_building_stops_at_the_cost_limit() {
+        let l = list(60);
+        let s = "x".repeat(64);
+        let expr =
+            format!("size({l}.map(a, {l}.map(b, {l}.map(c, {l}.map(d, \"{s}\" + \"{s}\"))))) > 0");
+        assert!(expr.len() < 2_100, "{}", expr.len());
+        let e = eval(&expr).unwrap_err();
+        assert!(e.contains("actual cost limit exceeded"), "{e}");
+        let doubling = format!(
+            "size([\"{s}\"]{}) > 0",
+            (0..25)
+                .map(|i| format!(".map(v{i}, v{i} + v{i})"))
+                .collect::<String>()
+        );
+        let e = eval(&doubling).unwrap_err();
+        assert!(e.contains("actual cost limit exceeded"), "{e}");
+    }
+
+    /// Work well under the limit is unaffected: a comprehension over a device's attributes,
+    /// map/filter, string concatenation.
+    #[test]
+    fn ordinary_selectors_stay_under_the_limit() {
+        for expr in [
+            r#"device.attributes["gpu.example.com"].all(k, k != "")"#,
+            r#"device.attributes["gpu.example.com"].exists(k, k == "model")"#,
+            r#"[1, 2, 3].map(x, x * 2).filter(x, x > 2).size() == 2"#,
+            r#"device.attributes["gpu.example.com"].model + "-x" == "a100-x""#,
+        ] {
+            assert_eq!(eval(expr), Ok(true), "{expr}");
+        }
+        let l = list(100);
+        assert_eq!(eval(&format!("{l}.all(a, {l}.all(b, true))")), Ok(true));
+    }
+
+    thread_local! {
+        static CLOCK_CALLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A clock whose first reading is "now" and every later one an hour on.
+    fn jumping_clock() -> std::time::Instant {
+        static T0: OnceLock<std::time::Instant> = OnceLock::new();
+        let t0 = *T0.get_or_init(std::time::Instant::now);
+        let n = CLOCK_CALLS.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        });
+        if n <= 1 {
+            t0
+        } else {
+            t0 + std::time::Duration::from_secs(3600)
+        }
+    }
+
+    /// The deadline (DynamicResources' filterTimeout) is checked inside one evaluation,
+    /// not only between evaluations.
+    #[test]
+    fn the_deadline_stops_one_evaluation() {
+        let expr = format!("{}.all(x, true)", list(1000));
+        let sel = CelSelector::compile(&expr);
+        CLOCK_CALLS.with(|c| c.set(0));
+        let deadline = Deadline {
+            now: jumping_clock,
+            at: jumping_clock() + std::time::Duration::from_secs(60),
+        };
+        assert_eq!(
+            sel.matches_within(&gpu(), Some(deadline)),
+            Err(EvalError::TimedOut)
+        );
+        let far = Deadline {
+            now: std::time::Instant::now,
+            at: std::time::Instant::now() + std::time::Duration::from_secs(3600),
+        };
+        assert_eq!(sel.matches_within(&gpu(), Some(far)), Ok(true));
+    }
+
+    /// A constant pattern is compiled once, with the expression; an invalid one is a compile
+    /// error. A pattern computed at run time is compiled once per process (bounded cache).
+    #[test]
+    fn regexes_are_compiled_once() {
+        let sel = CelSelector::compile(
+            r#"device.attributes["gpu.example.com"].model.matches("^a[0-9]+$")"#,
+        );
+        assert_eq!(sel.regexes.len(), 1);
+        assert_eq!(sel.matches(&gpu()), Ok(true));
+        let bad = CelSelector::compile(r#"device.driver.matches("(")"#);
+        assert!(
+            bad.compile_error().unwrap().contains("not a valid regex"),
+            "{:?}",
+            bad.compile_error()
+        );
+        let computed = r#"device.driver.matches("^gpu" + "\\.example")"#;
+        assert_eq!(eval(computed), Ok(true));
+        let before = regex_cache_len();
+        assert_eq!(eval(computed), Ok(true));
+        assert_eq!(regex_cache_len(), before);
+        assert!(before <= REGEX_CACHE_MAX);
+        // The receiver form and the global form both work.
+        assert_eq!(eval(r#"matches(device.driver, "example")"#), Ok(true));
+        assert_eq!(eval(r#"device.driver.matches("^nic")"#), Ok(false));
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod binding;
 pub mod cel;
+mod cel_budget;
 pub mod extended;
 mod objects;
 pub mod taint_rules;
