@@ -2,6 +2,8 @@
 //! fails requests and expires watches. Whatever happens, every pending pod is bound exactly
 //! once (no Binding is ever POSTed for a pod already bound) and none is lost.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -61,18 +63,7 @@ async fn start(server: &FakeApiServer, config: &str) -> Running {
         .with_env_filter("controller=debug")
         .with_test_writer()
         .try_init();
-    let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
-    let client = controller::client(Some(&server.kubeconfig()))
-        .await
-        .unwrap();
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(controller::run(controller::RunOptions::new(
-        client,
-        loaded,
-        Box::pin(async move {
-            let _ = rx.await;
-        }),
-    )));
+    let support::Started { stop, task } = support::start(server, config).await;
     Running { stop, task }
 }
 

@@ -43,25 +43,8 @@ fn gang(name: &str, min_count: u32) -> Value {
     })
 }
 
-struct Running {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<controller::Result<()>>,
-}
-
-async fn start(server: &FakeApiServer) -> Running {
-    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
-    let client = controller::client(Some(&server.kubeconfig()))
-        .await
-        .unwrap();
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(controller::run(controller::RunOptions::new(
-        client,
-        loaded,
-        Box::pin(async move {
-            let _ = rx.await;
-        }),
-    )));
-    Running { stop, task }
+async fn start(server: &FakeApiServer) -> support::Started {
+    support::start(server, CONFIG).await
 }
 
 fn failed_scheduling(server: &FakeApiServer, pod: &str) -> Option<String> {

@@ -34,6 +34,31 @@ pub async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A controller a test started: its stop signal and its task.
+#[allow(dead_code)] // not every test crate that includes `support` calls it
+pub struct Started {
+    pub stop: tokio::sync::oneshot::Sender<()>,
+    pub task: tokio::task::JoinHandle<controller::Result<()>>,
+}
+
+/// Starts the controller against `server` with `config`, as `ferrosched run` does.
+#[allow(dead_code)] // not every test crate that includes `support` calls it
+pub async fn start(server: &fake_apiserver::FakeApiServer, config: &str) -> Started {
+    let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(controller::run(controller::RunOptions::new(
+        client,
+        loaded,
+        Box::pin(async move {
+            let _ = rx.await;
+        }),
+    )));
+    Started { stop, task }
+}
+
 /// Asks a controller started by a test to stop and waits (10 s at most) for a clean exit.
 #[allow(dead_code)] // not every test crate that includes `support` calls it
 pub async fn stop_controller(

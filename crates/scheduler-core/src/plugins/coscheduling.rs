@@ -19,9 +19,9 @@ use std::time::Duration;
 use crate::cache::Snapshot;
 use crate::config::{CoschedulingArgs, PluginArgs};
 use crate::framework::{
-    ActionType, ClusterEvent, Code, CycleState, EventResource, Plugin, PluginPoints,
-    PostFilterContext, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin,
-    PreFilterResult, QueueSortPlugin, QueuedPodInfo, Registry, Status,
+    ClusterEvent, Code, CycleState, Plugin, PluginPoints, PostFilterContext, PostFilterPlugin,
+    PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
+    QueuedPodInfo, Registry, Status,
 };
 use crate::framework::{EventObjects, PermitPlugin, QueueingHint, ReservePlugin};
 use crate::plugin_points;
@@ -82,14 +82,7 @@ impl Plugin for Coscheduling {
         plugin_points!(self => pre_enqueue, queue_sort, pre_filter, post_filter, reserve, permit)
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
-            ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
-            ClusterEvent::new(
-                EventResource::PodGroup,
-                ActionType::ADD | ActionType::UPDATE,
-            ),
-        ]
+        gang_scheduling::group_events()
     }
     fn queueing_hint(
         &self,

@@ -71,6 +71,19 @@ pub fn register(registry: &mut Registry, groups: Arc<PodGroupManager>) {
     );
 }
 
+/// What may complete a group's quorum: a pod of the group appearing (pending or already
+/// bound), the group appearing, or its minCount lowered (GangScheduling's and Coscheduling's).
+pub fn group_events() -> Vec<ClusterEvent> {
+    vec![
+        ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
+        ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+        ClusterEvent::new(
+            EventResource::PodGroup,
+            ActionType::ADD | ActionType::UPDATE,
+        ),
+    ]
+}
+
 /// The PlacementFeasible check of a gang after some of its pods were tried: `Ok(true)` once
 /// `scheduled` (placed in this cycle or before) reaches `min_count`, `Ok(false)` while the
 /// untried `remaining` pods could still get there, and the reason when they cannot.
@@ -96,16 +109,7 @@ impl Plugin for GangScheduling {
         plugin_points!(self => pre_enqueue)
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            // A pod of the group appearing (pending or already bound) may complete the quorum.
-            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
-            ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
-            // The group appearing, or its minCount lowered.
-            ClusterEvent::new(
-                EventResource::PodGroup,
-                ActionType::ADD | ActionType::UPDATE,
-            ),
-        ]
+        group_events()
     }
     fn queueing_hint(
         &self,
