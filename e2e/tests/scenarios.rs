@@ -911,3 +911,75 @@ async fn dra_binding_conditions_reported_by_a_fake_driver() {
     assert_eq!(env.wait_bound("p1").await, node);
     env.finish().await;
 }
+
+/// Gang scheduling (the Workload API's PodGroups, 1.36+ with the API turned on; the fake API
+/// server serves `v1beta1`): a gang of three that two nodes cannot hold is not bound at all,
+/// each pod says why, the PodGroup says it too; a third node and the whole gang is bound,
+/// one pod per node. Skipped where the cluster does not serve `scheduling.k8s.io/v1beta1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_is_bound_all_or_nothing() {
+    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    let mut env = Env::new("gang").await;
+    if !env.serves("scheduling.k8s.io/v1beta1").await {
+        eprintln!("skipped: the cluster does not serve scheduling.k8s.io/v1beta1 PodGroups");
+        env.finish().await;
+        return;
+    }
+    let mut nodes = Vec::new();
+    for short in ["n1", "n2"] {
+        nodes.push(env.create_node(env.node(short).cpu("1")).await);
+    }
+    env.start_default_scheduler().await;
+    let group = env.name("train");
+    env.create::<PodGroup>(json!({
+        "metadata": {"name": group},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+    }))
+    .await;
+    let pods = ["w0", "w1", "w2"];
+    for p in pods {
+        env.create_pod(
+            env.pod(p)
+                .cpu("800m")
+                .merge(json!({"spec": {"schedulingGroup": {"podGroupName": group}}})),
+        )
+        .await;
+    }
+    for p in pods {
+        env.wait_unschedulable(p, |m| {
+            m.contains("minCount (3) cannot be satisfied") || m.contains("Insufficient cpu")
+        })
+        .await;
+    }
+    for p in pods {
+        let bound = env.pod_now(p).await.spec.and_then(|s| s.node_name);
+        assert_eq!(bound, None, "{p} must not be bound without its gang");
+    }
+    let groups: kube::Api<PodGroup> = kube::Api::namespaced(env.client.clone(), &env.ns);
+    let (groups, name) = (&groups, &group);
+    env.eventually(
+        "the PodGroup's Unschedulable condition",
+        move || async move {
+            let pg = groups.get(name).await.map_err(|e| e.to_string())?;
+            let condition = pg.status.and_then(|s| s.conditions).and_then(|c| {
+                c.into_iter()
+                    .find(|c| c.type_ == "PodGroupInitiallyScheduled")
+            });
+            match condition.map(|c| (c.status, c.reason)) {
+                Some((s, r)) if s == "False" && r == "Unschedulable" => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+
+    nodes.push(env.create_node(env.node("n3").cpu("1")).await);
+    let mut placed = Vec::new();
+    for p in pods {
+        placed.push(env.wait_bound(p).await);
+    }
+    placed.sort();
+    nodes.sort();
+    assert_eq!(placed, nodes, "one pod per node");
+    env.finish().await;
+}
