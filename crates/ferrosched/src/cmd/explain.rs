@@ -8,11 +8,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Client, Resource};
 use scheduler_core::config;
 use scheduler_core::explain;
 use scheduler_core::simulate::{self, ClusterObjects};
+use scheduler_core::types::pod_group::{GroupApi, PodGroupInfo};
 use serde::de::DeserializeOwned;
 
 use super::output::Output;
@@ -131,9 +132,41 @@ async fn fetch(args: &ExplainArgs) -> Result<(ClusterObjects, config::Loaded), S
         resource_claims: list(c).await.unwrap_or_default(),
         resource_claim_templates: list(c).await.unwrap_or_default(),
         device_taint_rules: list(c).await.unwrap_or_default(),
+        pod_groups: pod_groups(c).await,
         ..ClusterObjects::default()
     };
     Ok((objects, loaded))
+}
+
+/// The PodGroups of every API version the scheduler reads (none where not served), as
+/// views: a pod of a gang is explained against its group.
+async fn pod_groups(client: &Client) -> Vec<PodGroupInfo> {
+    let mut out = Vec::new();
+    let mut workload_read = false;
+    for (group, version, api) in [
+        ("scheduling.k8s.io", "v1beta1", GroupApi::Workload),
+        ("scheduling.k8s.io", "v1alpha2", GroupApi::Workload),
+        ("scheduling.x-k8s.io", "v1alpha1", GroupApi::Coscheduling),
+    ] {
+        // The Workload API's objects are the same in every served version: read the newest.
+        if api == GroupApi::Workload && workload_read {
+            continue;
+        }
+        let gvk = GroupVersionKind::gvk(group, version, "PodGroup");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "podgroups");
+        let Ok(list) = Api::<DynamicObject>::all_with(client.clone(), &resource)
+            .list(&ListParams::default())
+            .await
+        else {
+            continue;
+        };
+        workload_read |= api == GroupApi::Workload;
+        out.extend(list.items.iter().filter_map(|o| {
+            let v = serde_json::to_value(o).ok()?;
+            PodGroupInfo::from_json(api, &v).ok()
+        }));
+    }
+    out
 }
 
 /// Every object of one kind, in all namespaces.

@@ -45,8 +45,17 @@ pub fn explain_pod(
         return Err(format!("pod {key} has finished (Succeeded or Failed)"));
     }
     let pod = Arc::new(PodInfo::from_pod(&admit(raw, objects)?));
-    let profiles =
-        ProfileRegistry::new(&loaded.profiles, &Registry::in_tree()).map_err(|e| e.to_string())?;
+    // The dump's PodGroups and their members, for GangScheduling's gate.
+    let members: Vec<PodInfo> = objects
+        .pods
+        .iter()
+        .filter(|p| !is_terminal(p))
+        .map(PodInfo::from_pod)
+        .collect();
+    let mut registry = Registry::in_tree();
+    let groups = super::pod_groups_of(objects, members.iter());
+    crate::plugins::register_group_plugins(&mut registry, groups);
+    let profiles = ProfileRegistry::new(&loaded.profiles, &registry).map_err(|e| e.to_string())?;
     let fw = profiles
         .for_scheduler_name(&pod.scheduler_name)
         .ok_or_else(|| {

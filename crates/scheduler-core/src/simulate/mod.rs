@@ -203,16 +203,8 @@ fn simulate(
             }
         }
     }
-    {
-        // Every group and every member first: a gang's quorum counts all of its pods.
-        let mut g = groups.write();
-        for info in &objects.pod_groups {
-            g.upsert(info.clone());
-        }
-        for (_, pod) in &admitted {
-            g.add_pod(pod);
-        }
-    }
+    // Every group and every member first: a gang's quorum counts all of its pods.
+    fill_pod_groups(&groups, objects, admitted.iter().map(|(_, p)| &**p));
     let mut pending: Vec<QueuedPodInfo> = Vec::new();
     for (i, pod) in admitted {
         if pod.node_name.is_some() {
@@ -535,6 +527,30 @@ fn simulate(
         nodes,
         skipped_kinds: objects.skipped_kinds.clone(),
     })
+}
+
+/// The dump's PodGroups and `pods` as their members, for the group plugins.
+pub(crate) fn pod_groups_of<'a>(
+    objects: &ClusterObjects,
+    pods: impl Iterator<Item = &'a PodInfo>,
+) -> Arc<PodGroupManager> {
+    let groups = Arc::new(PodGroupManager::new());
+    fill_pod_groups(&groups, objects, pods);
+    groups
+}
+
+fn fill_pod_groups<'a>(
+    groups: &PodGroupManager,
+    objects: &ClusterObjects,
+    pods: impl Iterator<Item = &'a PodInfo>,
+) {
+    let mut g = groups.write();
+    for info in &objects.pod_groups {
+        g.upsert(info.clone());
+    }
+    for pod in pods {
+        g.add_pod(pod);
+    }
 }
 
 /// A cache holding every object of the dump but its pods.
