@@ -7,6 +7,7 @@
 //! Pure like [`crate::schedule_one`]: the caller pops the members from its queue, holds the
 //! cache while the cycle runs, and then binds the placed pods or requeues every member.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
@@ -165,6 +166,51 @@ pub fn schedule_group(
         None => ctx.default_algorithm(scheduled.len(), members),
         Some(key) => ctx.placement_algorithm(key, scheduled, members),
     }
+}
+
+/// One group cycle for a caller that has no scheduling queue and binds at once (`simulate`,
+/// the in-memory bench): `first`, just popped and routed to `group`, and the group's other
+/// pods waiting in `queue` (taken out, in queue order) are tried together with
+/// [`schedule_group`]; when the quorum is met every placed member is bound on the spot (the
+/// binding taken as done: `finish_binding`, then PostBind). The controller does the same with
+/// its queue and binding cycles (`scheduler_loop.rs`, `schedule_gang`).
+#[allow(clippy::too_many_arguments)]
+pub fn schedule_group_and_bind(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    groups: &PodGroupManager,
+    group: &PodGroupInfo,
+    first: QueuedPodInfo,
+    queue: &mut VecDeque<QueuedPodInfo>,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+) -> GroupOutcome {
+    let (before, waiting_at_most) = {
+        let g = groups.read();
+        let before = scheduled_members(&g, &group.key, cache);
+        let waiting_at_most = g.all_pods_count(&group.key).saturating_sub(before.len());
+        (before, waiting_at_most)
+    };
+    let mut members = vec![first];
+    let mut i = 0;
+    // Stops once every pod of the group that can be waiting is found: a queue holding the
+    // gang's pods side by side is not scanned to its end for each gang.
+    while i < queue.len() && members.len() < waiting_at_most {
+        if queue[i].pod.pod_group == members[0].pod.pod_group {
+            members.extend(queue.remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    let outcome = schedule_group(fw, alg, group, &before, members, cache, snapshot, nominated);
+    if let GroupOutcome::Placed { placed, .. } = &outcome {
+        for p in placed {
+            cache.finish_binding(p.pod.key());
+            fw.run_post_bind(&p.state, &p.pod, &p.node);
+        }
+    }
+    outcome
 }
 
 /// The placement to keep among the feasible ones: the highest PodGroupPodsCount

@@ -30,7 +30,7 @@ use crate::framework::{
 };
 use crate::plugins::gang_scheduling;
 use crate::pod_group_manager::PodGroupManager;
-use crate::schedule_group::{GroupOutcome, Route, route, schedule_group, scheduled_members};
+use crate::schedule_group::{GroupOutcome, Route, route, schedule_group_and_bind};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
 };
@@ -281,23 +281,13 @@ fn simulate(
             }
         };
         if let Some(group) = group {
-            // The gang's other waiting pods join this cycle, in queue order.
-            let mut members = vec![q];
-            let mut i = 0;
-            while i < queue.len() {
-                if queue[i].pod.pod_group == members[0].pod.pod_group {
-                    members.extend(queue.remove(i));
-                } else {
-                    i += 1;
-                }
-            }
-            let before = scheduled_members(&groups.read(), &group.key, &cache);
-            let outcome_of = schedule_group(
+            let outcome_of = schedule_group_and_bind(
                 fw,
                 &mut alg,
+                &groups,
                 &group,
-                &before,
-                members,
+                q,
+                &mut queue,
                 &mut cache,
                 &mut snapshot,
                 &nominated,
@@ -305,8 +295,6 @@ fn simulate(
             let waiting = match outcome_of {
                 GroupOutcome::Placed { placed, waiting } => {
                     for p in placed {
-                        cache.finish_binding(p.pod.key());
-                        fw.run_post_bind(&p.state, &p.pod, &p.node);
                         let mut o = outcome(
                             &p.pod,
                             Some(fw.profile_name()),
