@@ -117,3 +117,71 @@ fn dra_bench_workload_in_memory_and_refused_with_kubeconfig() {
     );
     assert!(!err.contains("choose one of: SchedulingBasic, NodeAffinity, PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles, SchedulingWith"), "{err}");
 }
+
+/// The workload-scheduling workloads run in memory with the gang size asked for (a gang's
+/// attempt is its pod group cycle), and are refused against an API server.
+#[test]
+fn gang_bench_workloads_in_memory_with_a_gang_size() {
+    for name in [
+        "GangScheduling",
+        "BasicScheduling",
+        "TopologyAwareScheduling",
+    ] {
+        let (json, _) = run(&[
+            "bench",
+            "--workload",
+            name,
+            "--nodes",
+            "200",
+            "--init-pods",
+            "10",
+            "--measured-pods",
+            "20",
+            "--pods-per-group",
+            "10",
+            "-o",
+            "json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v[0]["workload"], name);
+        assert_eq!(v[0]["scheduled"], 20, "{name}");
+        assert_eq!(v[0]["podsPerGroup"], 10, "{name}");
+    }
+    let (table, _) = run(&[
+        "bench",
+        "--workload",
+        "GangScheduling",
+        "--nodes",
+        "10",
+        "--init-pods",
+        "0",
+        "--measured-pods",
+        "6",
+    ]);
+    assert!(table.contains("PODS/GROUP"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("GangScheduling"))
+        .unwrap();
+    assert!(
+        row.trim_end().ends_with(" 3"),
+        "the default gang size: {table}"
+    );
+
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--kubeconfig",
+            "/nonexistent",
+            "--workload",
+            "GangScheduling",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("\"GangScheduling\" runs in memory only"),
+        "{err}"
+    );
+}
