@@ -270,16 +270,16 @@ impl Ctx<'_> {
         let mut feasible: Vec<(String, usize, i64)> = Vec::new();
         let mut first_failure = None;
         for d in &domains {
-            self.alg.placement = Some((key.to_string(), d.clone()));
+            self.alg.set_placement(Some((key.to_string(), d.clone())));
             let out = self.default_algorithm(scheduled.len(), members.clone());
-            self.alg.placement = None;
+            if let GroupOutcome::Placed { placed, .. } = &out {
+                self.cache.update_snapshot(self.snapshot);
+                let fit = self.least_allocated();
+                feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
+            }
+            self.alg.set_placement(None);
             match out {
-                GroupOutcome::Placed { placed, .. } => {
-                    self.cache.update_snapshot(self.snapshot);
-                    let fit = self.least_allocated(key, d);
-                    feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
-                    self.undo(placed);
-                }
+                GroupOutcome::Placed { placed, .. } => self.undo(placed),
                 GroupOutcome::Unschedulable { error: true, .. } => return out,
                 out => {
                     first_failure.get_or_insert(out);
@@ -313,9 +313,9 @@ impl Ctx<'_> {
                 waiting,
             };
         };
-        self.alg.placement = Some((key.to_string(), best));
+        self.alg.set_placement(Some((key.to_string(), best)));
         let out = self.default_algorithm(scheduled.len(), members);
-        self.alg.placement = None;
+        self.alg.set_placement(None);
         out
     }
 
@@ -354,17 +354,15 @@ impl Ctx<'_> {
         Ok(all)
     }
 
-    /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the domain's
-    /// nodes together, the group's proposed pods counted): 0-100.
-    fn least_allocated(&self, key: &str, domain: &str) -> i64 {
+    /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the nodes of
+    /// the placement being evaluated together, the group's proposed pods counted): 0-100.
+    fn least_allocated(&self) -> i64 {
         let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
-        for n in self.snapshot.node_infos() {
-            if n.labels.get(key).is_some_and(|v| v == domain) {
-                alloc.0 += n.allocatable.milli_cpu;
-                alloc.1 += n.allocatable.memory;
-                req.0 += n.requested.milli_cpu;
-                req.1 += n.requested.memory;
-            }
+        for n in self.alg.candidates(self.snapshot).iter() {
+            alloc.0 += n.allocatable.milli_cpu;
+            alloc.1 += n.allocatable.memory;
+            req.0 += n.requested.milli_cpu;
+            req.1 += n.requested.memory;
         }
         let score = |a: i64, r: i64| {
             if a <= 0 || r > a {
