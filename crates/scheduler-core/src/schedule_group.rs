@@ -7,7 +7,7 @@
 //! Pure like [`crate::schedule_one`]: the caller pops the members from its queue, holds the
 //! cache while the cycle runs, and then binds the placed pods or requeues every member.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
@@ -266,11 +266,27 @@ impl Ctx<'_> {
             let reason = format!("0/0 placements are available: no node has the label {key:?}");
             return self.all_wait(members, reason);
         }
+        // Each domain's nodes, found in one pass (the cluster's nodes stay while the cycle runs).
+        let mut nodes_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, n) in self.snapshot.node_infos().iter().enumerate() {
+            if let Some(v) = n.labels.get(key) {
+                match nodes_of.get_mut(v.as_str()) {
+                    Some(p) => p.push(i),
+                    None => {
+                        nodes_of.insert(v.to_string(), vec![i]);
+                    }
+                }
+            }
+        }
+        let placement = |alg: &mut SchedulingAlgorithm, snapshot: &Snapshot, d: &String| {
+            let positions = nodes_of.get(d).cloned().unwrap_or_default();
+            alg.set_placement_nodes((key.to_string(), d.clone()), snapshot, positions);
+        };
         // (domain, pods placed with it, NodeResourcesFit's placement score)
         let mut feasible: Vec<(String, usize, i64)> = Vec::new();
         let mut first_failure = None;
         for d in &domains {
-            self.alg.set_placement(Some((key.to_string(), d.clone())));
+            placement(self.alg, self.snapshot, d);
             let out = self.default_algorithm(scheduled.len(), members.clone());
             if let GroupOutcome::Placed { placed, .. } = &out {
                 self.cache.update_snapshot(self.snapshot);
@@ -313,7 +329,7 @@ impl Ctx<'_> {
                 waiting,
             };
         };
-        self.alg.set_placement(Some((key.to_string(), best)));
+        placement(self.alg, self.snapshot, &best);
         let out = self.default_algorithm(scheduled.len(), members);
         self.alg.set_placement(None);
         out

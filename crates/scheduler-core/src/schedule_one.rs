@@ -125,6 +125,18 @@ impl SchedulingAlgorithm {
         self.placement_nodes = None;
     }
 
+    /// [`set_placement`](Self::set_placement) with the placement's nodes already known: their
+    /// `positions` in `snapshot`.
+    pub(crate) fn set_placement_nodes(
+        &mut self,
+        placement: (String, String),
+        snapshot: &Snapshot,
+        positions: Vec<usize>,
+    ) {
+        self.placement = Some(placement);
+        self.placement_nodes = Some((snapshot.node_infos().len(), positions));
+    }
+
     /// The placement's nodes' positions in `snapshot`, when known for a snapshot of its size.
     fn placement_positions(&self, snapshot: &Snapshot) -> Option<&[usize]> {
         self.placement_nodes
