@@ -99,18 +99,7 @@ fn dra_bench_workload_in_memory_and_refused_with_kubeconfig() {
     // 4 nodes x 8 devices: 8 init pods leave room for exactly 24.
     assert_eq!(v[0]["scheduled"], 24);
 
-    let o = Command::new(BIN)
-        .args([
-            "bench",
-            "--kubeconfig",
-            "/nonexistent",
-            "--workload",
-            "SchedulingWithResourceClaimTemplate",
-        ])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused_with_kubeconfig("SchedulingWithResourceClaimTemplate");
     assert!(
         err.contains("workload \"SchedulingWithResourceClaimTemplate\" runs in memory only; drop --kubeconfig or choose one of: SchedulingBasic,"),
         "{err}"
@@ -168,20 +157,25 @@ fn gang_bench_workloads_in_memory_with_a_gang_size() {
         "the default gang size: {table}"
     );
 
+    let err = refused_with_kubeconfig("GangScheduling");
+    assert!(
+        err.contains("\"GangScheduling\" runs in memory only"),
+        "{err}"
+    );
+}
+
+/// `bench --kubeconfig` with `workload`, which must fail before touching a cluster: its stderr.
+fn refused_with_kubeconfig(workload: &str) -> String {
     let o = Command::new(BIN)
         .args([
             "bench",
             "--kubeconfig",
             "/nonexistent",
             "--workload",
-            "GangScheduling",
+            workload,
         ])
         .output()
         .unwrap();
     assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("\"GangScheduling\" runs in memory only"),
-        "{err}"
-    );
+    String::from_utf8_lossy(&o.stderr).to_string()
 }
