@@ -99,21 +99,83 @@ fn dra_bench_workload_in_memory_and_refused_with_kubeconfig() {
     // 4 nodes x 8 devices: 8 init pods leave room for exactly 24.
     assert_eq!(v[0]["scheduled"], 24);
 
+    let err = refused_with_kubeconfig("SchedulingWithResourceClaimTemplate");
+    assert!(
+        err.contains("workload \"SchedulingWithResourceClaimTemplate\" runs in memory only; drop --kubeconfig or choose one of: SchedulingBasic,"),
+        "{err}"
+    );
+    assert!(!err.contains("choose one of: SchedulingBasic, NodeAffinity, PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles, SchedulingWith"), "{err}");
+}
+
+/// The workload-scheduling workloads run in memory with the gang size asked for (a gang's
+/// attempt is its pod group cycle), and are refused against an API server.
+#[test]
+fn gang_bench_workloads_in_memory_with_a_gang_size() {
+    for name in [
+        "GangScheduling",
+        "BasicScheduling",
+        "TopologyAwareScheduling",
+    ] {
+        let (json, _) = run(&[
+            "bench",
+            "--workload",
+            name,
+            "--nodes",
+            "200",
+            "--init-pods",
+            "10",
+            "--measured-pods",
+            "20",
+            "--pods-per-group",
+            "10",
+            "-o",
+            "json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v[0]["workload"], name);
+        assert_eq!(v[0]["scheduled"], 20, "{name}");
+        assert_eq!(v[0]["podsPerGroup"], 10, "{name}");
+    }
+    let (table, _) = run(&[
+        "bench",
+        "--workload",
+        "GangScheduling",
+        "--nodes",
+        "10",
+        "--init-pods",
+        "0",
+        "--measured-pods",
+        "6",
+    ]);
+    assert!(table.contains("PODS/GROUP"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("GangScheduling"))
+        .unwrap();
+    assert!(
+        row.trim_end().ends_with(" 3"),
+        "the default gang size: {table}"
+    );
+
+    let err = refused_with_kubeconfig("GangScheduling");
+    assert!(
+        err.contains("\"GangScheduling\" runs in memory only"),
+        "{err}"
+    );
+}
+
+/// `bench --kubeconfig` with `workload`, which must fail before touching a cluster: its stderr.
+fn refused_with_kubeconfig(workload: &str) -> String {
     let o = Command::new(BIN)
         .args([
             "bench",
             "--kubeconfig",
             "/nonexistent",
             "--workload",
-            "SchedulingWithResourceClaimTemplate",
+            workload,
         ])
         .output()
         .unwrap();
     assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("workload \"SchedulingWithResourceClaimTemplate\" runs in memory only; drop --kubeconfig or choose one of: SchedulingBasic,"),
-        "{err}"
-    );
-    assert!(!err.contains("choose one of: SchedulingBasic, NodeAffinity, PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles, SchedulingWith"), "{err}");
+    String::from_utf8_lossy(&o.stderr).to_string()
 }

@@ -3,9 +3,10 @@
 //!
 //! Shapes follow scheduler_perf's templates: nodes with 4 CPU, 32Gi and 110 pods spread over
 //! three zones; pods requesting 100m CPU and 500Mi. Init pods are scheduled first (not
-//! measured), then the measured pods.
+//! measured), then the measured pods. The workload-scheduling workloads ([`GROUP_WORKLOADS`])
+//! put the pods in PodGroups; a gang is one attempt (one pod group cycle).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,15 +19,21 @@ use crate::cache::{Cache, Snapshot};
 use crate::config::{self, Loaded};
 use crate::explain::{Explanation, Record};
 use crate::framework::CycleState;
-use crate::framework::{NominatedPods, ProfileRegistry, Registry};
+use crate::framework::{NominatedPods, ProfileRegistry, QueuedPodInfo, Registry};
+use crate::plugins::gang_scheduling;
+use crate::pod_group_manager::PodGroupManager;
+use crate::schedule_group::{GroupOutcome, Route, route, schedule_group_and_bind};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_recorded,
 };
 use crate::types::PodInfo;
 use crate::types::dra::template;
+use crate::types::pod_group::PodGroupInfo;
 
 mod churn;
+mod groups;
 pub use churn::*;
+pub use groups::*;
 
 /// The workloads `ferrosched bench` knows.
 pub const WORKLOADS: &[&str] = &[
@@ -57,6 +64,10 @@ pub struct Workload {
     pub config: Loaded,
     /// DeviceClasses, ResourceSlices and the claims made from templates (DRA workloads).
     pub dra: DraWorkload,
+    /// The PodGroups the pods name ([`GROUP_WORKLOADS`]), as their views.
+    pub pod_groups: Vec<PodGroupInfo>,
+    /// Pods per group, for the workloads whose pods are in groups.
+    pub pods_per_group: Option<usize>,
 }
 
 /// The DRA objects of a workload: they exist before the pods are scheduled, the claims
@@ -459,6 +470,8 @@ pub fn build(name: &str, nodes: usize, init: usize, measured: usize) -> Option<W
         measured_pods,
         config,
         dra: dra_objects,
+        pod_groups: Vec::new(),
+        pods_per_group: None,
     })
 }
 
@@ -469,7 +482,8 @@ pub struct RunStats {
     pub scheduled: usize,
     pub unschedulable: usize,
     pub elapsed: Duration,
-    /// One scheduling attempt per measured pod, sorted ascending.
+    /// Every scheduling attempt's duration, sorted ascending: one per pod scheduled alone,
+    /// one per pod group cycle for a gang (all its pods at once).
     pub attempt_latencies: Vec<Duration>,
 }
 
@@ -492,6 +506,8 @@ pub struct Runner {
     pub cache: Cache,
     pub snapshot: Snapshot,
     profiles: ProfileRegistry,
+    /// The workload's PodGroups and their members, read by GangScheduling and the group cycle.
+    groups: Arc<PodGroupManager>,
     alg: SchedulingAlgorithm,
     nominated: NominatedPods,
     explain: ExplainMode,
@@ -513,8 +529,14 @@ pub enum ExplainMode {
 
 impl Runner {
     pub fn new(w: &Workload) -> Self {
-        let profiles = ProfileRegistry::new(&w.config.profiles, &Registry::in_tree())
-            .expect("workload config builds");
+        let groups = Arc::new(PodGroupManager::new());
+        let mut registry = Registry::in_tree();
+        gang_scheduling::register(&mut registry, Arc::clone(&groups));
+        let profiles =
+            ProfileRegistry::new(&w.config.profiles, &registry).expect("workload config builds");
+        for g in &w.pod_groups {
+            groups.write().upsert(g.clone());
+        }
         let mut cache = Cache::new();
         for n in &w.nodes {
             cache.add_node(n);
@@ -537,6 +559,7 @@ impl Runner {
             cache,
             snapshot: Snapshot::new(),
             profiles,
+            groups,
             alg: SchedulingAlgorithm::new(pct, 1),
             nominated: NominatedPods::new(),
             explain: ExplainMode::Off,
@@ -578,6 +601,70 @@ impl Runner {
         })
     }
 
+    /// Records the pods' PodGroup membership, as the pod informer does before the pods are
+    /// scheduled (GangScheduling lets a gang's pods in once `minCount` of them exist).
+    pub fn admit(&self, pods: &[Arc<PodInfo>]) {
+        let mut groups = self.groups.write();
+        for p in pods {
+            groups.add_pod(p);
+        }
+    }
+
+    /// Schedules `pods` as one queue, in order, the way `simulate` does: a pod of a gang takes
+    /// its group's waiting pods out of the queue and they are placed in one pod group cycle,
+    /// all or nothing, and bound ([`schedule_group_and_bind`]); any other pod is scheduled
+    /// alone ([`schedule`](Self::schedule)). A pod whose gang is incomplete is not tried.
+    /// `attempt` gets each attempt's pod count and duration. Returns how many pods were
+    /// placed. Pods of a group must be [`admit`](Self::admit)ted first.
+    pub fn schedule_queue(
+        &mut self,
+        pods: &[Arc<PodInfo>],
+        mut attempt: impl FnMut(usize, Duration),
+    ) -> usize {
+        let mut queue: VecDeque<QueuedPodInfo> = pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| QueuedPodInfo::new(Arc::clone(p), i as u64))
+            .collect();
+        let mut placed = 0;
+        while let Some(q) = queue.pop_front() {
+            let t = Instant::now();
+            let (tried, ok) = self.attempt(q, &mut queue);
+            attempt(tried, t.elapsed());
+            placed += ok;
+        }
+        placed
+    }
+
+    /// One attempt for `q`, just popped from `queue`: (pods tried, pods placed).
+    fn attempt(&mut self, q: QueuedPodInfo, queue: &mut VecDeque<QueuedPodInfo>) -> (usize, usize) {
+        let Some(fw) = self.profiles.for_scheduler_name(&q.pod.scheduler_name) else {
+            return (1, 0);
+        };
+        let group = match route(fw, &self.groups, &q.pod) {
+            Route::Alone => return (1, usize::from(self.schedule(&q.pod))),
+            Route::Wait(_) => return (1, 0),
+            Route::Gang(g) => g,
+        };
+        let outcome = schedule_group_and_bind(
+            fw,
+            &mut self.alg,
+            &self.groups,
+            &group,
+            q,
+            queue,
+            &mut self.cache,
+            &mut self.snapshot,
+            &self.nominated,
+        );
+        match outcome {
+            GroupOutcome::Placed { placed, waiting } => {
+                (placed.len() + waiting.len(), placed.len())
+            }
+            GroupOutcome::Unschedulable { waiting, .. } => (waiting.len(), 0),
+        }
+    }
+
     /// One attempt: snapshot, schedule, assume. Returns whether the pod was placed.
     pub fn schedule(&mut self, pod: &Arc<PodInfo>) -> bool {
         self.cache.update_snapshot(&mut self.snapshot);
@@ -617,29 +704,28 @@ pub fn run(w: &Workload) -> RunStats {
     run_with(w, ExplainMode::Off)
 }
 
-/// [`run`], explaining the measured attempts as `explain` says.
+/// Views of `pods`, as the pod informer builds them.
+pub fn views(pods: &[core::Pod]) -> Vec<Arc<PodInfo>> {
+    pods.iter()
+        .map(|p| Arc::new(PodInfo::from_pod(p)))
+        .collect()
+}
+
+/// [`run`], explaining the measured attempts as `explain` says (pods scheduled alone; a pod
+/// group cycle is not explained).
 pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
     let mut r = Runner::new(w);
-    for p in &w.init_pods {
-        r.schedule(&Arc::new(PodInfo::from_pod(p)));
-    }
-    // Views are built before timing: in the controller they are built by the informer.
-    let measured: Vec<Arc<PodInfo>> = w
-        .measured_pods
-        .iter()
-        .map(|p| Arc::new(PodInfo::from_pod(p)))
-        .collect();
+    // Views are built and the groups' members known before timing: in the controller the
+    // informers do both.
+    let init = views(&w.init_pods);
+    let measured = views(&w.measured_pods);
+    r.admit(&init);
+    r.admit(&measured);
+    r.schedule_queue(&init, |_, _| {});
     r.set_explain(explain);
     let mut latencies = Vec::with_capacity(measured.len());
-    let mut scheduled = 0;
     let start = Instant::now();
-    for p in &measured {
-        let t = Instant::now();
-        if r.schedule(p) {
-            scheduled += 1;
-        }
-        latencies.push(t.elapsed());
-    }
+    let scheduled = r.schedule_queue(&measured, |_, t| latencies.push(t));
     let elapsed = start.elapsed();
     latencies.sort_unstable();
     RunStats {
@@ -672,6 +758,89 @@ mod tests {
             assert!(stats.scheduled > 0, "{name}: nothing scheduled");
         }
         assert!(build("Nope", 1, 1, 1).is_none());
+    }
+
+    /// The workload-scheduling workloads: every pod placed, a gang in one attempt (one pod
+    /// group cycle), a basic group's pods one by one; the last group takes the remainder.
+    #[test]
+    fn every_group_workload_builds_and_schedules_on_a_small_cluster() {
+        for name in GROUP_WORKLOADS {
+            for size in [1, 3, 10] {
+                let w =
+                    build_group(name, 20, 6, 10, Some(size)).unwrap_or_else(|| panic!("{name}"));
+                assert_eq!((w.nodes.len(), w.measured_pods.len()), (20, 10));
+                assert_eq!(
+                    w.pod_groups.len(),
+                    6usize.div_ceil(size) + 10usize.div_ceil(size)
+                );
+                let stats = run(&w);
+                assert_eq!((stats.measured, stats.scheduled), (10, 10), "{name}/{size}");
+                let attempts = if *name == BASIC_SCHEDULING {
+                    10
+                } else {
+                    10usize.div_ceil(size)
+                };
+                assert_eq!(stats.attempt_latencies.len(), attempts, "{name}/{size}");
+            }
+        }
+        assert!(build_group("SchedulingBasic", 1, 1, 1, None).is_none());
+        let w = build_group(GANG_SCHEDULING, 1, 0, 7, None).unwrap();
+        assert_eq!(w.pods_per_group, Some(3));
+    }
+
+    /// Through the runner a gang is all or nothing: one node takes 40 of these pods; a gang of
+    /// 30 fits, the next one of 30 does not and places none, a third of 10 still fits.
+    #[test]
+    fn a_gang_that_does_not_fit_places_none_of_its_pods() {
+        let mut w = build_group(GANG_SCHEDULING, 1, 0, 60, Some(30)).unwrap();
+        let (pods, groups) = groups_of_sizes(&[30, 30, 10]);
+        (w.measured_pods, w.pod_groups) = (pods, groups);
+        let stats = run(&w);
+        assert_eq!(stats.scheduled, 40, "{stats:?}");
+        assert_eq!(stats.attempt_latencies.len(), 3);
+    }
+
+    fn groups_of_sizes(sizes: &[usize]) -> (Vec<core::Pod>, Vec<PodGroupInfo>) {
+        let mut pods = Vec::new();
+        let mut groups = Vec::new();
+        for (g, &n) in sizes.iter().enumerate() {
+            let name = format!("gang-{g}");
+            groups.push(pod_group("bench", &name, Some(n), None));
+            for i in 0..n {
+                let mut p = group_pod("bench", &name);
+                p.metadata.name = Some(format!("{name}-{i}"));
+                pods.push(p);
+            }
+        }
+        (pods, groups)
+    }
+
+    /// Topology-aware gangs: each lands in one rack, never split across two.
+    #[test]
+    fn topology_aware_gangs_each_land_in_one_rack() {
+        let w = build_group(
+            TOPOLOGY_AWARE_SCHEDULING,
+            3 * NODES_PER_RACK,
+            0,
+            24,
+            Some(8),
+        )
+        .unwrap();
+        let mut r = Runner::new(&w);
+        let pods = views(&w.measured_pods);
+        r.admit(&pods);
+        assert_eq!(r.schedule_queue(&pods, |_, _| {}), 24);
+        r.cache.update_snapshot(&mut r.snapshot);
+        let mut racks: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+        for n in r.snapshot.node_infos() {
+            let rack = n.labels.get(RACK_LABEL).unwrap().to_string();
+            for p in n.pods.iter() {
+                let group = p.pod_group.as_ref().unwrap().name.clone();
+                racks.entry(group).or_default().insert(rack.clone());
+            }
+        }
+        assert_eq!(racks.len(), 3, "{racks:?}");
+        assert!(racks.values().all(|r| r.len() == 1), "{racks:?}");
     }
 
     /// The DRA workload: each pod's generated claim exists and is named in its status; the

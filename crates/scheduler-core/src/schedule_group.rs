@@ -7,6 +7,7 @@
 //! Pure like [`crate::schedule_one`]: the caller pops the members from its queue, holds the
 //! cache while the cycle runs, and then binds the placed pods or requeues every member.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
@@ -178,6 +179,51 @@ pub(crate) fn undo_placed(fw: &Framework, cache: &mut Cache, placed: Vec<PlacedM
     }
 }
 
+/// One group cycle for a caller that has no scheduling queue and binds at once (`simulate`,
+/// the in-memory bench): `first`, just popped and routed to `group`, and the group's other
+/// pods waiting in `queue` (taken out, in queue order) are tried together with
+/// [`schedule_group`]; when the quorum is met every placed member is bound on the spot (the
+/// binding taken as done: `finish_binding`, then PostBind). The controller does the same with
+/// its queue and binding cycles (`scheduler_loop.rs`, `schedule_gang`).
+#[allow(clippy::too_many_arguments)]
+pub fn schedule_group_and_bind(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    groups: &PodGroupManager,
+    group: &PodGroupInfo,
+    first: QueuedPodInfo,
+    queue: &mut VecDeque<QueuedPodInfo>,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+) -> GroupOutcome {
+    let (before, waiting_at_most) = {
+        let g = groups.read();
+        let before = scheduled_members(&g, &group.key, cache);
+        let waiting_at_most = g.all_pods_count(&group.key).saturating_sub(before.len());
+        (before, waiting_at_most)
+    };
+    let mut members = vec![first];
+    let mut i = 0;
+    // Stops once every pod of the group that can be waiting is found: a queue holding the
+    // gang's pods side by side is not scanned to its end for each gang.
+    while i < queue.len() && members.len() < waiting_at_most {
+        if queue[i].pod.pod_group == members[0].pod.pod_group {
+            members.extend(queue.remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    let outcome = schedule_group(fw, alg, group, &before, members, cache, snapshot, nominated);
+    if let GroupOutcome::Placed { placed, .. } = &outcome {
+        for p in placed {
+            cache.finish_binding(p.pod.key());
+            fw.run_post_bind(&p.state, &p.pod, &p.node);
+        }
+    }
+    outcome
+}
+
 /// The placement to keep among the feasible ones: the highest PodGroupPodsCount
 /// (normalized to 0-100 by the largest) plus NodeResourcesFit's placement score, each of
 /// weight 1; ties go to the first domain in name order (upstream breaks them at random).
@@ -231,20 +277,36 @@ impl Ctx<'_> {
             let reason = format!("0/0 placements are available: no node has the label {key:?}");
             return self.all_wait(members, reason);
         }
+        // Each domain's nodes, found in one pass (the cluster's nodes stay while the cycle runs).
+        let mut nodes_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, n) in self.snapshot.node_infos().iter().enumerate() {
+            if let Some(v) = n.labels.get(key) {
+                match nodes_of.get_mut(v.as_str()) {
+                    Some(p) => p.push(i),
+                    None => {
+                        nodes_of.insert(v.to_string(), vec![i]);
+                    }
+                }
+            }
+        }
+        let placement = |alg: &mut SchedulingAlgorithm, snapshot: &Snapshot, d: &String| {
+            let positions = nodes_of.get(d).cloned().unwrap_or_default();
+            alg.set_placement_nodes((key.to_string(), d.clone()), snapshot, positions);
+        };
         // (domain, pods placed with it, NodeResourcesFit's placement score)
         let mut feasible: Vec<(String, usize, i64)> = Vec::new();
         let mut first_failure = None;
         for d in &domains {
-            self.alg.placement = Some((key.to_string(), d.clone()));
+            placement(self.alg, self.snapshot, d);
             let out = self.default_algorithm(scheduled.len(), members.clone());
-            self.alg.placement = None;
+            if let GroupOutcome::Placed { placed, .. } = &out {
+                self.cache.update_snapshot(self.snapshot);
+                let fit = self.least_allocated();
+                feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
+            }
+            self.alg.set_placement(None);
             match out {
-                GroupOutcome::Placed { placed, .. } => {
-                    self.cache.update_snapshot(self.snapshot);
-                    let fit = self.least_allocated(key, d);
-                    feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
-                    self.undo(placed);
-                }
+                GroupOutcome::Placed { placed, .. } => self.undo(placed),
                 GroupOutcome::Unschedulable { error: true, .. } => return out,
                 out => {
                     first_failure.get_or_insert(out);
@@ -278,9 +340,9 @@ impl Ctx<'_> {
                 waiting,
             };
         };
-        self.alg.placement = Some((key.to_string(), best));
+        placement(self.alg, self.snapshot, &best);
         let out = self.default_algorithm(scheduled.len(), members);
-        self.alg.placement = None;
+        self.alg.set_placement(None);
         out
     }
 
@@ -319,17 +381,15 @@ impl Ctx<'_> {
         Ok(all)
     }
 
-    /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the domain's
-    /// nodes together, the group's proposed pods counted): 0-100.
-    fn least_allocated(&self, key: &str, domain: &str) -> i64 {
+    /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the nodes of
+    /// the placement being evaluated together, the group's proposed pods counted): 0-100.
+    fn least_allocated(&self) -> i64 {
         let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
-        for n in self.snapshot.node_infos() {
-            if n.labels.get(key).is_some_and(|v| v == domain) {
-                alloc.0 += n.allocatable.milli_cpu;
-                alloc.1 += n.allocatable.memory;
-                req.0 += n.requested.milli_cpu;
-                req.1 += n.requested.memory;
-            }
+        for n in self.alg.candidates(self.snapshot).iter() {
+            alloc.0 += n.allocatable.milli_cpu;
+            alloc.1 += n.allocatable.memory;
+            req.0 += n.requested.milli_cpu;
+            req.1 += n.requested.memory;
         }
         let score = |a: i64, r: i64| {
             if a <= 0 || r > a {

@@ -13,7 +13,8 @@ use ferrosched::cluster_bench::{
     self, BenchError, BenchOptions, ClusterBenchResult, SchedulerUnderTest,
 };
 use scheduler_core::bench_workloads::{
-    self, CHURN_WORKLOADS, DRA_WORKLOAD, ExplainMode, IDENTICAL_WORKLOADS, WORKLOADS,
+    self, CHURN_WORKLOADS, DRA_WORKLOAD, ExplainMode, GROUP_WORKLOADS, IDENTICAL_WORKLOADS,
+    WORKLOADS,
 };
 
 /// Workloads run in memory only, reported with attempts per scheduled pod.
@@ -21,10 +22,21 @@ fn in_memory_only(name: &str) -> bool {
     CHURN_WORKLOADS.contains(&name) || IDENTICAL_WORKLOADS.contains(&name)
 }
 
-/// Workloads the cluster bench (`--kubeconfig`) cannot run. (The identical-pods workloads
-/// run there too: batching is turned off with the OpportunisticBatching feature gate.)
+/// Workloads the cluster bench (`--kubeconfig`) cannot run (it creates no PodGroups). (The
+/// identical-pods workloads run there too: batching is turned off with the
+/// OpportunisticBatching feature gate.)
 fn cluster_unsupported(name: &str) -> bool {
-    CHURN_WORKLOADS.contains(&name) || name == DRA_WORKLOAD
+    CHURN_WORKLOADS.contains(&name) || name == DRA_WORKLOAD || GROUP_WORKLOADS.contains(&name)
+}
+
+/// Every workload `bench` knows.
+fn known_workloads() -> impl Iterator<Item = &'static str> {
+    WORKLOADS
+        .iter()
+        .chain(GROUP_WORKLOADS)
+        .chain(CHURN_WORKLOADS)
+        .chain(IDENTICAL_WORKLOADS)
+        .copied()
 }
 use serde::{Deserialize, Serialize};
 
@@ -33,11 +45,18 @@ pub struct BenchArgs {
     /// Workloads to run (default: all). One of: SchedulingBasic, NodeAffinity,
     /// PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles,
     /// SchedulingWithResourceClaimTemplate (DRA: 8 devices per node, one claim per pod; in
-    /// memory only), Churn, ChurnWithoutOldNode, ChurnWithoutHints (in memory only; report
-    /// attempts per scheduled pod), IdenticalPods, IdenticalPodsWithoutBatching (one pod
-    /// per node, opportunistic batching on and off).
+    /// memory only), GangScheduling, BasicScheduling, TopologyAwareScheduling (pods in
+    /// PodGroups: gangs placed all or nothing in one pod group cycle, basic groups pod by
+    /// pod, gangs kept to one rack of 100 nodes; in memory only; see --pods-per-group),
+    /// Churn, ChurnWithoutOldNode, ChurnWithoutHints (in memory only; report attempts per
+    /// scheduled pod), IdenticalPods, IdenticalPodsWithoutBatching (one pod per node,
+    /// opportunistic batching on and off).
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
+    /// Pods per PodGroup in the group workloads (default: upstream's podsPerGroup, 3; 4
+    /// for TopologyAwareScheduling). A gang's minCount is its size.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pods_per_group: Option<u64>,
     /// Node counts to run each workload at.
     #[arg(long = "nodes", value_name = "N", default_values_t = [500usize, 5000])]
     nodes: Vec<usize>,
@@ -115,6 +134,10 @@ pub struct BenchResult {
     /// Churn workloads: scheduling attempts per scheduled pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts_per_pod: Option<f64>,
+    /// Group workloads: pods per PodGroup. A gang's attempt (P50, P99) is its whole pod
+    /// group cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_per_group: Option<usize>,
 }
 
 impl BenchArgs {
@@ -130,25 +153,17 @@ impl BenchArgs {
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     let names: Vec<String> = if args.workloads.is_empty() {
-        let all = WORKLOADS
-            .iter()
-            .chain(CHURN_WORKLOADS)
-            .chain(IDENTICAL_WORKLOADS);
         // Against a cluster: every workload it can run.
-        all.filter(|w| args.kubeconfig.is_none() || !cluster_unsupported(w))
+        known_workloads()
+            .filter(|w| args.kubeconfig.is_none() || !cluster_unsupported(w))
             .map(|s| s.to_string())
             .collect()
     } else {
         args.workloads.clone()
     };
     for n in &names {
-        if !WORKLOADS.contains(&n.as_str()) && !in_memory_only(n) {
-            let known: Vec<&str> = WORKLOADS
-                .iter()
-                .chain(CHURN_WORKLOADS)
-                .chain(IDENTICAL_WORKLOADS)
-                .copied()
-                .collect();
+        if !known_workloads().any(|w| w == n) {
+            let known: Vec<&str> = known_workloads().collect();
             eprintln!("unknown workload {n:?}; known: {}", known.join(", "));
             return ExitCode::FAILURE;
         }
@@ -178,6 +193,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             nodes,
             args.init_pods,
             args.measured_pods,
+            args.pods_per_group.map(|n| n as usize),
             args.explain.map_or(ExplainMode::Off, BenchExplain::mode),
         );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
@@ -205,6 +221,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 ])
                 .args(["--init-pods", &args.init_pods.to_string()])
                 .args(["--measured-pods", &args.measured_pods.to_string()])
+                .args(args.pods_per_group.map(|n| format!("--pods-per-group={n}")))
                 .args(args.explain.map(|e| format!("--explain={}", e.name())))
                 .output();
             match out {
@@ -260,6 +277,7 @@ fn run_one(
     nodes: usize,
     init: usize,
     measured: usize,
+    pods_per_group: Option<usize>,
     explain: ExplainMode,
 ) -> BenchResult {
     if in_memory_only(name) {
@@ -286,9 +304,12 @@ fn run_one(
             p99_attempt_micros: 0.0,
             peak_rss_mib: peak_rss_mib(),
             attempts_per_pod: Some(s.attempts_per_scheduled_pod()),
+            pods_per_group: None,
         };
     }
-    let w = bench_workloads::build(name, nodes, init, measured).expect("known workload");
+    let w = bench_workloads::build(name, nodes, init, measured)
+        .or_else(|| bench_workloads::build_group(name, nodes, init, measured, pods_per_group))
+        .expect("known workload");
     let s = bench_workloads::run_with(&w, explain);
     BenchResult {
         workload: name.to_string(),
@@ -302,6 +323,7 @@ fn run_one(
         p99_attempt_micros: s.percentile(0.99).as_secs_f64() * 1e6,
         peak_rss_mib: peak_rss_mib(),
         attempts_per_pod: None,
+        pods_per_group: w.pods_per_group,
     }
 }
 
@@ -327,7 +349,7 @@ fn table(results: &[BenchResult]) -> String {
         .fold(18, usize::max);
     let _ = writeln!(
         out,
-        "{:<w$} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "{:<w$} {:>6} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9} {:>10}",
         "WORKLOAD",
         "NODES",
         "INIT",
@@ -337,12 +359,13 @@ fn table(results: &[BenchResult]) -> String {
         "P50 US",
         "P99 US",
         "RSS MiB",
-        "ATTEMPTS/POD"
+        "ATTEMPTS/POD",
+        "PODS/GROUP"
     );
     for r in results {
         let _ = writeln!(
             out,
-            "{:<w$} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9}",
+            "{:<w$} {:>6} {:>6} {:>4}/{:<4} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>9} {:>10}",
             r.workload,
             r.nodes,
             r.init_pods,
@@ -354,7 +377,9 @@ fn table(results: &[BenchResult]) -> String {
             r.p99_attempt_micros,
             r.peak_rss_mib,
             r.attempts_per_pod
-                .map_or_else(|| "-".to_string(), |a| format!("{a:.2}"))
+                .map_or_else(|| "-".to_string(), |a| format!("{a:.2}")),
+            r.pods_per_group
+                .map_or_else(|| "-".to_string(), |n| n.to_string())
         );
     }
     out

@@ -129,6 +129,8 @@ pub fn run_churn(nodes: usize, pods: usize, mode: ChurnHints) -> ChurnStats {
         measured_pods: Vec::new(),
         config,
         dra: DraWorkload::default(),
+        pod_groups: Vec::new(),
+        pods_per_group: None,
     };
     let mut r = Runner::new(&w);
     let clock = FakeClock::new();
@@ -300,6 +302,8 @@ pub fn run_identical(nodes: usize, pods: usize, batching: bool) -> ChurnStats {
         measured_pods: Vec::new(),
         config: config::load_str(BATCHABLE_CONFIG, "identical-pods").expect("valid config"),
         dra: DraWorkload::default(),
+        pod_groups: Vec::new(),
+        pods_per_group: None,
     };
     let mut r = Runner::new(&w);
     r.alg.set_opportunistic_batching(batching);

@@ -31,7 +31,9 @@ use crate::framework::{
 use crate::group_preemption::{GroupPreemption, preempt_for_group};
 use crate::plugins;
 use crate::pod_group_manager::PodGroupManager;
-use crate::schedule_group::{GroupOutcome, Route, route, schedule_group, scheduled_members};
+use crate::schedule_group::{
+    GroupOutcome, Route, route, schedule_group_and_bind, scheduled_members,
+};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
 };
@@ -274,23 +276,13 @@ fn simulate(
             }
         };
         if let Some(group) = group {
-            // The gang's other waiting pods join this cycle, in queue order.
-            let mut members = vec![q];
-            let mut i = 0;
-            while i < queue.len() {
-                if queue[i].pod.pod_group == members[0].pod.pod_group {
-                    members.extend(queue.remove(i));
-                } else {
-                    i += 1;
-                }
-            }
-            let before = scheduled_members(&groups.read(), &group.key, &cache);
-            let outcome_of = schedule_group(
+            let outcome_of = schedule_group_and_bind(
                 fw,
                 &mut alg,
+                &groups,
                 &group,
-                &before,
-                members,
+                q,
+                &mut queue,
                 &mut cache,
                 &mut snapshot,
                 &nominated,
@@ -299,8 +291,6 @@ fn simulate(
                 GroupOutcome::Placed { placed, waiting } => {
                     for p in placed {
                         nominated.remove(p.pod.key());
-                        cache.finish_binding(p.pod.key());
-                        fw.run_post_bind(&p.state, &p.pod, &p.node);
                         let mut o = outcome(
                             &p.pod,
                             Some(fw.profile_name()),
@@ -324,6 +314,7 @@ fn simulate(
                     // Workload-aware preemption: evict for the whole gang or not at all.
                     let members: Vec<QueuedPodInfo> =
                         waiting.iter().map(|w| w.queued.clone()).collect();
+                    let before = scheduled_members(&groups.read(), &group.key, &cache);
                     let decision = preempt_for_group(
                         fw,
                         &mut alg,
