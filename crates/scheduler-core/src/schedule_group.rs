@@ -386,16 +386,18 @@ impl Ctx<'_> {
     fn least_allocated(&self) -> i64 {
         let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
         for n in self.alg.candidates(self.snapshot).iter() {
-            alloc.0 += n.allocatable.milli_cpu;
-            alloc.1 += n.allocatable.memory;
-            req.0 += n.requested.milli_cpu;
-            req.1 += n.requested.memory;
+            // A dump may give a node up to 8Ei of cpu: the sums saturate, and the score is
+            // computed wide, so it stays 0-100 instead of overflowing.
+            alloc.0 = alloc.0.saturating_add(n.allocatable.milli_cpu);
+            alloc.1 = alloc.1.saturating_add(n.allocatable.memory);
+            req.0 = req.0.saturating_add(n.requested.milli_cpu);
+            req.1 = req.1.saturating_add(n.requested.memory);
         }
         let score = |a: i64, r: i64| {
             if a <= 0 || r > a {
                 0
             } else {
-                (a - r) * 100 / a
+                ((i128::from(a) - i128::from(r)) * 100 / i128::from(a)) as i64
             }
         };
         (score(alloc.0, req.0) + score(alloc.1, req.1)) / 2

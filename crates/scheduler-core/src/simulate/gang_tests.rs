@@ -206,6 +206,36 @@ fn a_topology_constrained_gang_is_not_split_across_zones() {
     }
 }
 
+/// Found by the fuzz harness: zones whose nodes have huge allocatable cpu and memory
+/// (quantities up to 8Ei) overflowed the domain's placement score. The gang is still placed
+/// in one zone.
+#[test]
+fn a_topology_constrained_gang_scores_zones_of_huge_nodes() {
+    let mut text = String::new();
+    for (i, zone, cpu) in [
+        (0, "z0", "8Ei"),
+        (1, "z0", "999999999999Ei"),
+        (2, "z1", "64"),
+    ] {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{topology.kubernetes.io/zone: {zone}}}}}\nstatus:\n  allocatable: {{cpu: '{cpu}', memory: 8Ei, pods: '110'}}\n"
+        ));
+    }
+    text.push_str(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: zonal, namespace: ml}\nspec:\n  schedulingPolicy: {gang: {minCount: 2}}\n  schedulingConstraints: {topology: [{key: topology.kubernetes.io/zone}]}\n",
+    );
+    for i in 0..2 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: zonal-{i}, namespace: ml}}\nspec:\n  schedulingGroup: {{podGroupName: zonal}}\n  containers: [{{name: c, resources: {{requests: {{cpu: '1'}}}}}}]\n"
+        ));
+    }
+    let r = simulate(&text);
+    let zone = |n: &str| if n == "n2" { "z1" } else { "z0" };
+    let a = r.node_of("ml/zonal-0").expect("placed");
+    let b = r.node_of("ml/zonal-1").expect("placed");
+    assert_eq!(zone(a), zone(b), "{a} and {b} split across zones");
+}
+
 #[test]
 fn scheduler_plugins_config_runs_coscheduling_groups_all_or_nothing() {
     let loaded = crate::config::load_str(

@@ -265,11 +265,13 @@ pub fn load_str(text: &str, source: &str) -> Result<ClusterObjects, Vec<LoadErro
         };
     let mut out = ClusterObjects::default();
     let mut errors = Vec::new();
+    let line_starts = std::cell::OnceCell::new();
     for doc in docs {
         let line = Some(doc.referenced.line() as u32).filter(|l| *l > 0);
         let mut ctx = DocCtx {
             source,
             text,
+            line_starts: &line_starts,
             line,
             errors: &mut errors,
         };
@@ -285,6 +287,8 @@ pub fn load_str(text: &str, source: &str) -> Result<ClusterObjects, Vec<LoadErro
 struct DocCtx<'a> {
     source: &'a str,
     text: &'a str,
+    /// The text's line starts, built at the first value that needs its line.
+    line_starts: &'a std::cell::OnceCell<Vec<usize>>,
     line: Option<u32>,
     errors: &'a mut Vec<LoadError>,
 }
@@ -449,9 +453,12 @@ impl DocCtx<'_> {
         let name = object_name(v);
         let bad = checks::bad_quantities(kind, v);
         for q in &bad {
+            let starts = self
+                .line_starts
+                .get_or_init(|| checks::line_starts(self.text));
             let line = self
                 .line
-                .and_then(|l| checks::line_of(self.text, l, &q.key, &q.value))
+                .and_then(|l| checks::line_of(self.text, starts, l, &q.key, &q.value))
                 .or(self.line);
             self.errors.push(LoadError {
                 source: self.source.to_string(),
