@@ -278,13 +278,7 @@ impl SchedulingLoop {
                         }
                         nominate = Some(Some(node.clone()));
                         shared.metrics.preemption_victims(victims.len());
-                        // Victims whose graceful deletion already started need no call.
-                        let victims: Vec<PodRef> = victims
-                            .iter()
-                            .filter_map(|v| st.cache.get_pod(v))
-                            .filter(|p| !p.is_terminating)
-                            .map(|p| PodRef::of(p))
-                            .collect();
+                        let victims = live_victims(&st, &victims);
                         // Asynchronous preemption: the preemptor waits (gated) until the
                         // executor reports the victims' deletion; the loop goes on.
                         if !victims.is_empty() {
@@ -517,13 +511,7 @@ impl SchedulingLoop {
             tracing::debug!(group = %group.key, %message, "pod group preemption");
             shared.metrics.preemption_attempt();
             shared.metrics.preemption_victims(victims.len());
-            // Victims whose graceful deletion already started need no call.
-            let victims: Vec<PodRef> = victims
-                .iter()
-                .filter_map(|v| st.cache.get_pod(v))
-                .filter(|p| !p.is_terminating)
-                .map(|p| PodRef::of(p))
-                .collect();
+            let victims = live_victims(&st, &victims);
             // The first nominated member carries the evictions and waits (gated) until they
             // are done; the others wait for the deletions' events.
             let first = waiting
@@ -589,6 +577,16 @@ impl SchedulingLoop {
             tracing::warn!("action executor stopped; dropping an action");
         }
     }
+}
+
+/// The victims to evict: those whose graceful deletion already started need no call.
+fn live_victims(st: &State, victims: &[PodKey]) -> Vec<PodRef> {
+    victims
+        .iter()
+        .filter_map(|v| st.cache.get_pod(v))
+        .filter(|p| !p.is_terminating)
+        .map(|p| PodRef::of(p))
+        .collect()
 }
 
 /// Requeues the members of a gang that are not bound this time (upstream's failure handler

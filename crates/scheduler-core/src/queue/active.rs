@@ -35,8 +35,14 @@ impl SchedulingQueue {
         };
         let mut info = entry.info;
         self.counters.rejectors(&info, -1);
-        info.attempts += 1;
         self.scheduling_cycle += 1;
+        self.start_attempt(&mut info);
+        Some(info)
+    }
+
+    /// Counts an attempt of `info` and marks it in flight in the current cycle.
+    fn start_attempt(&mut self, info: &mut QueuedPodInfo) {
+        info.attempts += 1;
         let (key, uid) = (info.pod.key().clone(), info.pod.uid.clone());
         self.in_flight_by_key.insert(key.clone(), uid.clone());
         self.in_flight.insert(
@@ -47,7 +53,6 @@ impl SchedulingQueue {
                 deleted: false,
             },
         );
-        Some(info)
     }
 
     /// Takes the other waiting, ungated pods of a pod group that [`pop`](Self::pop) just
@@ -65,17 +70,7 @@ impl SchedulingQueue {
             let Some(mut info) = self.remove_waiting(key) else {
                 continue;
             };
-            info.attempts += 1;
-            let (key, uid) = (key.clone(), info.pod.uid.clone());
-            self.in_flight_by_key.insert(key.clone(), uid.clone());
-            self.in_flight.insert(
-                (key, uid),
-                InFlight {
-                    cycle: self.scheduling_cycle,
-                    latest: None,
-                    deleted: false,
-                },
-            );
+            self.start_attempt(&mut info);
             taken.push(info);
         }
         taken
