@@ -137,7 +137,13 @@ impl SchedulingLoop {
             st.queue.nominated_pods().clone()
         };
         // A pod of a gang is scheduled with its group, never alone.
-        let route = schedule_group::route(fw, &shared.lock().groups, &q.pod);
+        // Most pods name no group: they take no lock for it.
+        let route = if q.pod.pod_group.is_none() {
+            Route::Alone
+        } else {
+            let groups = Arc::clone(&shared.lock().groups);
+            schedule_group::route(fw, &groups, &q.pod)
+        };
         match route {
             Route::Alone => {}
             Route::Gang(group) => {
