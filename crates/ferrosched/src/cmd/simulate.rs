@@ -136,10 +136,9 @@ fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded
     let builtin = args.cluster.is_empty();
     let objects = if builtin {
         simulate::load_str(simulate::CASE_STUDY_CLUSTER, "<built-in case study>")
-            .map_err(|e| join(&e))?
+            .map_err(|e| simulate::describe_errors(&e))?
     } else {
-        simulate::load_paths(&args.cluster)
-            .map_err(|e| format!("{} error(s) in cluster files:\n{}", e.len(), join(&e)))?
+        simulate::load_paths(&args.cluster).map_err(|e| simulate::describe_errors(&e))?
     };
     let loaded = match (&args.config, builtin) {
         (Some(f), _) => config::load_file(f),
@@ -151,14 +150,6 @@ fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded
         eprintln!("{w}");
     }
     Ok((objects, loaded))
-}
-
-fn join<T: std::fmt::Display>(errors: &[T]) -> String {
-    errors
-        .iter()
-        .map(|e| format!("  {e}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The human-readable report: one line per pod, then per-node utilisation.

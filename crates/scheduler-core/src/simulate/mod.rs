@@ -44,7 +44,7 @@ pub use dra::PodDevice;
 pub use explain_pod::{ExplainedPod, explain_pod};
 pub use load::{
     ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, POD_GROUPS_DUMP_COMMAND,
-    TAINT_RULES_DUMP_COMMAND, load_paths, load_str,
+    TAINT_RULES_DUMP_COMMAND, describe_errors, load_paths, load_str,
 };
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the

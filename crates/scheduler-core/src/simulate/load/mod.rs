@@ -180,6 +180,27 @@ impl fmt::Display for LoadError {
     }
 }
 
+/// The errors of [`load_paths`] or [`load_str`] as one text: a count, then the first
+/// [`crate::config::MAX_PRINTED`] (as config errors are capped), then how many more. A dump
+/// with thousands of broken objects prints the first ones and a count, not megabytes.
+pub fn describe_errors(errors: &[LoadError]) -> String {
+    let n = errors.len();
+    let mut out = format!(
+        "{n} error{} in cluster files:",
+        if n == 1 { "" } else { "s" }
+    );
+    for e in errors.iter().take(crate::config::MAX_PRINTED) {
+        out.push_str(&format!("\n  {e}"));
+    }
+    if n > crate::config::MAX_PRINTED {
+        out.push_str(&format!(
+            "\n  ... and {} more errors (fix the ones above first)",
+            n - crate::config::MAX_PRINTED
+        ));
+    }
+    out
+}
+
 /// Loads files and directories (non-recursive: `*.yaml`, `*.yml`, `*.json`, sorted by name).
 /// Collects every error instead of stopping at the first.
 pub fn load_paths(paths: &[PathBuf]) -> Result<ClusterObjects, Vec<LoadError>> {

@@ -423,3 +423,28 @@ fn many_bad_quantities_each_at_its_own_line() {
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].line, Some(1), "{}", errors[0]);
 }
+
+/// A dump with thousands of broken objects prints the first errors and a count of the
+/// rest, not megabytes; a few errors print whole.
+#[test]
+fn described_load_errors_are_capped() {
+    let text: String = (0..5_000)
+        .map(|i| format!("---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{i}}}\nstatus: {{allocatable: {{cpu: -1}}}}\n"))
+        .collect();
+    let errors = load_str(&text, "big.yaml").unwrap_err();
+    assert_eq!(errors.len(), 5_000);
+    let printed = describe_errors(&errors);
+    assert!(
+        printed.starts_with("5000 errors in cluster files:\n  big.yaml:"),
+        "{}",
+        &printed[..200]
+    );
+    assert_eq!(printed.lines().count(), 1 + crate::config::MAX_PRINTED + 1);
+    assert!(printed.ends_with("... and 4900 more errors (fix the ones above first)"));
+    assert!(printed.len() < 30_000, "{}", printed.len());
+
+    let few = describe_errors(&errors[..2]);
+    assert!(few.starts_with("2 errors in cluster files:"));
+    assert_eq!(few.lines().count(), 3);
+    assert!(!few.contains("more errors"));
+}
