@@ -8,6 +8,8 @@
 
 mod compact;
 pub mod group;
+#[cfg(test)]
+mod group_tests;
 mod hints;
 mod record;
 pub mod render;
