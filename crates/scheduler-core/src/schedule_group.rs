@@ -742,6 +742,7 @@ impl Ctx<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explain::group::MemberResult;
     use crate::framework::{QueuedPodInfo, Registry};
     use crate::types::pod_group::{GroupApi, GroupPolicy, PodGroupKey};
     use crate::types::{NodeInfo, PodInfo};
@@ -957,6 +958,124 @@ mod tests {
         };
         assert_eq!(reason, "no pods were schedulable");
         assert!(waiting[0].message.starts_with("0/1 nodes are available"));
+    }
+
+    /// What an outcome decided: each placed member's node, each waiting member's message.
+    fn decided(out: &GroupOutcome) -> (Vec<(String, String)>, Vec<(String, String)>) {
+        let waiting = |w: &[WaitingMember]| {
+            w.iter()
+                .map(|w| (w.queued.pod.key().to_string(), w.message.clone()))
+                .collect()
+        };
+        match out {
+            GroupOutcome::Placed { placed, waiting: w } => (
+                placed
+                    .iter()
+                    .map(|p| (p.pod.key().to_string(), p.node.clone()))
+                    .collect(),
+                waiting(w),
+            ),
+            GroupOutcome::Unschedulable { waiting: w, .. } => (Vec::new(), waiting(w)),
+        }
+    }
+
+    #[test]
+    fn recording_changes_nothing_the_cycle_decides() {
+        let gangs = || vec![member("w0", "8"), member("w1", "8"), member("w2", "8")];
+        let zones = [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("b3", "b"),
+        ];
+        for (group, zoned, nodes) in [
+            (gang(3), false, 2),
+            (gang(2), false, 2),
+            (gang(3), false, 3),
+            (zonal(3), true, 5),
+            (zonal(3), true, 4),
+        ] {
+            let cache = || {
+                if zoned {
+                    zoned_cache(&zones[..nodes])
+                } else {
+                    cache_with(&["g1", "g2", "g3"][..nodes])
+                }
+            };
+            let plain = run(&mut cache(), &group, 0, gangs());
+            let all: &dyn Fn(&str) -> bool = &|_| true;
+            let none: &dyn Fn(&str) -> bool = &|_| false;
+            for wants in [all, none] {
+                let fw = framework();
+                let mut rec = GroupRecord::new(wants);
+                let recorded = schedule_group_recorded(
+                    &fw,
+                    &mut SchedulingAlgorithm::new(0, 1),
+                    &group,
+                    &[],
+                    gangs(),
+                    &mut cache(),
+                    &mut Snapshot::new(),
+                    &NominatedPods::new(),
+                    &mut rec,
+                );
+                assert_eq!(decided(&recorded), decided(&plain), "{group:?}");
+                let explained = rec.explanations(&fw, &group, &recorded);
+                assert_eq!(explained.len(), if wants("") { 3 } else { 0 });
+                // Each explained member's outcome is the one the group gave it.
+                let (placed, waiting) = decided(&recorded);
+                for e in explained {
+                    match placed.iter().find(|(p, _)| *p == e.pod) {
+                        Some((_, node)) => assert_eq!(e.node.as_ref(), Some(node)),
+                        None => {
+                            let (_, m) = waiting.iter().find(|(p, _)| *p == e.pod).unwrap();
+                            assert_eq!(e.message.as_ref(), Some(m));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn members_the_cycle_never_reached_are_named_not_tried() {
+        // The first member cannot fit anywhere: with minCount 3 the other two can no longer
+        // meet the quorum, and the cycle stops before trying them.
+        let mut cache = cache_with(&["g1", "g2", "g3"]);
+        let members = vec![member("w0", "16"), member("w1", "8"), member("w2", "8")];
+        let fw = framework();
+        let wants = |p: &str| p == "ml/w2";
+        let mut rec = GroupRecord::new(&wants);
+        let group = gang(3);
+        let out = schedule_group_recorded(
+            &fw,
+            &mut SchedulingAlgorithm::new(0, 1),
+            &group,
+            &[],
+            members,
+            &mut cache,
+            &mut Snapshot::new(),
+            &NominatedPods::new(),
+            &mut rec,
+        );
+        let section = rec.section(&group, &out);
+        let results: Vec<MemberResult> = section.members.iter().map(|m| m.result).collect();
+        assert_eq!(
+            results,
+            [
+                MemberResult::Unschedulable,
+                MemberResult::NotTried,
+                MemberResult::NotTried
+            ]
+        );
+        let reason = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining";
+        assert_eq!(section.message.as_deref(), Some(reason));
+        let e = rec.explanations(&fw, &group, &out).pop().unwrap();
+        assert_eq!(e.pod, "ml/w2");
+        assert!(e.nodes.is_empty(), "never tried: no node was looked at");
+        assert_eq!(e.num_all_nodes, 3);
+        assert_eq!(e.message.unwrap(), format!("pod group \"train\": {reason}"));
     }
 
     fn zoned_cache(zones: &[(&str, &str)]) -> Cache {
