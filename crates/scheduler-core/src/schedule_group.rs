@@ -960,8 +960,11 @@ mod tests {
         assert!(waiting[0].message.starts_with("0/1 nodes are available"));
     }
 
+    /// (pod, node) or (pod, message) pairs.
+    type Pairs = Vec<(String, String)>;
+
     /// What an outcome decided: each placed member's node, each waiting member's message.
-    fn decided(out: &GroupOutcome) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    fn decided(out: &GroupOutcome) -> (Pairs, Pairs) {
         let waiting = |w: &[WaitingMember]| {
             w.iter()
                 .map(|w| (w.queued.pod.key().to_string(), w.message.clone()))
