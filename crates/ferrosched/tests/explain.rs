@@ -208,3 +208,87 @@ async fn reads_the_config_from_the_schedulers_config_map() {
         server.requests()
     );
 }
+
+fn gpu_node(name: &str) -> serde_json::Value {
+    json!({"metadata": {"name": name},
+           "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}}})
+}
+
+fn gang_member(name: &str, group: &str) -> serde_json::Value {
+    json!({"metadata": {"name": name, "namespace": "ml"},
+           "spec": {"schedulingGroup": {"podGroupName": group},
+                    "containers": [{"name": "c", "image": "trainer",
+                                    "resources": {"requests": {"nvidia.com/gpu": "8"}}}]}})
+}
+
+fn pod_group(name: &str, min_count: u32) -> serde_json::Value {
+    json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+           "metadata": {"name": name, "namespace": "ml"},
+           "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}})
+}
+
+/// "Why is my gang pending?": a pod of a gang is explained by its group's cycle (which
+/// members fit where, which did not, what minCount needed); one short of its quorum by
+/// PreEnqueue's wait, as an explanation rather than an error. Still only lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explains_a_pending_gang_by_its_group() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &gpu_node("gpu-0"));
+    server.apply("nodes", &gpu_node("gpu-1"));
+    server.apply("podgroups", &pod_group("train", 3));
+    for i in 0..3 {
+        server.apply("pods", &gang_member(&format!("train-{i}"), "train"));
+    }
+    server.apply("podgroups", &pod_group("short", 3));
+    server.apply("pods", &gang_member("short-0", "short"));
+
+    let o = explain(&server, &["ml/train-2", "-o", "json"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &v["group"];
+    assert_eq!(g["podGroup"], "ml/train");
+    assert_eq!(g["apiVersion"], "scheduling.k8s.io/v1beta1");
+    assert_eq!(g["policy"], "gang");
+    assert_eq!(g["minCount"], 3);
+    assert_eq!(g["outcome"], "unschedulable");
+    assert_eq!(
+        g["message"],
+        "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
+    );
+    let results: Vec<&str> = g["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["fitted", "fitted", "unschedulable"]);
+    assert_eq!(
+        v["message"],
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    );
+
+    let o = explain(&server, &["ml/train-0"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.starts_with(
+            "Pod group ml/train (PodGroup scheduling.k8s.io/v1beta1, gang, minCount 3): unschedulable\n"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("\nml/train-0 (profile default-scheduler): unschedulable\n  pod group \"train\": minCount (3) cannot be satisfied"), "{table}");
+
+    let o = explain(&server, &["ml/short-0", "-o", "json"]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["group"]["outcome"], "waiting");
+    assert_eq!(
+        v["message"],
+        "waiting for minCount pods from a gang to appear in scheduling queue"
+    );
+
+    let verbs: std::collections::BTreeSet<String> =
+        server.requests().into_iter().map(|r| r.verb).collect();
+    assert_eq!(verbs.into_iter().collect::<Vec<_>>(), vec!["list"]);
+    assert!(server.bindings().is_empty());
+}

@@ -191,7 +191,12 @@ fn one_dump_command_in_readme_docs_and_help() {
         for d in dumps {
             assert_eq!(d, cmd, "{doc}");
         }
+        // PodGroups are dumped apart (only some clusters serve them): each place that shows
+        // the dump command shows theirs too.
+        let pod_groups = scheduler_core::simulate::POD_GROUPS_DUMP_COMMAND;
+        assert!(text.contains(pod_groups), "{doc} lacks {pod_groups}");
     }
+    assert!(joined.contains(scheduler_core::simulate::POD_GROUPS_DUMP_COMMAND));
 }
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
@@ -233,4 +238,51 @@ fn an_invalid_quantity_in_a_dump_is_refused_with_its_line() {
         )),
         "{err}"
     );
+}
+
+/// `simulate --explain` on a dump with a gang: the pod's group cycle, first in the table.
+#[test]
+fn explain_table_of_a_gang_member_shows_its_group_first() {
+    let mut text = String::new();
+    for i in 0..2 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: gpu-{i}}}\nstatus:\n  allocatable: {{cpu: '64', memory: 256Gi, pods: '110', nvidia.com/gpu: '8'}}\n"
+        ));
+    }
+    text.push_str("---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: train, namespace: ml}\nspec:\n  schedulingPolicy: {gang: {minCount: 3}}\n");
+    for i in 0..3 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: train-{i}, namespace: ml}}\nspec:\n  schedulingGroup: {{podGroupName: train}}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+        ));
+    }
+    let cluster = temp_file("gang.yaml", &text);
+    let out = stdout(&simulate(&[
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--explain",
+        "ml/train-2",
+    ]));
+    assert!(
+        out.starts_with(
+            "Pod group ml/train (PodGroup scheduling.k8s.io/v1beta1, gang, minCount 3): unschedulable\n  minCount (3) cannot be satisfied: 2 scheduled, 0 remaining\n"
+        ),
+        "{out}"
+    );
+    let rows: Vec<String> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("ml/train-"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    assert!(rows[0].starts_with("ml/train-0 fitted gpu-"), "{rows:?}");
+    assert!(rows[1].starts_with("ml/train-1 fitted gpu-"), "{rows:?}");
+    assert_eq!(
+        rows[2],
+        "ml/train-2 unschedulable - 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    );
+    assert_eq!(
+        rows[3],
+        "ml/train-2 (profile default-scheduler): unschedulable"
+    );
+    assert!(out.contains("What would change it:"), "{out}");
 }

@@ -11,12 +11,15 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
+use crate::explain::group::{DomainEval, GroupRecord, Trial};
+use crate::explain::{Explanation, Record};
 use crate::framework::{CycleState, Diagnosis, Framework, NominatedPods, QueuedPodInfo, Status};
 use crate::plugins::gang_scheduling::min_count_feasible;
 use crate::plugins::names::{COSCHEDULING, GANG_SCHEDULING};
 use crate::pod_group_manager::{PodGroupManager, PodGroups};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, forget_decision, schedule_group_member,
+    schedule_group_member_recorded,
 };
 use crate::types::PodInfo;
 use crate::types::pod_group::{GroupApi, GroupCondition, PodGroupInfo, PodGroupKey};
@@ -163,11 +166,41 @@ pub fn schedule_group(
         cache,
         snapshot,
         nominated,
+        rec: None,
     };
-    match &group.topology_key {
-        None => ctx.default_algorithm(scheduled.len(), members),
-        Some(key) => ctx.placement_algorithm(key, scheduled, members),
-    }
+    ctx.run(scheduled, members)
+}
+
+/// [`schedule_group`], recording into `rec` what the group's explanation needs (see
+/// [`GroupRecord`]): the same cycle and the same outcome.
+#[allow(clippy::too_many_arguments)]
+pub fn schedule_group_recorded(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    group: &PodGroupInfo,
+    scheduled: &[String],
+    members: Vec<QueuedPodInfo>,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+    rec: &mut GroupRecord<'_>,
+) -> GroupOutcome {
+    cache.update_snapshot(snapshot);
+    rec.begin(
+        scheduled.len(),
+        members.iter().map(|q| &*q.pod),
+        snapshot.num_nodes(),
+    );
+    let mut ctx = Ctx {
+        fw,
+        alg,
+        group,
+        cache,
+        snapshot,
+        nominated,
+        rec: Some(rec),
+    };
+    ctx.run(scheduled, members)
 }
 
 /// Undoes the assumptions of placed members, newest first: their pods, volumes and claims
@@ -197,11 +230,45 @@ pub fn schedule_group_and_bind(
     snapshot: &mut Snapshot,
     nominated: &NominatedPods,
 ) -> GroupOutcome {
-    let (before, waiting_at_most) = {
+    let ctx = (cache, snapshot, nominated);
+    group_and_bind(fw, alg, groups, group, first, queue, ctx, None)
+}
+
+/// [`schedule_group_and_bind`], recording into `rec` (see [`schedule_group_recorded`]).
+#[allow(clippy::too_many_arguments)]
+pub fn schedule_group_and_bind_recorded(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    groups: &PodGroupManager,
+    group: &PodGroupInfo,
+    first: QueuedPodInfo,
+    queue: &mut VecDeque<QueuedPodInfo>,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+    rec: &mut GroupRecord<'_>,
+) -> GroupOutcome {
+    let ctx = (cache, snapshot, nominated);
+    group_and_bind(fw, alg, groups, group, first, queue, ctx, Some(rec))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn group_and_bind(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    groups: &PodGroupManager,
+    group: &PodGroupInfo,
+    first: QueuedPodInfo,
+    queue: &mut VecDeque<QueuedPodInfo>,
+    (cache, snapshot, nominated): (&mut Cache, &mut Snapshot, &NominatedPods),
+    rec: Option<&mut GroupRecord<'_>>,
+) -> GroupOutcome {
+    let (before, waiting_at_most, total) = {
         let g = groups.read();
         let before = scheduled_members(&g, &group.key, cache);
-        let waiting_at_most = g.all_pods_count(&group.key).saturating_sub(before.len());
-        (before, waiting_at_most)
+        let total = g.all_pods_count(&group.key);
+        let waiting_at_most = total.saturating_sub(before.len());
+        (before, waiting_at_most, total)
     };
     let mut members = vec![first];
     let mut i = 0;
@@ -214,7 +281,15 @@ pub fn schedule_group_and_bind(
             i += 1;
         }
     }
-    let outcome = schedule_group(fw, alg, group, &before, members, cache, snapshot, nominated);
+    let outcome = match rec {
+        None => schedule_group(fw, alg, group, &before, members, cache, snapshot, nominated),
+        Some(rec) => {
+            rec.total = Some(total);
+            schedule_group_recorded(
+                fw, alg, group, &before, members, cache, snapshot, nominated, rec,
+            )
+        }
+    };
     if let GroupOutcome::Placed { placed, .. } = &outcome {
         for p in placed {
             cache.finish_binding(p.pod.key());
@@ -224,14 +299,25 @@ pub fn schedule_group_and_bind(
     outcome
 }
 
-/// The placement to keep among the feasible ones: the highest PodGroupPodsCount
-/// (normalized to 0-100 by the largest) plus NodeResourcesFit's placement score, each of
-/// weight 1; ties go to the first domain in name order (upstream breaks them at random).
-fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
-    let max_pods = feasible.iter().map(|f| f.1).max()?.max(1) as i64;
+/// Each feasible placement's score, (domain, pods placed with it, NodeResourcesFit's
+/// placement score) in, total out: PodGroupPodsCount (normalized to 0-100 by the largest)
+/// plus NodeResourcesFit's placement score, each of weight 1.
+pub(crate) fn placement_scores(feasible: &[(String, usize, i64)]) -> Vec<i64> {
+    let max_pods = feasible.iter().map(|f| f.1).max().unwrap_or(0).max(1) as i64;
     feasible
         .iter()
-        .map(|(d, pods, fit)| (d, *pods as i64 * 100 / max_pods + fit))
+        .map(|(_, pods, fit)| *pods as i64 * 100 / max_pods + fit)
+        .collect()
+}
+
+/// The placement to keep among the feasible ones: the highest score
+/// ([`placement_scores`]); ties go to the first domain in name order (upstream breaks them
+/// at random).
+fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
+    feasible
+        .iter()
+        .zip(placement_scores(feasible))
+        .map(|((d, _, _), score)| (d, score))
         .fold(
             None,
             |best: Option<(&String, i64)>, (d, score)| match best {
@@ -242,17 +328,46 @@ fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
         .map(|(d, _)| d.clone())
 }
 
+/// One member's cycle, recorded: explained in full when `rec` wants the pod, rendered at
+/// once against the snapshot it ran on (the next member's cycle sees another).
+fn member_recorded(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    rec: &mut GroupRecord<'_>,
+) -> Decision {
+    if !rec.wants(pod) {
+        return schedule_group_member(fw, alg, pod, snapshot, nominated);
+    }
+    let mut record = Record::new();
+    let d = schedule_group_member_recorded(fw, alg, pod, snapshot, nominated, &mut record);
+    let e: Explanation = record.render(fw, pod, snapshot, &d);
+    rec.explained(pod, e);
+    d
+}
+
 /// What one group cycle works with.
-struct Ctx<'a> {
+struct Ctx<'a, 'r> {
     fw: &'a Framework,
     alg: &'a mut SchedulingAlgorithm,
     group: &'a PodGroupInfo,
     cache: &'a mut Cache,
     snapshot: &'a mut Snapshot,
     nominated: &'a NominatedPods,
+    /// The explanation's recorder, when one is wanted.
+    rec: Option<&'a mut GroupRecord<'r>>,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
+    fn run(&mut self, scheduled: &[String], members: Vec<QueuedPodInfo>) -> GroupOutcome {
+        match &self.group.topology_key {
+            None => self.default_algorithm(scheduled.len(), members),
+            Some(key) => self.placement_algorithm(key, scheduled, members),
+        }
+    }
+
     /// Upstream's placement algorithm for a group with a topology constraint: one candidate
     /// placement per value of the label (only the domain of pods already placed, when there
     /// are any), each evaluated with the default algorithm restricted to its nodes and undone,
@@ -276,6 +391,11 @@ impl Ctx<'_> {
         if domains.is_empty() {
             let reason = format!("0/0 placements are available: no node has the label {key:?}");
             return self.all_wait(members, reason);
+        }
+        if let Some(r) = self.rec.as_deref_mut()
+            && !scheduled.is_empty()
+        {
+            r.pinned();
         }
         // Each domain's nodes, found in one pass (the cluster's nodes stay while the cycle runs).
         let mut nodes_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -305,15 +425,35 @@ impl Ctx<'_> {
                 feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
             }
             self.alg.set_placement(None);
+            if let Some(r) = self.rec.as_deref_mut() {
+                let result = match (&out, feasible.last()) {
+                    (GroupOutcome::Placed { .. }, Some((_, pods, fit))) => DomainEval::Feasible {
+                        pods: *pods,
+                        fit: *fit,
+                    },
+                    (GroupOutcome::Unschedulable { error: true, .. }, _) => DomainEval::Error,
+                    _ => DomainEval::Rejected,
+                };
+                let nodes = nodes_of.get(d).map_or(0, Vec::len);
+                r.domain_evaluated(d.clone(), nodes, result);
+            }
             match out {
                 GroupOutcome::Placed { placed, .. } => self.undo(placed),
-                GroupOutcome::Unschedulable { error: true, .. } => return out,
+                GroupOutcome::Unschedulable { error: true, .. } => {
+                    if let Some(r) = self.rec.as_deref_mut() {
+                        r.outcome_of_domain(false);
+                    }
+                    return out;
+                }
                 out => {
                     first_failure.get_or_insert(out);
                 }
             }
         }
         let Some(best) = best_placement(&feasible) else {
+            if let Some(r) = self.rec.as_deref_mut() {
+                r.outcome_of_domain(true);
+            }
             let Some(GroupOutcome::Unschedulable {
                 reason, waiting, ..
             }) = first_failure
@@ -340,6 +480,9 @@ impl Ctx<'_> {
                 waiting,
             };
         };
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.chosen(best.clone());
+        }
         placement(self.alg, self.snapshot, &best);
         let out = self.default_algorithm(scheduled.len(), members);
         self.alg.set_placement(None);
@@ -440,8 +583,13 @@ impl Ctx<'_> {
             cache,
             snapshot,
             nominated,
+            rec,
         } = self;
         let (fw, group, nominated) = (*fw, *group, *nominated);
+        let mut rec = rec.as_deref_mut();
+        if let Some(r) = rec.as_deref_mut() {
+            r.begin_evaluation();
+        }
         let min = group.min_count();
         let mut remaining = members.len();
         let mut placed: Vec<PlacedMember> = Vec::new();
@@ -454,7 +602,15 @@ impl Ctx<'_> {
             for q in members.by_ref() {
                 cache.update_snapshot(snapshot);
                 remaining -= 1;
-                match schedule_group_member(fw, alg, &q.pod, snapshot, nominated) {
+                let decision = match rec.as_deref_mut() {
+                    None => schedule_group_member(fw, alg, &q.pod, snapshot, nominated),
+                    Some(r) => {
+                        let d = member_recorded(fw, alg, &q.pod, snapshot, nominated, r);
+                        r.trial(&q.pod, Trial::of(&d));
+                        d
+                    }
+                };
+                match decision {
                     Decision::Bind {
                         node,
                         pod,
@@ -470,6 +626,9 @@ impl Ctx<'_> {
                         Err(e) => {
                             fw.run_unreserve(&mut state, &pod, &node);
                             errored = true;
+                            if let Some(r) = rec.as_deref_mut() {
+                                r.trial(&q.pod, Trial::Error(e.to_string()));
+                            }
                             rejected.push((q, e.to_string(), None));
                         }
                     },
@@ -497,6 +656,16 @@ impl Ctx<'_> {
         // Upstream needs at least one pod placed by this cycle to call the group scheduled.
         if verdict == Ok(true) && placed.is_empty() {
             verdict = Err("no pods were schedulable".to_string());
+        }
+        if let Some(r) = rec {
+            r.end_evaluation(match &verdict {
+                Ok(true) => None,
+                Err(reason) => Some(reason.clone()),
+                Ok(false) => Some(format!(
+                    "minCount ({min}) is not yet satisfied: {} scheduled, 0 remaining",
+                    scheduled_before + placed.len()
+                )),
+            });
         }
         if verdict == Ok(true) {
             let waiting = rejected
@@ -573,6 +742,7 @@ impl Ctx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explain::group::MemberResult;
     use crate::framework::{QueuedPodInfo, Registry};
     use crate::types::pod_group::{GroupApi, GroupPolicy, PodGroupKey};
     use crate::types::{NodeInfo, PodInfo};
@@ -788,6 +958,127 @@ mod tests {
         };
         assert_eq!(reason, "no pods were schedulable");
         assert!(waiting[0].message.starts_with("0/1 nodes are available"));
+    }
+
+    /// (pod, node) or (pod, message) pairs.
+    type Pairs = Vec<(String, String)>;
+
+    /// What an outcome decided: each placed member's node, each waiting member's message.
+    fn decided(out: &GroupOutcome) -> (Pairs, Pairs) {
+        let waiting = |w: &[WaitingMember]| {
+            w.iter()
+                .map(|w| (w.queued.pod.key().to_string(), w.message.clone()))
+                .collect()
+        };
+        match out {
+            GroupOutcome::Placed { placed, waiting: w } => (
+                placed
+                    .iter()
+                    .map(|p| (p.pod.key().to_string(), p.node.clone()))
+                    .collect(),
+                waiting(w),
+            ),
+            GroupOutcome::Unschedulable { waiting: w, .. } => (Vec::new(), waiting(w)),
+        }
+    }
+
+    #[test]
+    fn recording_changes_nothing_the_cycle_decides() {
+        let gangs = || vec![member("w0", "8"), member("w1", "8"), member("w2", "8")];
+        let zones = [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("b3", "b"),
+        ];
+        for (group, zoned, nodes) in [
+            (gang(3), false, 2),
+            (gang(2), false, 2),
+            (gang(3), false, 3),
+            (zonal(3), true, 5),
+            (zonal(3), true, 4),
+        ] {
+            let cache = || {
+                if zoned {
+                    zoned_cache(&zones[..nodes])
+                } else {
+                    cache_with(&["g1", "g2", "g3"][..nodes])
+                }
+            };
+            let plain = run(&mut cache(), &group, 0, gangs());
+            let all: &dyn Fn(&str) -> bool = &|_| true;
+            let none: &dyn Fn(&str) -> bool = &|_| false;
+            for wants in [all, none] {
+                let fw = framework();
+                let mut rec = GroupRecord::new(wants);
+                let recorded = schedule_group_recorded(
+                    &fw,
+                    &mut SchedulingAlgorithm::new(0, 1),
+                    &group,
+                    &[],
+                    gangs(),
+                    &mut cache(),
+                    &mut Snapshot::new(),
+                    &NominatedPods::new(),
+                    &mut rec,
+                );
+                assert_eq!(decided(&recorded), decided(&plain), "{group:?}");
+                let explained = rec.explanations(&fw, &group, &recorded);
+                assert_eq!(explained.len(), if wants("") { 3 } else { 0 });
+                // Each explained member's outcome is the one the group gave it.
+                let (placed, waiting) = decided(&recorded);
+                for e in explained {
+                    match placed.iter().find(|(p, _)| *p == e.pod) {
+                        Some((_, node)) => assert_eq!(e.node.as_ref(), Some(node)),
+                        None => {
+                            let (_, m) = waiting.iter().find(|(p, _)| *p == e.pod).unwrap();
+                            assert_eq!(e.message.as_ref(), Some(m));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn members_the_cycle_never_reached_are_named_not_tried() {
+        // The first member cannot fit anywhere: with minCount 3 the other two can no longer
+        // meet the quorum, and the cycle stops before trying them.
+        let mut cache = cache_with(&["g1", "g2", "g3"]);
+        let members = vec![member("w0", "16"), member("w1", "8"), member("w2", "8")];
+        let fw = framework();
+        let wants = |p: &str| p == "ml/w2";
+        let mut rec = GroupRecord::new(&wants);
+        let group = gang(3);
+        let out = schedule_group_recorded(
+            &fw,
+            &mut SchedulingAlgorithm::new(0, 1),
+            &group,
+            &[],
+            members,
+            &mut cache,
+            &mut Snapshot::new(),
+            &NominatedPods::new(),
+            &mut rec,
+        );
+        let section = rec.section(&group, &out);
+        let results: Vec<MemberResult> = section.members.iter().map(|m| m.result).collect();
+        assert_eq!(
+            results,
+            [
+                MemberResult::Unschedulable,
+                MemberResult::NotTried,
+                MemberResult::NotTried
+            ]
+        );
+        let reason = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining";
+        assert_eq!(section.message.as_deref(), Some(reason));
+        let e = rec.explanations(&fw, &group, &out).pop().unwrap();
+        assert_eq!(e.pod, "ml/w2");
+        assert!(e.nodes.is_empty(), "never tried: no node was looked at");
+        assert_eq!(e.num_all_nodes, 3);
+        assert_eq!(e.message.unwrap(), format!("pod group \"train\": {reason}"));
     }
 
     fn zoned_cache(zones: &[(&str, &str)]) -> Cache {

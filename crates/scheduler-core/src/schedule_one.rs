@@ -343,6 +343,9 @@ impl SchedulingAlgorithm {
         mut rec: Option<&mut Record>,
     ) -> Result<ScheduleResult, ScheduleError> {
         self.find_placement_nodes(snapshot);
+        if let Some(r) = rec.as_deref_mut() {
+            r.scope.placement.clone_from(&self.placement);
+        }
         let num_all_nodes = match self.placement {
             None => snapshot.num_nodes(),
             Some(_) => self.candidates(snapshot).len(),
@@ -689,6 +692,20 @@ pub(crate) fn schedule_group_member(
     nominated: &NominatedPods,
 ) -> Decision {
     cycle(fw, alg, pod, snapshot, nominated, None, false)
+}
+
+/// [`schedule_group_member`], recording compactly into `rec` (reset first), as
+/// [`schedule_one_recorded`] does.
+pub(crate) fn schedule_group_member_recorded(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    rec: &mut Record,
+) -> Decision {
+    rec.reset();
+    cycle(fw, alg, pod, snapshot, nominated, Some(rec), false)
 }
 
 /// [`schedule_one`], explained: the same cycle, which also fills `explain` with every

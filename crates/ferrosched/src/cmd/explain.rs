@@ -163,7 +163,12 @@ async fn pod_groups(client: &Client) -> Vec<PodGroupInfo> {
         workload_read |= api == GroupApi::Workload;
         out.extend(list.items.iter().filter_map(|o| {
             let v = serde_json::to_value(o).ok()?;
-            PodGroupInfo::from_json(api, &v).ok()
+            let mut info = PodGroupInfo::from_json(api, &v).ok()?;
+            // A list's items may carry no apiVersion: the version listed is theirs.
+            if info.api_version.is_empty() {
+                info.api_version = format!("{group}/{version}");
+            }
+            Some(info)
         }));
     }
     out

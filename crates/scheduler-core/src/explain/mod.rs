@@ -7,6 +7,9 @@
 //! (`schema: ferrosched.io/explain/v1`): fields may be added, never renamed or removed.
 
 mod compact;
+pub mod group;
+#[cfg(test)]
+mod group_tests;
 mod hints;
 mod record;
 pub mod render;
@@ -21,6 +24,7 @@ use serde::Serialize;
 use crate::framework::Status;
 
 pub use compact::Record;
+pub use group::{GroupExplanation, GroupRecord};
 pub use hints::hints;
 pub(crate) use record::FilterScope;
 
@@ -42,6 +46,9 @@ pub struct Explanation {
     /// The FailedScheduling message (or the error), when the pod was not placed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The pod's group and its group cycle, for a pod of a PodGroup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupExplanation>,
     pub num_all_nodes: usize,
     /// Filter plugins in the order they run; the first that rejects a node decides.
     pub filter_plugins: Vec<String>,
@@ -120,6 +127,10 @@ pub const SKIPPED_PERCENTAGE: &str =
 /// Why a node was never filtered: the pod's nominated node was tried first and fits.
 pub const SKIPPED_NOMINATED: &str =
     "not evaluated: the pod's nominated node was tried first and fits";
+/// Why a node was never filtered: a pod group cycle evaluated another topology domain (the
+/// domain, `key=value`, follows in parentheses).
+pub const SKIPPED_PLACEMENT: &str =
+    "not evaluated: outside the topology domain the pod group cycle evaluated";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -247,6 +258,7 @@ impl Explanation {
             outcome: Outcome::Error,
             node: None,
             message: None,
+            group: None,
             num_all_nodes: 0,
             filter_plugins: Vec::new(),
             pre_filter_rejection: None,
@@ -264,7 +276,18 @@ impl Explanation {
     /// histogram of reasons), plus PostFilter's message. Equal to the decision's message,
     /// which the tests check.
     pub fn reasons_message(&self) -> String {
-        let mut out = format!("0/{} nodes are available:", self.num_all_nodes);
+        // A pod group cycle evaluating one topology domain counts only its nodes.
+        let outside = self
+            .nodes
+            .iter()
+            .filter(|n| {
+                matches!(&n.verdict, Verdict::Skipped { reason } if reason.starts_with(SKIPPED_PLACEMENT))
+            })
+            .count();
+        let mut out = format!(
+            "0/{} nodes are available:",
+            self.num_all_nodes.saturating_sub(outside)
+        );
         if let Some(r) = &self.pre_filter_rejection {
             out.push_str(&format!(" {}.", r.reasons.join(", ")));
         } else {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::{
     Explanation, HOW_HIGHEST, HOW_ONLY_FEASIBLE, HOW_TIE, NodeScores, NodeVerdict, Outcome,
-    PluginScore, Rejection, SKIPPED_NOMINATED, SKIPPED_PERCENTAGE, ScorePlugin, Selection, Verdict,
+    PluginScore, Rejection, SKIPPED_NOMINATED, SKIPPED_PERCENTAGE, SKIPPED_PLACEMENT, ScorePlugin,
+    Selection, Verdict,
 };
 use crate::cache::Snapshot;
 use crate::framework::{Code, Diagnosis, ScoreDetail, ScoreTable, Status};
@@ -20,6 +21,9 @@ pub(crate) struct FilterScope {
     pub nominated_fast_path: bool,
     /// PreFilter narrowed the nodes to these; the others carry the diagnosis' absent status.
     pub narrowed: Option<HashSet<String>>,
+    /// A pod group cycle evaluated one topology domain (label, value): nodes outside it
+    /// were not candidates.
+    pub placement: Option<(String, String)>,
 }
 
 impl Explanation {
@@ -50,7 +54,16 @@ impl Explanation {
             .iter()
             .map(|n| {
                 let name = n.name.as_str();
-                let verdict = if feasible.contains(name) {
+                let outside = scope.placement.as_ref().filter(|(k, v)| {
+                    n.labels
+                        .get(k.as_str())
+                        .is_none_or(|l| l.as_str() != v.as_str())
+                });
+                let verdict = if let Some((k, v)) = outside {
+                    Verdict::Skipped {
+                        reason: format!("{SKIPPED_PLACEMENT} ({k}={v})"),
+                    }
+                } else if feasible.contains(name) {
                     Verdict::Feasible
                 } else if let Some(s) = explicit.get(name) {
                     Verdict::Rejected(Rejection::from_status(s))

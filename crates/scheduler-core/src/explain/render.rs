@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::group::{DomainResult, GroupExplanation, GroupPolicyName, GroupResult, MemberResult};
 use super::{Explanation, NodeVerdict, Outcome, PreemptionOutcome, Verdict};
 
 /// Rows kept of each kind (scored, rejected) before the rest is summarised.
@@ -18,6 +19,10 @@ const NOT_RUN: &str = "-";
 /// Renders `e`; at most `max_rows` scored and `max_rows` rejected nodes are listed.
 pub fn render(e: &Explanation, max_rows: usize) -> String {
     let mut out = String::new();
+    if let Some(g) = &e.group {
+        out.push_str(&group(g, max_rows));
+        out.push('\n');
+    }
     let outcome = match e.outcome {
         Outcome::Scheduled => format!("scheduled on {}", e.node.as_deref().unwrap_or("?")),
         Outcome::Unschedulable => "unschedulable".to_string(),
@@ -26,6 +31,16 @@ pub fn render(e: &Explanation, max_rows: usize) -> String {
     let _ = writeln!(out, "{} (profile {}): {outcome}", e.pod, e.profile);
     if let Some(m) = &e.message {
         let _ = writeln!(out, "  {m}");
+    }
+    if let Some(g) = &e.group
+        && e.nodes.is_empty()
+    {
+        let why = if g.outcome == GroupResult::Waiting {
+            "it waits at PreEnqueue, before any cycle"
+        } else {
+            "the group cycle stopped before trying it"
+        };
+        let _ = writeln!(out, "  No node was evaluated for this pod: {why}.");
     }
 
     // Columns: the filter plugins that rejected some node, then the score plugins.
@@ -100,6 +115,157 @@ pub fn render(e: &Explanation, max_rows: usize) -> String {
         let _ = writeln!(out, "\nWhat would change it:");
         for h in &e.hints {
             let _ = writeln!(out, "  {}: {}", h.plugin, h.text);
+        }
+    }
+    out
+}
+
+/// The group section: who the group is, what its cycle decided, each member, each domain.
+fn group(g: &GroupExplanation, max_rows: usize) -> String {
+    let mut out = String::new();
+    let what = match &g.api_version {
+        Some(v) => format!("PodGroup {v}"),
+        None => g.api.clone(),
+    };
+    let quorum = if g.api.ends_with("x-k8s.io") {
+        "minMember"
+    } else {
+        "minCount"
+    };
+    let policy = match (g.policy, g.min_count) {
+        (Some(GroupPolicyName::Gang), Some(n)) => format!("gang, {quorum} {n}"),
+        (Some(GroupPolicyName::Gang), None) => "gang".to_string(),
+        (Some(GroupPolicyName::Basic), _) => "basic".to_string(),
+        (None, _) => "not found".to_string(),
+    };
+    let topology = g
+        .topology_key
+        .as_ref()
+        .map(|k| format!(", topology {k}"))
+        .unwrap_or_default();
+    let outcome = match g.outcome {
+        GroupResult::Placed => "placed",
+        GroupResult::Unschedulable => "unschedulable",
+        GroupResult::Error => "error",
+        GroupResult::Waiting => "waiting at PreEnqueue",
+        GroupResult::PodByPod => "scheduled pod by pod",
+    };
+    let _ = writeln!(
+        out,
+        "Pod group {} ({what}, {policy}{topology}): {outcome}",
+        g.pod_group
+    );
+    if let Some(m) = &g.message {
+        let _ = writeln!(out, "  {m}");
+    }
+    let _ = writeln!(
+        out,
+        "  Pods: {} tried in this cycle, {} placed before, {} in all.",
+        g.pods.queued, g.pods.scheduled, g.pods.total
+    );
+
+    if !g.members.is_empty() {
+        let mut rows = vec![vec![
+            "MEMBER".to_string(),
+            "RESULT".to_string(),
+            "NODE".to_string(),
+            "MESSAGE".to_string(),
+        ]];
+        for m in g.members.iter().take(max_rows) {
+            let (result, message) = match m.result {
+                MemberResult::Placed => ("placed", String::new()),
+                MemberResult::Fitted => (
+                    "fitted",
+                    "fits; undone: the group was not placed".to_string(),
+                ),
+                MemberResult::Unschedulable => {
+                    ("unschedulable", m.message.clone().unwrap_or_default())
+                }
+                MemberResult::NotTried => ("not tried", m.message.clone().unwrap_or_default()),
+                MemberResult::Error => ("error", m.message.clone().unwrap_or_default()),
+            };
+            rows.push(vec![
+                m.pod.clone(),
+                result.to_string(),
+                m.node.clone().unwrap_or_else(|| NOT_RUN.to_string()),
+                message,
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&columns(&rows));
+        if g.members.len() > max_rows {
+            let mut left: BTreeMap<&str, usize> = BTreeMap::new();
+            for m in &g.members[max_rows..] {
+                let r = match m.result {
+                    MemberResult::Placed => "placed",
+                    MemberResult::Fitted => "fitted",
+                    MemberResult::Unschedulable => "unschedulable",
+                    MemberResult::NotTried => "not tried",
+                    MemberResult::Error => "error",
+                };
+                *left.entry(r).or_default() += 1;
+            }
+            let parts: Vec<String> = left.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            let _ = writeln!(
+                out,
+                "  ... and {} more member(s): {}",
+                g.members.len() - max_rows,
+                parts.join(", ")
+            );
+        }
+    }
+
+    if !g.domains.is_empty() {
+        let mut rows = vec![vec![
+            "DOMAIN".to_string(),
+            "NODES".to_string(),
+            "PLACED".to_string(),
+            "RESULT".to_string(),
+            "SCORE".to_string(),
+            "REASON".to_string(),
+        ]];
+        // The chosen and feasible domains first, best first; then the rejected ones.
+        let mut domains: Vec<_> = g.domains.iter().collect();
+        domains.sort_by_key(|d| {
+            (
+                d.result != DomainResult::Chosen,
+                std::cmp::Reverse(d.score.unwrap_or(i64::MIN)),
+            )
+        });
+        for d in domains.iter().take(max_rows) {
+            let result = match d.result {
+                DomainResult::Chosen => "chosen",
+                DomainResult::Feasible => "feasible",
+                DomainResult::Rejected => "rejected",
+                DomainResult::Error => "error",
+            };
+            let score = match (d.score, d.pods_score, d.fit_score) {
+                (Some(s), Some(p), Some(f)) => format!("{s} ({p} pods + {f} fit)"),
+                _ => NOT_RUN.to_string(),
+            };
+            rows.push(vec![
+                d.domain.clone(),
+                d.nodes.to_string(),
+                d.placed.to_string(),
+                result.to_string(),
+                score,
+                d.reason.clone().unwrap_or_default(),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&columns(&rows));
+        if domains.len() > max_rows {
+            let _ = writeln!(
+                out,
+                "  ... and {} more domain(s), none chosen",
+                domains.len() - max_rows
+            );
+        }
+        if g.domains.iter().any(|d| d.pinned) {
+            let _ = writeln!(
+                out,
+                "  The group's placed pods are in this domain: it is the only candidate."
+            );
         }
     }
     out

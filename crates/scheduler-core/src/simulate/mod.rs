@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::cache::{Cache, Snapshot, workload_selectors};
 use crate::config::Loaded;
-use crate::explain::Explanation;
+use crate::explain::{Explanation, GroupRecord, group};
 use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
@@ -32,7 +32,8 @@ use crate::group_preemption::{GroupPreemption, preempt_for_group};
 use crate::plugins;
 use crate::pod_group_manager::PodGroupManager;
 use crate::schedule_group::{
-    GroupOutcome, Route, route, schedule_group_and_bind, scheduled_members,
+    GroupOutcome, Route, route, schedule_group_and_bind, schedule_group_and_bind_recorded,
+    scheduled_members,
 };
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
@@ -155,7 +156,7 @@ pub fn run_explained(
     seed: u64,
     explain: &dyn Fn(&str) -> bool,
 ) -> Result<Report, FrameworkError> {
-    simulate(objects, loaded, &Registry::in_tree(), seed, explain)
+    simulate(objects, loaded, &Registry::in_tree(), seed, Some(explain))
 }
 
 /// [`run`] with a custom plugin registry (out-of-tree or stand-in plugins).
@@ -165,16 +166,19 @@ pub fn run_with_registry(
     registry: &Registry,
     seed: u64,
 ) -> Result<Report, FrameworkError> {
-    simulate(objects, loaded, registry, seed, &|_| false)
+    simulate(objects, loaded, registry, seed, None)
 }
 
+/// Schedules the dump; with `explain`, the attempts of the pods it selects are explained
+/// (a pod of a gang by its group cycle, whose recording is off without it).
 fn simulate(
     objects: &ClusterObjects,
     loaded: &Loaded,
     registry: &Registry,
     seed: u64,
-    explain: &dyn Fn(&str) -> bool,
+    explain: Option<&dyn Fn(&str) -> bool>,
 ) -> Result<Report, FrameworkError> {
+    let explains = |key: &str| explain.is_some_and(|f| f(key));
     // GangScheduling reads the dump's PodGroups and pods.
     let groups = Arc::new(PodGroupManager::new());
     let mut registry = registry.clone();
@@ -208,6 +212,7 @@ fn simulate(
     // Every group and every member first: a gang's quorum counts all of its pods.
     fill_pod_groups(&groups, objects, admitted.iter().map(|(_, p)| &**p));
     let mut pending: Vec<QueuedPodInfo> = Vec::new();
+    let mut explanations: BTreeMap<String, Explanation> = BTreeMap::new();
     for (i, pod) in admitted {
         if pod.node_name.is_some() {
             if let Err(e) = cache.add_pod(Arc::clone(&pod)) {
@@ -231,6 +236,12 @@ fn simulate(
         };
         let gate = fw.run_pre_enqueue(&pod);
         if !gate.is_success() {
+            let key = pod.key().to_string();
+            if explains(&key)
+                && let Some(e) = group::waiting(fw, &pod, &groups.read(), &gate, cache.node_count())
+            {
+                explanations.insert(key, e);
+            }
             let message = gate.message();
             outcomes.push(outcome(
                 &pod,
@@ -261,7 +272,6 @@ fn simulate(
     let mut unschedulable: Vec<(QueuedPodInfo, String)> = Vec::new();
     // Pods each preemptor evicted, reported with its placement.
     let mut victims_of: BTreeMap<PodKey, Vec<String>> = BTreeMap::new();
-    let mut explanations: BTreeMap<String, Explanation> = BTreeMap::new();
     while let Some(mut q) = queue.pop_front() {
         q.attempts += 1;
         let fw = profiles
@@ -271,22 +281,50 @@ fn simulate(
             Route::Alone => None,
             Route::Gang(g) => Some(g),
             Route::Wait(s) => {
+                let key = q.pod.key().to_string();
+                if explains(&key)
+                    && let Some(e) =
+                        group::waiting(fw, &q.pod, &groups.read(), &s, cache.node_count())
+                {
+                    explanations.insert(key, e);
+                }
                 unschedulable.push((q, s.message()));
                 continue;
             }
         };
         if let Some(group) = group {
-            let outcome_of = schedule_group_and_bind(
-                fw,
-                &mut alg,
-                &groups,
-                &group,
-                q,
-                &mut queue,
-                &mut cache,
-                &mut snapshot,
-                &nominated,
-            );
+            let outcome_of = match explain {
+                None => schedule_group_and_bind(
+                    fw,
+                    &mut alg,
+                    &groups,
+                    &group,
+                    q,
+                    &mut queue,
+                    &mut cache,
+                    &mut snapshot,
+                    &nominated,
+                ),
+                Some(explain) => {
+                    let mut rec = GroupRecord::new(explain);
+                    let outcome = schedule_group_and_bind_recorded(
+                        fw,
+                        &mut alg,
+                        &groups,
+                        &group,
+                        q,
+                        &mut queue,
+                        &mut cache,
+                        &mut snapshot,
+                        &nominated,
+                        &mut rec,
+                    );
+                    for e in rec.explanations(fw, &group, &outcome) {
+                        explanations.insert(e.pod.clone(), e);
+                    }
+                    outcome
+                }
+            };
             let waiting = match outcome_of {
                 GroupOutcome::Placed { placed, waiting } => {
                     for p in placed {
@@ -370,9 +408,11 @@ fn simulate(
         }
         cache.update_snapshot(&mut snapshot);
         let key = q.pod.key().to_string();
-        let decision = if explain(&key) {
+        let decision = if explains(&key) {
             let mut e = Explanation::new(&key, fw.profile_name());
             let d = schedule_one_explained(fw, &mut alg, &q.pod, &snapshot, &nominated, &mut e);
+            // A pod of a basic group (or of a profile without gangs) is scheduled alone.
+            e.group = group::pod_by_pod(fw, &q.pod, &groups.read());
             explanations.insert(key, e);
             d
         } else {

@@ -98,6 +98,9 @@ pub enum GroupPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodGroupInfo {
     pub key: PodGroupKey,
+    /// The object's `apiVersion` as read (`scheduling.k8s.io/v1beta1`, ...); empty when not
+    /// known (a test's or a bench's group). Explanations name it.
+    pub api_version: String,
     pub uid: String,
     pub policy: GroupPolicy,
     /// `schedulingConstraints.topology[0].key` (the API allows one): every pod of the group
@@ -136,6 +139,7 @@ impl PodGroupInfo {
     pub fn new(key: PodGroupKey, policy: GroupPolicy) -> Self {
         PodGroupInfo {
             key,
+            api_version: String::new(),
             uid: String::new(),
             policy,
             topology_key: None,
@@ -208,6 +212,7 @@ impl PodGroupInfo {
             });
         Ok(PodGroupInfo {
             key,
+            api_version: raw.api_version.unwrap_or_default(),
             uid: raw.metadata.uid.unwrap_or_default(),
             policy,
             topology_key: raw
@@ -249,6 +254,8 @@ impl PodGroupInfo {
 /// Every level may be absent or `null` (an informer passes a missing status as null).
 #[derive(Deserialize)]
 struct RawPodGroup {
+    #[serde(default, rename = "apiVersion")]
+    api_version: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
     metadata: RawMeta,
     #[serde(default, deserialize_with = "null_as_default")]
@@ -368,6 +375,7 @@ mod tests {
                      "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]}}
         });
         let g = PodGroupInfo::from_json(GroupApi::Workload, &gang).unwrap();
+        assert_eq!(g.api_version, "scheduling.k8s.io/v1beta1");
         assert_eq!(
             g.topology_key.as_deref(),
             Some("topology.kubernetes.io/zone")
@@ -387,6 +395,7 @@ mod tests {
         });
         let b = PodGroupInfo::from_json(GroupApi::Workload, &basic).unwrap();
         assert_eq!(b.policy, GroupPolicy::Basic);
+        assert_eq!(b.api_version, "", "a list's item may carry no apiVersion");
         assert_eq!(b.min_count(), 1);
         assert_eq!(b.generation, 4);
         assert_eq!(
