@@ -785,10 +785,14 @@ fn first_available() {
 
 #[test]
 fn errors_name_the_claim_class_and_expression() {
+    // Over the cost limit by the compile-time estimate: 100^3 iterations.
+    let l = format!("[{}]", vec!["1"; 100].join(","));
+    let too_complex = format!("{l}.all(a, {l}.all(b, {l}.all(c, true)))");
     let o = objects(
         vec![local("n1", gpus(1))],
         vec![
             class("broken", &["device.driver =="]),
+            class("too-complex", &[&too_complex]),
             class(
                 "bad-runtime",
                 &[r#"device.attributes["gpu.example.com"].model == "x""#],
@@ -799,6 +803,11 @@ fn errors_name_the_claim_class_and_expression() {
             claim("broken-class", vec![req("r", "broken")]),
             claim("runtime-class", vec![req("r", "bad-runtime")]),
             claim("broken-claim", vec![selecting(req("r", "gpu"), &["1 +"])]),
+            claim("too-complex-class", vec![req("r", "too-complex")]),
+            claim(
+                "too-complex-claim",
+                vec![selecting(req("r", "gpu"), &["true", &too_complex])],
+            ),
             claim(
                 "not-bool",
                 vec![selecting(req("r", "gpu"), &["device.driver"])],
@@ -848,6 +857,20 @@ fn errors_name_the_claim_class_and_expression() {
     let m = fatal(run_on(&o, &["broken-claim"], "n1"));
     assert!(
         m.starts_with("claim ns/broken-claim: selector #0: CEL compile error: "),
+        "{m}"
+    );
+    let m = fatal(run_on(&o, &["too-complex-class"], "n1"));
+    assert!(
+        m.starts_with(
+            "class too-complex: selector #0: CEL compile error: too complex, exceeds cost limit (estimated worst-case cost "
+        ),
+        "{m}"
+    );
+    let m = fatal(run_on(&o, &["too-complex-claim"], "n1"));
+    assert!(
+        m.starts_with(
+            "claim ns/too-complex-claim: selector #1: CEL compile error: too complex, exceeds cost limit"
+        ),
         "{m}"
     );
     let m = fatal(run_on(&o, &["not-bool"], "n1"));

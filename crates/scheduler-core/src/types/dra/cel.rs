@@ -8,8 +8,11 @@
 //! claim/class and selector index.
 //!
 //! Limits: an expression longer than [`MAX_EXPRESSION_LEN`] is refused (upstream's length
-//! limit); one evaluation is bounded by upstream's cost limit and by the caller's deadline
-//! (`filterTimeout`), checked inside it; see [`super::cel_budget`].
+//! limit), and so is one whose worst-case cost, estimated when it is compiled, exceeds
+//! upstream's cost limit ([`super::cel_estimate`]; the API server refuses those too). One
+//! evaluation is still bounded by the cost limit, for what the estimate cannot see (devices
+//! beyond the API's limits), and by the caller's deadline (`filterTimeout`), checked inside
+//! it; see [`super::cel_budget`].
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -24,7 +27,8 @@ use cel::{Context, ExecutionError, IdedExpr, Program};
 use regex::Regex;
 
 pub use super::cel_budget::Deadline;
-use super::cel_budget::{self, COST_LIMIT_EXCEEDED, Stop};
+use super::cel_budget::{self, COST_LIMIT_EXCEEDED, MAX_COST, Stop};
+use super::cel_estimate;
 use crate::types::quantity::{Quantity, parse_quantity};
 
 /// The stack the parser runs on (see [`CelSelector::compile`]).
@@ -65,7 +69,18 @@ impl Eq for CelSelector {}
 
 impl CelSelector {
     pub fn compile(expression: &str) -> Self {
+        Self::compile_with(expression, true)
+    }
+
+    /// Without the compile-time estimate: the runtime limit alone (its tests).
+    #[cfg(test)]
+    fn compile_unestimated(expression: &str) -> Self {
+        Self::compile_with(expression, false)
+    }
+
+    fn compile_with(expression: &str, estimate: bool) -> Self {
         let mut regexes = Vec::new();
+        let mut domains = Vec::new();
         let program = if expression.len() > MAX_EXPRESSION_LEN {
             Err(format!(
                 "expression is {} bytes long, the limit is {MAX_EXPRESSION_LEN}",
@@ -98,19 +113,25 @@ impl CelSelector {
                     if cel_budget::deeper_than(&e, cel_budget::MAX_DEPTH) {
                         Err(too_deep())
                     } else {
-                        cel_budget::instrument(&mut e, &mut regexes).map(|()| Arc::new(e))
+                        named_domains(&e, &mut domains);
+                        domains.sort();
+                        domains.dedup();
+                        let cost = if estimate {
+                            cel_estimate::estimate(&e, domains.len())
+                        } else {
+                            0
+                        };
+                        if cost > MAX_COST {
+                            Err(too_expensive(cost))
+                        } else {
+                            cel_budget::instrument(&mut e, &mut regexes).map(|()| Arc::new(e))
+                        }
                     }
                 }
                 Some(Err(e)) => Err(e),
                 None => Err("the CEL parser failed on this expression".to_string()),
             }
         };
-        let mut domains = Vec::new();
-        if let Ok(p) = &program {
-            named_domains(p, &mut domains);
-            domains.sort();
-            domains.dedup();
-        }
         CelSelector {
             expression: expression.to_string(),
             program,
@@ -170,10 +191,8 @@ impl CelSelector {
             )),
             Ok(Ok(Err(e))) => failed(describe(&e)),
             Ok(Err(Stop::Cost)) => failed(format!(
-                "{COST_LIMIT_EXCEEDED} (the limit is {} per device; the expression does too \
-                 much work: fewer nested all()/exists()/map() over large lists, or shorter \
-                 strings)",
-                "1,000,000"
+                "{COST_LIMIT_EXCEEDED} (the limit is {} per device; {TOO_MUCH_WORK})",
+                thousands(MAX_COST)
             )),
             Ok(Err(Stop::Deadline)) => Err(EvalError::TimedOut),
             Err(_) => failed("evaluation failed".to_string()),
@@ -188,6 +207,38 @@ pub enum EvalError {
     Failed(String),
     /// The deadline passed during the evaluation.
     TimedOut,
+}
+
+const TOO_MUCH_WORK: &str = "the expression does too much work: fewer nested \
+     all()/exists()/map() over large lists, or shorter strings";
+
+/// Upstream's validation message for an expression whose estimated cost is over the limit.
+const TOO_COMPLEX: &str = "too complex, exceeds cost limit";
+
+fn too_expensive(cost: u64) -> String {
+    let estimated = if cost == u64::MAX {
+        "unbounded".to_string()
+    } else {
+        thousands(cost)
+    };
+    format!(
+        "{TOO_COMPLEX} (estimated worst-case cost {estimated}, the limit is {} per device; \
+         {TOO_MUCH_WORK})",
+        thousands(MAX_COST)
+    )
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 fn too_deep() -> String {
@@ -784,45 +835,85 @@ mod tests {
         assert!(!e.contains('\n') && e.contains("column"), "{e}");
     }
 
-    /// Four nested all() over 100-element lists: 10^8 steps. Stopped by the cost limit
-    /// with cel-go's message, quickly.
-    #[test]
-    fn nested_comprehensions_stop_at_the_cost_limit() {
-        let l = list(100);
-        let expr = format!("{l}.all(a, {l}.all(b, {l}.all(c, {l}.all(d, true))))");
-        assert!(expr.len() < 1_300, "{}", expr.len());
-        let started = std::time::Instant::now();
-        let e = eval(&expr).unwrap_err();
-        assert!(
-            e.contains("operation cancelled: actual cost limit exceeded"),
-            "{e}"
-        );
-        assert!(started.elapsed() < std::time::Duration::from_secs(30));
-    }
+    use super::super::cel_budget::LAST_SPENT;
 
-    /// Strings built by nested map() (gigabytes unbounded) and doubled by `+`: both stop at
-    /// the cost limit before they take memory.
-    #[test]
-    fn string_building_stops_at_the_cost_limit() {
+    /// The issue's hostile expressions: four nested all() over 100-element lists (10^8
+    /// steps), strings built by nested map() (gigabytes) and doubled by `+`.
+    fn hostile() -> Vec<String> {
+        let l = list(100);
+        let nested = format!("{l}.all(a, {l}.all(b, {l}.all(c, {l}.all(d, true))))");
+        assert!(nested.len() < 1_300, "{}", nested.len());
         let l = list(60);
         let s = "x".repeat(64);
-        let expr =
+        let strings =
             format!("size({l}.map(a, {l}.map(b, {l}.map(c, {l}.map(d, \"{s}\" + \"{s}\"))))) > 0");
-        assert!(expr.len() < 2_100, "{}", expr.len());
-        let e = eval(&expr).unwrap_err();
-        assert!(e.contains("actual cost limit exceeded"), "{e}");
+        assert!(strings.len() < 2_100, "{}", strings.len());
         let doubling = format!(
             "size([\"{s}\"]{}) > 0",
             (0..25)
                 .map(|i| format!(".map(v{i}, v{i} + v{i})"))
                 .collect::<String>()
         );
-        let e = eval(&doubling).unwrap_err();
+        vec![nested, strings, doubling]
+    }
+
+    /// Refused when compiled, with upstream's validation message and the estimate; the
+    /// device is never evaluated.
+    #[test]
+    fn hostile_expressions_are_refused_when_compiled() {
+        for expr in hostile() {
+            let sel = CelSelector::compile(&expr);
+            let e = sel.compile_error().unwrap_or_default().to_string();
+            assert!(
+                e.starts_with("too complex, exceeds cost limit (estimated worst-case cost "),
+                "{e}"
+            );
+            assert!(e.contains("the limit is 1,000,000 per device"), "{e}");
+            LAST_SPENT.with(|c| c.set(None));
+            let m = sel.matches(&gpu()).unwrap_err();
+            assert!(m.starts_with("CEL compile error: too complex"), "{m}");
+            assert_eq!(LAST_SPENT.with(|c| c.get()), None, "evaluated: {expr}");
+        }
+    }
+
+    /// The runtime limit stays as the backstop: the same expressions, compiled without the
+    /// estimate, stop with cel-go's message, quickly.
+    #[test]
+    fn hostile_expressions_stop_at_the_runtime_cost_limit() {
+        for expr in hostile() {
+            let started = std::time::Instant::now();
+            let e = CelSelector::compile_unestimated(&expr)
+                .matches(&gpu())
+                .unwrap_err();
+            assert!(
+                e.contains("operation cancelled: actual cost limit exceeded"),
+                "{e}"
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        }
+    }
+
+    /// Selectors the estimate cannot see the cost of: a device beyond the API's limits
+    /// (here 300 attributes in one domain, 32 allowed) costs more than estimated, and the
+    /// runtime limit stops it.
+    #[test]
+    fn a_device_beyond_the_api_limits_stops_at_the_runtime_limit() {
+        let d = r#"device.attributes["gpu.example.com"]"#;
+        let expr = format!("{d}.all(a, {d}.all(b, {d}.all(c, size(a + b + c) > 0)))");
+        let sel = CelSelector::compile(&expr);
+        assert_eq!(sel.compile_error(), None);
+        assert_eq!(sel.matches(&gpu()), Ok(true));
+        let attrs: BTreeMap<String, AttrValue> = (0..300)
+            .map(|i| (format!("a{i}"), AttrValue::Int(i)))
+            .collect();
+        let big = device_value("gpu.example.com", &attrs, &BTreeMap::new());
+        let e = sel.matches(&big).unwrap_err();
         assert!(e.contains("actual cost limit exceeded"), "{e}");
     }
 
-    /// Work well under the limit is unaffected: a comprehension over a device's attributes,
-    /// map/filter, string concatenation.
+    /// Work well under the limit compiles and runs: a comprehension over a device's
+    /// attributes, map/filter, string concatenation, one all() over a literal list,
+    /// matches(), the selectors of the docs and examples.
     #[test]
     fn ordinary_selectors_stay_under_the_limit() {
         for expr in [
@@ -830,11 +921,94 @@ mod tests {
             r#"device.attributes["gpu.example.com"].exists(k, k == "model")"#,
             r#"[1, 2, 3].map(x, x * 2).filter(x, x > 2).size() == 2"#,
             r#"device.attributes["gpu.example.com"].model + "-x" == "a100-x""#,
+            r#"["a100", "h100"].all(m, m.matches("^[ah][0-9]+$"))"#,
+            r#"["a100", "h100"].exists(m, device.attributes["gpu.example.com"].model == m)"#,
+            r#"device.attributes["gpu.example.com"].model.matches("^a[0-9]+$")"#,
+            r#"device.driver == "gpu.example.com" && device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0"#,
         ] {
-            assert_eq!(eval(expr), Ok(true), "{expr}");
+            let sel = CelSelector::compile(expr);
+            assert_eq!(sel.compile_error(), None, "{expr}");
+            assert_eq!(sel.matches(&gpu()), Ok(true), "{expr}");
         }
         let l = list(100);
         assert_eq!(eval(&format!("{l}.all(a, {l}.all(b, true))")), Ok(true));
+    }
+
+    /// Every selector of the repository's tests, docs and seed dumps (the fuzz seeds
+    /// collect them) is under the estimate.
+    #[test]
+    fn no_seed_selector_is_too_complex() {
+        let seeds = include_str!("../../../../fuzz/seeds/cel.txt");
+        let mut n = 0;
+        for line in seeds.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            n += 1;
+            let e = CelSelector::compile(line)
+                .compile_error()
+                .map(str::to_string);
+            assert!(
+                !e.as_deref().unwrap_or_default().contains("too complex"),
+                "{line}: {e:?}"
+            );
+        }
+        assert!(n > 40, "{n}");
+    }
+
+    /// The estimate is an upper bound on what an evaluation charges for a device within the
+    /// API's limits, and exact when everything is a literal (the estimate and the runtime
+    /// agree on how each comprehension is charged).
+    #[test]
+    fn the_estimate_bounds_the_runtime_cost() {
+        let exact = [
+            "[1, 2, 3].all(x, x > 0)",
+            "![1, 2, 3].exists(x, x > 5)",
+            "![2, 2, 2].exists_one(x, x == 2)",
+            r#"["abcdefghijklmnopqrstuvwxyz", "zyxwvutsrqponmlkjihgfedcba"].map(x, x + x).size() == 2"#,
+            r#"["abcdefghijklmnopqrstuvwxyz", "zyxwvutsrqponmlkjihgfedcba"].map(x, x != "", [x]).size() == 2"#,
+            r#"["abcdefghijklmnopqrstuvwxyz", "zyxwvutsrqponmlkjihgfedcba"].filter(x, x != "").size() == 2"#,
+            "[[1, 2, 3], [4, 5, 6]].all(l, l.all(x, x > 0))",
+            r#"{"a": [1, 2]}["a"].map(x, [x, x]).size() == 2"#,
+            r#""0123456789abcdefghij".matches("^0")"#,
+        ];
+        let bounded = [
+            r#"device.attributes["gpu.example.com"].all(k, k != "")"#,
+            r#"device.attributes["gpu.example.com"].map(k, k + "-" + device.driver).size() > 0"#,
+            r#"device.attributes.all(d, device.attributes[d].all(k, k != ""))"#,
+            r#"[device.attributes["gpu.example.com"]].size() == 1"#,
+            r#"device.attributes["gpu.example.com"].model.matches("^a")"#,
+            r#"[device].map(d, d.driver).filter(x, x.size() > 3).size() == 1"#,
+            r#"device.capacity["gpu.example.com"].exists(k, k == "memory")"#,
+            r#"string(device.attributes["gpu.example.com"].cores) + "x" == "108x""#,
+            r#"["abcdefghijklmnopqrstuvwxyz", "b"].map(x, x + x).size() == 2"#,
+            "[1, 2, 3].exists_one(x, x == 2)",
+            "[[1, 2], [3, 4, 5]].all(l, l.all(x, x > 0))",
+        ];
+        for (expr, is_exact) in exact
+            .iter()
+            .map(|e| (e, true))
+            .chain(bounded.iter().map(|e| (e, false)))
+        {
+            let sel = CelSelector::compile(expr);
+            let Ok(parsed) = Program::compile(expr) else {
+                panic!("{expr}")
+            };
+            let estimate = super::super::cel_estimate::estimate(parsed.expression(), 0);
+            LAST_SPENT.with(|c| c.set(None));
+            assert_eq!(sel.matches(&gpu()), Ok(true), "{expr}");
+            let spent = LAST_SPENT.with(|c| c.get()).unwrap();
+            assert!(spent > 0, "{expr}");
+            if is_exact {
+                assert_eq!(spent, estimate, "{expr}");
+            } else {
+                assert!(
+                    spent <= estimate,
+                    "{expr}: spent {spent}, estimated {estimate}"
+                );
+            }
+        }
     }
 
     thread_local! {

@@ -27,6 +27,10 @@
 //! here; the hostile ones (nested loops over large lists, strings built by nested `map`)
 //! stop in milliseconds either way.
 //!
+//! An expression whose estimated worst case is over the limit never gets here: it is
+//! refused when compiled ([`super::cel_estimate`], in these units). This limit stops what
+//! the estimate cannot bound: a device beyond the API's limits on attributes and strings.
+//!
 //! Why not a step budget alone, or a deadline alone: a deadline checked only between
 //! iterations does not bound memory (30 iterations of `map(s, s + s)` reach gigabytes), and
 //! counting iterations does not bound the size of what each one copies.
@@ -99,6 +103,12 @@ thread_local! {
     static METER: RefCell<Option<Rc<Meter>>> = const { RefCell::new(None) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// What the last evaluation on this thread charged (tests compare it with the estimate).
+    pub static LAST_SPENT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
 /// Evaluates an instrumented expression under a fresh budget. The stop reason, when there
 /// is one, wins over the result: `error || true` is `true` in CEL, but an evaluation that
 /// ran out of budget has no result.
@@ -125,6 +135,8 @@ pub fn evaluate(
     }
     let _restore = Restore(Some(previous));
     let out = Value::resolve(expr, ctx);
+    #[cfg(test)]
+    LAST_SPENT.with(|s| s.set(Some(MAX_COST - meter.remaining.get())));
     match meter.stop.get() {
         Some(s) => Err(s),
         None => Ok(out),
@@ -456,6 +468,7 @@ pub fn instrument(e: &mut IdedExpr, regexes: &mut Vec<Regex>) -> Result<(), Stri
 
 /// A comprehension: its step charges every iteration, keeping the shapes the interpreter
 /// runs fast (`map`/`filter` append in place, `all`/`exists` fold with `&&`/`||`).
+/// `cel_estimate` expects these same charges: change both together.
 fn instrument_loop(c: &mut ComprehensionExpr, regexes: &mut Vec<Regex>) -> Result<(), String> {
     instrument(&mut c.iter_range, regexes)?;
     instrument(&mut c.accu_init, regexes)?;

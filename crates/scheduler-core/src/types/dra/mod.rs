@@ -9,6 +9,7 @@
 pub mod binding;
 pub mod cel;
 mod cel_budget;
+mod cel_estimate;
 pub mod extended;
 mod objects;
 pub mod taint_rules;
