@@ -81,7 +81,7 @@ pod_group_kind!(
     GroupApi::Coscheduling
 );
 
-pub(crate) trait PodGroupObject: Send + Sync + 'static {
+pub(crate) trait PodGroupObject: k8s_openapi::Resource + Send + Sync + 'static {
     const API: GroupApi;
     fn parts(&self) -> (&ObjectMeta, &serde_json::Value, &serde_json::Value);
 
@@ -89,9 +89,12 @@ pub(crate) trait PodGroupObject: Send + Sync + 'static {
     /// pods wait rather than run as if it had no quorum).
     fn view(&self) -> Result<PodGroupInfo, String> {
         let (metadata, spec, status) = self.parts();
+        // creationTimestamp orders Coscheduling's groups in the queue.
         let value = serde_json::json!({
+            "apiVersion": Self::API_VERSION,
             "metadata": {"name": metadata.name, "namespace": metadata.namespace,
-                         "uid": metadata.uid, "generation": metadata.generation},
+                         "uid": metadata.uid, "generation": metadata.generation,
+                         "creationTimestamp": metadata.creation_timestamp},
             "spec": spec,
             "status": status,
         });
@@ -267,5 +270,20 @@ mod tests {
         }))
         .unwrap();
         assert!(checked_view(&bad).is_none());
+    }
+
+    /// The view carries what the object says beyond its spec: the version listed and the
+    /// creation time Coscheduling orders groups by.
+    #[test]
+    fn the_view_keeps_the_api_version_and_creation_time() {
+        let g: CoschedulingV1alpha1 = serde_json::from_value(json!({
+            "metadata": {"name": "tf", "namespace": "ml",
+                         "creationTimestamp": "2026-01-02T03:04:05Z"},
+            "spec": {"minMember": 2}
+        }))
+        .unwrap();
+        let v = g.view().unwrap();
+        assert_eq!(v.api_version, "scheduling.x-k8s.io/v1alpha1");
+        assert_eq!(v.creation_timestamp, Some(1_767_323_045_000_000_000));
     }
 }

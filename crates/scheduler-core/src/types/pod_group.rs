@@ -273,6 +273,7 @@ where
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct RawMeta {
     name: Option<String>,
     namespace: Option<String>,
@@ -410,11 +411,14 @@ mod tests {
 
         let cosched = json!({
             "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": "tf", "namespace": "ml"},
+            "metadata": {"name": "tf", "namespace": "ml",
+                         "creationTimestamp": "2026-01-02T03:04:05Z"},
             "spec": {"minMember": 4, "scheduleTimeoutSeconds": 10}
         });
         let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &cosched).unwrap();
         assert_eq!(c.policy, GroupPolicy::Gang { min_count: 4 });
+        // Coscheduling orders groups by it: it must be read from the object's camelCase key.
+        assert_eq!(c.creation_timestamp, Some(1_767_323_045_000_000_000));
 
         // Absent or null levels are empty, as an informer hands them over.
         let bare = json!({"metadata": {"name": "n", "namespace": "ml"}, "status": null,
