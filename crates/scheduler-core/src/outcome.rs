@@ -240,7 +240,10 @@ pub struct GroupResult {
 
 /// Sorts a group cycle's `outcome`, and what workload-aware preemption then decided for the
 /// group (`None` when it did not run), into each member's hand-off or failure. Preemption
-/// nominates the members it placed; other members keep their nominations.
+/// nominates the members it placed; when it ran and found no room, every member loses its
+/// nomination, as a single pod does when its own preemption finds no node (upstream clears
+/// the members' nominations whenever the group is rejected without waiting on preemption);
+/// while the group's earlier victims are still going, members keep theirs.
 pub fn group_result(outcome: GroupOutcome, preemption: Option<GroupPreemption>) -> GroupResult {
     let (placed, waiting) = match outcome {
         GroupOutcome::Placed { placed, waiting } => (placed, waiting),
@@ -259,9 +262,17 @@ pub fn group_result(outcome: GroupOutcome, preemption: Option<GroupPreemption>) 
             nominations,
             ..
         }) => (victims, nominations),
-        Some(GroupPreemption::NotHelpful { .. } | GroupPreemption::Waiting { .. }) | None => {
-            (Vec::new(), Vec::new())
+        Some(GroupPreemption::NotHelpful { .. }) => {
+            result.failed = waiting
+                .into_iter()
+                .map(|w| {
+                    let (queued, failure) = w.into_failure();
+                    (queued, failure.with_nominating(Nominating::Clear))
+                })
+                .collect();
+            return result;
         }
+        Some(GroupPreemption::Waiting { .. }) | None => (Vec::new(), Vec::new()),
     };
     let node_of = |k: &PodKey| nominations.iter().find(|(n, _)| n == k).map(|(_, n)| n);
     for w in waiting {
@@ -453,7 +464,7 @@ mod tests {
     }
 
     #[test]
-    fn group_preemption_nominates_the_members_it_placed() {
+    fn group_preemption_nominates_or_clears_like_pod_preemption() {
         let members = || {
             vec![
                 waiting("a", Some("n0"), true),
@@ -484,6 +495,22 @@ mod tests {
         assert_eq!(e.preemptor.name(), "b");
         assert_eq!(e.node, "n1");
         assert_eq!(e.victims, [PodKey::new("default", "v")]);
+
+        // Preemption could not help: every nomination goes, as for a single pod.
+        let r = group_result(
+            unschedulable_group(members()),
+            Some(GroupPreemption::NotHelpful {
+                message: "no lower-priority pods to preempt".into(),
+            }),
+        );
+        assert!(
+            r.failed
+                .iter()
+                .all(|(_, f)| f.nominating == Nominating::Clear)
+        );
+        let (a, failure) = &r.failed[0];
+        assert_eq!(failure.nomination_change(&a.pod), Nominating::Clear);
+        assert!(r.eviction.is_none());
 
         // Earlier victims still going: nominations stay.
         let r = group_result(

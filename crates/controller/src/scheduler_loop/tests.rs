@@ -136,18 +136,22 @@ fn a_pod_that_cannot_be_assumed_is_reported_as_a_scheduler_error() {
     assert_eq!(attempts(&lp, "error"), 1);
 }
 
+/// The Workload API gang `train` of `min_count`, served and known to the state.
+fn gang(lp: &SchedulingLoop, min_count: u32) -> PodGroupInfo {
+    let key = PodGroupKey::new(GroupApi::Workload, "ml", "train");
+    let group = PodGroupInfo::new(key, GroupPolicy::Gang { min_count });
+    let mut st = lp.shared.lock();
+    st.groups.write().set_served(GroupApi::Workload, true);
+    st.on_pod_group(None, &group);
+    group
+}
+
 /// A gang's member deleted while its group was tried is counted like any failed attempt
 /// (as upstream, and as a single pod always was), though nobody hears of it.
 #[test]
 fn a_gang_member_deleted_meanwhile_is_counted_but_not_reported() {
     let (mut lp, mut rx) = scheduling_loop();
-    let key = PodGroupKey::new(GroupApi::Workload, "ml", "train");
-    let group = PodGroupInfo::new(key, GroupPolicy::Gang { min_count: 2 });
-    {
-        let mut st = lp.shared.lock();
-        st.groups.write().set_served(GroupApi::Workload, true);
-        st.on_pod_group(None, &group);
-    }
+    let group = gang(&lp, 2);
     let pods = [
         pod("w0", "2", Some("train"), None),
         pod("w1", "2", Some("train"), None),
@@ -198,4 +202,46 @@ fn a_cleared_nomination_leaves_the_nominator_and_the_status() {
         panic!("one failure report: {actions:?}");
     };
     assert_eq!(*nomination, Nomination::Clear);
+}
+
+/// A gang that does not fit, for which preemption finds nothing to evict, loses its
+/// members' nominations, as a single pod whose preemption finds no node does (and as
+/// upstream's pod group cycle does); members kept them before.
+#[test]
+fn a_gang_whose_preemption_finds_no_room_loses_its_nominations() {
+    let (mut lp, mut rx) = scheduling_loop();
+    let group = gang(&lp, 2);
+    // w0 last, so it completes the quorum and enters activeQ with its nomination.
+    let pods = [
+        pod("w1", "2", Some("train"), None),
+        pod("w0", "2", Some("train"), Some("small")),
+    ];
+    let (q, cycle) = pop(&lp, &[node("small", "1")], &pods);
+    let w0 = scheduler_core::types::PodKey::new("ml", "w0");
+    assert_eq!(
+        lp.shared.lock().queue.nominated_pods().node_of(&w0),
+        Some("small")
+    );
+    let profiles = Arc::clone(&lp.shared.profiles);
+    let fw = profiles.for_scheduler_name(PROFILE).unwrap();
+    lp.schedule_gang(fw, q, &group, &attempt(cycle), &mut Snapshot::new());
+
+    assert_eq!(lp.shared.lock().queue.nominated_pods().node_of(&w0), None);
+    let mut nominations: Vec<(String, Nomination)> = sent(&mut rx)
+        .into_iter()
+        .filter_map(|a| match a {
+            Action::Failure {
+                pod, nomination, ..
+            } => Some((pod.name, nomination)),
+            _ => None,
+        })
+        .collect();
+    nominations.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        nominations,
+        [
+            ("w0".to_string(), Nomination::Clear),
+            ("w1".to_string(), Nomination::Keep)
+        ]
+    );
 }
