@@ -13,6 +13,7 @@ pub mod explain;
 pub mod framework;
 pub mod group_preemption;
 mod k8s_names;
+pub mod outcome;
 pub mod plugins;
 pub mod pod_group_manager;
 pub mod policy;

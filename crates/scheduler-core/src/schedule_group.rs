@@ -217,7 +217,7 @@ pub(crate) fn undo_placed(fw: &Framework, cache: &mut Cache, placed: Vec<PlacedM
 /// pods waiting in `queue` (taken out, in queue order) are tried together with
 /// [`schedule_group`]; when the quorum is met every placed member is bound on the spot (the
 /// binding taken as done: `finish_binding`, then PostBind). The controller does the same with
-/// its queue and binding cycles (`scheduler_loop.rs`, `schedule_gang`).
+/// its queue and binding cycles (`scheduler_loop/gang.rs`).
 #[allow(clippy::too_many_arguments)]
 pub fn schedule_group_and_bind(
     fw: &Framework,

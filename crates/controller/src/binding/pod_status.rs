@@ -24,6 +24,17 @@ pub(crate) enum Nomination {
     Clear,
 }
 
+impl From<scheduler_core::outcome::Nominating> for Nomination {
+    fn from(n: scheduler_core::outcome::Nominating) -> Self {
+        use scheduler_core::outcome::Nominating;
+        match n {
+            Nominating::Keep => Nomination::Keep,
+            Nominating::Set(node) => Nomination::Set(node),
+            Nominating::Clear => Nomination::Clear,
+        }
+    }
+}
+
 fn now() -> Value {
     serde_json::to_value(Time(Timestamp::now())).expect("time serializes")
 }

@@ -1,0 +1,174 @@
+//! The pod group cycle (upstream's `scheduleOnePodGroup`): the popped pod's waiting
+//! siblings join it, all are tried against the cache with the state held, workload-aware
+//! preemption runs for a gang that did not fit, and then each member goes through the same
+//! parts as a single pod: the binding hand-off for those placed (quorum met), the failure
+//! handler for the others. The lock is held for the whole cycle, so no informer event
+//! changes the cluster between two members' placements.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use scheduler_core::cache::Snapshot;
+use scheduler_core::framework::{Framework, NominatedPods, QueuedPodInfo};
+use scheduler_core::group_preemption::{self, GroupPreemption};
+use scheduler_core::outcome::group_result;
+use scheduler_core::schedule_group::{self, GroupOutcome};
+use scheduler_core::types::PodKey;
+use scheduler_core::types::pod_group::PodGroupInfo;
+
+use super::binding_handoff::{Assume, HandOff, hand_off_to_binding};
+use super::failure::{handle_failure, start_preemption};
+use super::{Attempt, SchedulingLoop};
+use crate::binding::executor::Action;
+use crate::binding::pod_group_status::ConditionWrite;
+use crate::state::State;
+
+impl SchedulingLoop {
+    /// One attempt for the gang of `q` (just popped and routed to `group`).
+    pub(super) fn schedule_gang(
+        &mut self,
+        fw: &Framework,
+        q: QueuedPodInfo,
+        group: &PodGroupInfo,
+        attempt: &Attempt,
+        snapshot: &mut Snapshot,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let mut st = shared.lock();
+        let members = pop_members(&mut st, fw, q, group);
+        let tried = members.len();
+        let before = schedule_group::scheduled_members(&st.groups.read(), &group.key, &st.cache);
+        let nominated = st.queue.nominated_pods().clone();
+        let outcome = schedule_group::schedule_group(
+            fw,
+            &mut self.alg,
+            group,
+            &before,
+            members,
+            &mut st.cache,
+            snapshot,
+            &nominated,
+        );
+        let condition = self.group_condition(group, &outcome);
+        let preemption = self.preempt(fw, group, &before, &outcome, &mut st, snapshot, &nominated);
+        let result = group_result(outcome, preemption);
+        tracing::debug!(group = %group.key, tried, placed = result.placed.len(), "pod group cycle");
+        let mut actions = Vec::with_capacity(tried + 1);
+        actions.extend(condition);
+        let mut handled = Vec::with_capacity(result.failed.len());
+        for (queued, placement) in result.placed {
+            match hand_off_to_binding(&mut st, fw, queued, placement, attempt, Assume::Done) {
+                HandOff::Bind(bind) => actions.push(bind),
+                HandOff::Failed(h) => handled.push(h),
+            }
+        }
+        let eviction = result.eviction;
+        actions
+            .extend(eviction.and_then(|e| start_preemption(&mut st, e, &attempt.scheduler_name)));
+        for (queued, failure) in result.failed {
+            handled.push(handle_failure(&mut st, queued, failure, attempt));
+        }
+        drop(st);
+        self.finish_attempt(attempt, actions, handled);
+    }
+
+    /// The Workload API PodGroup's condition after the cycle, if it changes.
+    fn group_condition(&self, group: &PodGroupInfo, outcome: &GroupOutcome) -> Option<Action> {
+        let condition = schedule_group::scheduled_condition(group, outcome)?;
+        let version = self.pod_group_version?;
+        Some(Action::PodGroupCondition(ConditionWrite {
+            group: group.key.clone(),
+            version,
+            generation: group.generation,
+            transition: group
+                .scheduled_condition
+                .as_ref()
+                .is_none_or(|c| c.status != condition.status),
+            condition,
+        }))
+    }
+
+    /// Workload-aware preemption for a gang that did not fit (not for an error), when the
+    /// profile preempts: for the whole gang, or nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn preempt(
+        &mut self,
+        fw: &Framework,
+        group: &PodGroupInfo,
+        before: &[String],
+        outcome: &GroupOutcome,
+        st: &mut State,
+        snapshot: &mut Snapshot,
+        nominated: &NominatedPods,
+    ) -> Option<GroupPreemption> {
+        let GroupOutcome::Unschedulable {
+            waiting,
+            error: false,
+            ..
+        } = outcome
+        else {
+            return None;
+        };
+        if !fw.has_post_filter_plugins() {
+            return None;
+        }
+        let members: Vec<QueuedPodInfo> = waiting.iter().map(|w| w.queued.clone()).collect();
+        let groups = Arc::clone(&st.groups);
+        let decision = group_preemption::preempt_for_group(
+            fw,
+            &mut self.alg,
+            group,
+            before,
+            &members,
+            &groups.read(),
+            &mut st.cache,
+            snapshot,
+            nominated,
+        );
+        if let GroupPreemption::Preempt {
+            victims, message, ..
+        } = &decision
+        {
+            tracing::debug!(group = %group.key, %message, "pod group preemption");
+            self.shared.metrics.preemption_attempt();
+            self.shared.metrics.preemption_victims(victims.len());
+        }
+        Some(decision)
+    }
+}
+
+/// `q` and its group's other pods waiting in the queue for the same profile (upstream
+/// schedules a group's pods of one profile together), popped, in queue order with `q` first
+/// among equals: each is in flight in this cycle.
+fn pop_members(
+    st: &mut State,
+    fw: &Framework,
+    q: QueuedPodInfo,
+    group: &PodGroupInfo,
+) -> Vec<QueuedPodInfo> {
+    let siblings: Vec<PodKey> = {
+        let groups = st.groups.read();
+        groups
+            .members(&group.key)
+            .map(|(k, _)| k.clone())
+            .filter(|k| k != q.pod.key())
+            .filter(|k| {
+                st.queue
+                    .get(k)
+                    .is_some_and(|w| w.pod.scheduler_name == q.pod.scheduler_name)
+            })
+            .collect()
+    };
+    let mut members = vec![q];
+    members.extend(st.queue.pop_group_members(&siblings));
+    members.sort_by(|a, b| {
+        if fw.queue_sort_less(b, a) {
+            Ordering::Greater
+        } else if fw.queue_sort_less(a, b) {
+            Ordering::Less
+        } else {
+            Ordering::Equal
+        }
+    });
+    members
+}
