@@ -207,6 +207,103 @@ async fn a_pending_pods_explanation_is_served_to_authorized_users_only() {
     running.stop().await;
 }
 
+/// The explanation kept for `namespace/pod`, once there is one (10 s at most).
+async fn explanation(addr: std::net::SocketAddr, namespace: &str, pod: &str) -> Value {
+    let path = format!("/debug/explain/{namespace}/{pod}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, b) = http_get_as(addr, &path, None).await;
+        if status.contains("200") {
+            return serde_json::from_str(&b).unwrap();
+        }
+        assert!(status.contains("404"), "{status} {b}");
+        assert!(Instant::now() < deadline, "{path} never explained: {b}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A gang too big for the cluster: its members are never tried alone, and each one's kept
+/// explanation is its group cycle's, with the group section saying the quorum failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_gangs_members_are_explained_by_their_group_cycle() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["g1", "g2"] {
+        server.apply(
+            "nodes",
+            &json!({
+                "metadata": {"name": n},
+                "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110",
+                                           "nvidia.com/gpu": "8"}},
+            }),
+        );
+    }
+    server.apply(
+        "podgroups",
+        &json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+        }),
+    );
+    let members = ["w0", "w1", "w2"];
+    for m in members {
+        server.apply(
+            "pods",
+            &json!({
+                "metadata": {"name": m, "namespace": "ml"},
+                "spec": {
+                    "schedulingGroup": {"podGroupName": "train"},
+                    "containers": [{"name": "c", "image": "trainer",
+                                    "resources": {"requests": {"nvidia.com/gpu": "8"}}}],
+                },
+            }),
+        );
+    }
+    let running = start(
+        &server,
+        None,
+        ExplainOptions {
+            serve: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    for m in members {
+        let e = explanation(running.health, "ml", m).await;
+        assert_eq!(e["pod"], format!("ml/{m}"));
+        assert_eq!(e["outcome"], "unschedulable", "{e:#}");
+        let g = &e["group"];
+        assert_eq!(g["podGroup"], "ml/train", "{e:#}");
+        assert_eq!(g["policy"], "gang");
+        assert_eq!(g["minCount"], 3);
+        assert_eq!(g["outcome"], "unschedulable", "{g:#}");
+        let reason = g["message"].as_str().unwrap();
+        assert!(
+            reason.starts_with("minCount (3) cannot be satisfied"),
+            "{reason}"
+        );
+        assert_eq!(g["pods"]["queued"], 3, "{g:#}");
+        assert_eq!(g["pods"]["total"], 3, "{g:#}");
+        let results: Vec<&str> = g["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["result"].as_str().unwrap())
+            .collect();
+        assert_eq!(results, ["fitted", "fitted", "unschedulable"], "{g:#}");
+        // The FailedScheduling message the pod gets.
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("pod group \"train\": minCount (3)")
+                || message.starts_with("0/2 nodes are available"),
+            "{message}"
+        );
+    }
+    assert!(server.node_of("ml", "w0").is_none());
+    running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_explain_the_debug_path_says_how_to_turn_it_on() {
     let server = FakeApiServer::start().await;

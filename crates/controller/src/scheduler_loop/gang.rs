@@ -6,21 +6,25 @@
 //! changes the cluster between two members' placements.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use scheduler_core::cache::Snapshot;
+use scheduler_core::explain::group::GroupRecord;
+use scheduler_core::explain::{Explanation, Outcome, simulator};
 use scheduler_core::framework::{Framework, NominatedPods, QueuedPodInfo};
 use scheduler_core::group_preemption::{self, GroupPreemption};
 use scheduler_core::outcome::group_result;
 use scheduler_core::schedule_group::{self, GroupOutcome};
-use scheduler_core::types::PodKey;
 use scheduler_core::types::pod_group::PodGroupInfo;
+use scheduler_core::types::{PodInfo, PodKey};
 
 use super::binding_handoff::{Assume, HandOff, hand_off_to_binding};
 use super::failure::{handle_failure, start_preemption};
 use super::{Attempt, SchedulingLoop};
 use crate::binding::executor::Action;
 use crate::binding::pod_group_status::ConditionWrite;
+use crate::binding::podref::PodRef;
 use crate::state::State;
 
 impl SchedulingLoop {
@@ -39,21 +43,43 @@ impl SchedulingLoop {
         let tried = members.len();
         let before = schedule_group::scheduled_members(&st.groups.read(), &group.key, &st.cache);
         let nominated = st.queue.nominated_pods().clone();
-        let outcome = schedule_group::schedule_group(
-            fw,
-            &mut self.alg,
-            group,
-            &before,
-            members,
-            &mut st.cache,
-            snapshot,
-            &nominated,
-        );
+        let mut actions = Vec::with_capacity(tried + 1);
+        let outcome = if self.explain.records(&attempt.scheduler_name) {
+            let pods: Vec<Arc<PodInfo>> = members.iter().map(|q| Arc::clone(&q.pod)).collect();
+            let total = st.groups.read().all_pods_count(&group.key);
+            let wants = |_: &str| true;
+            let mut rec = GroupRecord::new(&wants);
+            rec.total = Some(total);
+            let outcome = schedule_group::schedule_group_recorded(
+                fw,
+                &mut self.alg,
+                group,
+                &before,
+                members,
+                &mut st.cache,
+                snapshot,
+                &nominated,
+                &mut rec,
+            );
+            let explained = rec.explanations(fw, group, &outcome);
+            actions.extend(self.keep_explanations(&mut st, &pods, explained, attempt));
+            outcome
+        } else {
+            schedule_group::schedule_group(
+                fw,
+                &mut self.alg,
+                group,
+                &before,
+                members,
+                &mut st.cache,
+                snapshot,
+                &nominated,
+            )
+        };
         let condition = self.group_condition(group, &outcome);
         let preemption = self.preempt(fw, group, &before, &outcome, &mut st, snapshot, &nominated);
         let result = group_result(outcome, preemption);
         tracing::debug!(group = %group.key, tried, placed = result.placed.len(), "pod group cycle");
-        let mut actions = Vec::with_capacity(tried + 1);
         actions.extend(condition);
         let mut handled = Vec::with_capacity(result.failed.len());
         for (queued, placement) in result.placed {
@@ -70,6 +96,38 @@ impl SchedulingLoop {
         }
         drop(st);
         self.finish_attempt(attempt, actions, handled);
+    }
+
+    /// Keeps the members' explanations of a recorded group cycle as a single pod's are kept
+    /// (`cycle.rs`, `explain_attempt`): each pending member's for /debug/explain, and every
+    /// member's simulator annotations for the profiles that want them (returned, to send once
+    /// the lock is released). `pods` are the members the cycle had.
+    fn keep_explanations(
+        &self,
+        st: &mut State,
+        pods: &[Arc<PodInfo>],
+        explained: Vec<Explanation>,
+        attempt: &Attempt,
+    ) -> Vec<Action> {
+        let annotate = self.explain.annotates(&attempt.scheduler_name);
+        let by_name: HashMap<String, &Arc<PodInfo>> =
+            pods.iter().map(|p| (p.key().to_string(), p)).collect();
+        let mut actions = Vec::new();
+        for e in explained {
+            let Some(pod) = by_name.get(&e.pod) else {
+                continue;
+            };
+            if annotate {
+                actions.push(Action::Annotate {
+                    pod: PodRef::of(pod),
+                    annotations: simulator::simulator_annotations(&e),
+                });
+            }
+            if e.outcome != Outcome::Scheduled {
+                st.explain.put(pod.key().clone(), Arc::new(e));
+            }
+        }
+        actions
     }
 
     /// The Workload API PodGroup's condition after the cycle, if it changes.
