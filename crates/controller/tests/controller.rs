@@ -568,6 +568,47 @@ async fn a_nomination_set_by_an_autoscaler_is_tried_first() {
     running.stop().await;
 }
 
+/// An attempt that ends in an error (NodeAffinity's PreScore refuses a preferred term it
+/// cannot parse) takes the pod's nomination away, as upstream's scheduling cycle does after
+/// every error: it is nominated nowhere while it backs off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_that_fails_with_an_error_clears_the_nomination() {
+    let server = FakeApiServer::start().await;
+    // The nominated node is too small, so the pod is filtered on every node and scored.
+    server.apply("nodes", &node("n0", "1", json!({})));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply("nodes", &node("n2", "4", json!({})));
+    let term = json!({"weight": 1, "preference": {"matchExpressions": [
+        {"key": "rank", "operator": "Gt", "values": ["not-a-number"]}]}});
+    let mut bad = pod(
+        "bad",
+        "2",
+        json!({"affinity": {"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [term]}}}),
+    );
+    bad["status"] = json!({"nominatedNodeName": "n0"});
+    server.apply("pods", &bad);
+    let running = start_controller(&server).await;
+    wait_for("PodScheduled=False, reason SchedulerError", || {
+        let pod = server.get("pods", "default", "bad").unwrap();
+        pod["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c["type"] == "PodScheduled"
+                    && c["status"] == "False"
+                    && c["reason"] == "SchedulerError"
+            })
+        })
+    })
+    .await;
+    wait_for("the nomination cleared", || {
+        let pod = server.get("pods", "default", "bad").unwrap();
+        pod["status"].get("nominatedNodeName").is_none()
+    })
+    .await;
+    assert_eq!(server.node_of("default", "bad"), None);
+    running.stop().await;
+}
+
 /// A victim's deletion is refused (403): the preemption fails, the preemptor is activated
 /// at once instead of waiting in the pool, preempts again and is bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,9 +31,14 @@ pub enum FailureReason {
 /// What a failed attempt does to the pod's nomination (upstream's `NominatingInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Nominating {
-    /// Leave it as it is.
+    /// Leave it as it is: PostFilter ran and had nothing to say about it, or the pod never
+    /// reached a cycle (PreEnqueue kept it out).
     Keep,
-    /// Remove it: preemption ran and found no node for the pod.
+    /// Remove it (upstream's `clearNominatedNode`): preemption ran and found no node for the
+    /// pod, or the attempt ended otherwise than in a fit failure PostFilter looked at: an
+    /// error, no nodes at all, no PostFilter plugins, a rejection at Reserve, Permit or
+    /// PreBind, a pod that could not be assumed, a failed binding, a group cycle that
+    /// failed with an error.
     Clear,
     /// Nominate the pod to this node: preemption makes room for it there.
     Set(String),
@@ -62,13 +67,14 @@ impl Failure {
         }
     }
 
-    /// The attempt failed with an error.
+    /// The attempt failed with an error: the pod loses its nomination, as upstream's does
+    /// after every error.
     pub fn error(message: String) -> Self {
         Failure {
             reason: FailureReason::SchedulerError,
             message,
             diagnosis: None,
-            nominating: Nominating::Keep,
+            nominating: Nominating::Clear,
         }
     }
 
@@ -152,8 +158,10 @@ pub enum PodOutcome {
 }
 
 /// Sorts the pod cycle's [`Decision`] for `pod` (the popped pod) into a binding hand-off or
-/// a failure. A pod preemption found a node for is nominated to it; a pod preemption ran
-/// for in vain loses its nomination.
+/// a failure. A pod preemption found a node for is nominated to it; a pod PostFilter ran
+/// for and returned nothing keeps its nomination; every other pod that failed loses it
+/// (upstream's `schedulingCycle`: preemption in vain, no nodes, no PostFilter plugins, a
+/// rejection after Filter, an error).
 pub fn pod_outcome(pod: &Arc<PodInfo>, decision: Decision) -> PodOutcome {
     match decision {
         Decision::Bind {
@@ -163,12 +171,14 @@ pub fn pod_outcome(pod: &Arc<PodInfo>, decision: Decision) -> PodOutcome {
             message,
             diagnosis,
             nomination,
+            post_filter_ran,
             deallocate,
             ..
         } => {
             let failure = Failure::unschedulable(message, diagnosis);
             let (nominating, eviction) = match nomination {
-                None => (Nominating::Keep, None),
+                None if post_filter_ran => (Nominating::Keep, None),
+                None => (Nominating::Clear, None),
                 Some(PostFilterResult {
                     nominated_node_name: None,
                     ..
@@ -239,15 +249,23 @@ pub struct GroupResult {
 }
 
 /// Sorts a group cycle's `outcome`, and what workload-aware preemption then decided for the
-/// group (`None` when it did not run), into each member's hand-off or failure. Preemption
-/// nominates the members it placed; when it ran and found no room, every member loses its
-/// nomination, as a single pod does when its own preemption finds no node (upstream clears
-/// the members' nominations whenever the group is rejected without waiting on preemption);
-/// while the group's earlier victims are still going, members keep theirs.
-pub fn group_result(outcome: GroupOutcome, preemption: Option<GroupPreemption>) -> GroupResult {
-    let (placed, waiting) = match outcome {
-        GroupOutcome::Placed { placed, waiting } => (placed, waiting),
-        GroupOutcome::Unschedulable { waiting, .. } => (Vec::new(), waiting),
+/// group (`None` when it did not run), into each member's hand-off or failure;
+/// `post_filter`: whether the profile has PostFilter plugins. Preemption nominates the
+/// members it placed; when it ran and found no room, every member loses its nomination, as a
+/// single pod does when its own preemption finds no node (upstream clears the members'
+/// nominations whenever the group is rejected without waiting on preemption); while the
+/// group's earlier victims are still going, members keep theirs. As upstream's pod group
+/// cycle, every member loses its nomination when the cycle failed with an error, and every
+/// member that is not bound does in a profile without PostFilter plugins (its own fit
+/// failure goes to no PostFilter, as a single pod's).
+pub fn group_result(
+    outcome: GroupOutcome,
+    preemption: Option<GroupPreemption>,
+    post_filter: bool,
+) -> GroupResult {
+    let (placed, waiting, error) = match outcome {
+        GroupOutcome::Placed { placed, waiting } => (placed, waiting, false),
+        GroupOutcome::Unschedulable { waiting, error, .. } => (Vec::new(), waiting, error),
     };
     let mut result = GroupResult {
         placed: placed
@@ -256,23 +274,24 @@ pub fn group_result(outcome: GroupOutcome, preemption: Option<GroupPreemption>) 
             .collect(),
         ..GroupResult::default()
     };
+    let in_vain = matches!(preemption, Some(GroupPreemption::NotHelpful { .. }));
+    if error || !post_filter || in_vain {
+        result.failed = waiting
+            .into_iter()
+            .map(|w| {
+                let (queued, failure) = w.into_failure();
+                (queued, failure.with_nominating(Nominating::Clear))
+            })
+            .collect();
+        return result;
+    }
     let (victims, nominations) = match preemption {
         Some(GroupPreemption::Preempt {
             victims,
             nominations,
             ..
         }) => (victims, nominations),
-        Some(GroupPreemption::NotHelpful { .. }) => {
-            result.failed = waiting
-                .into_iter()
-                .map(|w| {
-                    let (queued, failure) = w.into_failure();
-                    (queued, failure.with_nominating(Nominating::Clear))
-                })
-                .collect();
-            return result;
-        }
-        Some(GroupPreemption::Waiting { .. }) | None => (Vec::new(), Vec::new()),
+        _ => (Vec::new(), Vec::new()),
     };
     let node_of = |k: &PodKey| nominations.iter().find(|(n, _)| n == k).map(|(_, n)| n);
     for w in waiting {
@@ -320,20 +339,29 @@ mod tests {
         }
     }
 
+    /// No node fits; PostFilter ran and returned `nomination`.
     fn unschedulable(nomination: Option<PostFilterResult>) -> Decision {
         Decision::Unschedulable {
             message: "0/1 nodes are available".into(),
             diagnosis: Some(Diagnosis::default()),
             nomination,
+            post_filter_ran: true,
             deallocate: None,
             resolvable: true,
+        }
+    }
+
+    fn nominating(p: &Arc<PodInfo>, d: Decision) -> Nominating {
+        match pod_outcome(p, d) {
+            PodOutcome::Fail { failure, .. } => failure.nominating,
+            PodOutcome::Bind(_) => panic!("a failure"),
         }
     }
 
     #[test]
     fn a_pod_failure_follows_its_preemption() {
         let p = pod("p", Some("old"));
-        // No PostFilter: the nomination stays.
+        // PostFilter ran and had nothing to say: the nomination stays.
         let PodOutcome::Fail {
             failure, eviction, ..
         } = pod_outcome(&p, unschedulable(None))
@@ -387,6 +415,42 @@ mod tests {
         );
     }
 
+    /// Upstream's `schedulingCycle` clears the nomination whenever the attempt did not end in
+    /// a fit failure PostFilter looked at.
+    #[test]
+    fn a_pod_loses_its_nomination_unless_post_filter_kept_it() {
+        let p = pod("p", Some("old"));
+        let error = Decision::Error {
+            message: "boom".into(),
+        };
+        assert_eq!(nominating(&p, error), Nominating::Clear);
+        // No nodes at all; no PostFilter plugins; Reserve, Permit or PreBind said no.
+        let no_nodes = Decision::Unschedulable {
+            message: "no nodes available to schedule pods".into(),
+            diagnosis: None,
+            nomination: None,
+            post_filter_ran: false,
+            deallocate: None,
+            resolvable: false,
+        };
+        assert_eq!(nominating(&p, no_nodes), Nominating::Clear);
+        let mut without_post_filter = unschedulable(None);
+        if let Decision::Unschedulable {
+            post_filter_ran, ..
+        } = &mut without_post_filter
+        {
+            *post_filter_ran = false;
+        }
+        assert_eq!(nominating(&p, without_post_filter), Nominating::Clear);
+        // Its status loses the nomination; a pod that had none is left alone.
+        let failure = Failure::error("boom".into());
+        assert_eq!(failure.nomination_change(&p), Nominating::Clear);
+        assert_eq!(failure.requeued_pod(&p).nominated_node_name, None);
+        assert_eq!(failure.nomination_change(&pod("q", None)), Nominating::Keep);
+        // PostFilter ran: what it returned decides.
+        assert_eq!(nominating(&p, unschedulable(None)), Nominating::Keep);
+    }
+
     #[test]
     fn an_error_is_a_scheduler_error_through_backoff() {
         let p = pod("p", None);
@@ -418,6 +482,7 @@ mod tests {
             message: "m".into(),
             diagnosis: None,
             nomination: None,
+            post_filter_ran: false,
             deallocate: Some(claim),
             resolvable: false,
         };
@@ -444,23 +509,73 @@ mod tests {
 
     #[test]
     fn members_go_through_the_same_failures_as_pods() {
-        // An error stopped the cycle: those without a diagnosis are errors.
+        // Those without a diagnosis failed with an error: they lose their nomination.
         let r = group_result(
-            unschedulable_group(vec![waiting("a", None, true), waiting("b", None, false)]),
-            None,
+            unschedulable_group(vec![
+                waiting("a", Some("n0"), true),
+                waiting("b", Some("n0"), false),
+            ]),
+            Some(GroupPreemption::Waiting {
+                message: String::new(),
+            }),
+            true,
         );
         let reasons: Vec<_> = r.failed.iter().map(|(_, f)| f.reason).collect();
         assert_eq!(
             reasons,
             [FailureReason::Unschedulable, FailureReason::SchedulerError]
         );
+        let nominating: Vec<_> = r.failed.iter().map(|(_, f)| f.nominating.clone()).collect();
+        assert_eq!(nominating, [Nominating::Keep, Nominating::Clear]);
+        assert_eq!(r.failed[0].1.message, "a waits");
+        assert!(r.placed.is_empty() && r.eviction.is_none());
+    }
+
+    /// Upstream's pod group cycle clears every member's nomination after a group error, and
+    /// a member's whose fit failure no PostFilter looked at.
+    #[test]
+    fn a_group_error_or_no_post_filter_clears_every_nomination() {
+        let members = || vec![waiting("a", Some("n0"), true), waiting("b", None, true)];
+        let error = GroupOutcome::Unschedulable {
+            reason: "failed to schedule other pod from a pod group: boom".into(),
+            error: true,
+            waiting: members(),
+        };
+        let r = group_result(error, None, true);
         assert!(
             r.failed
                 .iter()
-                .all(|(_, f)| f.nominating == Nominating::Keep)
+                .all(|(_, f)| f.nominating == Nominating::Clear)
         );
-        assert_eq!(r.failed[0].1.message, "a waits");
-        assert!(r.placed.is_empty() && r.eviction.is_none());
+        let (a, failure) = &r.failed[0];
+        assert_eq!(failure.nomination_change(&a.pod), Nominating::Clear);
+
+        // No PostFilter plugins: the members of a gang that did not fit, and those of a
+        // placed gang that did not fit themselves.
+        let r = group_result(unschedulable_group(members()), None, false);
+        assert!(
+            r.failed
+                .iter()
+                .all(|(_, f)| f.nominating == Nominating::Clear)
+        );
+        let placed = GroupOutcome::Placed {
+            placed: Vec::new(),
+            waiting: members(),
+        };
+        let r = group_result(placed, None, false);
+        assert!(
+            r.failed
+                .iter()
+                .all(|(_, f)| f.nominating == Nominating::Clear)
+        );
+        // With PostFilter plugins, a member of a placed gang keeps its nomination (no
+        // preemption ran for it).
+        let placed = GroupOutcome::Placed {
+            placed: Vec::new(),
+            waiting: members(),
+        };
+        let r = group_result(placed, None, true);
+        assert_eq!(r.failed[0].1.nominating, Nominating::Keep);
     }
 
     #[test]
@@ -481,7 +596,7 @@ mod tests {
             ],
             message: String::new(),
         };
-        let r = group_result(unschedulable_group(members()), Some(preempt));
+        let r = group_result(unschedulable_group(members()), Some(preempt), true);
         let nominating: Vec<_> = r.failed.iter().map(|(_, f)| f.nominating.clone()).collect();
         assert_eq!(
             nominating,
@@ -502,6 +617,7 @@ mod tests {
             Some(GroupPreemption::NotHelpful {
                 message: "no lower-priority pods to preempt".into(),
             }),
+            true,
         );
         assert!(
             r.failed
@@ -518,6 +634,7 @@ mod tests {
             Some(GroupPreemption::Waiting {
                 message: String::new(),
             }),
+            true,
         );
         assert!(
             r.failed

@@ -308,6 +308,11 @@ pub enum Decision {
         /// nodes at all), which the queue treats like an error (backoff).
         diagnosis: Option<Diagnosis>,
         nomination: Option<PostFilterResult>,
+        /// Whether PostFilter ran (no node passed Filter, in a profile with PostFilter
+        /// plugins). Only then may the pod keep its nominatedNodeName (PostFilter returned no
+        /// `nomination`); upstream clears it after every other failure: no nodes at all, no
+        /// PostFilter plugins, a rejection at Reserve, Permit or PreBind.
+        post_filter_ran: bool,
         /// DynamicResources' PostFilter: a claim whose allocation the controller removes
         /// (resourceVersion precondition) so that a later attempt can allocate it elsewhere.
         deallocate: Option<crate::types::dra::ClaimDeallocation>,
@@ -771,6 +776,7 @@ fn cycle(
                 message: NO_NODES_AVAILABLE_MSG.to_string(),
                 diagnosis: None,
                 nomination: None,
+                post_filter_ran: false,
                 deallocate: None,
                 resolvable: false,
             };
@@ -792,7 +798,8 @@ fn cycle(
                     .absent()
                     .is_some_and(|s| s.code() == Code::Unschedulable);
             let mut nomination = None;
-            if post_filter && fw.has_post_filter_plugins() {
+            let post_filter_ran = post_filter && fw.has_post_filter_plugins();
+            if post_filter_ran {
                 let rec = explain
                     .as_ref()
                     .map(|_| std::sync::Mutex::new(Preemption::default()));
@@ -824,6 +831,7 @@ fn cycle(
                 message: fit.to_string(),
                 diagnosis: Some(fit.diagnosis),
                 nomination,
+                post_filter_ran,
                 deallocate: crate::plugins::dynamic_resources::decided_deallocation(&state),
                 resolvable,
             };
@@ -923,6 +931,7 @@ fn rejected_after_filter(s: Status) -> Decision {
             message: s.message(),
             diagnosis: Some(diagnosis),
             nomination: None,
+            post_filter_ran: false,
             deallocate: None,
             resolvable: s.code() == Code::Unschedulable,
         }

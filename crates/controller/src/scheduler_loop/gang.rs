@@ -78,7 +78,7 @@ impl SchedulingLoop {
         };
         let condition = self.group_condition(group, &outcome);
         let preemption = self.preempt(fw, group, &before, &outcome, &mut st, snapshot, &nominated);
-        let result = group_result(outcome, preemption);
+        let result = group_result(outcome, preemption, fw.has_post_filter_plugins());
         tracing::debug!(group = %group.key, tried, placed = result.placed.len(), "pod group cycle");
         actions.extend(condition);
         let mut handled = Vec::with_capacity(result.failed.len());
