@@ -609,6 +609,53 @@ async fn an_attempt_that_fails_with_an_error_clears_the_nomination() {
     running.stop().await;
 }
 
+/// The pod's PodScheduled condition, if any.
+fn pod_scheduled(server: &FakeApiServer, name: &str) -> Option<Value> {
+    let pod = server.get("pods", "default", name)?;
+    pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .cloned()
+}
+
+/// A Binding the API server refuses is reported by the failure handler, as any failed
+/// attempt: PodScheduled=False with reason SchedulerError, its lastTransitionTime kept from
+/// the earlier failure since the status stays False (upstream's `UpdatePodCondition`); the
+/// next attempt binds the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_binding_is_reported_like_any_failed_attempt() {
+    let server = FakeApiServer::start().await;
+    server.apply("pods", &pod("p", "1", json!({})));
+    let running = start_controller(&server).await;
+    wait_for(
+        "PodScheduled=False, reason Unschedulable (no nodes)",
+        || pod_scheduled(&server, "p").is_some_and(|c| c["reason"] == "Unschedulable"),
+    )
+    .await;
+    let since = pod_scheduled(&server, "p").unwrap()["lastTransitionTime"].clone();
+    assert!(since.is_string(), "{since}");
+    // lastTransitionTime has a resolution of one second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    server.fail_next_bindings(controller::client::ATTEMPTS as usize);
+    server.apply("nodes", &node("n1", "4", json!({})));
+    wait_for("PodScheduled=False, reason SchedulerError", || {
+        pod_scheduled(&server, "p").is_some_and(|c| c["reason"] == "SchedulerError")
+    })
+    .await;
+    let c = pod_scheduled(&server, "p").unwrap();
+    assert_eq!(c["status"], "False");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("binding rejected")),
+        "{c}"
+    );
+    assert_eq!(c["lastTransitionTime"], since, "{c}");
+    wait_for("p bound", || server.node_of("default", "p").is_some()).await;
+    running.stop().await;
+}
+
 /// A victim's deletion is refused (403): the preemption fails, the preemptor is activated
 /// at once instead of waiting in the pool, preempts again and is bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

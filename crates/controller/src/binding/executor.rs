@@ -14,12 +14,10 @@ use crate::binding::binder::{BindError, bind};
 use crate::binding::event_recorder::{self as events, EventSpec, EventType, Recorder};
 use crate::binding::pod_status::{self as status, Nomination, VictimOutcome};
 use crate::binding::podref::PodRef;
+use crate::scheduler_loop::{Attempt, handle_binding_failure};
 use crate::serving::metrics;
 use crate::state::Shared;
-use scheduler_core::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, QueuedPodInfo,
-};
-use scheduler_core::queue::QueueError;
+use scheduler_core::framework::{CycleState, QueuedPodInfo};
 use scheduler_core::types::{PodInfo, PodKey, PodVolumes};
 use std::collections::HashMap;
 
@@ -326,9 +324,13 @@ impl Executor {
                 {
                     Box::pin(status::set_nomination(&self.client, &pod, &node)).await;
                 }
-                let bound = self
-                    .bind(pod, &node, scheduler_name.clone(), queued, cycle, prebind)
-                    .await;
+                let attempt = Attempt {
+                    scheduler_name,
+                    cycle,
+                    started,
+                };
+                let bound = self.bind(pod, &node, &attempt, queued, prebind).await;
+                let scheduler_name = attempt.scheduler_name;
                 let m = &self.shared.metrics;
                 if bound {
                     m.attempt(
@@ -502,19 +504,21 @@ impl Executor {
         self.status_order.write_if_latest(pod, ticket, write).await;
     }
 
-    /// Ends the attempt of a pod whose binding failed: forget the assumption (and its
-    /// volumes' assumed claimRefs/selected nodes, and its claims' assumed allocations and
-    /// reservations), requeue it
-    /// through backoff, and (as upstream does) fire AssignedPod Delete for every other pod,
-    /// since the assumed pod's resources are free again. Returns false when the pod is gone.
-    fn requeue_after_bind_failure(
+    /// Ends the attempt of a pod whose binding cycle failed, as upstream's
+    /// `handleBindingCycleError`: forget the assumption (and its volumes' assumed
+    /// claimRefs/selected nodes, and its claims' assumed allocations and reservations), then
+    /// the scheduling loop's failure handler takes the pod with `message`
+    /// ([`handle_binding_failure`]). Returns its FailedScheduling report; `None` when the pod
+    /// is gone.
+    fn fail_binding(
         &self,
         queued: QueuedPodInfo,
-        cycle: u64,
+        node: &str,
+        attempt: &Attempt,
         prebind: Prebind<'_>,
-    ) -> bool {
+        message: String,
+    ) -> Option<Action> {
         let key = queued.pod.key().clone();
-        let uid = queued.pod.uid.clone();
         let mut st = self.shared.lock();
         if let Some(v) = prebind.volumes {
             st.cache.forget_pod_volumes(v);
@@ -523,43 +527,52 @@ impl Executor {
             st.cache.dra_mut().forget_claim_writes(c);
         }
         let _ = st.cache.forget_pod(&key);
-        st.queue.delete_nominated_if_exists(&key);
-        let result = st
-            .queue
-            .add_unschedulable_if_not_present(queued, None, cycle);
-        let others = move |p: &PodInfo| p.uid != uid;
-        st.queue.move_all_to_active_or_backoff(
-            ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
-            Some(&others),
-        );
+        // With PreBind work, `execute` nominated the pod to the node first.
+        let prebind_node = prebind.has_work().then_some(node);
+        let handled = handle_binding_failure(&mut st, queued, prebind_node, message, attempt);
         drop(st);
         self.shared.notify();
-        !matches!(result, Err(QueueError::Deleted(_)))
+        handled.report
+    }
+
+    /// Sends the failure handler's report, in its pod's order (`ticket`).
+    async fn report(&self, report: Action, ticket: u64) {
+        if let Action::Failure {
+            pod,
+            scheduler_name,
+            reason,
+            message,
+            condition,
+            nomination,
+        } = report
+        {
+            self.report_failure(
+                &pod,
+                &scheduler_name,
+                reason,
+                &message,
+                condition.as_ref(),
+                &nomination,
+                ticket,
+            )
+            .await;
+        }
     }
 
     /// A PreBind write failed: the attempt ends, and a pod that still exists is told why.
     async fn prebind_failed(
         &self,
         pod: &PodRef,
-        scheduler_name: &str,
+        node: &str,
+        attempt: &Attempt,
         queued: QueuedPodInfo,
-        cycle: u64,
         prebind: Prebind<'_>,
-        message: &str,
+        message: String,
     ) {
         // Before the requeue, which may start the pod's next attempt.
         let ticket = self.status_order.take(pod);
-        if self.requeue_after_bind_failure(queued, cycle, prebind) {
-            self.report_failure(
-                pod,
-                scheduler_name,
-                status::REASON_SCHEDULER_ERROR,
-                message,
-                None,
-                &Nomination::Clear,
-                ticket,
-            )
-            .await;
+        if let Some(report) = self.fail_binding(queued, node, attempt, prebind, message) {
+            self.report(report, ticket).await;
         }
     }
 
@@ -568,11 +581,11 @@ impl Executor {
         &self,
         pod: PodRef,
         node: &str,
-        scheduler_name: String,
+        attempt: &Attempt,
         queued: QueuedPodInfo,
-        cycle: u64,
         prebind: Prebind<'_>,
     ) -> bool {
+        let scheduler_name = &attempt.scheduler_name;
         let volumes = prebind.volumes;
         let key = PodKey::new(&pod.namespace, &pod.name);
         let m = &self.shared.metrics;
@@ -583,7 +596,7 @@ impl Executor {
         if let Some(v) = volumes {
             let timeout = self
                 .bind_timeouts
-                .get(&scheduler_name)
+                .get(scheduler_name)
                 .copied()
                 .unwrap_or(DEFAULT_BIND_TIMEOUT);
             if let Err(message) = Box::pin(bind_pod_volumes(
@@ -598,16 +611,8 @@ impl Executor {
             .await
             {
                 tracing::warn!(%pod, %node, %message, "binding volumes failed");
-                m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                Box::pin(self.prebind_failed(
-                    &pod,
-                    &scheduler_name,
-                    queued,
-                    cycle,
-                    prebind,
-                    &message,
-                ))
-                .await;
+                m.extension_point("PreBind", "Error", scheduler_name, t.elapsed());
+                Box::pin(self.prebind_failed(&pod, node, attempt, queued, prebind, message)).await;
                 return false;
             }
         }
@@ -640,16 +645,9 @@ impl Executor {
                 }
                 Err(message) => {
                     tracing::warn!(%pod, %node, %message, "writing resource claims failed");
-                    m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-                    Box::pin(self.prebind_failed(
-                        &pod,
-                        &scheduler_name,
-                        queued,
-                        cycle,
-                        prebind,
-                        &message,
-                    ))
-                    .await;
+                    m.extension_point("PreBind", "Error", scheduler_name, t.elapsed());
+                    Box::pin(self.prebind_failed(&pod, node, attempt, queued, prebind, message))
+                        .await;
                     return false;
                 }
             }
@@ -658,26 +656,25 @@ impl Executor {
             && let Err(message) = Box::pin(self.wait_for_binding_conditions(
                 &pod,
                 node,
-                &scheduler_name,
+                scheduler_name,
                 wait,
                 &mut written,
             ))
             .await
         {
             tracing::warn!(%pod, %node, %message, "device binding conditions not met");
-            m.extension_point("PreBind", "Error", &scheduler_name, t.elapsed());
-            Box::pin(self.prebind_failed(&pod, &scheduler_name, queued, cycle, prebind, &message))
-                .await;
+            m.extension_point("PreBind", "Error", scheduler_name, t.elapsed());
+            Box::pin(self.prebind_failed(&pod, node, attempt, queued, prebind, message)).await;
             return false;
         }
-        m.extension_point("PreBind", "Success", &scheduler_name, t.elapsed());
+        m.extension_point("PreBind", "Success", scheduler_name, t.elapsed());
         let t = Instant::now();
         let result = bind(&self.client, &pod, node).await;
         if result.is_err() {
             Box::pin(undo_claims(&self.client, &written)).await;
         }
         let status = if result.is_ok() { "Success" } else { "Error" };
-        m.extension_point("Bind", status, &scheduler_name, t.elapsed());
+        m.extension_point("Bind", status, scheduler_name, t.elapsed());
         match result {
             Ok(()) => {
                 {
@@ -692,7 +689,7 @@ impl Executor {
                 );
                 self.recorder
                     .record(EventSpec {
-                        controller: &scheduler_name,
+                        controller: scheduler_name,
                         regarding: &pod,
                         related: None,
                         type_: EventType::Normal,
@@ -706,27 +703,18 @@ impl Executor {
             Err(BindError::Gone(e)) => {
                 // Deleted or bound elsewhere: the informer's update/delete drops it from the
                 // queue; if it was re-created unassigned, it is retried after backoff.
+                // Nobody is told: the pod is gone, or bound by someone else.
                 tracing::info!(%pod, %node, error = %e, "pod gone or bound elsewhere; dropping");
-                self.requeue_after_bind_failure(queued, cycle, prebind);
+                self.fail_binding(queued, node, attempt, prebind, e.to_string());
                 false
             }
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
                 // Before the requeue, which may start the pod's next attempt.
                 let ticket = self.status_order.take(&pod);
-                let exists = self.requeue_after_bind_failure(queued, cycle, prebind);
-                if exists {
-                    let message = format!("binding rejected: {e}");
-                    Box::pin(self.report_failure(
-                        &pod,
-                        &scheduler_name,
-                        status::REASON_SCHEDULER_ERROR,
-                        &message,
-                        None,
-                        &Nomination::Clear,
-                        ticket,
-                    ))
-                    .await;
+                let message = format!("binding rejected: {e}");
+                if let Some(report) = self.fail_binding(queued, node, attempt, prebind, message) {
+                    Box::pin(self.report(report, ticket)).await;
                 }
                 false
             }

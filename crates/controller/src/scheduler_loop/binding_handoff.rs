@@ -2,7 +2,8 @@
 //! placed alike: the pod leaves the nominator and the kept explanations, is assumed in the
 //! cache (a group cycle assumed its members already, as it placed them) and its binding
 //! cycle goes to the executor (upstream's `bindingCycle`, run asynchronously: PreBind
-//! writes, the Binding, PostBind; on failure Unreserve, forget and requeue).
+//! writes, the Binding, PostBind; on failure the assumption is forgotten and the pod goes
+//! to the failure handler, [`handle_binding_failure`](super::failure::handle_binding_failure)).
 
 use std::sync::Arc;
 

@@ -2,14 +2,15 @@
 //! its own cycle did not place and for each member of a group that is not bound this time
 //! alike: requeue it with the plugins whose events may help, record its nomination, and
 //! report FailedScheduling with PodScheduled=False. Preemption's victims, which PostFilter
-//! (or workload-aware preemption) chose before, go to the executor first.
+//! (or workload-aware preemption) chose before, go to the executor first. A pod whose
+//! binding cycle failed comes here too ([`handle_binding_failure`]), from the executor.
 
 use std::sync::Arc;
 
-use scheduler_core::framework::QueuedPodInfo;
+use scheduler_core::framework::{ActionType, ClusterEvent, EventResource, QueuedPodInfo};
 use scheduler_core::outcome::{Eviction, Failure, FailureReason, Nominating};
 use scheduler_core::queue::QueueError;
-use scheduler_core::types::PodKey;
+use scheduler_core::types::{PodInfo, PodKey};
 
 use super::Attempt;
 use crate::binding::executor::Action;
@@ -84,6 +85,41 @@ pub(crate) fn handle_failure(
         result,
         report: Some(report),
     }
+}
+
+/// The rest of upstream's `handleBindingCycleError`, for a pod whose binding cycle failed
+/// (PreBind or Bind; the executor has forgotten its assumption, and runs Unreserve after):
+/// the failure handler takes it with the binding's error, as any pod whose attempt failed
+/// with one (requeued through backoff, its nomination cleared, FailedScheduling reported),
+/// then every other pod may fit where it was assumed (AssignedPod Delete). `prebind_node`:
+/// the node the binding cycle nominated the pod to before PreBind
+/// (NominatedNodeNameForExpectation), a nomination that goes too.
+pub(crate) fn handle_binding_failure(
+    st: &mut State,
+    queued: QueuedPodInfo,
+    prebind_node: Option<&str>,
+    message: String,
+    attempt: &Attempt,
+) -> Handled {
+    let uid = queued.pod.uid.clone();
+    let queued = match prebind_node {
+        Some(node) if queued.pod.nominated_node_name.as_deref() != Some(node) => {
+            let mut p = PodInfo::clone(&queued.pod);
+            p.nominated_node_name = Some(node.to_string());
+            QueuedPodInfo {
+                pod: Arc::new(p),
+                ..queued
+            }
+        }
+        _ => queued,
+    };
+    let handled = handle_failure(st, queued, Failure::error(message), attempt);
+    let others = move |p: &PodInfo| p.uid != uid;
+    st.queue.move_all_to_active_or_backoff(
+        ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+        Some(&others),
+    );
+    handled
 }
 
 /// Starts carrying out preemption's decision (upstream's asynchronous preemption): the

@@ -36,6 +36,7 @@ use crate::serving::explain::ExplainOptions;
 use crate::state::Shared;
 use binding_handoff::{Assume, HandOff, hand_off_to_binding};
 use cycle::CycleResult;
+pub(crate) use failure::handle_binding_failure;
 use failure::{Handled, handle_failure, start_preemption};
 
 /// Longest sleep without a wake-up, so shutdown is noticed even if a notify is missed.

@@ -15,7 +15,7 @@ use scheduler_core::types::pod_group::{GroupApi, GroupPolicy, PodGroupInfo, PodG
 use serde_json::json;
 use tokio::sync::mpsc::{Receiver, channel};
 
-use super::{Attempt, SchedulingLoop};
+use super::{Attempt, SchedulingLoop, handle_binding_failure};
 use crate::binding::executor::Action;
 use crate::binding::pod_status::{self as status, Nomination};
 use crate::serving::explain::ExplainOptions;
@@ -243,5 +243,110 @@ fn a_gang_whose_preemption_finds_no_room_loses_its_nominations() {
             ("w0".to_string(), Nomination::Clear),
             ("w1".to_string(), Nomination::Keep)
         ]
+    );
+}
+
+/// `p`'s popped entry after its binding cycle failed: assumed on `n1`, then forgotten, as the
+/// executor does before it hands the pod to the failure handler.
+fn failed_binding(lp: &SchedulingLoop, pods: &[Pod]) -> (QueuedPodInfo, u64) {
+    let (q, cycle) = pop(lp, &[node("n1", "4")], pods);
+    let mut st = lp.shared.lock();
+    st.cache.assume_pod(Arc::clone(&q.pod), "n1").unwrap();
+    st.cache.forget_pod(q.pod.key()).unwrap();
+    (q, cycle)
+}
+
+/// A failed binding goes through the failure handler as upstream's `handleBindingCycleError`
+/// hands it to its FailureHandler: a scheduler error, requeued through backoff, nominated
+/// nowhere, the pod's PodScheduled condition as the informer last saw it (so an unchanged
+/// False keeps its lastTransitionTime).
+#[test]
+fn a_failed_binding_goes_through_the_failure_handler() {
+    let (lp, _rx) = scheduling_loop();
+    let mut p = pod("p", "1", None, Some("n1"));
+    let seen = k8s_openapi::api::core::v1::PodCondition {
+        type_: "PodScheduled".into(),
+        status: "False".into(),
+        reason: Some("Unschedulable".into()),
+        message: Some("0/1 nodes are available".into()),
+        ..Default::default()
+    };
+    p.status.as_mut().unwrap().conditions = Some(vec![seen.clone()]);
+    let (q, cycle) = failed_binding(&lp, &[p]);
+    let key = q.pod.key().clone();
+    let mut st = lp.shared.lock();
+    let handled = handle_binding_failure(
+        &mut st,
+        q,
+        None,
+        "binding rejected: boom".into(),
+        &attempt(cycle),
+    );
+    assert_eq!(handled.result, crate::serving::metrics::RESULT_ERROR);
+    let Some(Action::Failure {
+        reason,
+        message,
+        condition,
+        nomination,
+        ..
+    }) = handled.report
+    else {
+        panic!("a failure report");
+    };
+    assert_eq!(reason, status::REASON_SCHEDULER_ERROR);
+    assert_eq!(message, "binding rejected: boom");
+    assert_eq!(condition, Some(seen));
+    assert_eq!(nomination, Nomination::Clear);
+    assert_eq!(
+        st.queue.queue_of(&key),
+        Some(scheduler_core::queue::QueueKind::Backoff)
+    );
+    assert_eq!(st.queue.get(&key).unwrap().pod.nominated_node_name, None);
+    assert_eq!(st.queue.nominated_pods().node_of(&key), None);
+}
+
+/// The nomination a binding cycle set before PreBind goes with the failure; a pod that was
+/// nominated nowhere has no nomination to clear (upstream writes none).
+#[test]
+fn a_failed_binding_clears_the_nomination_it_set_before_prebind() {
+    for (prebind, want) in [(Some("n1"), Nomination::Clear), (None, Nomination::Keep)] {
+        let (lp, _rx) = scheduling_loop();
+        let (q, cycle) = failed_binding(&lp, &[pod("p", "1", None, None)]);
+        let mut st = lp.shared.lock();
+        let handled = handle_binding_failure(&mut st, q, prebind, "boom".into(), &attempt(cycle));
+        let Some(Action::Failure { nomination, .. }) = handled.report else {
+            panic!("a failure report");
+        };
+        assert_eq!(nomination, want, "nominated before PreBind: {prebind:?}");
+    }
+}
+
+/// A pod deleted while its binding was in flight is not reported, and the pods its
+/// assumption kept out are moved (AssignedPod Delete), as before.
+#[test]
+fn a_failed_binding_of_a_deleted_pod_moves_the_others_and_reports_nothing() {
+    let (lp, _rx) = scheduling_loop();
+    let (q, cycle) = failed_binding(&lp, &[pod("p", "1", None, None)]);
+    let mut st = lp.shared.lock();
+    // Another pod was rejected by NodeResourcesFit meanwhile.
+    st.on_pod(&lp.shared.profiles, None, &pod("big", "8", None, None));
+    let big = st.queue.pop().unwrap();
+    let big_key = big.pod.key().clone();
+    let mut d = scheduler_core::framework::Diagnosis::default();
+    d.unschedulable_plugins.insert("NodeResourcesFit");
+    let big_cycle = st.queue.scheduling_cycle();
+    st.queue
+        .add_unschedulable_if_not_present(big, Some(&d), big_cycle)
+        .unwrap();
+    assert_eq!(
+        st.queue.queue_of(&big_key),
+        Some(scheduler_core::queue::QueueKind::Unschedulable)
+    );
+    st.on_pod_delete(&Arc::clone(&q.pod));
+    let handled = handle_binding_failure(&mut st, q, None, "boom".into(), &attempt(cycle));
+    assert!(handled.report.is_none());
+    assert_ne!(
+        st.queue.queue_of(&big_key),
+        Some(scheduler_core::queue::QueueKind::Unschedulable)
     );
 }
