@@ -286,4 +286,25 @@ mod tests {
         assert_eq!(v.api_version, "scheduling.x-k8s.io/v1alpha1");
         assert_eq!(v.creation_timestamp, Some(1_767_323_045_000_000_000));
     }
+
+    /// The view reads the group's claims and the claims kube-controller-manager made for
+    /// them (DRAWorkloadResourceClaims), in either Workload API version.
+    #[test]
+    fn the_view_keeps_the_group_claims_and_their_statuses() {
+        let obj = json!({
+            "metadata": {"name": "train", "namespace": "ml", "uid": "g"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                     "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "gpu"}]},
+            "status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-gpus-x"}]}
+        });
+        let beta: WorkloadV1beta1 = serde_json::from_value(obj.clone()).unwrap();
+        let alpha: WorkloadV1alpha2 = serde_json::from_value(obj).unwrap();
+        for v in [beta.view().unwrap(), alpha.view().unwrap()] {
+            assert_eq!(v.resource_claims.len(), 1);
+            assert_eq!(
+                v.claim_statuses.get("gpus"),
+                Some(&Some("train-gpus-x".to_string()))
+            );
+        }
+    }
 }
