@@ -18,6 +18,14 @@
 //! claim, or the Binding itself), [`undo_claims`] takes back what was written: the
 //! allocation the scheduler made and the pod's reservedFor entry.
 //!
+//! A PodGroup's claim (DRAWorkloadResourceClaims, [`ClaimStatusWrite::group`]) is written by
+//! whichever member's binding comes first: its write appends the PodGroup to
+//! `status.reservedFor` once. The others' writes make sure of it ([`write_group`]): refused
+//! with 409 because the claim changed, they read it again and are done when it carries the
+//! allocation and the PodGroup, or add what is missing; an allocation of other devices
+//! fails the binding. Undoing a group write takes the PodGroup's entry (and the allocation
+//! it wrote) back only when no other member of the group is placed.
+//!
 //! DynamicResources' PostFilter (a pod fits nowhere because a claim is allocated for nodes it
 //! cannot use, and nobody else holds the claim) is carried out by [`deallocate`]: the
 //! claim's `status.allocation` and `status.reservedFor` are removed, again with the
@@ -27,12 +35,16 @@
 //! precondition), then the object (uid precondition).
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::AllocationResult;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use scheduler_core::plugins::dynamic_resources::claim_being_deleted;
 use scheduler_core::types::dra::extended::ExtendedClaimCreate;
-use scheduler_core::types::dra::{CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite};
+use scheduler_core::types::dra::{
+    CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite, ConsumerRef,
+};
 use serde_json::json;
 
 use crate::client::retry::ApiClient;
@@ -43,11 +55,22 @@ pub(crate) const PREBIND_PREFIX: &str = "running PreBind plugin \"DynamicResourc
 /// A claim status this binding cycle wrote, for [`undo_claims`].
 #[derive(Debug, Clone)]
 pub(crate) struct Written {
+    /// What was written (for a PodGroup's claim, what this cycle added to the claim as it
+    /// found it).
     pub(crate) write: ClaimStatusWrite,
-    /// What the status write returned.
+    /// What the status write returned (or the claim's, when nothing was written).
     pub(crate) resource_version: String,
     /// The name the API server gave a claim this cycle created (extended resources).
     pub(crate) created: Option<String>,
+    /// A PodGroup's claim another member's binding had already written: nothing to undo.
+    pub(crate) unchanged: bool,
+}
+
+/// Why a claim write failed: the message, and whether the claim changed since it was read
+/// (409).
+struct WriteError {
+    message: String,
+    conflict: bool,
 }
 
 fn api_message(e: &kube::Error) -> String {
@@ -62,10 +85,13 @@ fn api_message(e: &kube::Error) -> String {
 ///
 /// `stamp`: device binding conditions are on, so each new allocation gets its
 /// `allocationTimestamp` (the start of `bindingTimeout`), as upstream's PreBind sets it.
+/// `keep_group`: whether another member of the pod's PodGroup is placed (asked only when
+/// undoing; see [`undo_claims`]).
 pub(crate) async fn write_claims(
     client: &ApiClient,
     writes: &[ClaimStatusWrite],
     stamp: bool,
+    keep_group: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<Written>, String> {
     let mut done = Vec::new();
     for w in writes {
@@ -81,20 +107,28 @@ pub(crate) async fn write_claims(
             }
             _ => w,
         };
-        let result = match &w.create {
-            Some(c) => create_one(client, w, c)
-                .await
-                .map(|(name, rv)| (rv, Some(name))),
-            None => write_one(client, w).await.map(|rv| (rv, None)),
-        };
-        match result {
-            Ok((rv, created)) => done.push(Written {
+        let result = match (&w.create, &w.group) {
+            (Some(c), _) => create_one(client, w, c).await.map(|(name, rv)| Written {
                 write: w.clone(),
                 resource_version: rv,
-                created,
+                created: Some(name),
+                unchanged: false,
             }),
+            (None, Some(g)) => write_group(client, w, &g.consumer).await,
+            (None, None) => write_one(client, w)
+                .await
+                .map(|rv| Written {
+                    write: w.clone(),
+                    resource_version: rv,
+                    created: None,
+                    unchanged: false,
+                })
+                .map_err(|e| e.message),
+        };
+        match result {
+            Ok(written) => done.push(written),
             Err(e) => {
-                undo_claims(client, &done).await;
+                undo_claims(client, &done, keep_group()).await;
                 return Err(format!("{PREBIND_PREFIX}{e}"));
             }
         }
@@ -102,7 +136,121 @@ pub(crate) async fn write_claims(
     Ok(done)
 }
 
-async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, String> {
+/// How many times a PodGroup claim's write is tried again after the claim changed under it.
+const GROUP_WRITE_ATTEMPTS: usize = 5;
+
+/// Whether two allocations hand out the same devices for the same nodes (the timestamp a
+/// binding stamps aside).
+fn same_allocation(a: &AllocationResult, b: &AllocationResult) -> bool {
+    a.devices == b.devices && a.node_selector == b.node_selector
+}
+
+/// A PodGroup claim's write ([`ClaimStatusWrite::group`]): as [`write_one`], and when the
+/// claim changed since the scheduler read it (another member's binding wrote it, most
+/// likely), read again: nothing to do if it has the allocation and the PodGroup; else add
+/// what is missing, with the new resourceVersion as precondition.
+async fn write_group(
+    client: &ApiClient,
+    w: &ClaimStatusWrite,
+    group: &ConsumerRef,
+) -> Result<Written, String> {
+    let mut last = match write_one(client, w).await {
+        Ok(rv) => {
+            return Ok(Written {
+                write: w.clone(),
+                resource_version: rv,
+                created: None,
+                unchanged: false,
+            });
+        }
+        Err(e) if e.conflict => e.message,
+        Err(e) => return Err(e.message),
+    };
+    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
+    for _ in 0..GROUP_WRITE_ATTEMPTS {
+        let live = api
+            .get(&w.name)
+            .await
+            .map_err(|e| format!("get claim {}/{}: {}", w.namespace, w.name, api_message(&e)))?;
+        if !w.uid.is_empty() && live.metadata.uid.as_deref() != Some(w.uid.as_str()) {
+            return Err(format!(
+                "claim {}/{} was replaced in the meantime",
+                w.namespace, w.name
+            ));
+        }
+        if live.metadata.deletion_timestamp.is_some() {
+            return Err(claim_being_deleted(&w.name));
+        }
+        let rv = live.metadata.resource_version.clone().unwrap_or_default();
+        let finalizers = live.metadata.finalizers.clone().unwrap_or_default();
+        let status = live.status.unwrap_or_default();
+        let reserved: Vec<ConsumerRef> = status
+            .reserved_for
+            .iter()
+            .flatten()
+            .map(|r| ConsumerRef {
+                api_group: r.api_group.clone().filter(|g| !g.is_empty()),
+                resource: r.resource.clone(),
+                name: r.name.clone(),
+                uid: r.uid.clone(),
+            })
+            .collect();
+        let has_group = reserved
+            .iter()
+            .any(|r| r.uid == group.uid || r.is_pod_group(&group.name));
+        let allocation = match (&status.allocation, &w.allocation) {
+            (Some(live), Some(ours)) if !same_allocation(live, ours) => {
+                return Err(format!(
+                    "claim {}/{} got allocated elsewhere in the meantime",
+                    w.namespace, w.name
+                ));
+            }
+            (Some(_), _) if has_group => {
+                return Ok(Written {
+                    write: w.clone(),
+                    resource_version: rv,
+                    created: None,
+                    unchanged: true,
+                });
+            }
+            (Some(_), _) => None,
+            (None, Some(ours)) => Some(ours.clone()),
+            (None, None) => {
+                return Err(format!(
+                    "claim {}/{} got deallocated in the meantime",
+                    w.namespace, w.name
+                ));
+            }
+        };
+        let mut reserved_for = reserved;
+        if !has_group {
+            reserved_for.push(group.clone());
+        }
+        let again = ClaimStatusWrite {
+            resource_version: rv,
+            add_finalizer: allocation.is_some() && !finalizers.iter().any(|f| f == CLAIM_FINALIZER),
+            finalizers,
+            allocation,
+            reserved_for,
+            ..w.clone()
+        };
+        match write_one(client, &again).await {
+            Ok(rv) => {
+                return Ok(Written {
+                    write: again,
+                    resource_version: rv,
+                    created: None,
+                    unchanged: false,
+                });
+            }
+            Err(e) if e.conflict => last = e.message,
+            Err(e) => return Err(e.message),
+        }
+    }
+    Err(last)
+}
+
+async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, WriteError> {
     let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
     let pp = PatchParams::default();
     let what = if w.allocation.is_some() {
@@ -118,32 +266,37 @@ async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, S
         let c = api
             .patch(&w.name, &pp, &Patch::Merge(&patch))
             .await
-            .map_err(|e| {
-                format!(
+            .map_err(|e| WriteError {
+                conflict: crate::client::status_code(&e) == Some(409),
+                message: format!(
                     "add finalizer to claim {}/{}: {}",
                     w.namespace,
                     w.name,
                     api_message(&e)
-                )
+                ),
             })?;
         rv = c.metadata.resource_version.unwrap_or_default();
     }
     let reserved: Vec<_> = w.reserved_for.iter().map(|r| r.to_k8s()).collect();
     let mut status = json!({"reservedFor": reserved});
     if let Some(a) = &w.allocation {
-        status["allocation"] = serde_json::to_value(a).map_err(|e| e.to_string())?;
+        status["allocation"] = serde_json::to_value(a).map_err(|e| WriteError {
+            message: e.to_string(),
+            conflict: false,
+        })?;
     }
     let patch = json!({"metadata": {"resourceVersion": rv}, "status": status});
     let c = api
         .patch_status(&w.name, &pp, &Patch::Merge(&patch))
         .await
-        .map_err(|e| {
-            format!(
+        .map_err(|e| WriteError {
+            conflict: crate::client::status_code(&e) == Some(409),
+            message: format!(
                 "{what} claim {}/{}: {}",
                 w.namespace,
                 w.name,
                 api_message(&e)
-            )
+            ),
         })?;
     Ok(c.metadata.resource_version.unwrap_or_default())
 }
@@ -238,21 +391,36 @@ async fn delete_created(client: &ApiClient, namespace: &str, name: &str) {
 
 /// Takes back what [`write_claims`] wrote: the pod's reservedFor entry, and the allocation
 /// when the scheduler made it (the finalizer stays; the claim's driver side removes it with
-/// the allocation). Best effort: a claim changed since (409) is left as it is, logged.
-pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
+/// the allocation). A PodGroup's claim stays as it is when `keep_group` (another member of
+/// the group is placed: upstream unreserves a group's claim only for its last scheduled
+/// member), and when this binding found it written already. Best effort: a claim changed
+/// since (409) is left as it is, logged.
+pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written], keep_group: bool) {
     for d in written.iter().rev() {
         let w = &d.write;
         if let Some(name) = &d.created {
             delete_created(client, &w.namespace, name).await;
             continue;
         }
+        if d.unchanged || (keep_group && w.group.is_some()) {
+            continue;
+        }
         let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
-        let before: Vec<_> = w
-            .reserved_for
-            .iter()
-            .take(w.reserved_for.len().saturating_sub(1))
-            .map(|r| r.to_k8s())
-            .collect();
+        let before: Vec<_> = match &w.group {
+            // The PodGroup's entry, wherever it is.
+            Some(g) => w
+                .reserved_for
+                .iter()
+                .filter(|r| r.uid != g.consumer.uid)
+                .map(|r| r.to_k8s())
+                .collect(),
+            None => w
+                .reserved_for
+                .iter()
+                .take(w.reserved_for.len().saturating_sub(1))
+                .map(|r| r.to_k8s())
+                .collect(),
+        };
         let mut status = json!({"reservedFor": if before.is_empty() { serde_json::Value::Null } else { json!(before) }});
         if w.allocation.is_some() {
             // The driver's per-device status goes with the allocation (the API refuses a

@@ -152,6 +152,8 @@ impl State {
     /// A PodGroup added or changed: GangScheduling's hints decide which waiting pods move.
     pub(crate) fn on_pod_group(&mut self, old: Option<&PodGroupInfo>, new: &PodGroupInfo) {
         self.groups.write().upsert(new.clone());
+        // Before the hints run: DynamicResources resolves the group's claims from the cache.
+        self.cache.dra_mut().update_pod_group(new);
         let action = if old.is_some() {
             ActionType::UPDATE
         } else {
@@ -166,6 +168,7 @@ impl State {
     /// for it; pods already queued are held back when popped).
     pub(crate) fn on_pod_group_delete(&mut self, old: &PodGroupInfo) {
         self.groups.write().remove(&old.key);
+        self.cache.dra_mut().remove_pod_group(old);
     }
 }
 
