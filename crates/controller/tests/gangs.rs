@@ -385,6 +385,13 @@ async fn a_gang_sharing_a_group_claim_is_bound_with_one_reservation() {
         .filter(|r| r.resource == "resourceclaims" && r.name == "fabric" && r.verb == "patch")
         .count();
     assert!(patches >= 2, "{patches}");
+    // The second reads the claim back from the informer: no grant beyond the writes'.
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.resource == "resourceclaims" && r.verb == "get")
+    );
     support::stop_controller(running.stop, running.task).await;
 }
 

@@ -21,9 +21,9 @@
 //! A PodGroup's claim (DRAWorkloadResourceClaims, [`ClaimStatusWrite::group`]) is written by
 //! whichever member's binding comes first: its write appends the PodGroup to
 //! `status.reservedFor` once. The others' writes make sure of it ([`write_group`]): refused
-//! with 409 because the claim changed, they read it again and are done when it carries the
-//! allocation and the PodGroup, or add what is missing; an allocation of other devices
-//! fails the binding. Undoing a group write takes the PodGroup's entry (and the allocation
+//! with 409 because the claim changed, they take the claim as the informer reports it next
+//! and are done when it carries the allocation and the PodGroup, or add what is missing; an
+//! allocation of other devices fails the binding. Undoing a group write takes the PodGroup's entry (and the allocation
 //! it wrote) back only when no other member of the group is placed.
 //!
 //! DynamicResources' PostFilter (a pod fits nowhere because a claim is allocated for nodes it
@@ -34,20 +34,23 @@
 //! binding), [`delete_left_over`] deletes it: its finalizers removed (resourceVersion
 //! precondition), then the object (uid precondition).
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::AllocationResult;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use scheduler_core::plugins::dynamic_resources::claim_being_deleted;
+use scheduler_core::plugins::dynamic_resources::{claim_being_deleted, claim_not_found};
 use scheduler_core::types::dra::extended::ExtendedClaimCreate;
 use scheduler_core::types::dra::{
-    CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite, ConsumerRef,
+    CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite, ConsumerRef, ResourceClaimInfo,
 };
 use serde_json::json;
 
 use crate::client::retry::ApiClient;
+use crate::state::Shared;
 
 /// Upstream's prefix for a failed PreBind plugin.
 pub(crate) const PREBIND_PREFIX: &str = "running PreBind plugin \"DynamicResources\": ";
@@ -71,6 +74,8 @@ pub(crate) struct Written {
 struct WriteError {
     message: String,
     conflict: bool,
+    /// The resourceVersion the refused request carried.
+    resource_version: String,
 }
 
 fn api_message(e: &kube::Error) -> String {
@@ -89,6 +94,7 @@ fn api_message(e: &kube::Error) -> String {
 /// undoing; see [`undo_claims`]).
 pub(crate) async fn write_claims(
     client: &ApiClient,
+    shared: &Shared,
     writes: &[ClaimStatusWrite],
     stamp: bool,
     keep_group: &(dyn Fn() -> bool + Sync),
@@ -114,7 +120,7 @@ pub(crate) async fn write_claims(
                 created: Some(name),
                 unchanged: false,
             }),
-            (None, Some(g)) => write_group(client, w, &g.consumer).await,
+            (None, Some(g)) => write_group(client, shared, w, &g.consumer).await,
             (None, None) => write_one(client, w)
                 .await
                 .map(|rv| Written {
@@ -136,25 +142,31 @@ pub(crate) async fn write_claims(
     Ok(done)
 }
 
-/// How many times a PodGroup claim's write is tried again after the claim changed under it.
-const GROUP_WRITE_ATTEMPTS: usize = 5;
-
 /// Whether two allocations hand out the same devices for the same nodes (the timestamp a
 /// binding stamps aside).
 fn same_allocation(a: &AllocationResult, b: &AllocationResult) -> bool {
     a.devices == b.devices && a.node_selector == b.node_selector
 }
 
+/// How long a PodGroup claim's write waits for the informer to report the claim as it is
+/// after a 409, before the binding fails.
+const GROUP_WRITE_WAIT: Duration = Duration::from_secs(5);
+/// How often the informer's copy is read meanwhile (a read of the local cache).
+const GROUP_WRITE_POLL: Duration = Duration::from_millis(20);
+
 /// A PodGroup claim's write ([`ClaimStatusWrite::group`]): as [`write_one`], and when the
 /// claim changed since the scheduler read it (another member's binding wrote it, most
-/// likely), read again: nothing to do if it has the allocation and the PodGroup; else add
-/// what is missing, with the new resourceVersion as precondition.
+/// likely), the claim as the informer reports it next (newer than the refused version):
+/// nothing to do if it has the allocation and the PodGroup; else add what is missing, with
+/// that resourceVersion as precondition. (The informer rather than a GET: no grant beyond
+/// what every claim write needs.)
 async fn write_group(
     client: &ApiClient,
+    shared: &Shared,
     w: &ClaimStatusWrite,
     group: &ConsumerRef,
 ) -> Result<Written, String> {
-    let mut last = match write_one(client, w).await {
+    let mut refused = match write_one(client, w).await {
         Ok(rv) => {
             return Ok(Written {
                 write: w.clone(),
@@ -163,42 +175,40 @@ async fn write_group(
                 unchanged: false,
             });
         }
-        Err(e) if e.conflict => e.message,
+        Err(e) if e.conflict => e,
         Err(e) => return Err(e.message),
     };
-    let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
-    for _ in 0..GROUP_WRITE_ATTEMPTS {
-        let live = api
-            .get(&w.name)
-            .await
-            .map_err(|e| format!("get claim {}/{}: {}", w.namespace, w.name, api_message(&e)))?;
-        if !w.uid.is_empty() && live.metadata.uid.as_deref() != Some(w.uid.as_str()) {
-            return Err(format!(
-                "claim {}/{} was replaced in the meantime",
-                w.namespace, w.name
-            ));
+    let deadline = tokio::time::Instant::now() + GROUP_WRITE_WAIT;
+    loop {
+        let newer = |c: &ResourceClaimInfo| {
+            c.resource_version.parse::<u64>().unwrap_or(0)
+                > refused.resource_version.parse::<u64>().unwrap_or(0)
+        };
+        let reported = shared
+            .lock()
+            .cache
+            .dra()
+            .reported_claim(&w.namespace, &w.name);
+        let live = match reported {
+            None => return Err(claim_not_found(&w.name)),
+            Some(c) if newer(&c) => c,
+            Some(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(GROUP_WRITE_POLL).await;
+                continue;
+            }
+            Some(_) => return Err(refused.message),
+        };
+        if !w.uid.is_empty() && live.uid != w.uid {
+            return Err(claim_not_found(&w.name));
         }
-        if live.metadata.deletion_timestamp.is_some() {
+        if live.deleting {
             return Err(claim_being_deleted(&w.name));
         }
-        let rv = live.metadata.resource_version.clone().unwrap_or_default();
-        let finalizers = live.metadata.finalizers.clone().unwrap_or_default();
-        let status = live.status.unwrap_or_default();
-        let reserved: Vec<ConsumerRef> = status
+        let has_group = live
             .reserved_for
             .iter()
-            .flatten()
-            .map(|r| ConsumerRef {
-                api_group: r.api_group.clone().filter(|g| !g.is_empty()),
-                resource: r.resource.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
-            })
-            .collect();
-        let has_group = reserved
-            .iter()
             .any(|r| r.uid == group.uid || r.is_pod_group(&group.name));
-        let allocation = match (&status.allocation, &w.allocation) {
+        let allocation = match (live.allocation.as_ref().map(|a| &a.raw), &w.allocation) {
             (Some(live), Some(ours)) if !same_allocation(live, ours) => {
                 return Err(format!(
                     "claim {}/{} got allocated elsewhere in the meantime",
@@ -208,7 +218,7 @@ async fn write_group(
             (Some(_), _) if has_group => {
                 return Ok(Written {
                     write: w.clone(),
-                    resource_version: rv,
+                    resource_version: live.resource_version.clone(),
                     created: None,
                     unchanged: true,
                 });
@@ -222,14 +232,15 @@ async fn write_group(
                 ));
             }
         };
-        let mut reserved_for = reserved;
+        let mut reserved_for = live.reserved_for.clone();
         if !has_group {
             reserved_for.push(group.clone());
         }
         let again = ClaimStatusWrite {
-            resource_version: rv,
-            add_finalizer: allocation.is_some() && !finalizers.iter().any(|f| f == CLAIM_FINALIZER),
-            finalizers,
+            resource_version: live.resource_version.clone(),
+            add_finalizer: allocation.is_some()
+                && !live.finalizers.iter().any(|f| f == CLAIM_FINALIZER),
+            finalizers: live.finalizers.clone(),
             allocation,
             reserved_for,
             ..w.clone()
@@ -243,11 +254,10 @@ async fn write_group(
                     unchanged: false,
                 });
             }
-            Err(e) if e.conflict => last = e.message,
+            Err(e) if e.conflict && tokio::time::Instant::now() < deadline => refused = e,
             Err(e) => return Err(e.message),
         }
     }
-    Err(last)
 }
 
 async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, WriteError> {
@@ -268,6 +278,7 @@ async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, W
             .await
             .map_err(|e| WriteError {
                 conflict: crate::client::status_code(&e) == Some(409),
+                resource_version: rv.clone(),
                 message: format!(
                     "add finalizer to claim {}/{}: {}",
                     w.namespace,
@@ -283,6 +294,7 @@ async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, W
         status["allocation"] = serde_json::to_value(a).map_err(|e| WriteError {
             message: e.to_string(),
             conflict: false,
+            resource_version: rv.clone(),
         })?;
     }
     let patch = json!({"metadata": {"resourceVersion": rv}, "status": status});
@@ -291,6 +303,7 @@ async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, W
         .await
         .map_err(|e| WriteError {
             conflict: crate::client::status_code(&e) == Some(409),
+            resource_version: rv.clone(),
             message: format!(
                 "{what} claim {}/{}: {}",
                 w.namespace,

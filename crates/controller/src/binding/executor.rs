@@ -630,7 +630,15 @@ impl Executor {
         if let Some(c) = prebind.claims {
             let stamp = self.shared.lock().cache.dra().binding_conditions();
             let keep_group = || self.other_members_placed(&queued.pod);
-            match Box::pin(write_claims(&self.client, c, stamp, &keep_group)).await {
+            match Box::pin(write_claims(
+                &self.client,
+                &self.shared,
+                c,
+                stamp,
+                &keep_group,
+            ))
+            .await
+            {
                 Ok(w) => {
                     // Written: the informer's copy at least this new ends each assumption.
                     let mut st = self.shared.lock();

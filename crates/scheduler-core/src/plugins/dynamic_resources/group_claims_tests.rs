@@ -210,6 +210,9 @@ fn members_reuse_the_pending_allocation_of_their_group_claim() {
     assert_eq!(second.reserved_for, vec![pg()], "one entry for both");
     assert_eq!(second.resource_version, first.resource_version);
 
+    // The informer's copy is still the unallocated claim (what a 409 is judged against).
+    let reported = cache.dra().reported_claim("ns", "a").unwrap();
+    assert!(reported.allocation.is_none());
     // A pod outside the group waits for the write, as for any claim being written.
     let snap = cache.snapshot();
     let (_, s) =

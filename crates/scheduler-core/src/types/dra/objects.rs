@@ -185,6 +185,16 @@ impl DraObjects {
         self.pod_groups.get(&format!("{namespace}/{name}"))
     }
 
+    /// The claim as the informer last reported it: an assumed claim's original (None: the
+    /// informer has none), else the cached copy.
+    pub fn reported_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaimInfo>> {
+        let key = format!("{namespace}/{name}");
+        match self.assumed.get(&key) {
+            Some(a) => a.original.clone(),
+            None => self.claims.get(&key).cloned(),
+        }
+    }
+
     /// Whether the claim is assumed with an allocation the informer's copy lacks (one a
     /// decision made and whose write may still be in flight).
     pub fn allocation_assumed(&self, namespace: &str, name: &str) -> bool {
