@@ -58,6 +58,10 @@ pub struct RunOptions {
     /// DRAResourceClaimDeviceStatus, on by default since 1.36): off, devices with binding
     /// conditions are never allocated.
     pub dra_device_binding_conditions: bool,
+    /// PodGroup claims (upstream's DRAWorkloadResourceClaims, beta and off by default in
+    /// 1.37): on, a pod's claim matching its PodGroup's is reserved for the group and
+    /// allocated once for all of its pods; off, every claim is the pod's own.
+    pub dra_workload_resource_claims: bool,
 }
 
 impl RunOptions {
@@ -84,6 +88,7 @@ impl RunOptions {
             explain: Default::default(),
             opportunistic_batching: true,
             dra_device_binding_conditions: true,
+            dra_workload_resource_claims: false,
         }
     }
 }
@@ -153,6 +158,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         explain,
         opportunistic_batching,
         dra_device_binding_conditions,
+        dra_workload_resource_claims,
     } = opts;
     let mut registry = Registry::in_tree();
     // The PodGroups and their members, fed by the informers, read by GangScheduling.
@@ -205,6 +211,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .cache
         .dra_mut()
         .set_binding_conditions(dra_device_binding_conditions);
+    shared
+        .lock()
+        .cache
+        .dra_mut()
+        .set_workload_claims(dra_workload_resource_claims);
     // Before any pod is scheduled: a pod naming a group of an API the cluster lacks waits
     // and says why, and a gang is never scheduled without its group.
     let pod_groups = crate::client::discovery::pod_group_versions(&client).await;

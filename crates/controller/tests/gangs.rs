@@ -269,3 +269,197 @@ async fn a_gang_preempts_a_whole_low_priority_group() {
     assert!(server.double_bindings().is_empty());
     support::stop_controller(running.stop, running.task).await;
 }
+
+/// The controller with PodGroup claims on (`--feature-gates=DRAWorkloadResourceClaims=true`).
+async fn start_with_group_claims(server: &FakeApiServer) -> support::Started {
+    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        dra_workload_resource_claims: true,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
+    }));
+    support::Started { stop, task }
+}
+
+/// Two CPU nodes; a node-local NIC driver with one NIC on `n2`.
+fn nic_cluster(server: &FakeApiServer) {
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["n1", "n2"] {
+        server.apply(
+            "nodes",
+            &json!({"metadata": {"name": n},
+                    "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}),
+        );
+    }
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "nic"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == \"nic.example.com\""}}]}}),
+    );
+    server.apply(
+        "resourceslices",
+        &json!({"metadata": {"name": "n2-nic"},
+                "spec": {"driver": "nic.example.com", "nodeName": "n2",
+                         "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "nic-0"}]}}),
+    );
+}
+
+/// A gang whose PodGroup has the claim entry `fabric` (`source`), each member's the same.
+fn fabric_gang(server: &FakeApiServer, source: Value) {
+    let mut entry = json!({"name": "fabric"});
+    entry
+        .as_object_mut()
+        .unwrap()
+        .extend(source.as_object().unwrap().clone());
+    let mut g = gang("train", 2);
+    g["spec"]["resourceClaims"] = json!([entry.clone()]);
+    server.apply("podgroups", &g);
+    for p in ["w0", "w1"] {
+        server.apply(
+            "pods",
+            &json!({"metadata": {"name": p, "namespace": "ml"},
+                    "spec": {"schedulingGroup": {"podGroupName": "train"},
+                             "resourceClaims": [entry.clone()],
+                             "containers": [{"name": "c", "image": "trainer"}]}}),
+        );
+    }
+}
+
+/// The claim's `status.reservedFor` must be the PodGroup alone.
+fn assert_reserved_for_the_group(server: &FakeApiServer, claim: &str) {
+    let uid = server.get("podgroups", "ml", "train").unwrap()["metadata"]["uid"].clone();
+    let c = server.get("resourceclaims", "ml", claim).unwrap();
+    assert_eq!(
+        c["status"]["reservedFor"],
+        json!([{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "train", "uid": uid}]),
+        "one entry for the whole group"
+    );
+    let devices = &c["status"]["allocation"]["devices"]["results"];
+    assert_eq!(devices.as_array().map(Vec::len), Some(1), "{c}");
+    assert_eq!(devices[0]["device"], "nic-0");
+    assert!(
+        c["metadata"]["finalizers"].as_array().is_some_and(|f| f
+            .iter()
+            .any(|f| f == "resource.kubernetes.io/delete-protection")),
+        "{c}"
+    );
+}
+
+/// A gang sharing its PodGroup's claim: the claim is allocated once, reserved for the
+/// PodGroup (one `reservedFor` entry, not one per pod), and both pods are bound on the node
+/// the device is attached to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_sharing_a_group_claim_is_bound_with_one_reservation() {
+    let server = FakeApiServer::start().await;
+    nic_cluster(&server);
+    server.apply(
+        "resourceclaims",
+        &json!({"metadata": {"name": "fabric", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}]}}}),
+    );
+    fabric_gang(&server, json!({"resourceClaimName": "fabric"}));
+    let running = start_with_group_claims(&server).await;
+    wait_for("the gang bound", || {
+        bound(&server, &["w0", "w1"]).len() == 2
+    })
+    .await;
+    assert_eq!(bound(&server, &["w0", "w1"]), ["n2", "n2"]);
+    // Both bindings' writes have landed (the second finds the first's and adds nothing).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_reserved_for_the_group(&server, "fabric");
+    assert!(server.double_bindings().is_empty());
+    // Both bindings wrote to the claim (whichever came second read it again on 409).
+    let patches = server
+        .requests()
+        .iter()
+        .filter(|r| r.resource == "resourceclaims" && r.name == "fabric" && r.verb == "patch")
+        .count();
+    assert!(patches >= 2, "{patches}");
+    // The second reads the claim back from the informer: no grant beyond the writes'.
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.resource == "resourceclaims" && r.verb == "get")
+    );
+    support::stop_controller(running.stop, running.task).await;
+}
+
+/// A gang whose PodGroup claim comes from a template waits, saying why, until
+/// kube-controller-manager (the test, here) makes the claim for the group and names it in
+/// the group's status; the PodGroup update retries the gang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_template_claim_is_waited_for_then_shared() {
+    let server = FakeApiServer::start().await;
+    nic_cluster(&server);
+    fabric_gang(&server, json!({"resourceClaimTemplateName": "one-nic"}));
+    let running = start_with_group_claims(&server).await;
+    wait_for("the gang's FailedScheduling", || {
+        failed_scheduling(&server, "w0")
+            .is_some_and(|m| m.contains("PodGroup ml/train: ResourceClaim not created yet"))
+    })
+    .await;
+    assert!(bound(&server, &["w0", "w1"]).is_empty());
+
+    let group = server.get("podgroups", "ml", "train").unwrap();
+    server.apply(
+        "resourceclaims",
+        &json!({"metadata": {"name": "train-fabric-k2x9", "namespace": "ml",
+                             "ownerReferences": [{"apiVersion": "scheduling.k8s.io/v1beta1",
+                                                  "kind": "PodGroup", "name": "train",
+                                                  "uid": group["metadata"]["uid"],
+                                                  "controller": true}]},
+                "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}]}}}),
+    );
+    let mut named = group.clone();
+    named["status"]["resourceClaimStatuses"] =
+        json!([{"name": "fabric", "resourceClaimName": "train-fabric-k2x9"}]);
+    server.apply("podgroups", &named);
+    wait_for("the gang bound", || {
+        bound(&server, &["w0", "w1"]).len() == 2
+    })
+    .await;
+    assert_eq!(bound(&server, &["w0", "w1"]), ["n2", "n2"]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_reserved_for_the_group(&server, "train-fabric-k2x9");
+    support::stop_controller(running.stop, running.task).await;
+}
+
+/// Both members' bindings fail: what their PreBind wrote into the group's claim is either
+/// taken back (by the last member placed) or left for the group, and the gang's next
+/// attempt binds both with the claim still reserved once, for the PodGroup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_gang_binding_leaves_the_group_claim_reusable() {
+    let server = FakeApiServer::start().await;
+    nic_cluster(&server);
+    server.apply(
+        "resourceclaims",
+        &json!({"metadata": {"name": "fabric", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}]}}}),
+    );
+    fabric_gang(&server, json!({"resourceClaimName": "fabric"}));
+    server.fail_next_bindings(2 * controller::client::ATTEMPTS as usize);
+    let running = start_with_group_claims(&server).await;
+    wait_for("a failed binding reported", || {
+        failed_scheduling(&server, "w0").is_some() || failed_scheduling(&server, "w1").is_some()
+    })
+    .await;
+    wait_for("the gang bound on its next attempt", || {
+        bound(&server, &["w0", "w1"]).len() == 2
+    })
+    .await;
+    assert_eq!(bound(&server, &["w0", "w1"]), ["n2", "n2"]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_reserved_for_the_group(&server, "fabric");
+    support::stop_controller(running.stop, running.task).await;
+}

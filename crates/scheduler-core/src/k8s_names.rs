@@ -64,7 +64,8 @@ pub(crate) fn is_label_value(s: &str) -> bool {
 
 // ---- the same rules with upstream's messages, for config validation ----
 
-fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
+/// `k8s-long-name` (a lowercase RFC 1123 subdomain), with upstream's messages.
+pub(crate) fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > DNS1123_SUBDOMAIN_MAX {
         errs.push(format!(
@@ -74,6 +75,25 @@ fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     if !value.split('.').all(is_dns1123_label) {
         errs.push(format!(
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"
+        ));
+    }
+    errs
+}
+
+const DNS1123_LABEL_MAX: usize = 63;
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+
+/// `k8s-short-name` (a lowercase RFC 1123 label), with upstream's messages.
+pub(crate) fn dns1123_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX {
+        errs.push(format!(
+            "must be no more than {DNS1123_LABEL_MAX} characters"
+        ));
+    }
+    if !is_dns1123_label(value) {
+        errs.push(format!(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL_FMT}')"
         ));
     }
     errs

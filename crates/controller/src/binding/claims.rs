@@ -18,6 +18,14 @@
 //! claim, or the Binding itself), [`undo_claims`] takes back what was written: the
 //! allocation the scheduler made and the pod's reservedFor entry.
 //!
+//! A PodGroup's claim (DRAWorkloadResourceClaims, [`ClaimStatusWrite::group`]) is written by
+//! whichever member's binding comes first: its write appends the PodGroup to
+//! `status.reservedFor` once. The others' writes make sure of it ([`write_group`]): refused
+//! with 409 because the claim changed, they take the claim as the informer reports it next
+//! and are done when it carries the allocation and the PodGroup, or add what is missing; an
+//! allocation of other devices fails the binding. Undoing a group write takes the PodGroup's entry (and the allocation
+//! it wrote) back only when no other member of the group is placed.
+//!
 //! DynamicResources' PostFilter (a pod fits nowhere because a claim is allocated for nodes it
 //! cannot use, and nobody else holds the claim) is carried out by [`deallocate`]: the
 //! claim's `status.allocation` and `status.reservedFor` are removed, again with the
@@ -26,16 +34,23 @@
 //! binding), [`delete_left_over`] deletes it: its finalizers removed (resourceVersion
 //! precondition), then the object (uid precondition).
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::AllocationResult;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use scheduler_core::plugins::dynamic_resources::{claim_being_deleted, claim_not_found};
 use scheduler_core::types::dra::extended::ExtendedClaimCreate;
-use scheduler_core::types::dra::{CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite};
+use scheduler_core::types::dra::{
+    CLAIM_FINALIZER, ClaimDeallocation, ClaimStatusWrite, ConsumerRef, ResourceClaimInfo,
+};
 use serde_json::json;
 
 use crate::client::retry::ApiClient;
+use crate::state::Shared;
 
 /// Upstream's prefix for a failed PreBind plugin.
 pub(crate) const PREBIND_PREFIX: &str = "running PreBind plugin \"DynamicResources\": ";
@@ -43,11 +58,24 @@ pub(crate) const PREBIND_PREFIX: &str = "running PreBind plugin \"DynamicResourc
 /// A claim status this binding cycle wrote, for [`undo_claims`].
 #[derive(Debug, Clone)]
 pub(crate) struct Written {
+    /// What was written (for a PodGroup's claim, what this cycle added to the claim as it
+    /// found it).
     pub(crate) write: ClaimStatusWrite,
-    /// What the status write returned.
+    /// What the status write returned (or the claim's, when nothing was written).
     pub(crate) resource_version: String,
     /// The name the API server gave a claim this cycle created (extended resources).
     pub(crate) created: Option<String>,
+    /// A PodGroup's claim another member's binding had already written: nothing to undo.
+    pub(crate) unchanged: bool,
+}
+
+/// Why a claim write failed: the message, and whether the claim changed since it was read
+/// (409).
+struct WriteError {
+    message: String,
+    conflict: bool,
+    /// The resourceVersion the refused request carried.
+    resource_version: String,
 }
 
 fn api_message(e: &kube::Error) -> String {
@@ -62,10 +90,14 @@ fn api_message(e: &kube::Error) -> String {
 ///
 /// `stamp`: device binding conditions are on, so each new allocation gets its
 /// `allocationTimestamp` (the start of `bindingTimeout`), as upstream's PreBind sets it.
+/// `keep_group`: whether another member of the pod's PodGroup is placed (asked only when
+/// undoing; see [`undo_claims`]).
 pub(crate) async fn write_claims(
     client: &ApiClient,
+    shared: &Shared,
     writes: &[ClaimStatusWrite],
     stamp: bool,
+    keep_group: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<Written>, String> {
     let mut done = Vec::new();
     for w in writes {
@@ -81,20 +113,28 @@ pub(crate) async fn write_claims(
             }
             _ => w,
         };
-        let result = match &w.create {
-            Some(c) => create_one(client, w, c)
-                .await
-                .map(|(name, rv)| (rv, Some(name))),
-            None => write_one(client, w).await.map(|rv| (rv, None)),
-        };
-        match result {
-            Ok((rv, created)) => done.push(Written {
+        let result = match (&w.create, &w.group) {
+            (Some(c), _) => create_one(client, w, c).await.map(|(name, rv)| Written {
                 write: w.clone(),
                 resource_version: rv,
-                created,
+                created: Some(name),
+                unchanged: false,
             }),
+            (None, Some(g)) => write_group(client, shared, w, &g.consumer).await,
+            (None, None) => write_one(client, w)
+                .await
+                .map(|rv| Written {
+                    write: w.clone(),
+                    resource_version: rv,
+                    created: None,
+                    unchanged: false,
+                })
+                .map_err(|e| e.message),
+        };
+        match result {
+            Ok(written) => done.push(written),
             Err(e) => {
-                undo_claims(client, &done).await;
+                undo_claims(client, &done, keep_group()).await;
                 return Err(format!("{PREBIND_PREFIX}{e}"));
             }
         }
@@ -102,7 +142,125 @@ pub(crate) async fn write_claims(
     Ok(done)
 }
 
-async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, String> {
+/// Whether two allocations hand out the same devices for the same nodes (the timestamp a
+/// binding stamps aside).
+fn same_allocation(a: &AllocationResult, b: &AllocationResult) -> bool {
+    a.devices == b.devices && a.node_selector == b.node_selector
+}
+
+/// How long a PodGroup claim's write waits for the informer to report the claim as it is
+/// after a 409, before the binding fails.
+const GROUP_WRITE_WAIT: Duration = Duration::from_secs(5);
+/// How often the informer's copy is read meanwhile (a read of the local cache).
+const GROUP_WRITE_POLL: Duration = Duration::from_millis(20);
+
+/// A PodGroup claim's write ([`ClaimStatusWrite::group`]): as [`write_one`], and when the
+/// claim changed since the scheduler read it (another member's binding wrote it, most
+/// likely), the claim as the informer reports it next (newer than the refused version):
+/// nothing to do if it has the allocation and the PodGroup; else add what is missing, with
+/// that resourceVersion as precondition. (The informer rather than a GET: no grant beyond
+/// what every claim write needs.)
+async fn write_group(
+    client: &ApiClient,
+    shared: &Shared,
+    w: &ClaimStatusWrite,
+    group: &ConsumerRef,
+) -> Result<Written, String> {
+    let mut refused = match write_one(client, w).await {
+        Ok(rv) => {
+            return Ok(Written {
+                write: w.clone(),
+                resource_version: rv,
+                created: None,
+                unchanged: false,
+            });
+        }
+        Err(e) if e.conflict => e,
+        Err(e) => return Err(e.message),
+    };
+    let deadline = tokio::time::Instant::now() + GROUP_WRITE_WAIT;
+    loop {
+        let newer = |c: &ResourceClaimInfo| {
+            c.resource_version.parse::<u64>().unwrap_or(0)
+                > refused.resource_version.parse::<u64>().unwrap_or(0)
+        };
+        let reported = shared
+            .lock()
+            .cache
+            .dra()
+            .reported_claim(&w.namespace, &w.name);
+        let live = match reported {
+            None => return Err(claim_not_found(&w.name)),
+            Some(c) if newer(&c) => c,
+            Some(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(GROUP_WRITE_POLL).await;
+                continue;
+            }
+            Some(_) => return Err(refused.message),
+        };
+        if !w.uid.is_empty() && live.uid != w.uid {
+            return Err(claim_not_found(&w.name));
+        }
+        if live.deleting {
+            return Err(claim_being_deleted(&w.name));
+        }
+        let has_group = live
+            .reserved_for
+            .iter()
+            .any(|r| r.uid == group.uid || r.is_pod_group(&group.name));
+        let allocation = match (live.allocation.as_ref().map(|a| &a.raw), &w.allocation) {
+            (Some(live), Some(ours)) if !same_allocation(live, ours) => {
+                return Err(format!(
+                    "claim {}/{} got allocated elsewhere in the meantime",
+                    w.namespace, w.name
+                ));
+            }
+            (Some(_), _) if has_group => {
+                return Ok(Written {
+                    write: w.clone(),
+                    resource_version: live.resource_version.clone(),
+                    created: None,
+                    unchanged: true,
+                });
+            }
+            (Some(_), _) => None,
+            (None, Some(ours)) => Some(ours.clone()),
+            (None, None) => {
+                return Err(format!(
+                    "claim {}/{} got deallocated in the meantime",
+                    w.namespace, w.name
+                ));
+            }
+        };
+        let mut reserved_for = live.reserved_for.clone();
+        if !has_group {
+            reserved_for.push(group.clone());
+        }
+        let again = ClaimStatusWrite {
+            resource_version: live.resource_version.clone(),
+            add_finalizer: allocation.is_some()
+                && !live.finalizers.iter().any(|f| f == CLAIM_FINALIZER),
+            finalizers: live.finalizers.clone(),
+            allocation,
+            reserved_for,
+            ..w.clone()
+        };
+        match write_one(client, &again).await {
+            Ok(rv) => {
+                return Ok(Written {
+                    write: again,
+                    resource_version: rv,
+                    created: None,
+                    unchanged: false,
+                });
+            }
+            Err(e) if e.conflict && tokio::time::Instant::now() < deadline => refused = e,
+            Err(e) => return Err(e.message),
+        }
+    }
+}
+
+async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, WriteError> {
     let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
     let pp = PatchParams::default();
     let what = if w.allocation.is_some() {
@@ -118,32 +276,40 @@ async fn write_one(client: &ApiClient, w: &ClaimStatusWrite) -> Result<String, S
         let c = api
             .patch(&w.name, &pp, &Patch::Merge(&patch))
             .await
-            .map_err(|e| {
-                format!(
+            .map_err(|e| WriteError {
+                conflict: crate::client::status_code(&e) == Some(409),
+                resource_version: rv.clone(),
+                message: format!(
                     "add finalizer to claim {}/{}: {}",
                     w.namespace,
                     w.name,
                     api_message(&e)
-                )
+                ),
             })?;
         rv = c.metadata.resource_version.unwrap_or_default();
     }
     let reserved: Vec<_> = w.reserved_for.iter().map(|r| r.to_k8s()).collect();
     let mut status = json!({"reservedFor": reserved});
     if let Some(a) = &w.allocation {
-        status["allocation"] = serde_json::to_value(a).map_err(|e| e.to_string())?;
+        status["allocation"] = serde_json::to_value(a).map_err(|e| WriteError {
+            message: e.to_string(),
+            conflict: false,
+            resource_version: rv.clone(),
+        })?;
     }
     let patch = json!({"metadata": {"resourceVersion": rv}, "status": status});
     let c = api
         .patch_status(&w.name, &pp, &Patch::Merge(&patch))
         .await
-        .map_err(|e| {
-            format!(
+        .map_err(|e| WriteError {
+            conflict: crate::client::status_code(&e) == Some(409),
+            resource_version: rv.clone(),
+            message: format!(
                 "{what} claim {}/{}: {}",
                 w.namespace,
                 w.name,
                 api_message(&e)
-            )
+            ),
         })?;
     Ok(c.metadata.resource_version.unwrap_or_default())
 }
@@ -238,21 +404,36 @@ async fn delete_created(client: &ApiClient, namespace: &str, name: &str) {
 
 /// Takes back what [`write_claims`] wrote: the pod's reservedFor entry, and the allocation
 /// when the scheduler made it (the finalizer stays; the claim's driver side removes it with
-/// the allocation). Best effort: a claim changed since (409) is left as it is, logged.
-pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written]) {
+/// the allocation). A PodGroup's claim stays as it is when `keep_group` (another member of
+/// the group is placed: upstream unreserves a group's claim only for its last scheduled
+/// member), and when this binding found it written already. Best effort: a claim changed
+/// since (409) is left as it is, logged.
+pub(crate) async fn undo_claims(client: &ApiClient, written: &[Written], keep_group: bool) {
     for d in written.iter().rev() {
         let w = &d.write;
         if let Some(name) = &d.created {
             delete_created(client, &w.namespace, name).await;
             continue;
         }
+        if d.unchanged || (keep_group && w.group.is_some()) {
+            continue;
+        }
         let api: Api<ResourceClaim> = Api::namespaced(client.client.clone(), &w.namespace);
-        let before: Vec<_> = w
-            .reserved_for
-            .iter()
-            .take(w.reserved_for.len().saturating_sub(1))
-            .map(|r| r.to_k8s())
-            .collect();
+        let before: Vec<_> = match &w.group {
+            // The PodGroup's entry, wherever it is.
+            Some(g) => w
+                .reserved_for
+                .iter()
+                .filter(|r| r.uid != g.consumer.uid)
+                .map(|r| r.to_k8s())
+                .collect(),
+            None => w
+                .reserved_for
+                .iter()
+                .take(w.reserved_for.len().saturating_sub(1))
+                .map(|r| r.to_k8s())
+                .collect(),
+        };
         let mut status = json!({"reservedFor": if before.is_empty() { serde_json::Value::Null } else { json!(before) }});
         if w.allocation.is_some() {
             // The driver's per-device status goes with the allocation (the API refuses a

@@ -99,6 +99,7 @@ impl Executor {
         scheduler_name: &str,
         wait: &BindingWait,
         written: &mut [Written],
+        info: &scheduler_core::types::PodInfo,
     ) -> Result<(), String> {
         // A claim this cycle created is waited for under the name the API server gave it.
         let claims: Vec<(String, String)> = wait
@@ -148,7 +149,8 @@ impl Executor {
                 }
             }
         }
-        undo_claims(&self.client, written).await;
+        let keep_group = self.other_members_placed(info);
+        undo_claims(&self.client, written, keep_group).await;
         Err(format!("{PREBIND_PREFIX}{e}"))
     }
 }

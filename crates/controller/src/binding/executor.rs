@@ -576,6 +576,20 @@ impl Executor {
         }
     }
 
+    /// Whether a pod of `pod`'s group other than `pod` is placed (assumed or bound): a
+    /// PodGroup's claim is then left allocated and reserved for the group when `pod`'s
+    /// binding fails (upstream unreserves it only for the group's last scheduled pod).
+    pub(crate) fn other_members_placed(&self, pod: &PodInfo) -> bool {
+        let Some(key) = pod.pod_group.as_deref() else {
+            return false;
+        };
+        let st = self.shared.lock();
+        let placed =
+            scheduler_core::schedule_group::scheduled_members(&st.groups.read(), key, &st.cache);
+        // The pod itself is still assumed while its binding is under way.
+        placed.len() > usize::from(st.cache.get_pod(pod.key()).is_some())
+    }
+
     /// Returns whether the pod was bound.
     async fn bind(
         &self,
@@ -620,7 +634,16 @@ impl Executor {
         let mut written = Vec::new();
         if let Some(c) = prebind.claims {
             let stamp = self.shared.lock().cache.dra().binding_conditions();
-            match Box::pin(write_claims(&self.client, c, stamp)).await {
+            let keep_group = || self.other_members_placed(&queued.pod);
+            match Box::pin(write_claims(
+                &self.client,
+                &self.shared,
+                c,
+                stamp,
+                &keep_group,
+            ))
+            .await
+            {
                 Ok(w) => {
                     // Written: the informer's copy at least this new ends each assumption.
                     let mut st = self.shared.lock();
@@ -659,6 +682,7 @@ impl Executor {
                 scheduler_name,
                 wait,
                 &mut written,
+                &queued.pod,
             ))
             .await
         {
@@ -671,7 +695,8 @@ impl Executor {
         let t = Instant::now();
         let result = bind(&self.client, &pod, node).await;
         if result.is_err() {
-            Box::pin(undo_claims(&self.client, &written)).await;
+            let keep_group = self.other_members_placed(&queued.pod);
+            Box::pin(undo_claims(&self.client, &written, keep_group)).await;
         }
         let status = if result.is_ok() { "Success" } else { "Error" };
         m.extension_point("Bind", status, scheduler_name, t.elapsed());

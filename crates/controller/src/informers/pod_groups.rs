@@ -152,6 +152,8 @@ impl State {
     /// A PodGroup added or changed: GangScheduling's hints decide which waiting pods move.
     pub(crate) fn on_pod_group(&mut self, old: Option<&PodGroupInfo>, new: &PodGroupInfo) {
         self.groups.write().upsert(new.clone());
+        // Before the hints run: DynamicResources resolves the group's claims from the cache.
+        self.cache.dra_mut().update_pod_group(new);
         let action = if old.is_some() {
             ActionType::UPDATE
         } else {
@@ -166,6 +168,7 @@ impl State {
     /// for it; pods already queued are held back when popped).
     pub(crate) fn on_pod_group_delete(&mut self, old: &PodGroupInfo) {
         self.groups.write().remove(&old.key);
+        self.cache.dra_mut().remove_pod_group(old);
     }
 }
 
@@ -285,5 +288,26 @@ mod tests {
         let v = g.view().unwrap();
         assert_eq!(v.api_version, "scheduling.x-k8s.io/v1alpha1");
         assert_eq!(v.creation_timestamp, Some(1_767_323_045_000_000_000));
+    }
+
+    /// The view reads the group's claims and the claims kube-controller-manager made for
+    /// them (DRAWorkloadResourceClaims), in either Workload API version.
+    #[test]
+    fn the_view_keeps_the_group_claims_and_their_statuses() {
+        let obj = json!({
+            "metadata": {"name": "train", "namespace": "ml", "uid": "g"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                     "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "gpu"}]},
+            "status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-gpus-x"}]}
+        });
+        let beta: WorkloadV1beta1 = serde_json::from_value(obj.clone()).unwrap();
+        let alpha: WorkloadV1alpha2 = serde_json::from_value(obj).unwrap();
+        for v in [beta.view().unwrap(), alpha.view().unwrap()] {
+            assert_eq!(v.resource_claims.len(), 1);
+            assert_eq!(
+                v.claim_statuses.get("gpus"),
+                Some(&Some("train-gpus-x".to_string()))
+            );
+        }
     }
 }

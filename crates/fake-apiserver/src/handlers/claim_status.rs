@@ -1,11 +1,47 @@
-//! What the API server checks in a ResourceClaim's `status.devices` (the per-device status
-//! drivers write, DRAResourceClaimDeviceStatus): each entry names an allocated device, once,
-//! with at most 8 conditions whose status is True, False or Unknown.
+//! What the API server checks in a ResourceClaim's status: `status.devices` (the per-device
+//! status drivers write, DRAResourceClaimDeviceStatus): each entry names an allocated device,
+//! once, with at most 8 conditions whose status is True, False or Unknown; and
+//! `status.reservedFor`: at most 256 consumers, each with a resource, a name and a uid, no uid
+//! twice. Any consumer resource is accepted: a pod (`"" pods`) or, with
+//! DRAWorkloadResourceClaims, a PodGroup (`scheduling.k8s.io podgroups`).
 
 use serde_json::Value;
 
 /// Upstream `AllocatedDeviceStatusMaxConditions`.
 const MAX_CONDITIONS: usize = 8;
+/// Upstream `ResourceClaimReservedForMaxSize`.
+const RESERVED_FOR_MAX_SIZE: usize = 256;
+
+/// The field errors of `status.reservedFor` (empty: valid), worded as the API server words
+/// them.
+pub(super) fn reserved_for_errors(status: &Value) -> Vec<String> {
+    let path = "status.reservedFor";
+    let Some(consumers) = status["reservedFor"].as_array() else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    if consumers.len() > RESERVED_FOR_MAX_SIZE {
+        errors.push(format!(
+            "{path}: Too many: {}: must have at most {RESERVED_FOR_MAX_SIZE} items",
+            consumers.len()
+        ));
+    }
+    let mut uids: Vec<&str> = Vec::new();
+    for (i, c) in consumers.iter().enumerate() {
+        for field in ["resource", "name", "uid"] {
+            if c[field].as_str().is_none_or(str::is_empty) {
+                errors.push(format!("{path}[{i}].{field}: Required value"));
+            }
+        }
+        if let Some(uid) = c["uid"].as_str().filter(|u| !u.is_empty()) {
+            if uids.contains(&uid) {
+                errors.push(format!("{path}[{i}].uid: Duplicate value: {uid:?}"));
+            }
+            uids.push(uid);
+        }
+    }
+    errors
+}
 
 /// The field errors of `status` (empty: valid), worded as the API server words them.
 pub(super) fn device_status_errors(status: &Value) -> Vec<String> {
@@ -82,6 +118,34 @@ mod tests {
         json!({"devices": {"results": [
             {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "d0"}
         ]}})
+    }
+
+    #[test]
+    fn reserved_for_takes_pods_and_pod_groups_with_unique_uids() {
+        let ok = json!({"reservedFor": [
+            {"resource": "pods", "name": "p", "uid": "u1"},
+            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "train", "uid": "pg1"}
+        ]});
+        assert_eq!(reserved_for_errors(&ok), Vec::<String>::new());
+        let bad = json!({"reservedFor": [
+            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "train", "uid": "pg1"},
+            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "train", "uid": "pg1"},
+            {"resource": "pods", "name": "p"}
+        ]});
+        assert_eq!(
+            reserved_for_errors(&bad),
+            vec![
+                "status.reservedFor[1].uid: Duplicate value: \"pg1\"",
+                "status.reservedFor[2].uid: Required value",
+            ]
+        );
+        let many: Vec<Value> = (0..257)
+            .map(|i| json!({"resource": "pods", "name": format!("p{i}"), "uid": format!("u{i}")}))
+            .collect();
+        assert_eq!(
+            reserved_for_errors(&json!({"reservedFor": many})),
+            vec!["status.reservedFor: Too many: 257: must have at most 256 items"]
+        );
     }
 
     #[test]

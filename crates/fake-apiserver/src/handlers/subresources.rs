@@ -120,8 +120,14 @@ pub(super) fn patch_status(
             object["status"] = json!({});
         }
         strategic_merge(&mut object["status"], s);
+        if collection == "podgroups"
+            && let Err(e) = super::pod_groups::check_status(&object)
+        {
+            return *e;
+        }
         if collection == "resourceclaims" {
-            let errors = super::claim_status::device_status_errors(&object["status"]);
+            let mut errors = super::claim_status::device_status_errors(&object["status"]);
+            errors.extend(super::claim_status::reserved_for_errors(&object["status"]));
             if !errors.is_empty() {
                 return status(
                     StatusCode::UNPROCESSABLE_ENTITY,

@@ -64,7 +64,8 @@ pub struct RunArgs {
     explain_annotations: Vec<String>,
     /// Feature gates, as kube-scheduler's `--feature-gates=Name=bool,...`. ferrosched knows
     /// OpportunisticBatching, DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
-    /// (all default true); any other name is refused.
+    /// (default true) and DRAWorkloadResourceClaims (default false, as upstream's 1.37);
+    /// any other name is refused.
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
     /// kube-scheduler's own flags (boxed: they would make `run` the largest subcommand).
@@ -232,6 +233,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             opportunistic_batching: gates.opportunistic_batching,
             dra_device_binding_conditions: gates.dra_device_binding_conditions
                 && gates.dra_resource_claim_device_status,
+            dra_workload_resource_claims: gates.dra_workload_resource_claims,
         })
         .await
     });
@@ -277,6 +279,9 @@ struct FeatureGates {
     /// DRAResourceClaimDeviceStatus (upstream beta, on by default since 1.33); binding
     /// conditions need it, as upstream's.
     dra_resource_claim_device_status: bool,
+    /// DRAWorkloadResourceClaims (upstream alpha in 1.36, beta but off by default in 1.37):
+    /// PodGroup claims reserved for the group and shared by its pods.
+    dra_workload_resource_claims: bool,
 }
 
 impl FeatureGates {
@@ -284,6 +289,7 @@ impl FeatureGates {
         "OpportunisticBatching",
         "DRADeviceBindingConditions",
         "DRAResourceClaimDeviceStatus",
+        "DRAWorkloadResourceClaims",
     ];
 
     /// Parses `Name=bool,Name=bool` (empty: the defaults). A gate ferrosched does not
@@ -293,6 +299,7 @@ impl FeatureGates {
             opportunistic_batching: true,
             dra_device_binding_conditions: true,
             dra_resource_claim_device_status: true,
+            dra_workload_resource_claims: false,
         };
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let Some((name, value)) = item.split_once('=') else {
@@ -314,6 +321,7 @@ impl FeatureGates {
                 "OpportunisticBatching" => gates.opportunistic_batching = on,
                 "DRADeviceBindingConditions" => gates.dra_device_binding_conditions = on,
                 "DRAResourceClaimDeviceStatus" => gates.dra_resource_claim_device_status = on,
+                "DRAWorkloadResourceClaims" => gates.dra_workload_resource_claims = on,
                 _ => {
                     return Err(format!(
                         "--feature-gates: feature gate {name:?} is not implemented by ferrosched (known: {})",
@@ -341,6 +349,17 @@ mod feature_gate_tests {
     }
 
     #[test]
+    fn pod_group_claims_follow_upstreams_default_off() {
+        assert!(
+            !FeatureGates::parse("")
+                .unwrap()
+                .dra_workload_resource_claims
+        );
+        let g = FeatureGates::parse("DRAWorkloadResourceClaims=true").unwrap();
+        assert!(g.dra_workload_resource_claims);
+    }
+
+    #[test]
     fn feature_gates_parse_like_kube_scheduler_and_refuse_unknown_names() {
         assert!(FeatureGates::parse("").unwrap().opportunistic_batching);
         assert!(
@@ -357,7 +376,7 @@ mod feature_gate_tests {
             .unwrap_err();
         assert_eq!(
             e,
-            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus)"
+            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRAWorkloadResourceClaims)"
         );
         assert_eq!(
             FeatureGates::parse("OpportunisticBatching").unwrap_err(),

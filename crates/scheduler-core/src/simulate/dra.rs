@@ -8,12 +8,13 @@ use serde::Serialize;
 use super::ClusterObjects;
 use crate::cache::Cache;
 use crate::framework::CycleState;
-use crate::plugins::dynamic_resources::decided_claim_writes;
+use crate::plugins::dynamic_resources::{decided_claim_writes, resolved_claims};
 use crate::types::PodInfo;
 use crate::types::dra::ClaimAllocation;
 use crate::types::dra::extended::SPECIAL_CLAIM_NAME;
 use crate::types::dra::template as dra_template;
 use crate::types::dra::{DraObjects, PodClaimSource};
+use crate::types::pod_group::GroupClaimSource;
 
 /// One device a scheduled pod gets through a ResourceClaim.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -57,7 +58,22 @@ pub(super) fn generate_claims(pod: &mut Pod, objects: &ClusterObjects, cache: &m
         .namespace
         .clone()
         .unwrap_or_else(|| "default".into());
+    // An entry matching the pod's PodGroup's is the group's claim, made for the group
+    // ([`generate_group_claims`]), not for the pod.
+    let group = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_group.as_ref())
+        .and_then(|g| g.pod_group_name.clone())
+        .and_then(|g| cache.dra().pod_group(&ns, &g).cloned())
+        .filter(|_| cache.dra().workload_claims());
     for (entry, template) in dra_template::ungenerated_claims(pod) {
+        if group
+            .as_ref()
+            .is_some_and(|g| g.matching_claim(&entry, None, Some(&template)).is_some())
+        {
+            continue;
+        }
         let Some(t) = find(&objects.resource_claim_templates, &ns, &template, |t| {
             &t.metadata
         }) else {
@@ -71,24 +87,58 @@ pub(super) fn generate_claims(pod: &mut Pod, objects: &ClusterObjects, cache: &m
     }
 }
 
+/// What kube-controller-manager's resourceclaim controller would have done for the dump's
+/// PodGroups (DRAWorkloadResourceClaims): a claim, owned by the group, for each template entry
+/// its status does not name yet, when the dump holds the template; the group's status (as the
+/// cache holds it) then names it.
+pub(super) fn generate_group_claims(objects: &ClusterObjects, cache: &mut Cache) {
+    for g in &objects.pod_groups {
+        let Some(mut view) = cache
+            .dra()
+            .pod_group(&g.key.namespace, &g.key.name)
+            .map(|v| (**v).clone())
+        else {
+            continue;
+        };
+        let mut changed = false;
+        for c in &g.resource_claims {
+            let GroupClaimSource::Template(template) = &c.source else {
+                continue;
+            };
+            if view.claim_statuses.contains_key(&c.name) {
+                continue;
+            }
+            let Some(t) = find(
+                &objects.resource_claim_templates,
+                &g.key.namespace,
+                template,
+                |t| &t.metadata,
+            ) else {
+                continue;
+            };
+            let claim = dra_template::claim_for_pod_group(g, &c.name, t, "sim");
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            cache.dra_mut().update_claim(&claim);
+            view.claim_statuses.insert(c.name.clone(), Some(name));
+            changed = true;
+        }
+        if changed {
+            cache.dra_mut().update_pod_group(&view);
+        }
+    }
+}
+
 /// The devices the pod's claims hold now that it is placed: those the scheduler just
 /// allocated, and those of shared claims allocated before.
 pub(super) fn pod_devices(pod: &PodInfo, state: &CycleState, dra: &DraObjects) -> Vec<PodDevice> {
     let allocated_now: Vec<String> = decided_claim_writes(state)
         .into_iter()
         .flatten()
-        .filter(|w| w.allocation.is_some())
+        .filter(|w| w.allocation.is_some() && !w.group.as_ref().is_some_and(|g| g.shared))
         .map(|w| w.key())
         .collect();
     let mut out = Vec::new();
-    for c in &pod.resource_claims {
-        let name = match &c.source {
-            PodClaimSource::Claim(n) | PodClaimSource::Generated(Some(n)) => n,
-            _ => continue,
-        };
-        let Some(claim) = dra.claim(pod.namespace(), name) else {
-            continue;
-        };
+    for claim in resolved_claims(pod, dra) {
         let key = claim.key();
         let shared = !allocated_now.contains(&key);
         for d in claim.allocation.iter().flat_map(|a| &a.devices) {

@@ -76,6 +76,7 @@ pub fn explain_pod(
         })?;
 
     let mut cache = cluster_cache(objects);
+    super::dra::generate_group_claims(objects, &mut cache);
     // The pods of the explained pod's group waiting with it (for a gang's cycle).
     let mut siblings: Vec<QueuedPodInfo> = Vec::new();
     for (i, other) in objects.pods.iter().enumerate() {

@@ -348,3 +348,131 @@ fn a_gang_preemption_cannot_help_evicts_nothing() {
         r.outcomes
     );
 }
+
+/// Four plain nodes; a node-local NIC driver publishes `devices` NICs on `nic-2` only.
+fn nic_cluster(devices: usize) -> String {
+    let mut s = String::new();
+    for i in 0..4 {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: nic-{i}}}\nstatus:\n  allocatable: {{cpu: '64', memory: 512Gi, pods: '110'}}\n"
+        ));
+    }
+    s.push_str(
+        "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: nic.example.com}\nspec:\n  selectors:\n  - cel: {expression: 'device.driver == \"nic.example.com\"'}\n",
+    );
+    let devices: Vec<String> = (0..devices).map(|d| format!("{{name: nic-{d}}}")).collect();
+    s.push_str(&format!(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: nic-2-nic}}\nspec:\n  driver: nic.example.com\n  nodeName: nic-2\n  pool: {{name: nic-2, generation: 1, resourceSliceCount: 1}}\n  devices: [{}]\n",
+        devices.join(", ")
+    ));
+    s
+}
+
+/// A gang of `members` whose PodGroup has the claim entry `fabric` (`source` is
+/// `resourceClaimName: X` or `resourceClaimTemplateName: X`), each member's entry the same.
+fn fabric_gang(members: usize, source: &str) -> String {
+    let mut s = format!(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: ml, uid: pg-train}}\nspec:\n  schedulingPolicy: {{gang: {{minCount: {members}}}}}\n  resourceClaims: [{{name: fabric, {source}}}]\n"
+    );
+    for i in 0..members {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: train-{i}, namespace: ml}}\nspec:\n  schedulingGroup: {{podGroupName: train}}\n  resourceClaims: [{{name: fabric, {source}}}]\n  containers: [{{name: c, resources: {{requests: {{cpu: '1'}}}}}}]\n"
+        ));
+    }
+    s
+}
+
+fn fabric_claim(count: u32) -> String {
+    format!(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: fabric, namespace: ml}}\nspec:\n  devices:\n    requests:\n    - name: nic\n      exactly: {{deviceClassName: nic.example.com, allocationMode: ExactCount, count: {count}}}\n"
+    )
+}
+
+/// (device, shared) of each member's devices.
+fn devices_of(r: &Report, pod: &str) -> Vec<(String, String, bool)> {
+    r.outcomes
+        .iter()
+        .find(|o| o.pod == pod)
+        .unwrap()
+        .devices
+        .iter()
+        .map(|d| (d.claim.clone(), d.device.clone(), d.shared))
+        .collect()
+}
+
+/// The group's claim is allocated once, for the whole gang: the first member allocates
+/// the only NIC, the second reuses that allocation, and both land on the node the NIC is
+/// attached to.
+#[test]
+fn a_gang_sharing_its_group_claim_gets_one_allocation_on_the_device_node() {
+    let mut text = nic_cluster(1);
+    text.push_str(&fabric_claim(1));
+    text.push_str(&fabric_gang(2, "resourceClaimName: fabric"));
+    let r = simulate(&text);
+    assert_eq!(r.node_of("ml/train-0"), Some("nic-2"));
+    assert_eq!(r.node_of("ml/train-1"), Some("nic-2"));
+    let first = devices_of(&r, "ml/train-0");
+    let second = devices_of(&r, "ml/train-1");
+    assert_eq!(first, [("ml/fabric".into(), "nic-0".into(), false)]);
+    assert_eq!(
+        second,
+        [("ml/fabric".into(), "nic-0".into(), true)],
+        "the same device, reused"
+    );
+}
+
+/// The group's template claim is made once, for the group (as kube-controller-manager
+/// does), owned by it, and shared the same way.
+#[test]
+fn a_group_template_claim_is_made_for_the_group_and_shared() {
+    let mut text = nic_cluster(2);
+    text.push_str(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: one-nic, namespace: ml}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: nic\n        exactly: {deviceClassName: nic.example.com}\n",
+    );
+    text.push_str(&fabric_gang(3, "resourceClaimTemplateName: one-nic"));
+    let r = simulate(&text);
+    for i in 0..3 {
+        let pod = format!("ml/train-{i}");
+        assert_eq!(r.node_of(&pod), Some("nic-2"), "{pod}");
+        let d = devices_of(&r, &pod);
+        assert_eq!(d.len(), 1, "{pod}: {d:?}");
+        assert_eq!(
+            d[0].0, "ml/train-fabric-sim",
+            "the group's claim, not the pod's"
+        );
+    }
+    let allocated: Vec<_> = (0..3)
+        .flat_map(|i| devices_of(&r, &format!("ml/train-{i}")))
+        .filter(|d| !d.2)
+        .collect();
+    assert_eq!(allocated.len(), 1, "one allocation: {allocated:?}");
+
+    // Without the template, kube-controller-manager makes no claim: the gang waits, saying so.
+    let text = text.replace("name: one-nic, namespace: ml", "name: other, namespace: ml");
+    let r = simulate(&text);
+    assert_eq!(r.scheduled(), 0);
+    let m = message(&r, "ml/train-0");
+    assert!(
+        m.contains("PodGroup ml/train: ResourceClaim not created yet"),
+        "{m}"
+    );
+}
+
+/// A group claim that cannot be allocated anywhere places nobody, with the DRA reason.
+#[test]
+fn a_gang_whose_group_claim_cannot_be_allocated_places_nobody() {
+    let mut text = nic_cluster(1);
+    text.push_str(&fabric_claim(2));
+    text.push_str(&fabric_gang(2, "resourceClaimName: fabric"));
+    let r = simulate(&text);
+    assert_eq!(r.scheduled(), 0);
+    let messages: Vec<String> = (0..2)
+        .map(|i| message(&r, &format!("ml/train-{i}")))
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("0/4 nodes are available: 4 cannot allocate all claims.")),
+        "{messages:?}"
+    );
+}

@@ -188,6 +188,7 @@ fn simulate(
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);
 
     let mut cache = cluster_cache(objects);
+    dra::generate_group_claims(objects, &mut cache);
 
     let mut outcomes = Vec::new();
     let mut admitted: Vec<(usize, Arc<PodInfo>)> = Vec::new();
@@ -587,6 +588,10 @@ fn fill_pod_groups<'a>(
 /// A cache holding every object of the dump but its pods.
 fn cluster_cache(objects: &ClusterObjects) -> Cache {
     let mut cache = Cache::new();
+    // Before any claim is resolved: a pod's entry matching its group's is the group's claim.
+    for g in &objects.pod_groups {
+        cache.dra_mut().update_pod_group(g);
+    }
     for n in &objects.nodes {
         cache.add_node(n);
     }

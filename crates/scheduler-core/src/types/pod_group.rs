@@ -12,6 +12,7 @@
 //! Both are read from the object's JSON through one small serde mirror, so the informers
 //! keep only this view, never the object.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1 as k8s;
@@ -119,6 +120,144 @@ pub struct PodGroupInfo {
     /// `PodGroupInitiallyScheduled`, `PodGroupScheduled` in v1alpha2), so an unchanged one
     /// is not written again and a True one never turns False.
     pub scheduled_condition: Option<GroupCondition>,
+    /// `spec.resourceClaims` (Workload API, DRAWorkloadResourceClaims): claims reserved for
+    /// the group as a whole and shared by the pods whose own entry matches one of these.
+    pub resource_claims: Vec<GroupClaim>,
+    /// `status.resourceClaimStatuses`: for a template entry, the claim kube-controller-manager
+    /// made for the group (`None`: no claim was needed), by entry name.
+    pub claim_statuses: BTreeMap<String, Option<String>>,
+}
+
+/// Upstream `MaxPodGroupResourceClaims`: at most this many `spec.resourceClaims` (and
+/// `status.resourceClaimStatuses`) entries.
+pub const MAX_POD_GROUP_RESOURCE_CLAIMS: usize = 4;
+
+/// One `spec.resourceClaims` entry of a PodGroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupClaim {
+    /// Unique in the group; a pod's `spec.resourceClaims` entry of the same name and the
+    /// same source is the group's claim.
+    pub name: String,
+    pub source: GroupClaimSource,
+}
+
+/// Where a group's claim comes from (exactly one is set, as the API server validates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupClaimSource {
+    /// `resourceClaimName`: an existing claim.
+    Claim(String),
+    /// `resourceClaimTemplateName`: kube-controller-manager makes one claim for the group
+    /// and names it in `status.resourceClaimStatuses`.
+    Template(String),
+}
+
+/// The field errors of a PodGroup's `spec.resourceClaims` (`null`: none), worded as the API
+/// server words them: at most 4 entries, each named by a unique DNS label, each with exactly
+/// one of `resourceClaimName` and `resourceClaimTemplateName` (a DNS subdomain).
+pub fn resource_claims_errors(claims: &serde_json::Value) -> Vec<String> {
+    let path = "spec.resourceClaims";
+    let mut errors = Vec::new();
+    let items = match claims {
+        serde_json::Value::Null => return errors,
+        serde_json::Value::Array(a) => a,
+        other => {
+            errors.push(format!("{path}: Invalid value: {other}: must be a list"));
+            return errors;
+        }
+    };
+    if items.len() > MAX_POD_GROUP_RESOURCE_CLAIMS {
+        errors.push(format!(
+            "{path}: Too many: {}: must have at most {MAX_POD_GROUP_RESOURCE_CLAIMS} items",
+            items.len()
+        ));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in items.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        match c["name"].as_str().filter(|n| !n.is_empty()) {
+            None => errors.push(format!("{at}.name: Required value")),
+            Some(n) => {
+                for m in crate::k8s_names::dns1123_label_errors(n) {
+                    errors.push(format!("{at}.name: Invalid value: {n:?}: {m}"));
+                }
+                if seen.contains(&n) {
+                    errors.push(format!("{at}.name: Duplicate value: {n:?}"));
+                }
+                seen.push(n);
+            }
+        }
+        let set: Vec<(&str, &str)> = ["resourceClaimName", "resourceClaimTemplateName"]
+            .into_iter()
+            .filter_map(|f| c[f].as_str().map(|v| (f, v)))
+            .collect();
+        match set.as_slice() {
+            [] => errors.push(format!(
+                "{at}: Required value: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            )),
+            [(field, value)] => {
+                for m in crate::k8s_names::dns1123_subdomain_errors(value) {
+                    errors.push(format!("{at}.{field}: Invalid value: {value:?}: {m}"));
+                }
+            }
+            _ => errors.push(format!(
+                "{at}: Invalid value: \"{{resourceClaimName, resourceClaimTemplateName}}\": must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            )),
+        }
+    }
+    errors
+}
+
+/// The field errors of a PodGroup's `status.resourceClaimStatuses` (`null`: none): at most
+/// 4 entries, each naming an entry of `spec.resourceClaims` once, the claim (if any) a DNS
+/// subdomain.
+pub fn claim_statuses_errors(
+    spec_claims: &serde_json::Value,
+    statuses: &serde_json::Value,
+) -> Vec<String> {
+    let path = "status.resourceClaimStatuses";
+    let mut errors = Vec::new();
+    let items = match statuses {
+        serde_json::Value::Null => return errors,
+        serde_json::Value::Array(a) => a,
+        other => {
+            errors.push(format!("{path}: Invalid value: {other}: must be a list"));
+            return errors;
+        }
+    };
+    if items.len() > MAX_POD_GROUP_RESOURCE_CLAIMS {
+        errors.push(format!(
+            "{path}: Too many: {}: must have at most {MAX_POD_GROUP_RESOURCE_CLAIMS} items",
+            items.len()
+        ));
+    }
+    let in_spec = |n: &str| {
+        spec_claims
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c["name"].as_str() == Some(n)))
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, s) in items.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        match s["name"].as_str().filter(|n| !n.is_empty()) {
+            None => errors.push(format!("{at}.name: Required value")),
+            Some(n) => {
+                if seen.contains(&n) {
+                    errors.push(format!("{at}.name: Duplicate value: {n:?}"));
+                } else if !in_spec(n) {
+                    errors.push(format!(
+                        "{at}.name: Invalid value: {n:?}: must match the name of an entry in `spec.resourceClaims`"
+                    ));
+                }
+                seen.push(n);
+            }
+        }
+        if let Some(v) = s["resourceClaimName"].as_str() {
+            for m in crate::k8s_names::dns1123_subdomain_errors(v) {
+                errors.push(format!("{at}.resourceClaimName: Invalid value: {v:?}: {m}"));
+            }
+        }
+    }
+    errors
 }
 
 /// Condition types the scheduler writes on a Workload API PodGroup: 1.37's name, then
@@ -148,7 +287,29 @@ impl PodGroupInfo {
             priority: None,
             disrupt_all: false,
             scheduled_condition: None,
+            resource_claims: Vec::new(),
+            claim_statuses: BTreeMap::new(),
         }
+    }
+
+    /// The group's claim entry that a pod's `spec.resourceClaims` entry matches: same name
+    /// and same source (a pod entry naming the same template or claim). `claim` is the pod
+    /// entry's `resourceClaimName`, `template` its `resourceClaimTemplateName`.
+    pub fn matching_claim(
+        &self,
+        name: &str,
+        claim: Option<&str>,
+        template: Option<&str>,
+    ) -> Option<&GroupClaim> {
+        self.resource_claims.iter().find(|g| {
+            g.name == name
+                && match &g.source {
+                    GroupClaimSource::Claim(c) => claim == Some(c.as_str()) && template.is_none(),
+                    GroupClaimSource::Template(t) => {
+                        template == Some(t.as_str()) && claim.is_none()
+                    }
+                }
+        })
     }
 
     /// Builds the view from the object's JSON (any served version of either API). Fields
@@ -200,6 +361,23 @@ impl PodGroupInfo {
                 min_count: raw.spec.min_member.unwrap_or(0).max(0) as u32,
             },
         };
+        let (resource_claims, claim_statuses) = match api {
+            GroupApi::Workload => {
+                let mut errors = resource_claims_errors(&raw.spec.resource_claims);
+                errors.extend(claim_statuses_errors(
+                    &raw.spec.resource_claims,
+                    &raw.status.resource_claim_statuses,
+                ));
+                if !errors.is_empty() {
+                    return Err(errors.join(", "));
+                }
+                (
+                    group_claims(&raw.spec.resource_claims),
+                    claim_statuses(&raw.status.resource_claim_statuses),
+                )
+            }
+            GroupApi::Coscheduling => (Vec::new(), BTreeMap::new()),
+        };
         let scheduled_condition = raw
             .status
             .conditions
@@ -234,6 +412,8 @@ impl PodGroupInfo {
                 n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
             }),
             scheduled_condition,
+            resource_claims,
+            claim_statuses,
         })
     }
 
@@ -249,6 +429,42 @@ impl PodGroupInfo {
     pub fn is_gang(&self) -> bool {
         matches!(self.policy, GroupPolicy::Gang { .. })
     }
+}
+
+/// `spec.resourceClaims`, already validated.
+fn group_claims(v: &serde_json::Value) -> Vec<GroupClaim> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c["name"].as_str()?.to_string();
+            let source = match (
+                c["resourceClaimName"].as_str(),
+                c["resourceClaimTemplateName"].as_str(),
+            ) {
+                (Some(n), None) => GroupClaimSource::Claim(n.to_string()),
+                (None, Some(t)) => GroupClaimSource::Template(t.to_string()),
+                _ => return None,
+            };
+            Some(GroupClaim { name, source })
+        })
+        .collect()
+}
+
+/// `status.resourceClaimStatuses`, already validated.
+fn claim_statuses(v: &serde_json::Value) -> BTreeMap<String, Option<String>> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s["name"].as_str()?.to_string();
+            let claim = s["resourceClaimName"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_string);
+            Some((name, claim))
+        })
+        .collect()
 }
 
 /// Every level may be absent or `null` (an informer passes a missing status as null).
@@ -283,9 +499,13 @@ struct RawMeta {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct RawStatus {
     #[serde(default, deserialize_with = "null_as_default")]
     conditions: Vec<RawCondition>,
+    /// Validated and read by hand (see [`claim_statuses_errors`]).
+    #[serde(default)]
+    resource_claim_statuses: serde_json::Value,
 }
 
 #[derive(Deserialize)]
@@ -304,6 +524,9 @@ struct RawSpec {
     scheduling_constraints: Option<RawConstraints>,
     priority: Option<i32>,
     disruption_mode: Option<serde_json::Value>,
+    /// Validated and read by hand (see [`resource_claims_errors`]).
+    #[serde(default)]
+    resource_claims: serde_json::Value,
     /// Coscheduling.
     min_member: Option<i64>,
 }
@@ -365,6 +588,118 @@ mod tests {
             pod_group_name: Some(String::new()),
         });
         assert_eq!(pod_group_of(&pod).unwrap().api, GroupApi::Coscheduling);
+    }
+
+    #[test]
+    fn group_claims_are_read_and_matched_by_name_and_source() {
+        let g = json!({
+            "metadata": {"name": "train", "namespace": "ml", "uid": "pg-uid"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                     "resourceClaims": [
+                         {"name": "shared", "resourceClaimName": "nvlink"},
+                         {"name": "gpus", "resourceClaimTemplateName": "gpu-tmpl"},
+                         {"name": "none", "resourceClaimTemplateName": "gpu-tmpl"}]},
+            "status": {"resourceClaimStatuses": [
+                {"name": "gpus", "resourceClaimName": "train-gpus-x7k2"},
+                {"name": "none"}]}
+        });
+        let g = PodGroupInfo::from_json(GroupApi::Workload, &g).unwrap();
+        assert_eq!(
+            g.resource_claims[0],
+            GroupClaim {
+                name: "shared".into(),
+                source: GroupClaimSource::Claim("nvlink".into())
+            }
+        );
+        assert_eq!(
+            g.claim_statuses.get("gpus"),
+            Some(&Some("train-gpus-x7k2".to_string()))
+        );
+        assert_eq!(g.claim_statuses.get("none"), Some(&None));
+        assert_eq!(g.claim_statuses.get("shared"), None);
+        // Same name and same source: the group's claim; anything else is the pod's own.
+        assert!(g.matching_claim("shared", Some("nvlink"), None).is_some());
+        assert!(g.matching_claim("shared", Some("other"), None).is_none());
+        assert!(g.matching_claim("gpus", None, Some("gpu-tmpl")).is_some());
+        assert!(g.matching_claim("gpus", None, Some("other-tmpl")).is_none());
+        assert!(g.matching_claim("gpus", Some("gpu-tmpl"), None).is_none());
+        assert!(g.matching_claim("extra", Some("nvlink"), None).is_none());
+
+        // Coscheduling has no such field: it is not read.
+        let c = json!({"metadata": {"name": "tf"}, "spec": {"minMember": 2,
+            "resourceClaims": [{"name": "x"}]}});
+        let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &c).unwrap();
+        assert!(c.resource_claims.is_empty());
+    }
+
+    #[test]
+    fn group_claims_are_validated_as_the_api_server_does() {
+        let spec = |claims: serde_json::Value| resource_claims_errors(&claims);
+        assert!(spec(serde_json::Value::Null).is_empty());
+        let five: Vec<_> = (0..5)
+            .map(|i| json!({"name": format!("c{i}"), "resourceClaimName": "x"}))
+            .collect();
+        assert_eq!(
+            spec(json!(five)),
+            ["spec.resourceClaims: Too many: 5: must have at most 4 items"]
+        );
+        assert_eq!(
+            spec(json!([{"resourceClaimName": "x"}])),
+            ["spec.resourceClaims[0].name: Required value"]
+        );
+        let bad_name = spec(json!([{"name": "Bad_Name", "resourceClaimName": "x"}]));
+        assert_eq!(bad_name.len(), 1);
+        assert!(
+            bad_name[0].starts_with("spec.resourceClaims[0].name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label"),
+            "{bad_name:?}"
+        );
+        assert_eq!(
+            spec(json!([{"name": "a", "resourceClaimName": "x"},
+                         {"name": "a", "resourceClaimTemplateName": "t"}])),
+            ["spec.resourceClaims[1].name: Duplicate value: \"a\""]
+        );
+        assert_eq!(
+            spec(json!([{"name": "a"}])),
+            [
+                "spec.resourceClaims[0]: Required value: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            ]
+        );
+        assert_eq!(
+            spec(
+                json!([{"name": "a", "resourceClaimName": "x", "resourceClaimTemplateName": "t"}])
+            ),
+            [
+                "spec.resourceClaims[0]: Invalid value: \"{resourceClaimName, resourceClaimTemplateName}\": must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            ]
+        );
+        let bad_claim = spec(json!([{"name": "a", "resourceClaimName": "Not/A/Name"}]));
+        assert!(
+            bad_claim[0].starts_with("spec.resourceClaims[0].resourceClaimName: Invalid value"),
+            "{bad_claim:?}"
+        );
+
+        let claims = json!([{"name": "gpus", "resourceClaimTemplateName": "t"}]);
+        assert!(claim_statuses_errors(&claims, &json!([{"name": "gpus"}])).is_empty());
+        assert_eq!(
+            claim_statuses_errors(
+                &claims,
+                &json!([{"name": "other", "resourceClaimName": "c"}])
+            ),
+            [
+                "status.resourceClaimStatuses[0].name: Invalid value: \"other\": must match the name of an entry in `spec.resourceClaims`"
+            ]
+        );
+        assert_eq!(
+            claim_statuses_errors(&claims, &json!([{"name": "gpus"}, {"name": "gpus"}])),
+            ["status.resourceClaimStatuses[1].name: Duplicate value: \"gpus\""]
+        );
+        // The scheduler's view refuses what the API server refuses.
+        let refused = PodGroupInfo::from_json(
+            GroupApi::Workload,
+            &json!({"spec": {"schedulingPolicy": {"basic": {}}, "resourceClaims": [{"name": "a"}]}}),
+        )
+        .unwrap_err();
+        assert!(refused.contains("must specify one of"), "{refused}");
     }
 
     #[test]

@@ -222,6 +222,7 @@ impl ExtendedState {
             reserved_for: vec![ConsumerRef::pod(pod.name(), &pod.uid)],
             add_finalizer: false,
             finalizers: Vec::new(),
+            group: None,
             create: Some(Box::new(ExtendedClaimCreate {
                 pod_name: pod.name().to_string(),
                 pod_uid: pod.uid.clone(),

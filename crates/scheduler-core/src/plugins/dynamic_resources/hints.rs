@@ -7,11 +7,34 @@ use k8s_openapi::api::resource::v1 as dra;
 use crate::framework::{EventObjects, QueueingHint};
 use crate::types::PodInfo;
 use crate::types::dra::DraObjects;
+use crate::types::pod_group::PodGroupInfo;
 
 /// The hint for `objects` about `pod`, which DynamicResources rejected.
 pub(super) fn hint(pod: &PodInfo, objects: &EventObjects<'_>) -> QueueingHint {
     match objects {
         EventObjects::ResourceClaim { old, new, claims } => claim_changed(pod, *old, new, claims),
+        EventObjects::PodGroup { old, new } => pod_group_changed(pod, *old, new),
+        _ => QueueingHint::Queue,
+    }
+}
+
+/// The pod's own PodGroup added, or its claims or their statuses changed (the claim made
+/// for a template entry named): its claims resolve anew. Any other group: no help.
+fn pod_group_changed(
+    pod: &PodInfo,
+    old: Option<&PodGroupInfo>,
+    new: &PodGroupInfo,
+) -> QueueingHint {
+    if pod.pod_group.as_deref() != Some(&new.key) || pod.resource_claims.is_empty() {
+        return QueueingHint::QueueSkip;
+    }
+    match old {
+        Some(o)
+            if o.resource_claims == new.resource_claims
+                && o.claim_statuses == new.claim_statuses =>
+        {
+            QueueingHint::QueueSkip
+        }
         _ => QueueingHint::Queue,
     }
 }
@@ -33,7 +56,7 @@ fn claim_changed(
         return QueueingHint::Queue;
     }
     let uid = new.metadata.uid.as_deref().unwrap_or_default();
-    if !own.iter().any(|c| c.uid == uid) {
+    if !own.claims.iter().any(|c| c.uid == uid) {
         return QueueingHint::QueueSkip;
     }
     match old {

@@ -21,6 +21,16 @@
 //!   random; we take the first in `spec.resourceClaims` order. Runs before DefaultPreemption,
 //!   whose nomination it leaves alone.
 //! - Preemption: a victim's claims reserved only for it free their devices in the attempt.
+//! - PodGroup claims (DRAWorkloadResourceClaims, [`DraObjects::workload_claims`]): a pod's
+//!   entry matching an entry of its Workload API PodGroup's `spec.resourceClaims` (same name,
+//!   same claim or template) is the group's claim: a template's claim is the one the group's
+//!   `status.resourceClaimStatuses` names (missing: the pod waits for kube-controller-manager
+//!   to make it), owned by the PodGroup. It is reserved for the PodGroup, one
+//!   `reservedFor` entry for all of its pods, and a claim reserved for a pod's PodGroup counts
+//!   as reserved for the pod. In a group cycle the first member allocates it and the cache
+//!   assumes the allocation with the group's reservation; the next members reuse that
+//!   allocation (its node selector still filters their nodes) and their decisions share
+//!   the write ([`GroupWrite`]), which the controller carries out once.
 //!
 //! Without the plugin in the pod's profile the framework rejects such a pod itself (see
 //! [`disabled_in_profile`]). Partitionable devices (shared counters) are the allocator's
@@ -60,8 +70,9 @@ use crate::plugin_points;
 use crate::types::dra::cel::Deadline;
 use crate::types::dra::{
     CLAIM_FINALIZER, ClaimDeallocation, ClaimRequest, ClaimStatusWrite, ConsumerRef, DeviceId,
-    DraObjects, PodClaimSource, ResourceClaimInfo,
+    DraObjects, GroupWrite, PodClaimSource, ResourceClaimInfo,
 };
+use crate::types::pod_group::{GroupApi, GroupClaimSource, PodGroupInfo};
 use crate::types::{NodeInfo, PodInfo};
 
 use self::allocator::{AllocError, Allocator};
@@ -126,6 +137,34 @@ pub fn claim_not_for_pod(claim: &ResourceClaimInfo, pod: &PodInfo) -> String {
         claim.name,
         pod.namespace(),
         pod.name()
+    )
+}
+
+/// A pod's own template claim owned neither by it nor by its PodGroup (PodGroup claims on).
+pub fn claim_not_for_pod_or_group(claim: &ResourceClaimInfo, pod: &PodInfo, group: &str) -> String {
+    format!(
+        "ResourceClaim {}/{} was not created for Pod {}/{} (neither Pod nor PodGroup {group} is the owner)",
+        claim.namespace,
+        claim.name,
+        pod.namespace(),
+        pod.name()
+    )
+}
+
+/// The claim a PodGroup's status names for its template entry is not the group's.
+pub fn claim_not_for_pod_group(claim: &ResourceClaimInfo, group: &PodGroupInfo) -> String {
+    format!(
+        "ResourceClaim {}/{} was not created for PodGroup {}/{} (PodGroup is not owner)",
+        claim.namespace, claim.name, group.key.namespace, group.key.name
+    )
+}
+
+/// The pod's entry matches its PodGroup's template entry, but the group's status does not
+/// name the claim kube-controller-manager makes for it yet.
+pub fn group_claim_not_created_yet(group: &PodGroupInfo) -> String {
+    format!(
+        "PodGroup {}/{}: ResourceClaim not created yet",
+        group.key.namespace, group.key.name
     )
 }
 
@@ -241,6 +280,8 @@ impl Plugin for DynamicResources {
             ),
             ClusterEvent::new(EventResource::DeviceClass, add_update),
             ClusterEvent::new(EventResource::ResourceSlice, add_update),
+            // kube-controller-manager naming the claim it made for the group's template.
+            ClusterEvent::new(EventResource::PodGroup, add_update),
         ]
     }
 
@@ -255,10 +296,17 @@ impl Plugin for DynamicResources {
 }
 
 impl PreEnqueuePlugin for DynamicResources {
+    /// A template entry the pod's status does not name yet keeps the pod waiting, unless the
+    /// pod names a Workload API PodGroup: the entry may be the group's claim, whose name
+    /// comes from the group's status, which PreFilter reads.
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        let in_workload_group = pod
+            .pod_group
+            .as_deref()
+            .is_some_and(|g| g.api == GroupApi::Workload);
         for c in &pod.resource_claims {
             match c.source {
-                PodClaimSource::NotCreatedYet => {
+                PodClaimSource::NotCreatedYet if !in_workload_group => {
                     return Status::unresolvable(claim_not_created_yet(pod));
                 }
                 PodClaimSource::Unsupported => {
@@ -277,6 +325,10 @@ struct StateData {
     objects: DraObjects,
     /// The pod's claims, in `spec.resourceClaims` order (entries needing no claim left out).
     claims: Vec<Arc<ResourceClaimInfo>>,
+    /// Per claim: its PodGroup's claim, reserved for [`Self::group`].
+    for_group: Vec<bool>,
+    /// The pod's PodGroup as consumer, when it has claims (DRAWorkloadResourceClaims).
+    group: Option<ConsumerRef>,
     /// For the claims not allocated yet; shared until preemption changes what is free.
     allocator: Option<Arc<Allocator>>,
     /// Filter's results per node, for Reserve (Filter runs in parallel).
@@ -320,16 +372,91 @@ fn missing_state() -> Status {
     Status::error("reading DynamicResources state: not found")
 }
 
-/// The claims of a pod as PreFilter resolves them (also used for preemption victims).
-fn pod_claims(pod: &PodInfo, objects: &DraObjects) -> Result<Vec<Arc<ResourceClaimInfo>>, String> {
-    let mut out = Vec::new();
+/// The name of the Workload API PodGroup the pod belongs to, when PodGroup claims are on:
+/// a claim reserved for it counts as reserved for the pod (upstream `IsReservedForPod`).
+fn workload_group_name<'a>(pod: &'a PodInfo, objects: &DraObjects) -> Option<&'a str> {
+    pod.pod_group
+        .as_deref()
+        .filter(|g| g.api == GroupApi::Workload && objects.workload_claims())
+        .map(|g| g.name.as_str())
+}
+
+/// Whether the claim is reserved for the pod, or for its PodGroup.
+fn reserved_for_pod(c: &ResourceClaimInfo, pod: &PodInfo, group: Option<&str>) -> bool {
+    c.is_reserved_for(&pod.uid) || group.is_some_and(|g| c.is_reserved_for_pod_group(g))
+}
+
+/// A pod's claims as PreFilter resolves them.
+struct PodClaims {
+    claims: Vec<Arc<ResourceClaimInfo>>,
+    /// Per claim: the claim is its PodGroup's.
+    for_group: Vec<bool>,
+    /// The pod's PodGroup, when it has claims and PodGroup claims are on.
+    group: Option<Arc<PodGroupInfo>>,
+}
+
+/// The claims a pod's entries resolve to now (its PodGroup's for matching entries); entries
+/// that do not resolve are left out.
+pub fn resolved_claims(pod: &PodInfo, objects: &DraObjects) -> Vec<Arc<ResourceClaimInfo>> {
+    match pod_claims(pod, objects) {
+        Ok(c) => c.claims,
+        Err(_) => pod
+            .resource_claims
+            .iter()
+            .filter_map(|c| match &c.source {
+                PodClaimSource::Claim(n) | PodClaimSource::Generated(Some(n)) => {
+                    objects.claim(pod.namespace(), n).cloned()
+                }
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// Who must own a claim made from a template.
+enum Owner {
+    None,
+    /// The pod (or, PodGroup claims on, its PodGroup: upstream `IsForPod`).
+    Pod,
+    /// The pod's PodGroup (a group template claim).
+    Group,
+}
+
+/// The claims of a pod as PreFilter resolves them (also used for preemption victims and
+/// hints). An entry matching its PodGroup's is the group's claim: for a template, the one
+/// the group's status names.
+fn pod_claims(pod: &PodInfo, objects: &DraObjects) -> Result<PodClaims, String> {
+    let group_name = workload_group_name(pod, objects);
+    let group = group_name.and_then(|g| objects.pod_group(pod.namespace(), g));
+    let mut out = PodClaims {
+        claims: Vec::new(),
+        for_group: Vec::new(),
+        group: group.cloned(),
+    };
     for c in &pod.resource_claims {
-        let (name, check_owner) = match &c.source {
-            PodClaimSource::Claim(n) => (n, false),
-            PodClaimSource::Generated(Some(n)) => (n, true),
-            PodClaimSource::Generated(None) => continue,
-            PodClaimSource::NotCreatedYet => return Err(claim_not_created_yet(pod)),
-            PodClaimSource::Unsupported => return Err(claim_reference_unsupported(pod)),
+        let entry = group.and_then(|g| {
+            g.matching_claim(&c.name, c.claim_name(), c.template.as_deref())
+                .map(|e| (g, e))
+        });
+        let (name, owner) = match entry {
+            Some((_, e)) if matches!(e.source, GroupClaimSource::Claim(_)) => {
+                let GroupClaimSource::Claim(n) = &e.source else {
+                    unreachable!()
+                };
+                (n, Owner::None)
+            }
+            Some((g, e)) => match g.claim_statuses.get(&e.name) {
+                None => return Err(group_claim_not_created_yet(g)),
+                Some(None) => continue,
+                Some(Some(n)) => (n, Owner::Group),
+            },
+            None => match &c.source {
+                PodClaimSource::Claim(n) => (n, Owner::None),
+                PodClaimSource::Generated(Some(n)) => (n, Owner::Pod),
+                PodClaimSource::Generated(None) => continue,
+                PodClaimSource::NotCreatedYet => return Err(claim_not_created_yet(pod)),
+                PodClaimSource::Unsupported => return Err(claim_reference_unsupported(pod)),
+            },
         };
         let Some(claim) = objects.claim(pod.namespace(), name) else {
             return Err(claim_not_found(name));
@@ -337,10 +464,26 @@ fn pod_claims(pod: &PodInfo, objects: &DraObjects) -> Result<Vec<Arc<ResourceCla
         if claim.deleting {
             return Err(claim_being_deleted(name));
         }
-        if check_owner && claim.owner_pod_uid.as_deref() != Some(pod.uid.as_str()) {
-            return Err(claim_not_for_pod(claim, pod));
+        match owner {
+            Owner::None => {}
+            Owner::Pod => {
+                let by_pod = claim.owner_pod_uid.as_deref() == Some(pod.uid.as_str());
+                match group_name {
+                    _ if by_pod => {}
+                    Some(g) if claim.owner_pod_group.as_deref() == Some(g) => {}
+                    Some(g) => return Err(claim_not_for_pod_or_group(claim, pod, g)),
+                    None => return Err(claim_not_for_pod(claim, pod)),
+                }
+            }
+            Owner::Group => {
+                let g = group.expect("a group entry matched");
+                if claim.owner_pod_group.as_deref() != Some(g.key.name.as_str()) {
+                    return Err(claim_not_for_pod_group(claim, g));
+                }
+            }
         }
-        out.push(claim.clone());
+        out.claims.push(claim.clone());
+        out.for_group.push(entry.is_some());
     }
     Ok(out)
 }
@@ -393,16 +536,24 @@ impl PreFilterPlugin for DynamicResources {
             return (None, Status::unresolvable(API_NOT_SERVED));
         }
         let objects = snapshot.dra();
-        let claims = match pod_claims(pod, objects) {
+        let PodClaims {
+            claims,
+            for_group,
+            group,
+        } = match pod_claims(pod, objects) {
             Ok(c) => c,
             Err(m) => return (None, Status::unresolvable(m)),
         };
         if claims.is_empty() && ext.is_none() {
             return (None, Status::skip());
         }
+        let group_name = workload_group_name(pod, objects);
         let mut to_allocate = Vec::new();
         for c in &claims {
-            let mine = c.is_reserved_for(&pod.uid);
+            // A claim reserved for the pod's PodGroup is the pod's too: no entry of its own
+            // is needed, so the 256 limit does not apply, and a group member's pending
+            // allocation (assumed with the group's reservation) is reused.
+            let mine = reserved_for_pod(c, pod, group_name);
             if c.allocation.is_some() && !c.can_be_reserved() && !mine {
                 return (None, Status::unresolvable(CLAIM_IN_USE));
             }
@@ -428,6 +579,8 @@ impl PreFilterPlugin for DynamicResources {
         state.write(StateData {
             objects: objects.clone(),
             claims,
+            for_group,
+            group: group.map(|g| ConsumerRef::pod_group(&g.key.name, &g.uid)),
             allocator,
             by_node: Arc::default(),
             reserved: None,
@@ -481,9 +634,10 @@ impl PreFilterPlugin for DynamicResources {
 /// Devices of a pod's claims that only it uses (reserved for it alone, not admin access):
 /// gone with the pod, since the claim gets deallocated once its last consumer is.
 fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
-    let Ok(claims) = pod_claims(pod, objects) else {
+    let Ok(PodClaims { claims, .. }) = pod_claims(pod, objects) else {
         return Vec::new();
     };
+    // A claim reserved for the victim's PodGroup stays with the group's other pods.
     claims
         .iter()
         .filter(|c| c.reserved_for.iter().all(|r| r.uid == pod.uid))
@@ -693,6 +847,7 @@ impl PostFilterPlugin for DynamicResources {
             return (None, st);
         };
         let unavailable = s.unavailable.lock().unwrap_or_else(|e| e.into_inner());
+        // A PodGroup's claim is the group's: never deallocated for one of its pods.
         let pick = unavailable.iter().map(|&i| &s.claims[i]).find(|c| {
             c.reserved_for.is_empty() || (c.reserved_for.len() == 1 && c.is_reserved_for(&pod.uid))
         });
@@ -730,7 +885,13 @@ impl ReservePlugin for DynamicResources {
         }
         .into_iter();
         let mut writes = Vec::new();
-        for c in &s.claims {
+        let group_name = s
+            .group
+            .as_ref()
+            .map(|g| g.name.clone())
+            .or_else(|| workload_group_name(pod, &s.objects).map(str::to_string));
+        for (i, c) in s.claims.iter().enumerate() {
+            let for_group = s.for_group[i].then(|| s.group.clone()).flatten();
             let allocation = if c.allocation.is_none() {
                 match allocations.next() {
                     Some(a) => Some(a),
@@ -744,11 +905,41 @@ impl ReservePlugin for DynamicResources {
             } else {
                 None
             };
-            if c.is_reserved_for(&pod.uid) && allocation.is_none() {
+            if reserved_for_pod(c, pod, group_name.as_deref()) && allocation.is_none() {
+                // The group's claim, allocated or reserved by another member whose write may
+                // still be in flight: this member's binding shares that write (the
+                // controller makes sure it is done before binding this pod too).
+                if let Some(g) = for_group.filter(|_| s.objects.is_assumed(&c.namespace, &c.name)) {
+                    let pending = s.objects.allocation_assumed(&c.namespace, &c.name);
+                    let allocation = c
+                        .allocation
+                        .as_ref()
+                        .filter(|_| pending)
+                        .map(|a| a.raw.clone());
+                    writes.push(ClaimStatusWrite {
+                        namespace: c.namespace.clone(),
+                        name: c.name.clone(),
+                        uid: c.uid.clone(),
+                        resource_version: c.resource_version.clone(),
+                        add_finalizer: allocation.is_some()
+                            && !c.finalizers.iter().any(|f| f == CLAIM_FINALIZER),
+                        finalizers: c.finalizers.clone(),
+                        allocation,
+                        reserved_for: c.reserved_for.clone(),
+                        group: Some(GroupWrite {
+                            consumer: g,
+                            shared: true,
+                        }),
+                        create: None,
+                    });
+                }
                 continue;
             }
             let mut reserved_for = c.reserved_for.clone();
-            reserved_for.push(ConsumerRef::pod(pod.name(), &pod.uid));
+            reserved_for.push(match &for_group {
+                Some(g) => g.clone(),
+                None => ConsumerRef::pod(pod.name(), &pod.uid),
+            });
             writes.push(ClaimStatusWrite {
                 namespace: c.namespace.clone(),
                 name: c.name.clone(),
@@ -759,6 +950,10 @@ impl ReservePlugin for DynamicResources {
                 finalizers: c.finalizers.clone(),
                 allocation,
                 reserved_for,
+                group: for_group.map(|consumer| GroupWrite {
+                    consumer,
+                    shared: false,
+                }),
                 create: None,
             });
         }
@@ -784,6 +979,8 @@ impl PreBindPlugin for DynamicResources {
     }
 }
 
+#[cfg(test)]
+mod group_claims_tests;
 #[cfg(test)]
 mod post_filter_tests;
 #[cfg(test)]

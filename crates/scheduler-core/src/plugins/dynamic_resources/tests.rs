@@ -391,6 +391,7 @@ fn concurrent_pods_never_get_the_same_device() {
         reserved_for: Vec::new(),
         add_finalizer: false,
         finalizers: Vec::new(),
+        group: None,
         create: None,
     };
     cache.dra_mut().forget_claim_writes(&[w]);
@@ -473,6 +474,7 @@ fn a_claim_being_written_for_another_pod_makes_the_pod_wait() {
         reserved_for: vec![ConsumerRef::pod("p1", "uid-p1")],
         add_finalizer: false,
         finalizers: Vec::new(),
+        group: None,
         create: None,
     }]);
     let (_, s) = DynamicResources::default().pre_filter(

@@ -27,10 +27,12 @@ use super::Quantity;
 use super::node_selector::NodeSelector;
 use super::quantity::parse_quantity;
 
-pub use objects::{ClaimDeallocation, ClaimStatusWrite, DraObjects};
+pub use objects::{ClaimDeallocation, ClaimStatusWrite, DraObjects, GroupWrite};
 
 /// The finalizer the scheduler puts on a claim it allocates (upstream `resourceapi.Finalizer`).
 pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+/// The API group of Workload API PodGroups, as a claim consumer or a claim's owner.
+pub const POD_GROUP_API_GROUP: &str = "scheduling.k8s.io";
 /// Upstream `ResourceClaimReservedForMaxSize`.
 pub const RESERVED_FOR_MAX_SIZE: usize = 256;
 /// Upstream `AllocationResultsMaxSize`: devices one claim may get.
@@ -218,6 +220,24 @@ impl ConsumerRef {
         }
     }
 
+    /// A PodGroup as consumer (DRAWorkloadResourceClaims): one entry for all of its pods.
+    pub fn pod_group(name: &str, uid: &str) -> Self {
+        ConsumerRef {
+            api_group: Some(POD_GROUP_API_GROUP.into()),
+            resource: "podgroups".into(),
+            name: name.into(),
+            uid: uid.into(),
+        }
+    }
+
+    /// Whether this entry is the Workload API PodGroup `name` (matched by name, as upstream
+    /// does: a pod does not know its group's uid).
+    pub fn is_pod_group(&self, name: &str) -> bool {
+        self.api_group.as_deref() == Some(POD_GROUP_API_GROUP)
+            && self.resource == "podgroups"
+            && self.name == name
+    }
+
     pub fn to_k8s(&self) -> dra::ResourceClaimConsumerReference {
         dra::ResourceClaimConsumerReference {
             api_group: self.api_group.clone(),
@@ -245,6 +265,9 @@ pub struct ResourceClaimInfo {
     pub reserved_for: Vec<ConsumerRef>,
     /// UID of the pod controlling this claim (claims made from a template).
     pub owner_pod_uid: Option<String>,
+    /// Name of the Workload API PodGroup controlling this claim (claims kube-controller-manager
+    /// made from a PodGroup's template, DRAWorkloadResourceClaims).
+    pub owner_pod_group: Option<String>,
     pub finalizers: Vec<String>,
     pub deleting: bool,
     /// Annotated as the claim of a pod's DRA-backed extended resources
@@ -281,6 +304,20 @@ impl ResourceClaimInfo {
             .flatten()
             .find(|o| o.controller == Some(true) && o.kind == "Pod" && o.api_version == "v1")
             .map(|o| o.uid.clone());
+        // Any served version of scheduling.k8s.io (upstream ignores the version).
+        let owner_pod_group = c
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| {
+                o.controller == Some(true)
+                    && o.kind == "PodGroup"
+                    && o.api_version
+                        .strip_prefix(POD_GROUP_API_GROUP)
+                        .is_some_and(|v| v.starts_with('/'))
+            })
+            .map(|o| o.name.clone());
         ResourceClaimInfo {
             namespace: c.metadata.namespace.clone().unwrap_or_default(),
             name: c.metadata.name.clone().unwrap_or_default(),
@@ -304,6 +341,7 @@ impl ResourceClaimInfo {
                 })
                 .collect(),
             owner_pod_uid,
+            owner_pod_group,
             finalizers: c.metadata.finalizers.clone().unwrap_or_default(),
             deleting: c.metadata.deletion_timestamp.is_some(),
             for_extended_resources: c.metadata.annotations.as_ref().is_some_and(|a| {
@@ -320,6 +358,11 @@ impl ResourceClaimInfo {
 
     pub fn is_reserved_for(&self, pod_uid: &str) -> bool {
         self.reserved_for.iter().any(|r| r.uid == pod_uid)
+    }
+
+    /// Whether the Workload API PodGroup `name` is among the consumers.
+    pub fn is_reserved_for_pod_group(&self, name: &str) -> bool {
+        self.reserved_for.iter().any(|r| r.is_pod_group(name))
     }
 
     /// Another consumer fits in `reservedFor` (upstream `CanBeReserved`).
@@ -729,6 +772,19 @@ pub enum PodClaimSource {
 pub struct PodClaimRef {
     pub name: String,
     pub source: PodClaimSource,
+    /// `resourceClaimTemplateName` when that is the source (to match the entry with its
+    /// PodGroup's, see [`crate::types::pod_group::PodGroupInfo::matching_claim`]).
+    pub template: Option<String>,
+}
+
+impl PodClaimRef {
+    /// `resourceClaimName`, when that is the source.
+    pub fn claim_name(&self) -> Option<&str> {
+        match &self.source {
+            PodClaimSource::Claim(n) => Some(n),
+            _ => None,
+        }
+    }
 }
 
 /// The pod's claims, resolved against its status.
@@ -757,9 +813,16 @@ pub fn pod_claims(pod: &k8s::Pod) -> Vec<PodClaimRef> {
             } else {
                 PodClaimSource::Unsupported
             };
+            let template = match source {
+                PodClaimSource::Generated(_) | PodClaimSource::NotCreatedYet => {
+                    c.resource_claim_template_name.clone()
+                }
+                _ => None,
+            };
             PodClaimRef {
                 name: c.name.clone(),
                 source,
+                template,
             }
         })
         .collect()

@@ -11,6 +11,7 @@ use k8s_openapi::api::resource::v1 as dra;
 use super::{
     ClaimAllocation, ConsumerRef, DeviceClassInfo, DeviceId, ResourceClaimInfo, ResourceSliceInfo,
 };
+use crate::types::pod_group::{GroupApi, PodGroupInfo};
 
 /// Each map is shared copy-on-write between the cache and its snapshots (like
 /// [`crate::types::volume::VolumeObjects`]).
@@ -33,6 +34,15 @@ pub struct DraObjects {
     /// DRADeviceBindingConditions turned off: devices with binding conditions are never
     /// allocated and nothing waits for them (upstream's default is on since 1.36).
     pub(crate) binding_conditions_off: bool,
+    /// Workload API PodGroups with `spec.resourceClaims`, by `namespace/name`: their pods'
+    /// matching claims are the group's (DRAWorkloadResourceClaims).
+    pub(crate) pod_groups: Arc<HashMap<String, Arc<PodGroupInfo>>>,
+    /// DRAWorkloadResourceClaims turned off: every claim is the pod's own, and a claim
+    /// reserved for a PodGroup does not count as reserved for its pods. On unless turned
+    /// off: a dump or a cluster whose PodGroups carry `spec.resourceClaims` has the gate on
+    /// in its API server; `ferrosched run` follows `--feature-gates` (upstream's default:
+    /// off).
+    pub(crate) workload_claims_off: bool,
 }
 
 /// An assumed claim (upstream's in-flight allocations plus its assume cache).
@@ -44,6 +54,10 @@ pub(crate) struct Assumed {
     /// (they predate the write, e.g. the finalizer step). Some(rv) once written: a copy at
     /// least that new does.
     written_rv: Option<u64>,
+    /// How many decisions assumed writes to this claim (more than one: members of a PodGroup
+    /// sharing the group's claim, upstream's "sharers" of a pending allocation). Forgetting
+    /// one restores the informer's copy only when it was the last.
+    sharers: u32,
 }
 
 fn rv(s: &str) -> u64 {
@@ -61,8 +75,11 @@ pub struct ClaimStatusWrite {
     pub resource_version: String,
     /// Set when the scheduler allocated the claim (it had none).
     pub allocation: Option<dra::AllocationResult>,
-    /// The whole new `status.reservedFor` (the old entries plus the pod).
+    /// The whole new `status.reservedFor` (the old entries plus the pod, or plus its
+    /// PodGroup for a group claim).
     pub reserved_for: Vec<ConsumerRef>,
+    /// Set for a claim of the pod's PodGroup (DRAWorkloadResourceClaims).
+    pub group: Option<GroupWrite>,
     /// The claim lacks the delete-protection finalizer, which an allocation needs first.
     pub add_finalizer: bool,
     /// The claim's finalizers as read (the finalizer is appended to these).
@@ -70,6 +87,19 @@ pub struct ClaimStatusWrite {
     /// The claim of the pod's DRA-backed extended resources, which does not exist yet: the
     /// controller creates it first (`name` is a placeholder until then).
     pub create: Option<Box<super::extended::ExtendedClaimCreate>>,
+}
+
+/// A claim status write for a PodGroup's claim. Members of the group share the write: the
+/// controller makes sure the claim carries the allocation and the group's entry, writing them
+/// only if another member's binding has not already, and takes them back on failure only when
+/// no other member is placed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupWrite {
+    /// The PodGroup, which `reserved_for` holds instead of the pod.
+    pub consumer: ConsumerRef,
+    /// Another member's decision allocated or reserved the claim (its write may still be in
+    /// flight): this one only makes sure that write is done.
+    pub shared: bool,
 }
 
 /// DynamicResources' PostFilter decision: remove this claim's allocation (and its
@@ -118,6 +148,59 @@ impl DraObjects {
 
     pub fn set_binding_conditions(&mut self, on: bool) {
         self.binding_conditions_off = !on;
+    }
+
+    /// Whether PodGroup claims are honoured (the DRAWorkloadResourceClaims feature gate).
+    pub fn workload_claims(&self) -> bool {
+        !self.workload_claims_off
+    }
+
+    pub fn set_workload_claims(&mut self, on: bool) {
+        self.workload_claims_off = !on;
+    }
+
+    /// A PodGroup added or changed: kept when it is a Workload API group with claims.
+    pub fn update_pod_group(&mut self, g: &PodGroupInfo) {
+        let key = format!("{}/{}", g.key.namespace, g.key.name);
+        if g.key.api == GroupApi::Workload && !g.resource_claims.is_empty() {
+            Arc::make_mut(&mut self.pod_groups).insert(key, Arc::new(g.clone()));
+        } else if self.pod_groups.contains_key(&key) {
+            Arc::make_mut(&mut self.pod_groups).remove(&key);
+        }
+    }
+
+    /// A PodGroup deleted.
+    pub fn remove_pod_group(&mut self, g: &PodGroupInfo) {
+        if g.key.api != GroupApi::Workload {
+            return;
+        }
+        let key = format!("{}/{}", g.key.namespace, g.key.name);
+        if self.pod_groups.contains_key(&key) {
+            Arc::make_mut(&mut self.pod_groups).remove(&key);
+        }
+    }
+
+    /// The Workload API PodGroup `namespace/name`, if it has claims.
+    pub fn pod_group(&self, namespace: &str, name: &str) -> Option<&Arc<PodGroupInfo>> {
+        self.pod_groups.get(&format!("{namespace}/{name}"))
+    }
+
+    /// The claim as the informer last reported it: an assumed claim's original (None: the
+    /// informer has none), else the cached copy.
+    pub fn reported_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaimInfo>> {
+        let key = format!("{namespace}/{name}");
+        match self.assumed.get(&key) {
+            Some(a) => a.original.clone(),
+            None => self.claims.get(&key).cloned(),
+        }
+    }
+
+    /// Whether the claim is assumed with an allocation the informer's copy lacks (one a
+    /// decision made and whose write may still be in flight).
+    pub fn allocation_assumed(&self, namespace: &str, name: &str) -> bool {
+        self.assumed
+            .get(&format!("{namespace}/{name}"))
+            .is_some_and(|a| a.original.as_ref().is_none_or(|o| o.allocation.is_none()))
     }
 
     pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<ResourceClaimInfo>> {
@@ -170,13 +253,9 @@ impl DraObjects {
         if let Some(written_rv) = self.assumed.get(&key).map(|a| a.written_rv) {
             let caught_up = written_rv.is_some_and(|w| rv(&v.resource_version) >= w);
             if !caught_up {
-                Arc::make_mut(&mut self.assumed).insert(
-                    key,
-                    Assumed {
-                        original: Some(v),
-                        written_rv,
-                    },
-                );
+                if let Some(a) = Arc::make_mut(&mut self.assumed).get_mut(&key) {
+                    a.original = Some(v);
+                }
                 return;
             }
             Arc::make_mut(&mut self.assumed).remove(&key);
@@ -199,14 +278,9 @@ impl DraObjects {
             self.put_claim(key, Some(o));
             return;
         }
-        let original = a.original.clone();
-        Arc::make_mut(&mut self.assumed).insert(
-            key,
-            Assumed {
-                original,
-                written_rv: Some(written),
-            },
-        );
+        if let Some(a) = Arc::make_mut(&mut self.assumed).get_mut(&key) {
+            a.written_rv = Some(written);
+        }
     }
 
     pub fn remove_claim(&mut self, namespace: &str, name: &str) -> bool {
@@ -232,14 +306,18 @@ impl DraObjects {
             let Some(cur) = self.claims.get(&key).cloned() else {
                 continue;
             };
-            if !self.assumed.contains_key(&key) {
-                Arc::make_mut(&mut self.assumed).insert(
-                    key.clone(),
-                    Assumed {
-                        original: Some(cur.clone()),
-                        written_rv: None,
-                    },
-                );
+            match Arc::make_mut(&mut self.assumed).get_mut(&key) {
+                Some(a) => a.sharers += 1,
+                None => {
+                    Arc::make_mut(&mut self.assumed).insert(
+                        key.clone(),
+                        Assumed {
+                            original: Some(cur.clone()),
+                            written_rv: None,
+                            sharers: 1,
+                        },
+                    );
+                }
             }
             let mut next = (*cur).clone();
             if let Some(a) = &w.allocation {
@@ -278,6 +356,7 @@ impl DraObjects {
             Assumed {
                 original: None,
                 written_rv: None,
+                sharers: 1,
             },
         );
         self.put_claim(key, Some(Arc::new(view)));
@@ -317,17 +396,25 @@ impl DraObjects {
             Assumed {
                 original: current,
                 written_rv: Some(rv(resource_version)),
+                sharers: 1,
             },
         );
         self.put_claim(key, Some(Arc::new(next)));
     }
 
     /// Undoes [`Self::assume_claim_writes`] after a failed binding: each claim still assumed
-    /// goes back to the informer's copy.
+    /// goes back to the informer's copy, unless other decisions still share the assumption
+    /// (members of a PodGroup sharing its claim).
     pub fn forget_claim_writes(&mut self, writes: &[ClaimStatusWrite]) {
         for w in writes {
             let key = w.key();
-            if !self.assumed.contains_key(&key) {
+            let Some(a) = self.assumed.get(&key) else {
+                continue;
+            };
+            if a.sharers > 1 {
+                if let Some(a) = Arc::make_mut(&mut self.assumed).get_mut(&key) {
+                    a.sharers -= 1;
+                }
                 continue;
             }
             let orig = Arc::make_mut(&mut self.assumed)
@@ -377,6 +464,10 @@ impl DraObjects {
         if !Arc::ptr_eq(&self.assumed, &other.assumed) {
             self.assumed = other.assumed.clone();
         }
+        if !Arc::ptr_eq(&self.pod_groups, &other.pod_groups) {
+            self.pod_groups = other.pod_groups.clone();
+        }
         self.binding_conditions_off = other.binding_conditions_off;
+        self.workload_claims_off = other.workload_claims_off;
     }
 }

@@ -54,6 +54,50 @@ pub fn claim_from_template(
     }
 }
 
+/// The claim for `entry` of a Workload API PodGroup from `template`, as kube-controller-manager
+/// makes it (DRAWorkloadResourceClaims): named `<group>-<entry>-<suffix>`, controlled by the
+/// PodGroup, with the template's labels, annotations and spec. The caller records the name
+/// in the group's `status.resourceClaimStatuses`.
+pub fn claim_for_pod_group(
+    group: &crate::types::pod_group::PodGroupInfo,
+    entry: &str,
+    template: &dra::ResourceClaimTemplate,
+    suffix: &str,
+) -> dra::ResourceClaim {
+    let name = &group.key.name;
+    let spec = template.spec.as_ref();
+    let meta = spec.and_then(|s| s.metadata.as_ref());
+    let mut annotations = meta.and_then(|m| m.annotations.clone());
+    annotations
+        .get_or_insert_default()
+        .insert(POD_CLAIM_NAME_ANNOTATION.into(), entry.into());
+    let api_version = match group.api_version.as_str() {
+        "" => format!("{}/v1beta1", super::POD_GROUP_API_GROUP),
+        v => v.to_string(),
+    };
+    dra::ResourceClaim {
+        metadata: meta::ObjectMeta {
+            name: Some(format!("{name}-{entry}-{suffix}")),
+            namespace: Some(group.key.namespace.clone()),
+            uid: Some(format!("uid-claim-{name}-{entry}-{suffix}")),
+            resource_version: Some("1".into()),
+            labels: meta.and_then(|m| m.labels.clone()),
+            annotations,
+            owner_references: Some(vec![meta::OwnerReference {
+                api_version,
+                kind: "PodGroup".into(),
+                name: name.clone(),
+                uid: group.uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..Default::default()
+        },
+        spec: spec.and_then(|s| s.spec.clone()),
+        status: None,
+    }
+}
+
 /// Records in the pod's status which claim was made for its `entry`.
 pub fn name_generated_claim(pod: &mut k8s::Pod, entry: &str, claim: &str) {
     let statuses = pod

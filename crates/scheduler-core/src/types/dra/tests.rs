@@ -307,6 +307,7 @@ fn assumed_writes_until_informer_or_forget() {
         reserved_for: vec![ConsumerRef::pod("p", "uid-p")],
         add_finalizer: true,
         finalizers: Vec::new(),
+        group: None,
         create: None,
     };
     o.assume_claim_writes(std::slice::from_ref(&w));
