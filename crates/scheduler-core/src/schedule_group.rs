@@ -13,7 +13,9 @@ use std::sync::Arc;
 use crate::cache::{Cache, Snapshot};
 use crate::explain::group::{DomainEval, GroupRecord, Trial};
 use crate::explain::{Explanation, Record};
-use crate::framework::{CycleState, Diagnosis, Framework, NominatedPods, QueuedPodInfo, Status};
+use crate::framework::{
+    CycleState, Diagnosis, Framework, GroupRejection, NominatedPods, QueuedPodInfo, Status,
+};
 use crate::plugins::gang_scheduling::min_count_feasible;
 use crate::plugins::names::{COSCHEDULING, GANG_SCHEDULING};
 use crate::pod_group_manager::{PodGroupManager, PodGroups};
@@ -362,6 +364,15 @@ struct Ctx<'a, 'r> {
 
 impl Ctx<'_, '_> {
     fn run(&mut self, scheduled: &[String], members: Vec<QueuedPodInfo>) -> GroupOutcome {
+        if self.fw.has_pod_group_plugins() {
+            self.cache.update_snapshot(self.snapshot);
+            if let Err((plugin, rejection)) =
+                self.fw
+                    .run_pre_filter_group(self.group, self.snapshot, scheduled.len())
+            {
+                return self.rejected(members, plugin, rejection);
+            }
+        }
         match &self.group.topology_key {
             None => self.default_algorithm(scheduled.len(), members),
             Some(key) => self.placement_algorithm(key, scheduled, members),
@@ -565,6 +576,38 @@ impl Ctx<'_, '_> {
             .collect();
         GroupOutcome::Unschedulable {
             reason,
+            error: false,
+            waiting,
+        }
+    }
+
+    /// Every member waits, untried: a group plugin rejected the group before its cycle.
+    /// Each member's message is the rejection as a PreFilter's reads (`0/N nodes are
+    /// available: <message>.`); the group's reason is the plugin's message.
+    fn rejected(
+        &self,
+        members: Vec<QueuedPodInfo>,
+        plugin: &'static str,
+        rejection: GroupRejection,
+    ) -> GroupOutcome {
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.unschedulable_plugins.insert(plugin);
+        diagnosis.unschedulable_plugins.extend(rejection.wait_for);
+        let message = format!(
+            "0/{} nodes are available: {}.",
+            self.snapshot.num_nodes(),
+            rejection.message
+        );
+        let waiting = members
+            .into_iter()
+            .map(|queued| WaitingMember {
+                message: message.clone(),
+                queued,
+                diagnosis: Some(diagnosis.clone()),
+            })
+            .collect();
+        GroupOutcome::Unschedulable {
+            reason: rejection.message,
             error: false,
             waiting,
         }

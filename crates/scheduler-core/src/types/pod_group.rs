@@ -12,10 +12,13 @@
 //! Both are read from the object's JSON through one small serde mirror, so the informers
 //! keep only this view, never the object.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1 as k8s;
 use serde::Deserialize;
+
+use super::quantity::{Quantity, parse_quantity};
 
 /// scheduler-plugins' label naming a pod's coscheduling PodGroup.
 pub const COSCHEDULING_POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
@@ -119,6 +122,9 @@ pub struct PodGroupInfo {
     /// `PodGroupInitiallyScheduled`, `PodGroupScheduled` in v1alpha2), so an unchanged one
     /// is not written again and a True one never turns False.
     pub scheduled_condition: Option<GroupCondition>,
+    /// Coscheduling's `spec.minResources`: what the cluster must have free, summed over its
+    /// nodes, before any of the group's pods is tried (by name; `None` when not set).
+    pub min_resources: Option<BTreeMap<String, Quantity>>,
 }
 
 /// Condition types the scheduler writes on a Workload API PodGroup: 1.37's name, then
@@ -148,6 +154,7 @@ impl PodGroupInfo {
             priority: None,
             disrupt_all: false,
             scheduled_condition: None,
+            min_resources: None,
         }
     }
 
@@ -200,6 +207,24 @@ impl PodGroupInfo {
                 min_count: raw.spec.min_member.unwrap_or(0).max(0) as u32,
             },
         };
+        let min_resources = match raw.spec.min_resources {
+            None => None,
+            Some(list) => {
+                let mut out = BTreeMap::new();
+                for (name, q) in list {
+                    // int-or-string, as the CRD's schema allows.
+                    let q = match q {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    let v = parse_quantity(&q).map_err(|e| {
+                        format!("spec.minResources[{name}]: Invalid value: {q:?}: {e}")
+                    })?;
+                    out.insert(name, v);
+                }
+                Some(out)
+            }
+        };
         let scheduled_condition = raw
             .status
             .conditions
@@ -234,6 +259,7 @@ impl PodGroupInfo {
                 n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
             }),
             scheduled_condition,
+            min_resources,
         })
     }
 
@@ -306,6 +332,8 @@ struct RawSpec {
     disruption_mode: Option<serde_json::Value>,
     /// Coscheduling.
     min_member: Option<i64>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    min_resources: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -413,10 +441,21 @@ mod tests {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": "tf", "namespace": "ml",
                          "creationTimestamp": "2026-01-02T03:04:05Z"},
-            "spec": {"minMember": 4, "scheduleTimeoutSeconds": 10}
+            "spec": {"minMember": 4, "scheduleTimeoutSeconds": 10,
+                     "minResources": {"cpu": "1500m", "nvidia.com/gpu": 2}}
         });
         let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &cosched).unwrap();
         assert_eq!(c.policy, GroupPolicy::Gang { min_count: 4 });
+        // minResources: quantities as strings or numbers (the CRD's int-or-string).
+        let min = c.min_resources.as_ref().unwrap();
+        assert_eq!(min["cpu"], Quantity::from_milli(1500));
+        assert_eq!(min["nvidia.com/gpu"], Quantity::from_value(2));
+        let bad = json!({"metadata": {"name": "tf"}, "spec": {"minResources": {"cpu": "lots"}}});
+        assert!(
+            PodGroupInfo::from_json(GroupApi::Coscheduling, &bad)
+                .unwrap_err()
+                .starts_with("spec.minResources[cpu]: Invalid value: \"lots\"")
+        );
         // Coscheduling orders groups by it: it must be read from the object's camelCase key.
         assert_eq!(c.creation_timestamp, Some(1_767_323_045_000_000_000));
 

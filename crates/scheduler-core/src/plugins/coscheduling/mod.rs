@@ -13,6 +13,8 @@
 //! time (a pod without a group: its first attempt), then `namespace/name`, so a group's
 //! pods queue together.
 
+pub mod min_resources;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,14 +25,17 @@ use crate::framework::{
     PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
     QueuedPodInfo, Registry, Status,
 };
-use crate::framework::{EventObjects, PermitPlugin, QueueingHint, ReservePlugin};
+use crate::framework::{
+    EventObjects, GroupCycleDone, GroupRejection, PermitPlugin, PodGroupPlugin, QueueingHint,
+    ReservePlugin,
+};
 use crate::plugin_points;
 use crate::pod_group_manager::PodGroupManager;
 use crate::types::PodInfo;
-use crate::types::pod_group::GroupApi;
+use crate::types::pod_group::{GroupApi, PodGroupInfo};
 
 use super::gang_scheduling::{self, GangScheduling};
-use super::names::COSCHEDULING;
+use super::names::{COSCHEDULING, NODE_RESOURCES_FIT};
 
 pub struct Coscheduling {
     groups: Arc<PodGroupManager>,
@@ -79,7 +84,7 @@ impl Plugin for Coscheduling {
         COSCHEDULING
     }
     fn points(self: Arc<Self>) -> PluginPoints {
-        plugin_points!(self => pre_enqueue, queue_sort, pre_filter, post_filter, reserve, permit)
+        plugin_points!(self => pre_enqueue, queue_sort, pre_filter, post_filter, reserve, permit, pod_group)
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         gang_scheduling::group_events()
@@ -90,6 +95,17 @@ impl Plugin for Coscheduling {
         event: &ClusterEvent,
         objects: &EventObjects<'_>,
     ) -> QueueingHint {
+        // A change of the group's minResources may let it through (scheduler-plugins
+        // retries on every update of a PodGroup).
+        if let EventObjects::PodGroup {
+            old: Some(old),
+            new,
+        } = objects
+            && pod.pod_group.as_deref() == Some(&new.key)
+            && old.min_resources != new.min_resources
+        {
+            return QueueingHint::Queue;
+        }
         GangScheduling::new(Arc::clone(&self.groups)).queueing_hint(pod, event, objects)
     }
 }
@@ -131,6 +147,32 @@ impl PreFilterPlugin for Coscheduling {
     ) -> (Option<PreFilterResult>, Status) {
         (None, Status::success())
     }
+}
+
+/// scheduler-plugins' PreFilter checks that concern the group as a whole, run once before
+/// its cycle: `minResources` against the cluster's free resources.
+impl PodGroupPlugin for Coscheduling {
+    fn pre_filter_group(
+        &self,
+        group: &PodGroupInfo,
+        snapshot: &Snapshot,
+        _scheduled_before: usize,
+    ) -> Result<(), GroupRejection> {
+        if group.key.api != GroupApi::Coscheduling {
+            return Ok(());
+        }
+        match min_resources::resource_gap(group, snapshot) {
+            None => Ok(()),
+            Some(gap) => {
+                let mut r = GroupRejection::new(min_resources::gap_message(&gap));
+                // Room freed or added on any node may close the gap.
+                r.wait_for.insert(NODE_RESOURCES_FIT);
+                Err(r)
+            }
+        }
+    }
+
+    fn group_done(&self, _group: &PodGroupInfo, _done: &GroupCycleDone) {}
 }
 
 impl PostFilterPlugin for Coscheduling {
@@ -222,3 +264,6 @@ mod tests {
         assert!(err.is_err());
     }
 }
+
+#[cfg(test)]
+mod group_tests;
