@@ -14,7 +14,8 @@ use crate::cache::{Cache, Snapshot};
 use crate::explain::group::{DomainEval, GroupRecord, Trial};
 use crate::explain::{Explanation, Record};
 use crate::framework::{
-    CycleState, Diagnosis, Framework, GroupRejection, NominatedPods, QueuedPodInfo, Status,
+    CycleState, Diagnosis, Framework, GroupCycleDone, GroupRejection, NominatedPods, QueuedPodInfo,
+    Status,
 };
 use crate::plugins::gang_scheduling::min_count_feasible;
 use crate::plugins::names::{COSCHEDULING, GANG_SCHEDULING};
@@ -292,6 +293,7 @@ fn group_and_bind(
             )
         }
     };
+    cycle_done(fw, groups, group, before.len(), &outcome);
     if let GroupOutcome::Placed { placed, .. } = &outcome {
         for p in placed {
             cache.finish_binding(p.pod.key());
@@ -299,6 +301,37 @@ fn group_and_bind(
         }
     }
     outcome
+}
+
+/// Tells the profile's group plugins how a group cycle that really happened ended (not an
+/// explanation, not a preemption trial): for Coscheduling's back-off and queue order.
+/// `scheduled_before`: the group's pods placed before the cycle.
+pub fn cycle_done(
+    fw: &Framework,
+    groups: &PodGroupManager,
+    group: &PodGroupInfo,
+    scheduled_before: usize,
+    outcome: &GroupOutcome,
+) {
+    if !fw.has_pod_group_plugins() {
+        return;
+    }
+    let (placed, error, waiting) = match outcome {
+        GroupOutcome::Placed { waiting, .. } => (true, false, waiting),
+        GroupOutcome::Unschedulable { error, waiting, .. } => (false, *error, waiting),
+    };
+    let done = GroupCycleDone {
+        placed,
+        error,
+        scheduled_before,
+        all_pods: groups.read().all_pods_count(&group.key),
+        unschedulable_plugins: waiting
+            .iter()
+            .filter_map(|w| w.diagnosis.as_ref())
+            .flat_map(|d| d.unschedulable_plugins.iter().copied())
+            .collect(),
+    };
+    fw.run_group_done(group, &done);
 }
 
 /// Each feasible placement's score, (domain, pods placed with it, NodeResourcesFit's

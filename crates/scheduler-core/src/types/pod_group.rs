@@ -272,6 +272,15 @@ impl PodGroupInfo {
         }
     }
 
+    /// The quorum as the object sets it (Coscheduling's `minMember` may be 0; a basic
+    /// group's is 1), where [`Self::min_count`] is at least 1.
+    pub fn min_count_as_set(&self) -> u32 {
+        match self.policy {
+            GroupPolicy::Basic => 1,
+            GroupPolicy::Gang { min_count } => min_count,
+        }
+    }
+
     pub fn is_gang(&self) -> bool {
         matches!(self.policy, GroupPolicy::Gang { .. })
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::cache::Snapshot;
 use crate::types::NodeInfo;
-use crate::types::pod_group::{GroupPolicy, PodGroupInfo};
+use crate::types::pod_group::PodGroupInfo;
 use crate::types::quantity::Quantity;
 use crate::types::resource::{
     RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS, Resource,
@@ -22,14 +22,8 @@ pub fn resource_gap(
     let min = group.min_resources.as_ref()?;
     let mut want: BTreeMap<String, Quantity> = min.clone();
     // scheduler-plugins asks for room for minMember pods, whatever minResources says.
-    let min_member = match group.policy {
-        GroupPolicy::Gang { min_count } => min_count,
-        GroupPolicy::Basic => 1,
-    };
-    want.insert(
-        RESOURCE_PODS.to_string(),
-        Quantity::from_value(i64::from(min_member)),
-    );
+    let min_member = i64::from(group.min_count_as_set());
+    want.insert(RESOURCE_PODS.to_string(), Quantity::from_value(min_member));
     want.retain(|_, q| q.nanos() > 0);
     for node in snapshot.node_infos() {
         if want.is_empty() {
@@ -125,7 +119,7 @@ mod tests {
     use super::*;
     use crate::cache::Cache;
     use crate::types::PodInfo;
-    use crate::types::pod_group::{GroupApi, PodGroupKey};
+    use crate::types::pod_group::{GroupApi, GroupPolicy, PodGroupKey};
     use crate::types::quantity::parse_quantity;
 
     fn group(min_member: u32, min: &[(&str, &str)]) -> PodGroupInfo {

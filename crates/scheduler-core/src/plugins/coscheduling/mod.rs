@@ -15,7 +15,8 @@
 
 pub mod min_resources;
 
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cache::Snapshot;
@@ -32,50 +33,181 @@ use crate::framework::{
 use crate::plugin_points;
 use crate::pod_group_manager::PodGroupManager;
 use crate::types::PodInfo;
-use crate::types::pod_group::{GroupApi, PodGroupInfo};
+use crate::types::pod_group::{GroupApi, PodGroupInfo, PodGroupKey};
 
 use super::gang_scheduling::{self, GangScheduling};
 use super::names::{COSCHEDULING, NODE_RESOURCES_FIT};
 
+/// The wall clock in Unix nanoseconds (PodGroups' creation times are too): a closure, so
+/// tests can move time by hand.
+pub type WallClock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// The system's wall clock.
+pub fn system_clock() -> WallClock {
+    Arc::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    })
+}
+
+const NANOS_PER_SECOND: i64 = 1_000_000_000;
+
+/// scheduler-plugins keeps a passed `minResources` check in a cache whose entries given no
+/// lifetime (`permitWaitingTimeSeconds: 0`) live for its default, 3 s.
+const DEFAULT_PERMITTED_TTL: i64 = 3 * NANOS_PER_SECOND;
+
+/// What the plugin remembers of one group between its cycles (scheduler-plugins'
+/// `backedOffPG`, `lastFailedSchedulePG` and `permittedPG`). Times are [`WallClock`]'s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Memory {
+    /// `podGroupBackoffSeconds`: the group's pods are turned away until then...
+    backed_off_until: Option<i64>,
+    /// ...and retried meanwhile on the events of these plugins (those of its failure).
+    backoff_wait_for: BTreeSet<&'static str>,
+    /// When the group last failed: it orders the group in the queue instead of its creation
+    /// time, until it is placed.
+    last_failure: Option<i64>,
+    /// The group passed its `minResources` check: not checked again until then.
+    permitted_until: Option<i64>,
+}
+
+impl Memory {
+    fn is_empty(&self, now: i64) -> bool {
+        self.last_failure.is_none()
+            && self.backed_off_until.is_none_or(|t| t <= now)
+            && self.permitted_until.is_none_or(|t| t <= now)
+    }
+}
+
 pub struct Coscheduling {
     groups: Arc<PodGroupManager>,
-    /// Its args, kept for `config print` and documentation: nothing waits at Permit.
+    /// Its args, as loaded (`config print`).
     pub args: CoschedulingArgs,
+    now: WallClock,
+    memory: Mutex<HashMap<PodGroupKey, Memory>>,
 }
 
 impl Coscheduling {
     pub fn new(groups: Arc<PodGroupManager>, args: Option<&PluginArgs>) -> Result<Self, String> {
+        Self::with_clock(groups, args, system_clock())
+    }
+
+    /// [`Coscheduling::new`] reading time from `now`.
+    pub fn with_clock(
+        groups: Arc<PodGroupManager>,
+        args: Option<&PluginArgs>,
+        now: WallClock,
+    ) -> Result<Self, String> {
         let args = match args {
             Some(PluginArgs::Coscheduling(a)) => a.clone(),
             Some(other) => return Err(format!("want CoschedulingArgs, got {}", other.kind())),
             None => CoschedulingArgs {
                 permit_waiting_time_seconds: crate::config::DEFAULT_PERMIT_WAITING_TIME_SECONDS,
                 pod_group_backoff_seconds: 0,
+                pod_group_reject_percentage: crate::config::DEFAULT_POD_GROUP_REJECT_PERCENTAGE,
             },
         };
-        Ok(Coscheduling { groups, args })
+        Ok(Coscheduling {
+            groups,
+            args,
+            now,
+            memory: Mutex::default(),
+        })
     }
 
-    /// The creation time that orders `q`: its group's, else its first attempt's.
+    fn memory(&self) -> std::sync::MutexGuard<'_, HashMap<PodGroupKey, Memory>> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The time that orders `q`: its group's last failure, else the group's creation, else
+    /// the pod's first attempt (scheduler-plugins' `GetCreationTimestamp`).
     fn order_time(&self, q: &QueuedPodInfo) -> u64 {
-        let group = q
+        let key = q
             .pod
             .pod_group
             .as_deref()
-            .filter(|k| k.api == GroupApi::Coscheduling)
-            .and_then(|k| self.groups.read().get(k).and_then(|g| g.creation_timestamp));
+            .filter(|k| k.api == GroupApi::Coscheduling);
+        let failed = key.and_then(|k| self.memory().get(k).and_then(|m| m.last_failure));
+        let group = failed.or_else(|| {
+            key.and_then(|k| self.groups.read().get(k).and_then(|g| g.creation_timestamp))
+        });
         match group {
             Some(t) => u64::try_from(t).unwrap_or(0),
             None => q.initial_attempt_timestamp.unwrap_or(q.timestamp),
         }
     }
+
+    /// How long a passed `minResources` check holds.
+    fn permitted_ttl(&self) -> i64 {
+        match self.args.permit_waiting_time_seconds {
+            0 => DEFAULT_PERMITTED_TTL,
+            s => s.saturating_mul(NANOS_PER_SECOND),
+        }
+    }
+
+    /// scheduler-plugins' PostFilter on a group that was not placed: unless `minMember` is
+    /// (nearly) reached by pods placed before, the failure is remembered (queue order), a
+    /// passed `minResources` check forgotten, and with `podGroupBackoffSeconds` the group
+    /// held back (when it has `minMember` pods; a running back-off is not extended).
+    fn failed(&self, group: &PodGroupInfo, done: &GroupCycleDone, now: i64) {
+        let min = i64::from(group.min_count_as_set());
+        let assigned = done.scheduled_before as i64;
+        if assigned >= min {
+            return;
+        }
+        // (min - assigned) / min <= percentage / 100, in integers.
+        if (min - assigned) * 100 <= i64::from(self.args.pod_group_reject_percentage) * min {
+            return;
+        }
+        let mut memory = self.memory();
+        let m = memory.entry(group.key.clone()).or_default();
+        let backoff = self.args.pod_group_backoff_seconds;
+        if backoff > 0 && done.all_pods as i64 >= min && m.backed_off_until.is_none_or(|t| t <= now)
+        {
+            m.backed_off_until = Some(now.saturating_add(backoff.saturating_mul(NANOS_PER_SECOND)));
+            m.backoff_wait_for = done.unschedulable_plugins.clone();
+            m.backoff_wait_for.remove(COSCHEDULING);
+        }
+        m.permitted_until = None;
+        m.last_failure = Some(now);
+    }
+
+    /// A group placed: no longer penalised in the queue; a passed `minResources` check
+    /// holds for [`Self::permitted_ttl`] from now (unless one already holds).
+    fn placed(&self, group: &PodGroupInfo, now: i64) {
+        let mut memory = self.memory();
+        let m = memory.entry(group.key.clone()).or_default();
+        m.last_failure = None;
+        if group.min_resources.is_some() && m.permitted_until.is_none_or(|t| t <= now) {
+            m.permitted_until = Some(now.saturating_add(self.permitted_ttl()));
+        }
+    }
+
+    /// Forgets groups with nothing left to remember, and groups that are gone.
+    fn prune(&self, now: i64) {
+        let groups = self.groups.read();
+        self.memory()
+            .retain(|k, m| !m.is_empty(now) && groups.get(k).is_some());
+    }
 }
 
 /// Replaces the in-tree factory with one whose plugins read `groups`.
 pub fn register(registry: &mut Registry, groups: Arc<PodGroupManager>) {
+    register_with_clock(registry, groups, system_clock());
+}
+
+/// [`register`], the plugins reading time from `now` (tests).
+pub fn register_with_clock(registry: &mut Registry, groups: Arc<PodGroupManager>, now: WallClock) {
     registry.register_shared(
         COSCHEDULING,
-        Arc::new(move |args| Ok(Arc::new(Coscheduling::new(Arc::clone(&groups), args)?))),
+        Arc::new(move |args| {
+            Ok(Arc::new(Coscheduling::with_clock(
+                Arc::clone(&groups),
+                args,
+                Arc::clone(&now),
+            )?))
+        }),
     );
 }
 
@@ -150,7 +282,10 @@ impl PreFilterPlugin for Coscheduling {
 }
 
 /// scheduler-plugins' PreFilter checks that concern the group as a whole, run once before
-/// its cycle: `minResources` against the cluster's free resources.
+/// its cycle: a group that failed recently is turned away while backed off, then
+/// `minResources` is checked against the cluster's free resources (unless a check passed
+/// within `permitWaitingTimeSeconds`). After a real cycle, its PostFilter's and Permit's
+/// bookkeeping.
 impl PodGroupPlugin for Coscheduling {
     fn pre_filter_group(
         &self,
@@ -159,6 +294,17 @@ impl PodGroupPlugin for Coscheduling {
         _scheduled_before: usize,
     ) -> Result<(), GroupRejection> {
         if group.key.api != GroupApi::Coscheduling {
+            return Ok(());
+        }
+        let now = (self.now)();
+        let memory = self.memory().get(&group.key).cloned().unwrap_or_default();
+        if memory.backed_off_until.is_some_and(|t| t > now) {
+            return Err(GroupRejection {
+                message: backed_off(group),
+                wait_for: memory.backoff_wait_for,
+            });
+        }
+        if memory.permitted_until.is_some_and(|t| t > now) {
             return Ok(());
         }
         match min_resources::resource_gap(group, snapshot) {
@@ -172,7 +318,23 @@ impl PodGroupPlugin for Coscheduling {
         }
     }
 
-    fn group_done(&self, _group: &PodGroupInfo, _done: &GroupCycleDone) {}
+    fn group_done(&self, group: &PodGroupInfo, done: &GroupCycleDone) {
+        if group.key.api != GroupApi::Coscheduling {
+            return;
+        }
+        let now = (self.now)();
+        if done.placed {
+            self.placed(group, now);
+        } else if !done.error {
+            self.failed(group, done, now);
+        }
+        self.prune(now);
+    }
+}
+
+/// scheduler-plugins' rejection of a group held back after a failure.
+pub fn backed_off(group: &PodGroupInfo) -> String {
+    format!("podGroup {} failed recently", group.key)
 }
 
 impl PostFilterPlugin for Coscheduling {
