@@ -125,6 +125,25 @@ pub struct PodGroupInfo {
     /// Coscheduling's `spec.minResources`: what the cluster must have free, summed over its
     /// nodes, before any of the group's pods is tried (by name; `None` when not set).
     pub min_resources: Option<BTreeMap<String, Quantity>>,
+    /// Coscheduling's `status` as last seen (written by `ferrosched run` or by
+    /// scheduler-plugins' controller); empty for the Workload API.
+    pub coscheduling_status: CoschedulingStatus,
+}
+
+/// `status` of a `scheduling.x-k8s.io/v1alpha1` PodGroup (scheduler-plugins' controller's;
+/// see `plugins::coscheduling::status`). Empty strings and zeros are the absent fields
+/// (scheduler-plugins omits them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoschedulingStatus {
+    /// `Pending`, `Scheduling`, `Running`, `Finished`, `Failed` (`Unknown` is in the API
+    /// but never set); empty before the first reconcile.
+    pub phase: String,
+    pub occupied_by: String,
+    pub running: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+    /// Unix nanoseconds. scheduler-plugins' controller reads it and never sets it.
+    pub schedule_start_time: Option<i64>,
 }
 
 /// Condition types the scheduler writes on a Workload API PodGroup: 1.37's name, then
@@ -155,6 +174,7 @@ impl PodGroupInfo {
             disrupt_all: false,
             scheduled_condition: None,
             min_resources: None,
+            coscheduling_status: CoschedulingStatus::default(),
         }
     }
 
@@ -254,12 +274,17 @@ impl PodGroupInfo {
                 Some(serde_json::Value::String(s)) => s == "PodGroup" || s == "All",
                 _ => false,
             },
-            creation_timestamp: raw.metadata.creation_timestamp.map(|t| {
-                let n = t.0.as_nanosecond();
-                n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
-            }),
+            creation_timestamp: raw.metadata.creation_timestamp.as_ref().map(nanos),
             scheduled_condition,
             min_resources,
+            coscheduling_status: CoschedulingStatus {
+                phase: raw.status.phase.unwrap_or_default(),
+                occupied_by: raw.status.occupied_by.unwrap_or_default(),
+                running: raw.status.running.unwrap_or(0),
+                succeeded: raw.status.succeeded.unwrap_or(0),
+                failed: raw.status.failed.unwrap_or(0),
+                schedule_start_time: raw.status.schedule_start_time.map(|t| nanos(&t)),
+            },
         })
     }
 
@@ -318,9 +343,23 @@ struct RawMeta {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct RawStatus {
     #[serde(default, deserialize_with = "null_as_default")]
     conditions: Vec<RawCondition>,
+    /// Coscheduling.
+    phase: Option<String>,
+    occupied_by: Option<String>,
+    running: Option<i32>,
+    succeeded: Option<i32>,
+    failed: Option<i32>,
+    schedule_start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+}
+
+/// A time as Unix nanoseconds (saturating).
+fn nanos(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
+    let n = t.0.as_nanosecond();
+    n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
 #[derive(Deserialize)]
@@ -467,6 +506,26 @@ mod tests {
         );
         // Coscheduling orders groups by it: it must be read from the object's camelCase key.
         assert_eq!(c.creation_timestamp, Some(1_767_323_045_000_000_000));
+        assert_eq!(c.coscheduling_status, CoschedulingStatus::default());
+        // The status scheduler-plugins' controller writes, read back.
+        let with_status = json!({
+            "metadata": {"name": "tf", "namespace": "ml"},
+            "spec": {"minMember": 2},
+            "status": {"phase": "Running", "occupiedBy": "ml/tf-job", "running": 2,
+                       "failed": 1, "scheduleStartTime": "2026-01-02T03:04:06Z"}
+        });
+        let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &with_status).unwrap();
+        assert_eq!(
+            c.coscheduling_status,
+            CoschedulingStatus {
+                phase: "Running".into(),
+                occupied_by: "ml/tf-job".into(),
+                running: 2,
+                succeeded: 0,
+                failed: 1,
+                schedule_start_time: Some(1_767_323_046_000_000_000),
+            }
+        );
 
         // Absent or null levels are empty, as an informer hands them over.
         let bare = json!({"metadata": {"name": "n", "namespace": "ml"}, "status": null,

@@ -14,6 +14,7 @@
 //! pods queue together.
 
 pub mod min_resources;
+pub mod status;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
