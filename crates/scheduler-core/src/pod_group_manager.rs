@@ -220,7 +220,7 @@ mod tests {
         g.add_pod(&member("w", "train", None));
         assert_eq!(
             g.take_status_dirty(),
-            [tf.clone()],
+            std::slice::from_ref(&tf),
             "Workload API groups are not"
         );
         assert!(g.take_status_dirty().is_empty());

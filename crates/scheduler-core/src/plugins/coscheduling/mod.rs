@@ -3,15 +3,38 @@
 //! scheduler-plugins' image loads and runs unchanged: the plugin name, its args
 //! (`CoschedulingArgs`) and its extension points.
 //!
-//! The work is ferrosched's pod group cycle's, shared with GangScheduling: PreEnqueue keeps a
-//! labelled pod out until its group exists and has `minMember` pods (scheduler-plugins'
-//! messages, [`gang_scheduling::gate`]); the cycle then places the group all or nothing,
-//! which is what scheduler-plugins reaches with pods waiting at Permit. So PreFilter,
-//! PostFilter, Permit and Reserve add nothing here (no pod ever waits at Permit, and a group
-//! that does not fit is rejected as a whole by the cycle), and `permitWaitingTimeSeconds`
-//! has nothing to bound. QueueSort is scheduler-plugins': priority, then the group's creation
-//! time (a pod without a group: its first attempt), then `namespace/name`, so a group's
-//! pods queue together.
+//! scheduler-plugins lets each pod of a group through its own cycle and holds the placed
+//! pods at Permit until `minMember` are placed. ferrosched's pod group cycle (shared with
+//! GangScheduling) places the group all or nothing at once, so no pod ever waits at Permit;
+//! what scheduler-plugins checks for the group from its per-pod points is done once per
+//! group cycle here, through the framework's group point ([`PodGroupPlugin`]):
+//!
+//! * **PreEnqueue:** a labelled pod waits until its group exists and has `minMember` pods
+//!   (scheduler-plugins' messages, [`gang_scheduling::gate`]).
+//! * **Before the group's cycle** (its PreFilter): a group backed off is turned away
+//!   (`podGroup NS/NAME failed recently`), then `minResources` (with `pods` = `minMember`)
+//!   must be free in the cluster as a whole ([`min_resources`]), unless a check passed
+//!   within `permitWaitingTimeSeconds` (3 s at 0: its cache's default lifetime).
+//!   Rejections leave every member untried and are never preempted for.
+//! * **After a real cycle** (its PostFilter and Permit): a group not placed, unless its pods
+//!   placed before are within `podGroupRejectPercentage` of `minMember`, is remembered as
+//!   failed (queue order), loses its passed `minResources` check and, with
+//!   `podGroupBackoffSeconds` and `minMember` pods, is backed off (a running back-off is
+//!   not extended); a group placed is forgotten as failed.
+//! * **QueueSort:** priority, then the group's last failure or else its creation time (a
+//!   pod without a group: its first attempt), then `namespace/name`, so a group's pods
+//!   queue together and a failing group does not block the ones behind it.
+//!
+//! What does not carry over: `permitWaitingTimeSeconds` and the PodGroup's
+//! `scheduleTimeoutSeconds` bound, in scheduler-plugins, how long placed pods wait at
+//! Permit for their siblings. No pod waits here: a group whose quorum (counting pods bound
+//! before) cannot be placed at once keeps nothing, and one whose quorum is met binds at
+//! once. So `scheduleTimeoutSeconds` is not read, and `permitWaitingTimeSeconds` only
+//! bounds the passed `minResources` check. PostFilter, Permit and Reserve are accepted and
+//! empty.
+//!
+//! The PodGroup status scheduler-plugins' controller keeps is computed in [`status`] and
+//! written by `ferrosched run`.
 
 pub mod min_resources;
 pub mod status;
