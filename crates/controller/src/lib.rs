@@ -8,6 +8,7 @@
 //! Modules by concern:
 //! - `run`: wires everything together for [`run`];
 //! - `state`, `informers`, `scheduler_loop`, `binding`: the scheduling runtime;
+//! - `coscheduling_status`: the status of scheduler-plugins' PodGroups, as its controller's;
 //! - `client`, `leader`: API plumbing (client, rate limit and retries, errors, the lease);
 //! - `serving`: HTTPS (certificates, health and metrics endpoints);
 //! - `extension`: the hook for plugins fed from the cluster by other crates
@@ -19,6 +20,7 @@
 
 mod binding;
 pub mod client;
+mod coscheduling_status;
 mod extension;
 mod informers;
 mod leader;

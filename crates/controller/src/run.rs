@@ -224,11 +224,22 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         coscheduling = pod_groups.coscheduling.unwrap_or("none"),
         "discovery: PodGroups"
     );
+    // scheduler-plugins' PodGroup status is kept where a profile runs Coscheduling.
+    let coscheduling_status = pod_groups.coscheduling.is_some()
+        && loaded.profiles.iter().any(|p| {
+            p.points
+                .values()
+                .flatten()
+                .any(|n| n == scheduler_core::plugins::names::COSCHEDULING)
+        });
     {
         let st = shared.lock();
         let mut g = st.groups.write();
         g.set_served(GroupApi::Workload, pod_groups.workload.is_some());
         g.set_served(GroupApi::Coscheduling, pod_groups.coscheduling.is_some());
+        if coscheduling_status {
+            g.track_status();
+        }
     }
     let mut background = informers::spawn_all(&client, &shared, taint_rules, &pod_groups);
     for e in &mut extensions {
@@ -281,6 +292,12 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         cfg.client_connection.qps,
         cfg.client_connection.burst,
     );
+    let status_writer = coscheduling_status.then(|| {
+        tokio::spawn(crate::coscheduling_status::run(
+            Arc::clone(&shared),
+            api.clone(),
+        ))
+    });
     let (tx, rx) = tokio::sync::mpsc::channel(crate::binding::executor::ACTIONS_QUEUED);
     let executor = Arc::new(Executor {
         client: api.clone(),
@@ -324,6 +341,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         _ = &mut shutdown => Ok(()),
         _ = lost => Err(Error::LeaderLost),
     };
+    if let Some(t) = status_writer {
+        t.abort();
+    }
     if outcome.is_err() {
         // Another replica may take the lease from now on: send nothing more.
         let _ = fence.send(true);

@@ -187,6 +187,25 @@ fn deployed_config(objects: &[Value]) -> String {
     cm["data"]["config.yaml"].as_str().unwrap().to_string()
 }
 
+/// The deployed config plus a profile running Coscheduling beside the others (at PreFilter:
+/// profiles share one queue sort), as a cluster of scheduler-plugins' PodGroups adds it; then
+/// the controller keeps their status.
+fn with_coscheduling(config: &str) -> String {
+    // `profiles` must be the last key, its items two spaces in.
+    let (_, profiles) = config.split_once("\nprofiles:\n").expect("profiles");
+    assert!(
+        profiles
+            .lines()
+            .all(|l| l.is_empty() || l.starts_with("  ")),
+        "{config}"
+    );
+    assert!(profiles.contains("\n  - schedulerName:"), "{config}");
+    format!(
+        "{}\n  - schedulerName: ferrosched-gangs\n    plugins:\n      preFilter:\n        enabled:\n          - name: Coscheduling\n",
+        config.trim_end()
+    )
+}
+
 /// Runs the scenario and returns every request the controller made.
 async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
     let server = FakeApiServer::start().await;
@@ -434,6 +453,22 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
                 .any(|r| r.verb == "patch" && r.resource == "podgroups")
     })
     .await;
+    // scheduler-plugins' PodGroup: the controller keeps its status (pods listed by label,
+    // podgroups/status patched).
+    server.apply(
+        fake_apiserver::COSCHEDULING_POD_GROUPS,
+        &json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                "metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": 1}}),
+    );
+    let mut tf = pod("tf-0", "10m", json!({"schedulerName": "ferrosched-gangs"}));
+    tf["metadata"]["labels"] = json!({"scheduling.x-k8s.io/pod-group": "tf"});
+    server.apply("pods", &tf);
+    wait_for("the Coscheduling group's status written", || {
+        server.requests().iter().any(|r| {
+            r.verb == "patch" && r.group == "scheduling.x-k8s.io" && r.resource == "podgroups"
+        })
+    })
+    .await;
     // Clean shutdown releases the lease (update).
     let _ = tx.send(());
     tokio::time::timeout(Duration::from_secs(10), task)
@@ -452,7 +487,8 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         !grants.is_empty(),
         "nothing is bound to {SA_NAMESPACE}/{SA_NAME}"
     );
-    let requests = requests_of_a_representative_run(&deployed_config(&objects)).await;
+    let config = with_coscheduling(&deployed_config(&objects));
+    let requests = requests_of_a_representative_run(&config).await;
 
     // Discovery of a group version (`GET /apis/resource.k8s.io/v1`, logged with an empty
     // resource) is a non-resource URL every authenticated user may read (upstream's
@@ -513,6 +549,7 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("list", "scheduling.x-k8s.io", "podgroups"),
         ("watch", "scheduling.x-k8s.io", "podgroups"),
         ("patch", "scheduling.k8s.io", "podgroups/status"),
+        ("patch", "scheduling.x-k8s.io", "podgroups/status"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),
         ("patch", "", "persistentvolumeclaims"),

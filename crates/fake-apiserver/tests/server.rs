@@ -475,3 +475,43 @@ async fn https_serves_http1_clients_too_and_watches_work_over_it() {
     );
     assert!(server.connections() >= 1);
 }
+
+/// scheduler-plugins' PodGroup CRD: its status subresource takes the fields its controller
+/// writes (merge patch; `null` drops one), and nothing outside `status`.
+#[tokio::test]
+async fn coscheduling_pod_group_status_takes_scheduler_plugins_fields() {
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    let server = FakeApiServer::start().await;
+    let client = client(&server).await;
+    let gvk = GroupVersionKind::gvk("scheduling.x-k8s.io", "v1alpha1", "PodGroup");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "podgroups");
+    let groups: Api<DynamicObject> = Api::namespaced_with(client, "ml", &ar);
+    let mut pg = DynamicObject::new("tf", &ar).within("ml");
+    pg.data = json!({"spec": {"minMember": 2}});
+    groups.create(&PostParams::default(), &pg).await.unwrap();
+
+    let patch = json!({
+        "spec": {"minMember": 9},
+        "status": {"phase": "Running", "occupiedBy": "ml/tf-job", "running": 2,
+                   "succeeded": 1, "failed": 1, "scheduleStartTime": "2026-01-02T03:04:05Z"}
+    });
+    let pp = PatchParams::default();
+    let got = groups
+        .patch_status("tf", &pp, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert_eq!(got.data["status"], patch["status"]);
+    assert_eq!(got.data["spec"]["minMember"], 2, "only status changes");
+
+    let patch = json!({"status": {"phase": "Finished", "running": null, "succeeded": 3}});
+    groups
+        .patch_status("tf", &pp, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let got = groups.get("tf").await.unwrap();
+    assert_eq!(
+        got.data["status"],
+        json!({"phase": "Finished", "occupiedBy": "ml/tf-job", "succeeded": 3, "failed": 1,
+               "scheduleStartTime": "2026-01-02T03:04:05Z"})
+    );
+}

@@ -110,6 +110,11 @@ pub fn preempt_for_group(
         return not_helpful("not eligible due to preemptionPolicy=Never.");
     }
     cache.update_snapshot(snapshot);
+    // A group its plugins reject before any member is tried (scheduler-plugins: an
+    // unresolvable PreFilter rejection) is not preempted for.
+    if let Err((_, r)) = fw.run_pre_filter_group(group, snapshot, scheduled.len()) {
+        return not_helpful(&r.message);
+    }
     // Victims evicted for this gang earlier are still going: wait for them.
     let pending = members.iter().any(|m| {
         m.pod

@@ -44,6 +44,9 @@ pub struct PodGroups {
     not_served: BTreeSet<GroupApi>,
     groups: HashMap<PodGroupKey, Arc<PodGroupInfo>>,
     members: HashMap<PodGroupKey, BTreeMap<PodKey, bool>>,
+    /// Coscheduling groups whose status may be due for a change (the group or one of its
+    /// pods changed), once someone keeps their status ([`Self::track_status`]).
+    status_dirty: Option<BTreeSet<PodGroupKey>>,
 }
 
 impl PodGroups {
@@ -61,8 +64,33 @@ impl PodGroups {
         !self.not_served.contains(&api)
     }
 
+    /// From now on, note which Coscheduling groups changed or saw a pod change, for
+    /// [`Self::take_status_dirty`] (`ferrosched run`'s status writer).
+    pub fn track_status(&mut self) {
+        self.status_dirty.get_or_insert_with(BTreeSet::new);
+    }
+
+    /// The Coscheduling groups noted since the last call, in order.
+    pub fn take_status_dirty(&mut self) -> Vec<PodGroupKey> {
+        self.status_dirty
+            .as_mut()
+            .map(|d| std::mem::take(d).into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// Notes `key` again (a status write failed and is to be retried).
+    pub fn mark_status_dirty(&mut self, key: &PodGroupKey) {
+        if key.api == GroupApi::Coscheduling
+            && let Some(d) = &mut self.status_dirty
+            && !d.contains(key)
+        {
+            d.insert(key.clone());
+        }
+    }
+
     /// Adds or replaces a group; returns the previous view.
     pub fn upsert(&mut self, info: PodGroupInfo) -> Option<Arc<PodGroupInfo>> {
+        self.mark_status_dirty(&info.key);
         self.groups.insert(info.key.clone(), Arc::new(info))
     }
 
@@ -85,6 +113,7 @@ impl PodGroups {
     /// Records a pod of a group (added, updated or bound); pods without a group are ignored.
     pub fn add_pod(&mut self, pod: &PodInfo) {
         if let Some(key) = pod.pod_group.as_deref() {
+            self.mark_status_dirty(key);
             self.members
                 .entry(key.clone())
                 .or_default()
@@ -97,6 +126,7 @@ impl PodGroups {
         let Some(key) = pod.pod_group.as_deref() else {
             return;
         };
+        self.mark_status_dirty(key);
         if let Some(m) = self.members.get_mut(key) {
             m.remove(pod.key());
             if m.is_empty() {
@@ -169,6 +199,37 @@ mod tests {
 
         g.replace_all(GroupApi::Workload, []);
         assert!(g.get(&key).is_none());
+    }
+
+    #[test]
+    fn coscheduling_groups_are_noted_for_their_status_once_tracked() {
+        let mut g = PodGroups::default();
+        let tf = PodGroupKey::new(GroupApi::Coscheduling, "ml", "tf");
+        let labelled = |name: &str| {
+            PodInfo::test("ml", name)
+                .label("scheduling.x-k8s.io/pod-group", "tf")
+                .build()
+        };
+        g.add_pod(&labelled("a"));
+        assert!(
+            g.take_status_dirty().is_empty(),
+            "not tracked: nothing noted"
+        );
+        g.track_status();
+        g.add_pod(&labelled("a"));
+        g.add_pod(&member("w", "train", None));
+        assert_eq!(
+            g.take_status_dirty(),
+            std::slice::from_ref(&tf),
+            "Workload API groups are not"
+        );
+        assert!(g.take_status_dirty().is_empty());
+        g.remove_pod(&labelled("a"));
+        g.upsert(PodGroupInfo::new(
+            tf.clone(),
+            GroupPolicy::Gang { min_count: 1 },
+        ));
+        assert_eq!(g.take_status_dirty(), [tf]);
     }
 
     #[test]

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use crate::cache::{Cache, Snapshot};
 use crate::explain::group::{DomainEval, GroupRecord, Trial};
 use crate::explain::{Explanation, Record};
-use crate::framework::{CycleState, Diagnosis, Framework, NominatedPods, QueuedPodInfo, Status};
+use crate::framework::{
+    CycleState, Diagnosis, Framework, GroupCycleDone, GroupRejection, NominatedPods, QueuedPodInfo,
+    Status,
+};
 use crate::plugins::gang_scheduling::min_count_feasible;
 use crate::plugins::names::{COSCHEDULING, GANG_SCHEDULING};
 use crate::pod_group_manager::{PodGroupManager, PodGroups};
@@ -290,6 +293,7 @@ fn group_and_bind(
             )
         }
     };
+    cycle_done(fw, groups, group, before.len(), &outcome);
     if let GroupOutcome::Placed { placed, .. } = &outcome {
         for p in placed {
             cache.finish_binding(p.pod.key());
@@ -297,6 +301,37 @@ fn group_and_bind(
         }
     }
     outcome
+}
+
+/// Tells the profile's group plugins how a group cycle that really happened ended (not an
+/// explanation, not a preemption trial): for Coscheduling's back-off and queue order.
+/// `scheduled_before`: the group's pods placed before the cycle.
+pub fn cycle_done(
+    fw: &Framework,
+    groups: &PodGroupManager,
+    group: &PodGroupInfo,
+    scheduled_before: usize,
+    outcome: &GroupOutcome,
+) {
+    if !fw.has_pod_group_plugins() {
+        return;
+    }
+    let (placed, error, waiting) = match outcome {
+        GroupOutcome::Placed { waiting, .. } => (true, false, waiting),
+        GroupOutcome::Unschedulable { error, waiting, .. } => (false, *error, waiting),
+    };
+    let done = GroupCycleDone {
+        placed,
+        error,
+        scheduled_before,
+        all_pods: groups.read().all_pods_count(&group.key),
+        unschedulable_plugins: waiting
+            .iter()
+            .filter_map(|w| w.diagnosis.as_ref())
+            .flat_map(|d| d.unschedulable_plugins.iter().copied())
+            .collect(),
+    };
+    fw.run_group_done(group, &done);
 }
 
 /// Each feasible placement's score, (domain, pods placed with it, NodeResourcesFit's
@@ -362,6 +397,15 @@ struct Ctx<'a, 'r> {
 
 impl Ctx<'_, '_> {
     fn run(&mut self, scheduled: &[String], members: Vec<QueuedPodInfo>) -> GroupOutcome {
+        if self.fw.has_pod_group_plugins() {
+            self.cache.update_snapshot(self.snapshot);
+            if let Err((plugin, rejection)) =
+                self.fw
+                    .run_pre_filter_group(self.group, self.snapshot, scheduled.len())
+            {
+                return self.rejected(members, plugin, rejection);
+            }
+        }
         match &self.group.topology_key {
             None => self.default_algorithm(scheduled.len(), members),
             Some(key) => self.placement_algorithm(key, scheduled, members),
@@ -565,6 +609,38 @@ impl Ctx<'_, '_> {
             .collect();
         GroupOutcome::Unschedulable {
             reason,
+            error: false,
+            waiting,
+        }
+    }
+
+    /// Every member waits, untried: a group plugin rejected the group before its cycle.
+    /// Each member's message is the rejection as a PreFilter's reads (`0/N nodes are
+    /// available: <message>.`); the group's reason is the plugin's message.
+    fn rejected(
+        &self,
+        members: Vec<QueuedPodInfo>,
+        plugin: &'static str,
+        rejection: GroupRejection,
+    ) -> GroupOutcome {
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.unschedulable_plugins.insert(plugin);
+        diagnosis.unschedulable_plugins.extend(rejection.wait_for);
+        let message = format!(
+            "0/{} nodes are available: {}.",
+            self.snapshot.num_nodes(),
+            rejection.message
+        );
+        let waiting = members
+            .into_iter()
+            .map(|queued| WaitingMember {
+                message: message.clone(),
+                queued,
+                diagnosis: Some(diagnosis.clone()),
+            })
+            .collect();
+        GroupOutcome::Unschedulable {
+            reason: rejection.message,
             error: false,
             waiting,
         }

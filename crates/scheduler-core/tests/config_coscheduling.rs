@@ -64,6 +64,7 @@ fn both_documented_forms_load_with_coscheduling_as_the_queue_sort() {
             Some(PluginArgs::Coscheduling(CoschedulingArgs {
                 permit_waiting_time_seconds: 10,
                 pod_group_backoff_seconds: 0,
+                pod_group_reject_percentage: 10,
             })),
             "{name}"
         );
@@ -86,6 +87,7 @@ profiles:
         Some(PluginArgs::Coscheduling(CoschedulingArgs {
             permit_waiting_time_seconds: 60,
             pod_group_backoff_seconds: 0,
+            pod_group_reject_percentage: 10,
         }))
     );
     let bad = format!(
@@ -102,6 +104,34 @@ profiles:
             .message
             .contains("must be greater than or equal to 0"),
         "{e}"
+    );
+    // scheduler-plugins' third arg: a percentage of minMember.
+    let pct = format!(
+        "{text}  pluginConfig:\n  - name: Coscheduling\n    args: {{podGroupRejectPercentage: 101, permitWaitingTimeSeconds: -5}}\n"
+    );
+    let e = load_str(&pct, "c.yaml").unwrap_err();
+    let paths: Vec<&str> = e.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "profiles[0].pluginConfig[0].args.podGroupRejectPercentage",
+            "profiles[0].pluginConfig[0].args.permitWaitingTimeSeconds"
+        ],
+        "{e}"
+    );
+    assert!(e.0[0].message.contains("must be between 0 and 100"), "{e}");
+    let ok = pct.replace(
+        "101, permitWaitingTimeSeconds: -5",
+        "0, permitWaitingTimeSeconds: 0",
+    );
+    let loaded = load_str(&ok, "c.yaml").unwrap();
+    assert_eq!(
+        loaded.profiles[0].plugin_args["Coscheduling"],
+        Some(PluginArgs::Coscheduling(CoschedulingArgs {
+            permit_waiting_time_seconds: 0,
+            pod_group_backoff_seconds: 0,
+            pod_group_reject_percentage: 0,
+        }))
     );
     // Two queue sorts are refused as upstream refuses them.
     let both = text.replace("      disabled: [{name: PrioritySort}]\n", "");

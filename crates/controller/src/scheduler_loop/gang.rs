@@ -76,6 +76,7 @@ impl SchedulingLoop {
                 &nominated,
             )
         };
+        schedule_group::cycle_done(fw, &st.groups, group, before.len(), &outcome);
         let condition = self.group_condition(group, &outcome);
         let preemption = self.preempt(fw, group, &before, &outcome, &mut st, snapshot, &nominated);
         let result = group_result(outcome, preemption, fw.has_post_filter_plugins());

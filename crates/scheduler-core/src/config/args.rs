@@ -74,12 +74,15 @@ impl Serialize for PluginArgs {
 }
 
 /// scheduler-plugins' Coscheduling args (its v1 config): how long the group's pods may wait
-/// at Permit for their siblings, and how long a group that failed is held back.
+/// at Permit for their siblings (and a group that passed its `minResources` check is not
+/// checked again), how long a group that failed is held back, and below what share of
+/// `minMember` still unplaced a failure does not count against the group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CoschedulingArgs {
     pub permit_waiting_time_seconds: i64,
     pub pod_group_backoff_seconds: i64,
+    pub pod_group_reject_percentage: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -27,6 +27,7 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
             "kind",
             "permitWaitingTimeSeconds",
             "podGroupBackoffSeconds",
+            "podGroupRejectPercentage",
         ],
         "DefaultPreemptionArgs" => &[
             "apiVersion",
@@ -80,6 +81,7 @@ pub(crate) fn decode_args(
         "CoschedulingArgs" => ArgsSpec::Coscheduling {
             permit_waiting_time_seconds: field!(r, o, "permitWaitingTimeSeconds", int64),
             pod_group_backoff_seconds: field!(r, o, "podGroupBackoffSeconds", int64),
+            pod_group_reject_percentage: field!(r, o, "podGroupRejectPercentage", int32),
         },
         "DefaultPreemptionArgs" => ArgsSpec::DefaultPreemption {
             min_candidate_nodes_percentage: field!(r, o, "minCandidateNodesPercentage", int32),

@@ -26,6 +26,8 @@ pub const DEFAULT_BURST: i32 = 100;
 pub const DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: i32 = 10;
 /// scheduler-plugins' Coscheduling default (`permitWaitingTimeSeconds`).
 pub const DEFAULT_PERMIT_WAITING_TIME_SECONDS: i64 = 60;
+/// scheduler-plugins' Coscheduling default (`podGroupRejectPercentage`).
+pub const DEFAULT_POD_GROUP_REJECT_PERCENTAGE: i32 = 10;
 pub const DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: i32 = 100;
 pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
@@ -163,10 +165,13 @@ pub(crate) fn default_args(spec: &ArgsSpec) -> Option<PluginArgs> {
         ArgsSpec::Coscheduling {
             permit_waiting_time_seconds,
             pod_group_backoff_seconds,
+            pod_group_reject_percentage,
         } => PluginArgs::Coscheduling(CoschedulingArgs {
             permit_waiting_time_seconds: permit_waiting_time_seconds
                 .unwrap_or(DEFAULT_PERMIT_WAITING_TIME_SECONDS),
             pod_group_backoff_seconds: pod_group_backoff_seconds.unwrap_or(0),
+            pod_group_reject_percentage: pod_group_reject_percentage
+                .unwrap_or(DEFAULT_POD_GROUP_REJECT_PERCENTAGE),
         }),
         ArgsSpec::DefaultPreemption {
             min_candidate_nodes_percentage,

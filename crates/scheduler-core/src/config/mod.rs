@@ -30,8 +30,8 @@ use std::path::Path;
 
 pub use defaults::{
     DEFAULT_DRA_BINDING_TIMEOUT, DEFAULT_DRA_FILTER_TIMEOUT, DEFAULT_MULTI_POINT,
-    DEFAULT_PERMIT_WAITING_TIME_SECONDS, default_args_for, default_plugins,
-    default_volume_binding_shape, merge_plugin_set, merge_plugins,
+    DEFAULT_PERMIT_WAITING_TIME_SECONDS, DEFAULT_POD_GROUP_REJECT_PERCENTAGE, default_args_for,
+    default_plugins, default_volume_binding_shape, merge_plugin_set, merge_plugins,
 };
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, MAX_PRINTED};

@@ -57,6 +57,7 @@ pub(crate) enum ArgsSpec {
     Coscheduling {
         permit_waiting_time_seconds: Option<i64>,
         pod_group_backoff_seconds: Option<i64>,
+        pod_group_reject_percentage: Option<i32>,
     },
     DefaultPreemption {
         min_candidate_nodes_percentage: Option<i32>,
@@ -96,6 +97,7 @@ impl ArgsSpec {
             "CoschedulingArgs" => ArgsSpec::Coscheduling {
                 permit_waiting_time_seconds: None,
                 pod_group_backoff_seconds: None,
+                pod_group_reject_percentage: None,
             },
             "DefaultPreemptionArgs" => ArgsSpec::DefaultPreemption {
                 min_candidate_nodes_percentage: None,

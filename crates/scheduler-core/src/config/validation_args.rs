@@ -69,8 +69,16 @@ pub(crate) fn validate_args(r: &mut Report, path: &str, spec: &ArgsSpec, args: &
     }
 }
 
-/// scheduler-plugins refuses negative durations.
+/// scheduler-plugins refuses negative durations and a percentage outside 0-100.
 fn coscheduling(r: &mut Report, path: &str, a: &CoschedulingArgs) {
+    let pct = a.pod_group_reject_percentage;
+    if !(0..=100).contains(&pct) {
+        r.error(
+            &child(path, "podGroupRejectPercentage"),
+            msg::invalid(&pct.to_string(), "must be between 0 and 100"),
+        )
+        .hint("write a percentage of minMember, 0 to 100");
+    }
     for (field, v) in [
         ("permitWaitingTimeSeconds", a.permit_waiting_time_seconds),
         ("podGroupBackoffSeconds", a.pod_group_backoff_seconds),

@@ -66,6 +66,8 @@ pub struct PluginPoints {
     pub pre_bind: Option<Arc<dyn PreBindPlugin>>,
     pub bind: Option<Arc<dyn BindPlugin>>,
     pub post_bind: Option<Arc<dyn PostBindPlugin>>,
+    /// ferrosched's group point (no upstream extension point: see [`PodGroupPlugin`]).
+    pub pod_group: Option<Arc<dyn PodGroupPlugin>>,
 }
 
 impl PluginPoints {
@@ -105,6 +107,59 @@ macro_rules! plugin_points {
         $( points.$point = Some($this.clone()); )+
         points
     }};
+}
+
+/// A group's rejection by a [`PodGroupPlugin`] before any of its members is tried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupRejection {
+    /// Why, as the plugin words it (the members' messages wrap it as a PreFilter
+    /// rejection: `0/N nodes are available: <message>.`).
+    pub message: String,
+    /// Besides the rejecting plugin, plugins whose cluster events may help the group (the
+    /// queue retries its members on those too).
+    pub wait_for: BTreeSet<&'static str>,
+}
+
+impl GroupRejection {
+    pub fn new(message: impl Into<String>) -> Self {
+        GroupRejection {
+            message: message.into(),
+            wait_for: BTreeSet::new(),
+        }
+    }
+}
+
+/// What a group cycle came to, for [`PodGroupPlugin::group_done`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupCycleDone {
+    /// The quorum was met and members were placed.
+    pub placed: bool,
+    /// The cycle failed with an error (not a rejection).
+    pub error: bool,
+    /// The group's pods already placed (bound or assumed) before the cycle.
+    pub scheduled_before: usize,
+    /// Every pod of the group the scheduler knows, placed or not.
+    pub all_pods: usize,
+    /// The plugins whose events may help a group that was not placed.
+    pub unschedulable_plugins: BTreeSet<&'static str>,
+}
+
+/// Looks at a pod group as a whole, around ferrosched's pod group cycle (upstream has no
+/// such point: scheduler-plugins' Coscheduling does the same from its per-pod PreFilter,
+/// PostFilter and Permit). Wired for plugins enabled at PreFilter that implement it.
+pub trait PodGroupPlugin: Plugin {
+    /// Before the group's cycle tries any member (pure: explanations and preemption's
+    /// trials ask too). An `Err` rejects the whole group and no member is tried.
+    fn pre_filter_group(
+        &self,
+        group: &crate::types::pod_group::PodGroupInfo,
+        snapshot: &Snapshot,
+        scheduled_before: usize,
+    ) -> Result<(), GroupRejection>;
+
+    /// After a group cycle that really happened (not an explanation, not a preemption
+    /// trial), whatever its outcome: the plugin's memory of the group (back-off, ...).
+    fn group_done(&self, group: &crate::types::pod_group::PodGroupInfo, done: &GroupCycleDone);
 }
 
 /// Decides whether a pod may enter the active queue at all (e.g. scheduling gates).

@@ -18,6 +18,8 @@ use std::fmt;
 use k8s_openapi::api::core::v1 as k8s;
 use serde::Deserialize;
 
+use super::quantity::{Quantity, parse_quantity};
+
 /// scheduler-plugins' label naming a pod's coscheduling PodGroup.
 pub const COSCHEDULING_POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 
@@ -126,6 +128,12 @@ pub struct PodGroupInfo {
     /// `status.resourceClaimStatuses`: for a template entry, the claim kube-controller-manager
     /// made for the group (`None`: no claim was needed), by entry name.
     pub claim_statuses: BTreeMap<String, Option<String>>,
+    /// Coscheduling's `spec.minResources`: what the cluster must have free, summed over its
+    /// nodes, before any of the group's pods is tried (by name; `None` when not set).
+    pub min_resources: Option<BTreeMap<String, Quantity>>,
+    /// Coscheduling's `status` as last seen (written by `ferrosched run` or by
+    /// scheduler-plugins' controller); empty for the Workload API.
+    pub coscheduling_status: CoschedulingStatus,
 }
 
 /// Upstream `MaxPodGroupResourceClaims`: at most this many `spec.resourceClaims` (and
@@ -260,6 +268,22 @@ pub fn claim_statuses_errors(
     errors
 }
 
+/// `status` of a `scheduling.x-k8s.io/v1alpha1` PodGroup (scheduler-plugins' controller's;
+/// see `plugins::coscheduling::status`). Empty strings and zeros are the absent fields
+/// (scheduler-plugins omits them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoschedulingStatus {
+    /// `Pending`, `Scheduling`, `Running`, `Finished`, `Failed` (`Unknown` is in the API
+    /// but never set); empty before the first reconcile.
+    pub phase: String,
+    pub occupied_by: String,
+    pub running: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+    /// Unix nanoseconds. scheduler-plugins' controller reads it and never sets it.
+    pub schedule_start_time: Option<i64>,
+}
+
 /// Condition types the scheduler writes on a Workload API PodGroup: 1.37's name, then
 /// 1.36's (v1alpha2).
 pub const INITIALLY_SCHEDULED_CONDITIONS: [&str; 2] =
@@ -289,6 +313,8 @@ impl PodGroupInfo {
             scheduled_condition: None,
             resource_claims: Vec::new(),
             claim_statuses: BTreeMap::new(),
+            min_resources: None,
+            coscheduling_status: CoschedulingStatus::default(),
         }
     }
 
@@ -378,6 +404,24 @@ impl PodGroupInfo {
             }
             GroupApi::Coscheduling => (Vec::new(), BTreeMap::new()),
         };
+        let min_resources = match raw.spec.min_resources {
+            None => None,
+            Some(list) => {
+                let mut out = BTreeMap::new();
+                for (name, q) in list {
+                    // int-or-string, as the CRD's schema allows.
+                    let q = match q {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    let v = parse_quantity(&q).map_err(|e| {
+                        format!("spec.minResources[{name}]: Invalid value: {q:?}: {e}")
+                    })?;
+                    out.insert(name, v);
+                }
+                Some(out)
+            }
+        };
         let scheduled_condition = raw
             .status
             .conditions
@@ -407,13 +451,19 @@ impl PodGroupInfo {
                 Some(serde_json::Value::String(s)) => s == "PodGroup" || s == "All",
                 _ => false,
             },
-            creation_timestamp: raw.metadata.creation_timestamp.map(|t| {
-                let n = t.0.as_nanosecond();
-                n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
-            }),
+            creation_timestamp: raw.metadata.creation_timestamp.as_ref().map(nanos),
             scheduled_condition,
             resource_claims,
             claim_statuses,
+            min_resources,
+            coscheduling_status: CoschedulingStatus {
+                phase: raw.status.phase.unwrap_or_default(),
+                occupied_by: raw.status.occupied_by.unwrap_or_default(),
+                running: raw.status.running.unwrap_or(0),
+                succeeded: raw.status.succeeded.unwrap_or(0),
+                failed: raw.status.failed.unwrap_or(0),
+                schedule_start_time: raw.status.schedule_start_time.map(|t| nanos(&t)),
+            },
         })
     }
 
@@ -423,6 +473,15 @@ impl PodGroupInfo {
         match self.policy {
             GroupPolicy::Basic => 1,
             GroupPolicy::Gang { min_count } => min_count.max(1),
+        }
+    }
+
+    /// The quorum as the object sets it (Coscheduling's `minMember` may be 0; a basic
+    /// group's is 1), where [`Self::min_count`] is at least 1.
+    pub fn min_count_as_set(&self) -> u32 {
+        match self.policy {
+            GroupPolicy::Basic => 1,
+            GroupPolicy::Gang { min_count } => min_count,
         }
     }
 
@@ -506,6 +565,19 @@ struct RawStatus {
     /// Validated and read by hand (see [`claim_statuses_errors`]).
     #[serde(default)]
     resource_claim_statuses: serde_json::Value,
+    /// Coscheduling.
+    phase: Option<String>,
+    occupied_by: Option<String>,
+    running: Option<i32>,
+    succeeded: Option<i32>,
+    failed: Option<i32>,
+    schedule_start_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+}
+
+/// A time as Unix nanoseconds (saturating).
+fn nanos(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
+    let n = t.0.as_nanosecond();
+    n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
 #[derive(Deserialize)]
@@ -529,6 +601,8 @@ struct RawSpec {
     resource_claims: serde_json::Value,
     /// Coscheduling.
     min_member: Option<i64>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    min_resources: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -748,12 +822,43 @@ mod tests {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": "tf", "namespace": "ml",
                          "creationTimestamp": "2026-01-02T03:04:05Z"},
-            "spec": {"minMember": 4, "scheduleTimeoutSeconds": 10}
+            "spec": {"minMember": 4, "scheduleTimeoutSeconds": 10,
+                     "minResources": {"cpu": "1500m", "nvidia.com/gpu": 2}}
         });
         let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &cosched).unwrap();
         assert_eq!(c.policy, GroupPolicy::Gang { min_count: 4 });
+        // minResources: quantities as strings or numbers (the CRD's int-or-string).
+        let min = c.min_resources.as_ref().unwrap();
+        assert_eq!(min["cpu"], Quantity::from_milli(1500));
+        assert_eq!(min["nvidia.com/gpu"], Quantity::from_value(2));
+        let bad = json!({"metadata": {"name": "tf"}, "spec": {"minResources": {"cpu": "lots"}}});
+        assert!(
+            PodGroupInfo::from_json(GroupApi::Coscheduling, &bad)
+                .unwrap_err()
+                .starts_with("spec.minResources[cpu]: Invalid value: \"lots\"")
+        );
         // Coscheduling orders groups by it: it must be read from the object's camelCase key.
         assert_eq!(c.creation_timestamp, Some(1_767_323_045_000_000_000));
+        assert_eq!(c.coscheduling_status, CoschedulingStatus::default());
+        // The status scheduler-plugins' controller writes, read back.
+        let with_status = json!({
+            "metadata": {"name": "tf", "namespace": "ml"},
+            "spec": {"minMember": 2},
+            "status": {"phase": "Running", "occupiedBy": "ml/tf-job", "running": 2,
+                       "failed": 1, "scheduleStartTime": "2026-01-02T03:04:06Z"}
+        });
+        let c = PodGroupInfo::from_json(GroupApi::Coscheduling, &with_status).unwrap();
+        assert_eq!(
+            c.coscheduling_status,
+            CoschedulingStatus {
+                phase: "Running".into(),
+                occupied_by: "ml/tf-job".into(),
+                running: 2,
+                succeeded: 0,
+                failed: 1,
+                schedule_start_time: Some(1_767_323_046_000_000_000),
+            }
+        );
 
         // Absent or null levels are empty, as an informer hands them over.
         let bare = json!({"metadata": {"name": "n", "namespace": "ml"}, "status": null,

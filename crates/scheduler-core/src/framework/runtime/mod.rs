@@ -50,6 +50,8 @@ pub struct Framework {
     pre_bind: Vec<Named<dyn PreBindPlugin>>,
     bind: Vec<Named<dyn BindPlugin>>,
     post_bind: Vec<Named<dyn PostBindPlugin>>,
+    /// Group plugins (see [`PodGroupPlugin`]): those enabled at PreFilter that have the point.
+    pod_group: Vec<Named<dyn PodGroupPlugin>>,
     not_built: Vec<String>,
     /// For each PreFilter plugin, its position among the Filter plugins (Skip disables it).
     pre_filter_to_filter: Vec<Option<usize>>,
@@ -216,6 +218,38 @@ impl Framework {
             }
         }
         Status::success()
+    }
+
+    /// Whether any plugin looks at pod groups as a whole.
+    pub fn has_pod_group_plugins(&self) -> bool {
+        !self.pod_group.is_empty()
+    }
+
+    /// Runs every group plugin's check before a group's cycle; the first rejection stops
+    /// it, with the rejecting plugin's name.
+    pub fn run_pre_filter_group(
+        &self,
+        group: &crate::types::pod_group::PodGroupInfo,
+        snapshot: &Snapshot,
+        scheduled_before: usize,
+    ) -> Result<(), (&'static str, GroupRejection)> {
+        for p in &self.pod_group {
+            p.plugin
+                .pre_filter_group(group, snapshot, scheduled_before)
+                .map_err(|r| (p.name, r))?;
+        }
+        Ok(())
+    }
+
+    /// Tells every group plugin how a real group cycle ended.
+    pub fn run_group_done(
+        &self,
+        group: &crate::types::pod_group::PodGroupInfo,
+        done: &GroupCycleDone,
+    ) {
+        for p in &self.pod_group {
+            p.plugin.group_done(group, done);
+        }
     }
 
     pub fn queue_sort_less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {

@@ -100,6 +100,21 @@ impl Framework {
         let bind = wire!(ExtensionPoint::Bind, bind);
         let post_bind = wire!(ExtensionPoint::PostBind, post_bind);
 
+        // Group plugins: the PreFilter plugins that look at a group as a whole too.
+        let pod_group: Vec<Named<dyn PodGroupPlugin>> = spec
+            .points
+            .get(&ExtensionPoint::PreFilter)
+            .into_iter()
+            .flatten()
+            .filter_map(|name| instances.get(name.as_str()))
+            .filter_map(|(plugin, points)| {
+                points.pod_group.as_ref().map(|p| Named {
+                    name: plugin.name(),
+                    plugin: Arc::clone(p),
+                })
+            })
+            .collect();
+
         if queue_sort.len() != 1 {
             return Err(err(format!(
                 "only one queue sort plugin required for profile with scheduler name {:?}, but got {}",
@@ -206,6 +221,7 @@ impl Framework {
             pre_bind,
             bind,
             post_bind,
+            pod_group,
             not_built,
             pre_filter_to_filter,
             pre_score_to_score,
