@@ -14,6 +14,7 @@
 //! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
 //!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
 //!   (only status changes; conditions merge by type, null deletes);
+//! - `GET /version` ([`VERSION`]) and discovery (`GET /api/v1`, `/apis/{group}/{version}`);
 //! - `POST events`, `PATCH events/{name}` and LIST (events.k8s.io/v1), kept in creation order;
 //! - `POST tokenreviews` (authentication.k8s.io/v1), answered from the tokens added with
 //!   [`FakeApiServer::add_token`];
@@ -96,6 +97,10 @@ pub use handlers::Grant;
 pub use requests::RequestRecord;
 pub use store::{COSCHEDULING_POD_GROUPS, RESOURCES, Resource, resource};
 use store::{Inner, Shared, Store};
+
+/// The `gitVersion` `GET /version` answers: the Kubernetes release whose API the server
+/// follows, marked as this fake.
+pub const VERSION: &str = "v1.37.0-fake-apiserver";
 
 /// A running fake API server: its address, the shared store, and the accept loop (which
 /// [`FakeApiServer::go_down`] stops and [`FakeApiServer::come_back`] restarts). Dropping

@@ -475,3 +475,22 @@ async fn https_serves_http1_clients_too_and_watches_work_over_it() {
     );
     assert!(server.connections() >= 1);
 }
+
+#[tokio::test]
+async fn answers_version_and_discovery_leaves_out_a_disabled_api() {
+    let server = FakeApiServer::start().await;
+    let c = client(&server).await;
+    let v = c.apiserver_version().await.unwrap();
+    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "37"));
+    assert_eq!(v.git_version, fake_apiserver::VERSION);
+    let served = |c: Client| async move {
+        c.list_api_group_resources("scheduling.k8s.io/v1beta1")
+            .await
+            .map(|l| l.resources.iter().any(|r| r.name == "podgroups"))
+    };
+    assert!(served(c.clone()).await.unwrap());
+    // Without PodGroups the group version serves nothing: 404, as on a server without it.
+    server.disable("podgroups");
+    let err = served(c).await.unwrap_err();
+    assert_eq!(code(err), 404);
+}
