@@ -102,6 +102,13 @@ use store::{Inner, Shared, Store};
 /// follows, marked as this fake.
 pub const VERSION: &str = "v1.37.0-fake-apiserver";
 
+/// The listen backlog: kube-apiserver (Go's `net.Listen`) asks for the kernel's maximum
+/// (`net.core.somaxconn`, 4096 on current kernels). tokio's default of 1024 overflows when a
+/// plain-HTTP client opens hundreds of connections at once (a scheduler evicting hundreds of
+/// preemption victims): the kernel drops the SYNs and the clients retry only after 1, 3, 7
+/// and 15 seconds.
+pub(crate) const LISTEN_BACKLOG: u32 = 4096;
+
 /// A running fake API server: its address, the shared store, and the accept loop (which
 /// [`FakeApiServer::go_down`] stops and [`FakeApiServer::come_back`] restarts). Dropping
 /// it stops the server and removes its kubeconfig directory.
@@ -170,7 +177,9 @@ impl FakeApiServer {
                 faults::record_request,
             ))
             .with_state(Arc::clone(&inner));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+        let listener = socket.listen(LISTEN_BACKLOG).unwrap();
         let addr = listener.local_addr().unwrap();
         let task = serve(listener, app.clone(), tls.as_ref(), &inner);
         let dir = std::env::temp_dir().join(format!(
