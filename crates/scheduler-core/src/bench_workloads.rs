@@ -589,7 +589,9 @@ impl Runner {
 
     /// Takes every placement so far as bound, as the pod informer's events do in the
     /// controller: assumed pods become bound ones, which preemption may choose as victims
-    /// (it leaves assumed pods alone). Placements preempted meanwhile stay gone.
+    /// (it leaves assumed pods alone). Placements preempted meanwhile stay gone. The
+    /// snapshot is brought up to date here, so the next (timed) attempt does not pay for
+    /// every node changed.
     pub fn confirm_bindings(&mut self) {
         for (pod, node) in std::mem::take(&mut self.unconfirmed) {
             if !self.cache.is_assumed(pod.key()) {
@@ -599,6 +601,7 @@ impl Runner {
             bound.node_name = Some(node);
             let _ = self.cache.add_pod(Arc::new(bound));
         }
+        self.cache.update_snapshot(&mut self.snapshot);
     }
 
     /// Explains attempts from now on, as `mode` says.
