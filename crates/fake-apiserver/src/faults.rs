@@ -179,7 +179,10 @@ impl FakeApiServer {
             // The old listener closes when its aborted task is dropped; retry briefly.
             let socket = tokio::net::TcpSocket::new_v4().unwrap();
             socket.set_reuseaddr(true).unwrap();
-            match socket.bind(self.addr).and_then(|()| socket.listen(1024)) {
+            match socket
+                .bind(self.addr)
+                .and_then(|()| socket.listen(crate::LISTEN_BACKLOG))
+            {
                 Ok(l) => break l,
                 Err(_) if tries < 100 => {
                     tries += 1;

@@ -14,6 +14,7 @@
 //! - `POST pods/{name}/binding` (sets spec.nodeName and PodScheduled=True; 409 if already
 //!   bound or the UID differs, 404 if missing) and `PATCH {resource}/{name}/status`
 //!   (only status changes; conditions merge by type, null deletes);
+//! - `GET /version` ([`VERSION`]) and discovery (`GET /api/v1`, `/apis/{group}/{version}`);
 //! - `POST events`, `PATCH events/{name}` and LIST (events.k8s.io/v1), kept in creation order;
 //! - `POST tokenreviews` (authentication.k8s.io/v1), answered from the tokens added with
 //!   [`FakeApiServer::add_token`];
@@ -97,6 +98,17 @@ pub use requests::RequestRecord;
 pub use store::{COSCHEDULING_POD_GROUPS, RESOURCES, Resource, resource};
 use store::{Inner, Shared, Store};
 
+/// The `gitVersion` `GET /version` answers: the Kubernetes release whose API the server
+/// follows, marked as this fake.
+pub const VERSION: &str = "v1.37.0-fake-apiserver";
+
+/// The listen backlog: kube-apiserver (Go's `net.Listen`) asks for the kernel's maximum
+/// (`net.core.somaxconn`, 4096 on current kernels). tokio's default of 1024 overflows when a
+/// plain-HTTP client opens hundreds of connections at once (a scheduler evicting hundreds of
+/// preemption victims): the kernel drops the SYNs and the clients retry only after 1, 3, 7
+/// and 15 seconds.
+pub(crate) const LISTEN_BACKLOG: u32 = 4096;
+
 /// A running fake API server: its address, the shared store, and the accept loop (which
 /// [`FakeApiServer::go_down`] stops and [`FakeApiServer::come_back`] restarts). Dropping
 /// it stops the server and removes its kubeconfig directory.
@@ -165,7 +177,9 @@ impl FakeApiServer {
                 faults::record_request,
             ))
             .with_state(Arc::clone(&inner));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+        let listener = socket.listen(LISTEN_BACKLOG).unwrap();
         let addr = listener.local_addr().unwrap();
         let task = serve(listener, app.clone(), tls.as_ref(), &inner);
         let dir = std::env::temp_dir().join(format!(

@@ -515,3 +515,22 @@ async fn coscheduling_pod_group_status_takes_scheduler_plugins_fields() {
                "scheduleStartTime": "2026-01-02T03:04:05Z"})
     );
 }
+
+#[tokio::test]
+async fn answers_version_and_discovery_leaves_out_a_disabled_api() {
+    let server = FakeApiServer::start().await;
+    let c = client(&server).await;
+    let v = c.apiserver_version().await.unwrap();
+    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "37"));
+    assert_eq!(v.git_version, fake_apiserver::VERSION);
+    let served = |c: Client| async move {
+        c.list_api_group_resources("scheduling.k8s.io/v1beta1")
+            .await
+            .map(|l| l.resources.iter().any(|r| r.name == "podgroups"))
+    };
+    assert!(served(c.clone()).await.unwrap());
+    // Without PodGroups the group version serves nothing: 404, as on a server without it.
+    server.disable("podgroups");
+    let err = served(c).await.unwrap_err();
+    assert_eq!(code(err), 404);
+}

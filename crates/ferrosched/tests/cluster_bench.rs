@@ -180,3 +180,146 @@ async fn identical_pods_run_against_an_api_server_with_and_without_batching() {
     assert_eq!(per_node.values().sum::<usize>(), 50, "{per_node:?}");
     assert!(per_node.values().all(|&n| n == 1), "{per_node:?}");
 }
+
+/// Runs `ferrosched bench --kubeconfig KUBECONFIG ARGS...`, expecting failure; its stderr.
+async fn bench_fails(kubeconfig: std::path::PathBuf, args: &str) -> String {
+    let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["bench", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Requests of `verb` on PodGroups (`subresource` "" or "status") in namespace `ns`.
+fn pod_group_requests(server: &FakeApiServer, verb: &str, subresource: &str, ns: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| {
+            (r.verb.as_str(), r.group.as_str(), r.resource.as_str())
+                == (verb, "scheduling.k8s.io", "podgroups")
+                && r.subresource == subresource
+                && r.namespace == ns
+        })
+        .count()
+}
+
+/// GangScheduling against an API server: one PodGroup per group is created before its pods
+/// (labelled with the run), the scheduler places the gangs and writes their condition (so
+/// the groups existed while it scheduled), every pod is bound once, the group latency is
+/// reported, and cleanup removes the PodGroups with everything else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gang_scheduling_creates_its_pod_groups_and_cleans_them_up() {
+    let server = FakeApiServer::start().await;
+    let report = bench_json(
+        server.kubeconfig(),
+        "--workload GangScheduling --nodes 10 --init-pods 3 --pods 9 --pods-per-group 3 -o json --stall-timeout 20",
+    )
+    .await;
+    let r = &report.as_array().unwrap()[0];
+    assert_eq!(r["workload"], "GangScheduling");
+    assert_eq!(r["complete"], true, "{r}");
+    assert_eq!(
+        (r["initScheduled"].as_u64(), r["scheduled"].as_u64()),
+        (Some(3), Some(9))
+    );
+    assert_eq!(r["podsPerGroup"], 3);
+    assert_eq!(r["groupLatency"]["groups"], 3, "{r}");
+    assert!(r["groupLatency"]["p99Ms"].as_f64().unwrap() > 0.0, "{r}");
+
+    let ns = r["namespace"].as_str().unwrap();
+    // One init group and three measured ones, each created once; each got its condition.
+    assert_eq!(pod_group_requests(&server, "create", "", ns), 4);
+    assert!(pod_group_requests(&server, "patch", "status", ns) >= 4);
+    let mut per_pod: BTreeMap<String, usize> = BTreeMap::new();
+    for (pod, _) in server.bindings() {
+        *per_pod.entry(pod).or_default() += 1;
+    }
+    assert_eq!(per_pod.len(), 12, "{per_pod:?}");
+    assert!(per_pod.values().all(|&n| n == 1), "{per_pod:?}");
+    for collection in [
+        "pods",
+        "podgroups",
+        "nodes",
+        "namespaces",
+        "priorityclasses",
+    ] {
+        assert_eq!(server.list(collection), Vec::<Value>::new(), "{collection}");
+    }
+}
+
+/// A server that does not serve PodGroups (as 1.35 and older): a group workload is refused
+/// before anything is created, in one line naming the API and the server's version, and
+/// the other workloads of the invocation do not run either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_pod_groups_refuses_group_workloads_before_creating_anything() {
+    let server = FakeApiServer::start().await;
+    server.disable("podgroups");
+    let stderr = bench_fails(
+        server.kubeconfig(),
+        "--workload SchedulingBasic --workload GangScheduling --nodes 5 --pods 3",
+    )
+    .await;
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains(
+            "GangScheduling needs PodGroups (scheduling.k8s.io/v1beta1 or v1alpha2 podgroups)"
+        ),
+        "{line}"
+    );
+    assert!(line.contains(fake_apiserver::VERSION), "{line}");
+    let writes: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| !matches!(r.verb.as_str(), "get" | "list" | "watch"))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    assert!(!stderr.contains("running "), "{stderr}");
+}
+
+/// GangPreemptionPodGroups against an API server: the low-priority gangs fill the nodes, the
+/// scheduler preempts them for the high-priority gangs, and every measured pod is bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn high_priority_gangs_preempt_low_priority_gangs_against_an_api_server() {
+    let server = FakeApiServer::start().await;
+    let report = bench_json(
+        server.kubeconfig(),
+        "--workload GangPreemptionPodGroups --nodes 4 --pods 4 --pods-per-group 2 -o json --stall-timeout 20",
+    )
+    .await;
+    let r = &report.as_array().unwrap()[0];
+    assert_eq!(r["complete"], true, "{r}");
+    // Five low-priority pods per node, whatever --init-pods says.
+    assert_eq!(
+        (r["initScheduled"].as_u64(), r["scheduled"].as_u64()),
+        (Some(20), Some(4))
+    );
+    assert_eq!(r["groupLatency"]["groups"], 2, "{r}");
+    let ns = r["namespace"].as_str().unwrap();
+    assert_eq!(pod_group_requests(&server, "create", "", ns), 10 + 2);
+    // The victims were deleted by the scheduler, before cleanup.
+    let deletes = server
+        .requests()
+        .iter()
+        .filter(|q| q.verb == "delete" && q.resource == "pods" && q.namespace == ns)
+        .count();
+    assert!(deletes >= 4, "{deletes} pod deletions");
+    for collection in ["pods", "podgroups", "nodes", "namespaces"] {
+        assert_eq!(server.list(collection), Vec::<Value>::new(), "{collection}");
+    }
+}

@@ -105,10 +105,17 @@ fn dra_bench_workload_in_memory_and_refused_with_kubeconfig() {
         "{err}"
     );
     assert!(!err.contains("choose one of: SchedulingBasic, NodeAffinity, PodAntiAffinity, PodAffinity, TopologySpreading, PreemptionBasic, MixedProfiles, SchedulingWith"), "{err}");
+    // The group workloads run against an API server too.
+    assert!(
+        err.contains(
+            "GangScheduling, BasicScheduling, TopologyAwareScheduling, GangPreemptionPodGroups"
+        ),
+        "{err}"
+    );
 }
 
 /// The workload-scheduling workloads run in memory with the gang size asked for (a gang's
-/// attempt is its pod group cycle), and are refused against an API server.
+/// attempt is its pod group cycle).
 #[test]
 fn gang_bench_workloads_in_memory_with_a_gang_size() {
     for name in [
@@ -156,12 +163,46 @@ fn gang_bench_workloads_in_memory_with_a_gang_size() {
         row.trim_end().ends_with(" 3"),
         "the default gang size: {table}"
     );
+}
 
-    let err = refused_with_kubeconfig("GangScheduling");
+/// GangPreemptionPodGroups in memory: five low-priority pods per node whatever --init-pods
+/// says, every measured gang placed after preemption (two attempts per gang); more
+/// measured pods than nodes is refused before anything runs.
+#[test]
+fn gang_preemption_bench_in_memory_and_its_sizes() {
+    let (json, _) = run(&[
+        "bench",
+        "--workload",
+        "GangPreemptionPodGroups",
+        "--nodes",
+        "20",
+        "--init-pods",
+        "3",
+        "--measured-pods",
+        "20",
+        "--pods-per-group",
+        "5",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["workload"], "GangPreemptionPodGroups");
+    assert_eq!(v[0]["initPods"], 100);
+    assert_eq!(v[0]["scheduled"], 20, "{v}");
+    assert_eq!(v[0]["podsPerGroup"], 5);
+
+    let o = Command::new(BIN)
+        .args(["bench", "--workload", "GangPreemptionPodGroups"])
+        .args(["--nodes", "20", "--nodes", "30", "--measured-pods", "30"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("\"GangScheduling\" runs in memory only"),
+        err.contains("error: GangPreemptionPodGroups places one measured pod per node: 30 measured pods need at least 30 nodes, not 20"),
         "{err}"
     );
+    assert!(!err.contains("running "), "refused before running: {err}");
 }
 
 /// `bench --kubeconfig` with `workload`, which must fail before touching a cluster: its stderr.

@@ -20,15 +20,19 @@ use crate::config::{self, Loaded};
 use crate::explain::{Explanation, Record};
 use crate::framework::CycleState;
 use crate::framework::{NominatedPods, ProfileRegistry, QueuedPodInfo, Registry};
+use crate::group_preemption::{GroupPreemption, preempt_for_group};
 use crate::plugins::gang_scheduling;
 use crate::pod_group_manager::PodGroupManager;
-use crate::schedule_group::{GroupOutcome, Route, route, schedule_group_and_bind};
+use crate::schedule_group::{
+    GroupOutcome, Route, route, schedule_group_and_bind, scheduled_members,
+};
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_recorded,
 };
 use crate::types::PodInfo;
 use crate::types::dra::template;
 use crate::types::pod_group::PodGroupInfo;
+use crate::types::pod_group::PodGroupKey;
 
 mod churn;
 mod groups;
@@ -510,6 +514,10 @@ pub struct Runner {
     groups: Arc<PodGroupManager>,
     alg: SchedulingAlgorithm,
     nominated: NominatedPods,
+    /// Gangs already preempted for (once each: their retry then places them or not).
+    preempted_for: std::collections::HashSet<PodGroupKey>,
+    /// Placements not yet confirmed as bound ([`Runner::confirm_bindings`]).
+    unconfirmed: Vec<(Arc<PodInfo>, String)>,
     explain: ExplainMode,
     record: Record,
     last: Option<Explanation>,
@@ -562,6 +570,8 @@ impl Runner {
             groups,
             alg: SchedulingAlgorithm::new(pct, 1),
             nominated: NominatedPods::new(),
+            preempted_for: Default::default(),
+            unconfirmed: Vec::new(),
             explain: ExplainMode::Off,
             record: Record::new(),
             last: None,
@@ -571,9 +581,27 @@ impl Runner {
     /// Assumes a placement as the controller does, with the binding taken as done.
     fn assume(&mut self, pod: Arc<PodInfo>, node: &str, state: &CycleState) -> bool {
         let key = pod.key().clone();
+        self.unconfirmed.push((Arc::clone(&pod), node.to_string()));
         let ok = assume_decision(&mut self.cache, pod, node, state).is_ok();
         self.cache.finish_binding(&key);
         ok
+    }
+
+    /// Takes every placement so far as bound, as the pod informer's events do in the
+    /// controller: assumed pods become bound ones, which preemption may choose as victims
+    /// (it leaves assumed pods alone). Placements preempted meanwhile stay gone. The
+    /// snapshot is brought up to date here, so the next (timed) attempt does not pay for
+    /// every node changed.
+    pub fn confirm_bindings(&mut self) {
+        for (pod, node) in std::mem::take(&mut self.unconfirmed) {
+            if !self.cache.is_assumed(pod.key()) {
+                continue;
+            }
+            let mut bound = PodInfo::clone(&pod);
+            bound.node_name = Some(node);
+            let _ = self.cache.add_pod(Arc::new(bound));
+        }
+        self.cache.update_snapshot(&mut self.snapshot);
     }
 
     /// Explains attempts from now on, as `mode` says.
@@ -613,7 +641,10 @@ impl Runner {
     /// Schedules `pods` as one queue, in order, the way `simulate` does: a pod of a gang takes
     /// its group's waiting pods out of the queue and they are placed in one pod group cycle,
     /// all or nothing, and bound ([`schedule_group_and_bind`]); any other pod is scheduled
-    /// alone ([`schedule`](Self::schedule)). A pod whose gang is incomplete is not tried.
+    /// alone ([`schedule`](Self::schedule)). A pod whose gang is incomplete is not tried. A
+    /// gang that does not fit gets workload-aware preemption once ([`preempt_for_group`]):
+    /// the victims are removed at once and the gang, nominated, goes back to the front of
+    /// the queue; its failed attempt's time includes the preemption.
     /// `attempt` gets each attempt's pod count and duration. Returns how many pods were
     /// placed. Pods of a group must be [`admit`](Self::admit)ted first.
     pub fn schedule_queue(
@@ -657,12 +688,60 @@ impl Runner {
             &mut self.snapshot,
             &self.nominated,
         );
-        match outcome {
+        let waiting = match outcome {
             GroupOutcome::Placed { placed, waiting } => {
-                (placed.len() + waiting.len(), placed.len())
+                for p in &placed {
+                    self.nominated.remove(p.pod.key());
+                    self.unconfirmed.push((Arc::clone(&p.pod), p.node.clone()));
+                }
+                return (placed.len() + waiting.len(), placed.len());
             }
-            GroupOutcome::Unschedulable { waiting, .. } => (waiting.len(), 0),
+            GroupOutcome::Unschedulable {
+                waiting,
+                error: false,
+                ..
+            } if fw.has_post_filter_plugins() && !self.preempted_for.contains(&group.key) => {
+                waiting
+            }
+            GroupOutcome::Unschedulable { waiting, .. } => return (waiting.len(), 0),
+        };
+        // Workload-aware preemption, as `simulate` acts on it: for the whole gang or nothing.
+        self.preempted_for.insert(group.key.clone());
+        let members: Vec<QueuedPodInfo> = waiting.iter().map(|w| w.queued.clone()).collect();
+        let before = scheduled_members(&self.groups.read(), &group.key, &self.cache);
+        let decision = preempt_for_group(
+            fw,
+            &mut self.alg,
+            &group,
+            &before,
+            &members,
+            &self.groups.read(),
+            &mut self.cache,
+            &mut self.snapshot,
+            &self.nominated,
+        );
+        if let GroupPreemption::Preempt {
+            victims,
+            nominations,
+            ..
+        } = decision
+        {
+            for v in &victims {
+                if let Ok(gone) = self.cache.remove_pod(v) {
+                    self.groups.write().remove_pod(&gone);
+                }
+            }
+            for mut m in members.into_iter().rev() {
+                if let Some((_, node)) = nominations.iter().find(|(k, _)| k == m.pod.key()) {
+                    let mut p = PodInfo::clone(&m.pod);
+                    p.nominated_node_name = Some(node.clone());
+                    m.pod = Arc::new(p);
+                    self.nominated.add(Arc::clone(&m.pod), node);
+                }
+                queue.push_front(m);
+            }
         }
+        (waiting.len(), 0)
     }
 
     /// One attempt: snapshot, schedule, assume. Returns whether the pod was placed.
@@ -722,6 +801,7 @@ pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
     r.admit(&init);
     r.admit(&measured);
     r.schedule_queue(&init, |_, _| {});
+    r.confirm_bindings();
     r.set_explain(explain);
     let mut latencies = Vec::with_capacity(measured.len());
     let start = Instant::now();
@@ -764,7 +844,11 @@ mod tests {
     /// group cycle), a basic group's pods one by one; the last group takes the remainder.
     #[test]
     fn every_group_workload_builds_and_schedules_on_a_small_cluster() {
-        for name in GROUP_WORKLOADS {
+        // GangPreemptionPodGroups has a test of its own (its sizes are its own).
+        for name in GROUP_WORKLOADS
+            .iter()
+            .filter(|n| **n != GANG_PREEMPTION_POD_GROUPS)
+        {
             for size in [1, 3, 10] {
                 let w =
                     build_group(name, 20, 6, 10, Some(size)).unwrap_or_else(|| panic!("{name}"));
@@ -798,6 +882,60 @@ mod tests {
         let stats = run(&w);
         assert_eq!(stats.scheduled, 40, "{stats:?}");
         assert_eq!(stats.attempt_latencies.len(), 3);
+    }
+
+    /// GangPreemptionPodGroups: five low-priority pods per node (600m each, gangs of 5 on
+    /// different nodes), then high-priority gangs of 3500m pods: each gang is placed after one
+    /// preemption, on nodes where no low-priority pod is left, one pod per node.
+    #[test]
+    fn high_priority_gangs_preempt_low_priority_gangs() {
+        let w = build_group(GANG_PREEMPTION_POD_GROUPS, 20, 999, 15, Some(5)).unwrap();
+        assert_eq!((w.init_pods.len(), w.measured_pods.len()), (100, 15));
+        assert_eq!(w.pod_groups.len(), 20 + 3);
+        assert!(w.pod_groups.iter().all(|g| g.min_count() == 5));
+        let priorities: std::collections::BTreeSet<Option<i32>> =
+            w.pod_groups.iter().map(|g| g.priority).collect();
+        assert_eq!(
+            priorities,
+            [Some(LOW_GROUP_PRIORITY), Some(HIGH_GROUP_PRIORITY)].into()
+        );
+
+        let mut r = Runner::new(&w);
+        let (init, measured) = (views(&w.init_pods), views(&w.measured_pods));
+        r.admit(&init);
+        r.admit(&measured);
+        assert_eq!(r.schedule_queue(&init, |_, _| {}), 100);
+        r.confirm_bindings();
+        let mut attempts = 0;
+        assert_eq!(r.schedule_queue(&measured, |_, _| attempts += 1), 15);
+        // One failed cycle (with its preemption) and one placing cycle per gang.
+        assert_eq!(attempts, 6);
+        r.cache.update_snapshot(&mut r.snapshot);
+        let mut high_nodes = 0;
+        for n in r.snapshot.node_infos() {
+            let high = n
+                .pods
+                .iter()
+                .filter(|p| p.pod_group.as_ref().unwrap().name.starts_with("high-"))
+                .count();
+            assert!(high <= 1, "{}", n.name);
+            if high == 1 {
+                high_nodes += 1;
+                assert_eq!(n.pods.len(), 1, "low-priority pods left on {}", n.name);
+            }
+        }
+        assert_eq!(high_nodes, 15);
+        // Explained runs place the same.
+        assert_eq!(run_with(&w, ExplainMode::Run).scheduled, 15);
+
+        assert!(check_group_sizes(GANG_PREEMPTION_POD_GROUPS, 20, 15, Some(5)).is_ok());
+        let e = check_group_sizes(GANG_PREEMPTION_POD_GROUPS, 20, 21, Some(5)).unwrap_err();
+        assert!(e.contains("21 measured pods need at least 21 nodes"), "{e}");
+        let e = check_group_sizes(GANG_PREEMPTION_POD_GROUPS, 20, 20, Some(21)).unwrap_err();
+        assert!(e.contains("21 pods per group"), "{e}");
+        let e = check_group_sizes(GANG_PREEMPTION_POD_GROUPS, 20_000, 10, Some(1)).unwrap_err();
+        assert!(e.contains("host port"), "{e}");
+        assert!(check_group_sizes(GANG_SCHEDULING, 1, 100, Some(100)).is_ok());
     }
 
     fn groups_of_sizes(sizes: &[usize]) -> (Vec<core::Pod>, Vec<PodGroupInfo>) {

@@ -87,6 +87,9 @@ pub(crate) async fn dispatch(
         )
             .into_response()
     };
+    if method == Method::GET && uri.path() == "/version" {
+        return axum::Json(version()).into_response();
+    }
     if method == Method::GET
         && let Some(list) = discovery(&inner, uri.path())
     {
@@ -188,6 +191,17 @@ pub(crate) async fn dispatch(
             format!("the fake API server does not serve this on {collection}"),
         ),
     }
+}
+
+/// `GET /version`, as kube-apiserver answers it: the release whose APIs the server serves
+/// (PodGroups in `scheduling.k8s.io/v1beta1`: 1.37), marked as this fake in `gitVersion`.
+fn version() -> Value {
+    json!({
+        "major": "1", "minor": "37", "gitVersion": crate::VERSION,
+        "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
+        "goVersion": "", "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
 }
 
 /// `GET /apis/{group}/{version}` (and `/api/v1`): the group version's resources, as an

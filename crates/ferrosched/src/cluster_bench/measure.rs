@@ -1,6 +1,7 @@
 //! What a bench run measures: when each pod was first seen bound (a pod watch), the
-//! throughput computed from that, and the scheduler process's CPU time and peak RSS from
-//! /proc. Creates nothing in the cluster.
+//! throughput computed from that, per measured PodGroup the time from its last pod's
+//! creation to its last pod's binding, and the scheduler process's CPU time and peak RSS
+//! from /proc. Creates nothing in the cluster.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::{PHASE_LABEL, Throughput};
+use super::{GroupLatency, PHASE_LABEL, Throughput};
 
 /// scheduler_perf's throughput: bindings per 1 s window from the first measured binding
 /// (a last partial window counts, scaled, when it is at least half a second; a run shorter
@@ -57,6 +58,35 @@ pub fn throughput(bound_at: &[Duration]) -> Throughput {
     }
 }
 
+/// [`GroupLatency`] of groups given as (last pod seen created, last pod seen bound): the
+/// groups not wholly bound (`None`) are left out.
+pub fn group_latency(groups: &[(Instant, Option<Instant>)]) -> GroupLatency {
+    let mut ms: Vec<f64> = groups
+        .iter()
+        .filter_map(|(created, bound)| {
+            Some(
+                bound
+                    .as_ref()?
+                    .saturating_duration_since(*created)
+                    .as_secs_f64()
+                    * 1e3,
+            )
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    let n = ms.len();
+    if n == 0 {
+        return GroupLatency::default();
+    }
+    let pick = |p: usize| ms[(n * p).div_ceil(100).max(1) - 1];
+    GroupLatency {
+        groups: n,
+        p50_ms: pick(50),
+        p99_ms: pick(99),
+        max_ms: ms[n - 1],
+    }
+}
+
 /// CPU seconds (utime + stime) of a process from `/proc/<pid>/stat`; None off Linux.
 pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -77,7 +107,7 @@ pub fn process_peak_rss_mib(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// When each pod of the run was first seen bound.
+/// When each pod of the run was first seen bound, and the measured pods' groups.
 #[derive(Default)]
 pub(super) struct Tracker {
     pub(super) synced: bool,
@@ -85,6 +115,53 @@ pub(super) struct Tracker {
     pub(super) init_bound: usize,
     pub(super) measured_bound: Vec<Instant>,
     pub(super) last_binding: Option<Instant>,
+    /// Measured pods in a PodGroup seen so far.
+    seen: std::collections::HashSet<String>,
+    /// Per measured PodGroup: pods seen, pods seen bound, the last first sight of a pod,
+    /// the last first sight of a binding.
+    groups: HashMap<String, GroupTimes>,
+}
+
+struct GroupTimes {
+    pods: usize,
+    bound: usize,
+    last_created: Instant,
+    last_bound: Option<Instant>,
+}
+
+impl Tracker {
+    /// Per measured group: (its last pod seen created, its last pod seen bound when all its
+    /// pods seen are bound).
+    pub(super) fn measured_groups(&self) -> Vec<(Instant, Option<Instant>)> {
+        self.groups
+            .values()
+            .map(|g| {
+                let done = g.bound == g.pods;
+                (g.last_created, g.last_bound.filter(|_| done))
+            })
+            .collect()
+    }
+
+    /// A measured pod of `group` seen at `now`, bound or not.
+    fn see_group_member(&mut self, name: &str, group: &str, bound_now: bool, now: Instant) {
+        if self.seen.insert(name.to_string()) {
+            let g = self
+                .groups
+                .entry(group.to_string())
+                .or_insert_with(|| GroupTimes {
+                    pods: 0,
+                    bound: 0,
+                    last_created: now,
+                    last_bound: None,
+                });
+            g.pods += 1;
+            g.last_created = g.last_created.max(now);
+        }
+        if bound_now && let Some(g) = self.groups.get_mut(group) {
+            g.bound += 1;
+            g.last_bound = Some(g.last_bound.map_or(now, |b| b.max(now)));
+        }
+    }
 }
 
 pub(super) async fn track(api: Api<Pod>, selector: String, tracker: Arc<Mutex<Tracker>>) {
@@ -109,7 +186,7 @@ pub(super) async fn track(api: Api<Pod>, selector: String, tracker: Arc<Mutex<Tr
             .as_ref()
             .and_then(|s| s.node_name.as_deref())
             .is_some_and(|n| !n.is_empty());
-        let Some(name) = pod.metadata.name.clone().filter(|_| bound) else {
+        let Some(name) = pod.metadata.name.clone() else {
             continue;
         };
         let measured = pod
@@ -118,8 +195,18 @@ pub(super) async fn track(api: Api<Pod>, selector: String, tracker: Arc<Mutex<Tr
             .as_ref()
             .and_then(|l| l.get(PHASE_LABEL))
             .is_some_and(|p| p == "measured");
+        let group = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduling_group.as_ref()?.pod_group_name.as_deref())
+            .filter(|_| measured);
         let mut t = tracker.lock().unwrap();
-        if t.bound.insert(name, now).is_none() {
+        let bound_now = bound && !t.bound.contains_key(&name);
+        if let Some(group) = group {
+            t.see_group_member(&name, group, bound_now, now);
+        }
+        if bound_now {
+            t.bound.insert(name, now);
             if measured {
                 t.measured_bound.push(now);
             } else {
@@ -149,6 +236,27 @@ mod tests {
         let t = throughput(&[ms(0), ms(500)]);
         assert_eq!((t.samples, t.average), (1, 4.0));
         assert_eq!(throughput(&[]), Throughput::default());
+    }
+
+    #[test]
+    fn group_latency_leaves_out_groups_not_wholly_bound() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut t = Tracker::default();
+        // Group a: created at 0 and 10, bound at 30 and 50: 40 ms. Group b: bound at 5 ms
+        // after its only pod. Group c: one of two pods bound.
+        t.see_group_member("a0", "a", false, ms(0));
+        t.see_group_member("a1", "a", false, ms(10));
+        t.see_group_member("a0", "a", true, ms(30));
+        t.see_group_member("a1", "a", true, ms(50));
+        t.see_group_member("b0", "b", true, ms(20));
+        t.see_group_member("b0", "b", false, ms(25));
+        t.see_group_member("c0", "c", true, ms(0));
+        t.see_group_member("c1", "c", false, ms(0));
+        let l = group_latency(&t.measured_groups());
+        assert_eq!(l.groups, 2, "{l:?}");
+        assert_eq!((l.p50_ms, l.p99_ms, l.max_ms), (0.0, 40.0, 40.0), "{l:?}");
+        assert_eq!(group_latency(&[]), GroupLatency::default());
     }
 
     #[test]

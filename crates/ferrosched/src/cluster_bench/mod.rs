@@ -2,7 +2,9 @@
 //!
 //! One run per workload: a namespace, labelled fake Nodes (kwok-like: capacity, a Ready
 //! condition, no kubelet) tainted so no other scheduler uses them, then init pods and
-//! measured pods whose `schedulerName` and nodeSelector name only this run. The scheduler
+//! measured pods whose `schedulerName` and nodeSelector name only this run (for the group
+//! workloads, each phase's PodGroups before its pods, in the Workload API version the
+//! server serves; a server serving none is refused before anything is created). The scheduler
 //! runs as a child process (`ferrosched run`, or upstream's kube-scheduler for a
 //! side-by-side run against the same server), so its CPU time and peak RSS are its own.
 //! A pod watch records when each pod is first seen bound; throughput is taken from the
@@ -24,18 +26,24 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeSet;
+
+use controller::client::status_code;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ListParams, PostParams};
+use kube::api::{DynamicObject, ListParams, PostParams};
 use kube::{Api, Client};
 use scheduler_core::bench_workloads::{self, Workload};
 use serde::{Deserialize, Serialize};
 
 use measure::{Tracker, track};
-pub use measure::{process_cpu_seconds, process_peak_rss_mib, throughput};
-pub use objects::{RunNames, bench_node, bench_pod, cleanup, priority_classes, scheduler_config};
+pub use measure::{group_latency, process_cpu_seconds, process_peak_rss_mib, throughput};
+pub use objects::{
+    POD_GROUP_API_GROUP, POD_GROUP_VERSIONS, RunNames, bench_node, bench_pod, bench_pod_group,
+    cleanup, pod_group_resource, priority_classes, scheduler_config,
+};
 use objects::{create_all, create_default_service_account, restore_node_status};
 use scheduler::Scheduler;
 
@@ -65,6 +73,8 @@ pub struct BenchOptions {
     /// peak RSS are then those of that second process over its whole life (its start-up
     /// lists included).
     pub pods_first: bool,
+    /// Pods per PodGroup for the group workloads (None: the workload's default).
+    pub pods_per_group: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +89,41 @@ pub enum BenchError {
     SchedulerDied { status: String, tail: String },
     #[error("interrupted")]
     Interrupted,
+    /// A group workload against a server without the Workload API's PodGroups.
+    #[error(
+        "{workload} needs PodGroups ({POD_GROUP_API_GROUP}/{} or {} podgroups), which the API server ({server}) does not serve; turn them on (kube-apiserver --runtime-config={POD_GROUP_API_GROUP}/{}=true --feature-gates=GenericWorkload=true) or run {workload} in memory (without --kubeconfig)",
+        POD_GROUP_VERSIONS[0], POD_GROUP_VERSIONS[1], POD_GROUP_VERSIONS[0]
+    )]
+    PodGroupsNotServed { workload: String, server: String },
+}
+
+/// The Workload API version serving PodGroups (newest first, as the scheduler chooses), for
+/// a run of `workload`; [`BenchError::PodGroupsNotServed`], naming the server's version,
+/// when there is none. A version the server does not have answers 404; other failures are
+/// errors.
+pub async fn pod_group_version(
+    client: &Client,
+    workload: &str,
+) -> Result<&'static str, BenchError> {
+    for v in POD_GROUP_VERSIONS {
+        match client
+            .list_api_group_resources(&format!("{POD_GROUP_API_GROUP}/{v}"))
+            .await
+        {
+            Ok(list) if list.resources.iter().any(|r| r.name == "podgroups") => return Ok(v),
+            Ok(_) => {}
+            Err(e) if status_code(&e) == Some(404) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let server = match client.apiserver_version().await {
+        Ok(v) => v.git_version,
+        Err(e) => format!("version unknown: {e}"),
+    };
+    Err(BenchError::PodGroupsNotServed {
+        workload: workload.to_string(),
+        server,
+    })
 }
 
 /// Which scheduler a run starts as its child. Both read the same
@@ -139,6 +184,19 @@ pub struct Throughput {
     pub perc99: f64,
 }
 
+/// Per group: from the watch's first sight of the group's last pod to the first sight of
+/// its last pod bound; over the groups whose pods were all bound. Percentiles as the
+/// throughput's (`sorted[ceil(n*p/100)-1]`).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupLatency {
+    /// Groups whose pods were all bound.
+    pub groups: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
 /// What one workload run measured.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
@@ -179,6 +237,13 @@ pub struct ClusterBenchResult {
     pub peak_rss_mib: f64,
     /// Every measured pod was bound.
     pub complete: bool,
+    /// Group workloads: pods per PodGroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_per_group: Option<usize>,
+    /// Group workloads: per measured group, from its last pod's creation to its last pod's
+    /// binding (both as the pod watch first saw them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_latency: Option<GroupLatency>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The end of the scheduler's stderr, when the run did not complete.
@@ -196,7 +261,14 @@ pub async fn run_workload(
     measured: usize,
 ) -> Result<ClusterBenchResult, BenchError> {
     let w = bench_workloads::build(name, nodes, init, measured)
+        .or_else(|| bench_workloads::build_group(name, nodes, init, measured, opts.pods_per_group))
         .ok_or_else(|| BenchError::UnknownWorkload(name.to_string()))?;
+    // Before anything is created: a group workload needs the server's PodGroups.
+    let pod_groups = if w.pod_groups.is_empty() {
+        None
+    } else {
+        Some(pod_group_version(&opts.client, name).await?)
+    };
     let run = RunNames::fresh();
     let dir = std::env::temp_dir().join(format!("ferrosched-bench-{}", run.id));
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
@@ -206,7 +278,7 @@ pub async fn run_workload(
     }));
     let tracker = Arc::new(Mutex::new(Tracker::default()));
     let result = tokio::select! {
-        r = drive(opts, &w, &run, &dir, &scheduler, &tracker) => r,
+        r = drive(opts, &w, &run, pod_groups, &dir, &scheduler, &tracker) => r,
         _ = tokio::signal::ctrl_c() => Err(BenchError::Interrupted),
     };
     scheduler.lock().unwrap().stop();
@@ -218,7 +290,7 @@ pub async fn run_workload(
             run.selector()
         );
     } else {
-        for e in cleanup(&opts.client, &run).await {
+        for e in cleanup(&opts.client, &run, pod_groups).await {
             eprintln!("cleanup of run {}: {e}", run.id);
         }
     }
@@ -226,10 +298,12 @@ pub async fn run_workload(
     result
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     opts: &BenchOptions,
     w: &Workload,
     run: &RunNames,
+    pod_group_version: Option<&str>,
     dir: &Path,
     scheduler: &Mutex<Scheduler>,
     tracker: &Arc<Mutex<Tracker>>,
@@ -284,6 +358,8 @@ async fn drive(
     );
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &run.namespace);
+    // Each phase's PodGroups are created right before its pods.
+    let groups = PhaseGroups::new(client, w, run, pod_group_version);
     let watch = tokio::spawn(track(pods.clone(), run.selector(), Arc::clone(tracker)));
     let _abort_watch = AbortOnDrop(watch);
     let ceiling = (opts.scheduler.exe().is_none()).then(|| Ceiling {
@@ -316,6 +392,7 @@ async fn drive(
         .map(|p| bench_pod(run, "init", p))
         .collect();
     let t = Instant::now();
+    groups.create("init", opts.concurrency).await?;
     create_all(&pods, init, opts.concurrency).await?;
     if let Some(c) = &ceiling {
         c.bind_phase(&pods, run, "init").await?;
@@ -347,6 +424,7 @@ async fn drive(
             .iter()
             .map(|p| bench_pod(run, "measured", p))
             .collect();
+        groups.create("measured", opts.concurrency).await?;
         let t = Instant::now();
         create_all(&pods, measured, opts.concurrency).await?;
         create_rate = w.measured_pods.len() as f64 / t.elapsed().as_secs_f64().max(1e-9);
@@ -386,6 +464,7 @@ async fn drive(
     let scheduled = times.len();
     let measured_cpu = cpu_after - cpu_before;
     let complete = stalled_in.is_none();
+    let group_latency = (!w.pod_groups.is_empty()).then(|| group_latency(&t.measured_groups()));
     Ok(ClusterBenchResult {
         scheduler: opts.scheduler.name().to_string(),
         workload: w.name.clone(),
@@ -411,6 +490,8 @@ async fn drive(
         cpu_ms_per_pod: measured_cpu * 1000.0 / scheduled.max(1) as f64,
         peak_rss_mib,
         complete,
+        pods_per_group: w.pods_per_group,
+        group_latency,
         note: stalled_in.map(|phase| {
             format!(
                 "no {phase} pod was bound for {}s; partial results",
@@ -437,8 +518,9 @@ fn start_scheduler(
     let (Some(mut cmd), Some(exe)) = (opts.scheduler.command(config), opts.scheduler.exe()) else {
         return Err(BenchError::Io("no scheduler to start".into()));
     };
+    let kube = matches!(opts.scheduler, SchedulerUnderTest::KubeScheduler(_));
     let child = cmd
-        .args(objects::scheduler_flags(workload))
+        .args(objects::scheduler_flags(workload, kube))
         // Plain text in the log we show on a stall.
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
@@ -449,6 +531,70 @@ fn start_scheduler(
     let pid = child.id();
     s.child = Some(child);
     Ok(pid)
+}
+
+/// A group workload's PodGroups by phase, as this run's objects (none for other workloads).
+struct PhaseGroups {
+    api: Option<Api<DynamicObject>>,
+    init: Vec<DynamicObject>,
+    measured: Vec<DynamicObject>,
+}
+
+impl PhaseGroups {
+    fn new(client: &Client, w: &Workload, run: &RunNames, version: Option<&str>) -> Self {
+        let Some(version) = version else {
+            return PhaseGroups {
+                api: None,
+                init: Vec::new(),
+                measured: Vec::new(),
+            };
+        };
+        // A group is the init phase's when an init pod names it.
+        let of_init: BTreeSet<&str> = w
+            .init_pods
+            .iter()
+            .filter_map(|p| {
+                p.spec
+                    .as_ref()?
+                    .scheduling_group
+                    .as_ref()?
+                    .pod_group_name
+                    .as_deref()
+            })
+            .collect();
+        let (init, measured) = w
+            .pod_groups
+            .iter()
+            .partition::<Vec<_>, _>(|g| of_init.contains(g.key.name.as_str()));
+        let objects = |gs: Vec<_>| {
+            gs.into_iter()
+                .map(|g| bench_pod_group(run, g, version))
+                .collect()
+        };
+        PhaseGroups {
+            api: Some(Api::namespaced_with(
+                client.clone(),
+                &run.namespace,
+                &pod_group_resource(version),
+            )),
+            init: objects(init),
+            measured: objects(measured),
+        }
+    }
+
+    /// Creates the PodGroups of `phase` (`init` or `measured`).
+    async fn create(&self, phase: &str, concurrency: usize) -> Result<(), BenchError> {
+        let Some(api) = &self.api else {
+            return Ok(());
+        };
+        let groups = if phase == "init" {
+            &self.init
+        } else {
+            &self.measured
+        };
+        create_all(api, groups.clone(), concurrency).await?;
+        Ok(())
+    }
 }
 
 /// The binding ceiling's "scheduler": the controller's Binding call, no scheduling.

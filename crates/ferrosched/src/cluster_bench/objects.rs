@@ -1,6 +1,6 @@
-//! The objects a bench run creates (namespace, fake nodes, pods, PriorityClasses), named
-//! and labelled so only this run's scheduler uses them, and their removal by that label.
-//! Must not watch or measure anything: that is `measure`.
+//! The objects a bench run creates (namespace, fake nodes, pods, PodGroups,
+//! PriorityClasses), named and labelled so only this run's scheduler uses them, and their
+//! removal by that label. Must not watch or measure anything: that is `measure`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,10 +13,15 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::{Api, Client, Resource};
+use scheduler_core::bench_workloads;
+use scheduler_core::types::pod_group::{GroupPolicy, PodGroupInfo};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::json;
 
 use super::{PHASE_LABEL, RUN_LABEL, TAINT_KEY};
 
@@ -100,13 +105,79 @@ pub fn scheduler_config(run: &RunNames, workload: &str, kubeconfig: Option<&Path
     text
 }
 
-/// Command-line flags the scheduler child gets for `workload` (both ferrosched and
-/// kube-scheduler understand them): batching off for `IdenticalPodsWithoutBatching`.
-pub fn scheduler_flags(workload: &str) -> &'static [&'static str] {
-    match workload {
-        "IdenticalPodsWithoutBatching" => &["--feature-gates=OpportunisticBatching=false"],
-        _ => &[],
+/// Command-line flags the scheduler child gets for `workload`: batching off for
+/// `IdenticalPodsWithoutBatching` (both schedulers know the gate). kube-scheduler also needs
+/// its PodGroup gates on for the group workloads (`GenericWorkload`, and
+/// `TopologyAwareWorkloadScheduling` for topology constraints, as upstream's cases turn
+/// them on); ferrosched has no such gates: it always schedules PodGroups.
+pub fn scheduler_flags(workload: &str, kube_scheduler: bool) -> Vec<String> {
+    let mut gates: Vec<&str> = Vec::new();
+    if workload == "IdenticalPodsWithoutBatching" {
+        gates.push("OpportunisticBatching=false");
     }
+    if kube_scheduler && bench_workloads::GROUP_WORKLOADS.contains(&workload) {
+        gates.push("GenericWorkload=true");
+        if workload == bench_workloads::TOPOLOGY_AWARE_SCHEDULING {
+            gates.push("TopologyAwareWorkloadScheduling=true");
+        }
+    }
+    if gates.is_empty() {
+        return Vec::new();
+    }
+    vec![format!("--feature-gates={}", gates.join(","))]
+}
+
+/// The API group of the Workload API's PodGroups.
+pub const POD_GROUP_API_GROUP: &str = "scheduling.k8s.io";
+/// Its versions serving PodGroups, newest first (1.37's `v1beta1`, 1.36's `v1alpha2`), as
+/// the scheduler looks for them.
+pub const POD_GROUP_VERSIONS: [&str; 2] = ["v1beta1", "v1alpha2"];
+
+/// The PodGroup resource of `version`, for a dynamic API.
+pub fn pod_group_resource(version: &str) -> ApiResource {
+    ApiResource {
+        group: POD_GROUP_API_GROUP.into(),
+        version: version.into(),
+        api_version: format!("{POD_GROUP_API_GROUP}/{version}"),
+        kind: "PodGroup".into(),
+        plural: "podgroups".into(),
+    }
+}
+
+/// The workload's PodGroup as an object of this run, in the served `version`: its name, the
+/// run's namespace and label, and the spec upstream's templates write (policy, topology
+/// constraint, priority; `disruptionMode` only when `all`, else the server's default).
+pub fn bench_pod_group(run: &RunNames, group: &PodGroupInfo, version: &str) -> DynamicObject {
+    let policy = match group.policy {
+        GroupPolicy::Basic => json!({ "basic": {} }),
+        GroupPolicy::Gang { min_count } => json!({ "gang": { "minCount": min_count } }),
+    };
+    let mut spec = json!({ "schedulingPolicy": policy });
+    if let Some(key) = &group.topology_key {
+        spec["schedulingConstraints"] = json!({ "topology": [{ "key": key }] });
+    }
+    if let Some(p) = group.priority {
+        spec["priority"] = json!(p);
+    }
+    if group.disrupt_all {
+        // v1beta1: a union; 1.36's v1alpha2: a string.
+        spec["disruptionMode"] = if version == "v1alpha2" {
+            json!("PodGroup")
+        } else {
+            json!({ "all": {} })
+        };
+    }
+    let object = json!({
+        "apiVersion": format!("{POD_GROUP_API_GROUP}/{version}"),
+        "kind": "PodGroup",
+        "metadata": {
+            "name": group.key.name,
+            "namespace": run.namespace,
+            "labels": run.labels(&[]),
+        },
+        "spec": spec,
+    });
+    serde_json::from_value(object).expect("a PodGroup is a valid object")
 }
 
 /// The namespace's `default` ServiceAccount, which a real API server's ServiceAccount
@@ -310,8 +381,13 @@ pub(super) async fn restore_node_status(
 }
 
 /// Deletes everything a run created, by its label: pods (no grace period: no kubelet will
-/// confirm), the namespace, nodes and PriorityClasses. Returns the errors.
-pub async fn cleanup(client: &Client, run: &RunNames) -> Vec<String> {
+/// confirm), its PodGroups (of `pod_group_version`, when it made any), the namespace, nodes
+/// and PriorityClasses. Returns the errors.
+pub async fn cleanup(
+    client: &Client,
+    run: &RunNames,
+    pod_group_version: Option<&str>,
+) -> Vec<String> {
     let lp = ListParams::default().labels(&run.selector());
     let dp = DeleteParams::default().grace_period(0);
     let mut errors = Vec::new();
@@ -321,6 +397,14 @@ pub async fn cleanup(client: &Client, run: &RunNames) -> Vec<String> {
     };
     let pods: Api<Pod> = Api::namespaced(client.clone(), &run.namespace);
     note("pods", pods.delete_collection(&dp, &lp).await.map(|_| ()));
+    if let Some(version) = pod_group_version {
+        let groups: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &run.namespace, &pod_group_resource(version));
+        note(
+            "podgroups",
+            groups.delete_collection(&dp, &lp).await.map(|_| ()),
+        );
+    }
     let namespaces: Api<Namespace> = Api::all(client.clone());
     note(
         "namespace",
@@ -342,7 +426,6 @@ pub async fn cleanup(client: &Client, run: &RunNames) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scheduler_core::bench_workloads;
 
     #[test]
     fn pods_and_nodes_belong_to_the_run_only() {
@@ -388,6 +471,60 @@ mod tests {
         assert_eq!(values, vec![0, 1000]);
     }
 
+    /// PodGroups as upstream's templates write them, in the run's namespace with its label;
+    /// the scheduler's parser reads back what the workload meant.
+    #[test]
+    fn pod_groups_belong_to_the_run_and_keep_their_spec() {
+        let run = RunNames::new("abc");
+        let w = bench_workloads::build_group("TopologyAwareScheduling", 100, 0, 8, None).unwrap();
+        let g = bench_pod_group(&run, &w.pod_groups[1], "v1beta1");
+        assert_eq!(g.metadata.name.as_deref(), Some("group-1"));
+        assert_eq!(
+            g.metadata.namespace.as_deref(),
+            Some("ferrosched-bench-abc")
+        );
+        assert_eq!(g.metadata.labels.as_ref().unwrap()[RUN_LABEL], "abc");
+        let v = serde_json::to_value(&g).unwrap();
+        assert_eq!(v["apiVersion"], "scheduling.k8s.io/v1beta1");
+        assert_eq!(v["kind"], "PodGroup");
+        assert_eq!(
+            v["spec"],
+            json!({"schedulingPolicy": {"gang": {"minCount": 4}},
+                   "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}})
+        );
+        let back =
+            PodGroupInfo::from_json(scheduler_core::types::pod_group::GroupApi::Workload, &v)
+                .unwrap();
+        assert_eq!(
+            (back.policy, back.topology_key, back.priority),
+            (
+                w.pod_groups[1].policy,
+                w.pod_groups[1].topology_key.clone(),
+                None
+            )
+        );
+
+        let basic = bench_workloads::build_group("BasicScheduling", 1, 0, 3, None).unwrap();
+        let v =
+            serde_json::to_value(bench_pod_group(&run, &basic.pod_groups[0], "v1alpha2")).unwrap();
+        assert_eq!(v["apiVersion"], "scheduling.k8s.io/v1alpha2");
+        assert_eq!(v["spec"], json!({"schedulingPolicy": {"basic": {}}}));
+
+        let preemption =
+            bench_workloads::build_group("GangPreemptionPodGroups", 2, 0, 2, Some(2)).unwrap();
+        let v = serde_json::to_value(bench_pod_group(&run, &preemption.pod_groups[0], "v1beta1"))
+            .unwrap();
+        assert_eq!(v["spec"]["priority"], 1000);
+        let p = bench_pod(&run, "measured", &preemption.measured_pods[0]);
+        let s = p.spec.unwrap();
+        assert_eq!(
+            s.scheduling_group.unwrap().pod_group_name.as_deref(),
+            Some("high-group-0")
+        );
+        // The group carries the priority; the pod has none, so no PriorityClass is made.
+        assert_eq!((s.priority, s.priority_class_name), (None, None));
+    }
+
     #[test]
     fn generated_configs_are_valid() {
         let run = RunNames::new("abc");
@@ -422,11 +559,23 @@ mod tests {
         let fw = profiles.iter().next().unwrap().1;
         let pod = scheduler_core::types::PodInfo::from_pod(&bench_workloads::identical_pod(0));
         assert!(fw.sign_pod(&pod).is_some(), "identical pods are batchable");
+        for kube in [false, true] {
+            assert_eq!(
+                scheduler_flags("IdenticalPodsWithoutBatching", kube),
+                ["--feature-gates=OpportunisticBatching=false"]
+            );
+            assert!(scheduler_flags("IdenticalPods", kube).is_empty());
+        }
+        // kube-scheduler schedules PodGroups only with its gates on; ferrosched always does.
+        assert!(scheduler_flags("GangScheduling", false).is_empty());
         assert_eq!(
-            scheduler_flags("IdenticalPodsWithoutBatching"),
-            ["--feature-gates=OpportunisticBatching=false"]
+            scheduler_flags("GangScheduling", true),
+            ["--feature-gates=GenericWorkload=true"]
         );
-        assert!(scheduler_flags("IdenticalPods").is_empty());
+        assert_eq!(
+            scheduler_flags("TopologyAwareScheduling", true),
+            ["--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"]
+        );
         let mixed = bench_workloads::build("MixedProfiles", 1, 0, 2).unwrap();
         let p = bench_pod(&run, "measured", &mixed.measured_pods[1]);
         assert_eq!(

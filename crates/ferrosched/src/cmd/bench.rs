@@ -22,11 +22,11 @@ fn in_memory_only(name: &str) -> bool {
     CHURN_WORKLOADS.contains(&name) || IDENTICAL_WORKLOADS.contains(&name)
 }
 
-/// Workloads the cluster bench (`--kubeconfig`) cannot run (it creates no PodGroups). (The
-/// identical-pods workloads run there too: batching is turned off with the
-/// OpportunisticBatching feature gate.)
+/// Workloads the cluster bench (`--kubeconfig`) cannot run. (The identical-pods workloads
+/// run there too: batching is turned off with the OpportunisticBatching feature gate; the
+/// group workloads create their PodGroups.)
 fn cluster_unsupported(name: &str) -> bool {
-    CHURN_WORKLOADS.contains(&name) || name == DRA_WORKLOAD || GROUP_WORKLOADS.contains(&name)
+    CHURN_WORKLOADS.contains(&name) || name == DRA_WORKLOAD
 }
 
 /// Every workload `bench` knows.
@@ -47,14 +47,19 @@ pub struct BenchArgs {
     /// SchedulingWithResourceClaimTemplate (DRA: 8 devices per node, one claim per pod; in
     /// memory only), GangScheduling, BasicScheduling, TopologyAwareScheduling (pods in
     /// PodGroups: gangs placed all or nothing in one pod group cycle, basic groups pod by
-    /// pod, gangs kept to one rack of 100 nodes; in memory only; see --pods-per-group),
-    /// Churn, ChurnWithoutOldNode, ChurnWithoutHints (in memory only; report attempts per
-    /// scheduled pod), IdenticalPods, IdenticalPodsWithoutBatching (one pod per node,
-    /// opportunistic batching on and off).
+    /// pod, gangs kept to one rack of 100 nodes; see --pods-per-group),
+    /// GangPreemptionPodGroups (5 low-priority pods per node in gangs, then the measured
+    /// high-priority gangs, each pod needing a node with no low-priority pod left: at most
+    /// one measured pod per node; --init-pods is ignored), Churn, ChurnWithoutOldNode,
+    /// ChurnWithoutHints (in memory only; report attempts per scheduled pod), IdenticalPods,
+    /// IdenticalPodsWithoutBatching (one pod per node, opportunistic batching on and off).
+    /// With --kubeconfig the group workloads create their PodGroups (scheduling.k8s.io
+    /// v1beta1, else v1alpha2) and are refused by a server serving neither.
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Pods per PodGroup in the group workloads (default: upstream's podsPerGroup, 3; 4
-    /// for TopologyAwareScheduling). A gang's minCount is its size.
+    /// for TopologyAwareScheduling, 10 for GangPreemptionPodGroups). A gang's minCount is
+    /// its size.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pods_per_group: Option<u64>,
     /// Node counts to run each workload at.
@@ -149,13 +154,28 @@ impl BenchArgs {
         }
         self.output
     }
+
+    /// Whether `name` makes sense at every node count asked for: the reason when not.
+    fn sizes_fit(&self, name: &str) -> Result<(), String> {
+        let per_group = self.pods_per_group.map(|n| n as usize);
+        self.nodes.iter().try_for_each(|&nodes| {
+            bench_workloads::check_group_sizes(name, nodes, self.measured_pods, per_group)
+        })
+    }
 }
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     let names: Vec<String> = if args.workloads.is_empty() {
-        // Against a cluster: every workload it can run.
+        // Against a cluster: every workload it can run; and only at sizes it makes sense at.
         known_workloads()
             .filter(|w| args.kubeconfig.is_none() || !cluster_unsupported(w))
+            .filter(|w| match args.sizes_fit(w) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("skipping {w}: {e}");
+                    false
+                }
+            })
             .map(|s| s.to_string())
             .collect()
     } else {
@@ -167,11 +187,16 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             eprintln!("unknown workload {n:?}; known: {}", known.join(", "));
             return ExitCode::FAILURE;
         }
+        if let Err(e) = args.sizes_fit(n) {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     if let Some(kubeconfig) = &args.kubeconfig {
         if let Some(n) = names.iter().find(|n| cluster_unsupported(n)) {
             let cluster: Vec<&str> = WORKLOADS
                 .iter()
+                .chain(GROUP_WORKLOADS)
                 .chain(IDENTICAL_WORKLOADS)
                 .copied()
                 .filter(|w| !cluster_unsupported(w))
@@ -441,6 +466,14 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
                 return;
             }
         };
+        // A group workload on a server without PodGroups: refused before any run starts.
+        if let Some(name) = names.iter().find(|n| GROUP_WORKLOADS.contains(&n.as_str()))
+            && let Err(e) = cluster_bench::pod_group_version(&client, name).await
+        {
+            eprintln!("error: {e}");
+            ok = false;
+            return;
+        }
         for name in names {
             for &nodes in &args.nodes {
                 for scheduler in &schedulers {
@@ -452,6 +485,7 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
                         keep: args.keep,
                         concurrency: args.concurrency,
                         pods_first: args.pods_first,
+                        pods_per_group: args.pods_per_group.map(|n| n as usize),
                     };
                     let who = scheduler.name();
                     eprintln!(
@@ -490,9 +524,12 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
             }
         }
     });
-    match args.format().serialize(&results) {
-        Some(text) => print!("{text}"),
-        None => print!("{}", cluster_table(&results)),
+    // Nothing ran (refused, or the server unreachable): no empty report.
+    if ok || !results.is_empty() {
+        match args.format().serialize(&results) {
+            Some(text) => print!("{text}"),
+            None => print!("{}", cluster_table(&results)),
+        }
     }
     if ok {
         ExitCode::SUCCESS
@@ -503,9 +540,13 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
 
 fn cluster_table(results: &[ClusterBenchResult]) -> String {
     let mut out = String::new();
+    let w = results
+        .iter()
+        .map(|r| r.workload.len())
+        .fold(18, usize::max);
     let _ = writeln!(
         out,
-        "{:<14} {:<18} {:>6} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}",
+        "{:<14} {:<w$} {:>6} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>10} {:>17}",
         "SCHEDULER",
         "WORKLOAD",
         "NODES",
@@ -518,12 +559,18 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
         "P99/S",
         "CPU S",
         "MS/POD",
-        "RSS MiB"
+        "RSS MiB",
+        "PODS/GROUP",
+        "GROUP P50/P99 MS"
     );
     for (i, r) in results.iter().enumerate() {
+        let group_latency = r.group_latency.as_ref().map_or_else(
+            || "-".to_string(),
+            |l| format!("{:.0}/{:.0}", l.p50_ms, l.p99_ms),
+        );
         let _ = writeln!(
             out,
-            "{:<14} {:<18} {:>6} {:>6} {:>5}/{:<5} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>7.2} {:>7.2} {:>8.1}",
+            "{:<14} {:<w$} {:>6} {:>6} {:>5}/{:<5} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>7.2} {:>7.2} {:>8.1} {:>10} {:>17}",
             r.scheduler,
             r.workload,
             r.nodes,
@@ -537,7 +584,10 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
             r.throughput.perc99,
             r.cpu_seconds,
             r.cpu_ms_per_pod,
-            r.peak_rss_mib
+            r.peak_rss_mib,
+            r.pods_per_group
+                .map_or_else(|| "-".to_string(), |n| n.to_string()),
+            group_latency
         );
         // A kube-scheduler row right after ferrosched's on the same workload: the ratios.
         let prev = i.checked_sub(1).map(|j| &results[j]);
