@@ -11,10 +11,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-// The claim checks are the ones the scheduler applies to what it reads, written from
-// upstream's validation and worded as the API server words them: one copy for both.
-use scheduler_core::types::pod_group::{claim_statuses_errors, resource_claims_errors};
-
 use super::status;
 use crate::store::Resource;
 
@@ -112,6 +108,122 @@ fn validate(obj: &Value) -> Vec<String> {
                     "spec.schedulingConstraints.topology[{i}].key: Required value"
                 ));
             }
+        }
+    }
+    errors
+}
+
+/// Upstream `MaxPodGroupResourceClaims`.
+const MAX_RESOURCE_CLAIMS: usize = 4;
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters (`k8s-short-name`).
+fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.len() <= 63
+        && ok(&b[0])
+        && ok(&b[b.len() - 1])
+        && b.iter().all(|c| ok(c) || *c == b'-')
+}
+
+/// Dot-separated DNS labels, at most 253 characters (`k8s-long-name`).
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// `spec.resourceClaims` (DRAWorkloadResourceClaims): at most 4 entries, each named by a
+/// unique DNS label, with exactly one of `resourceClaimName` and
+/// `resourceClaimTemplateName`.
+fn resource_claims_errors(claims: &Value) -> Vec<String> {
+    let path = "spec.resourceClaims";
+    let Some(items) = claims.as_array() else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    if items.len() > MAX_RESOURCE_CLAIMS {
+        errors.push(format!(
+            "{path}: Too many: {}: must have at most {MAX_RESOURCE_CLAIMS} items",
+            items.len()
+        ));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in items.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        match c["name"].as_str().filter(|n| !n.is_empty()) {
+            None => errors.push(format!("{at}.name: Required value")),
+            Some(n) if !is_dns_label(n) => {
+                errors.push(format!("{at}.name: Invalid value: {n:?}: {LABEL_MSG}"));
+            }
+            Some(n) if seen.contains(&n) => {
+                errors.push(format!("{at}.name: Duplicate value: {n:?}"));
+            }
+            Some(n) => seen.push(n),
+        }
+        let set: Vec<(&str, &str)> = ["resourceClaimName", "resourceClaimTemplateName"]
+            .into_iter()
+            .filter_map(|f| c[f].as_str().map(|v| (f, v)))
+            .collect();
+        match set.as_slice() {
+            [] => errors.push(format!(
+                "{at}: Required value: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            )),
+            [(field, value)] if !is_dns_subdomain(value) => {
+                errors.push(format!("{at}.{field}: Invalid value: {value:?}: {SUBDOMAIN_MSG}"));
+            }
+            [_] => {}
+            _ => errors.push(format!(
+                "{at}: Invalid value: \"{{resourceClaimName, resourceClaimTemplateName}}\": must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            )),
+        }
+    }
+    errors
+}
+
+/// `status.resourceClaimStatuses`: at most 4, each naming a spec entry once.
+fn claim_statuses_errors(claims: &Value, statuses: &Value) -> Vec<String> {
+    let path = "status.resourceClaimStatuses";
+    let Some(items) = statuses.as_array() else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    if items.len() > MAX_RESOURCE_CLAIMS {
+        errors.push(format!(
+            "{path}: Too many: {}: must have at most {MAX_RESOURCE_CLAIMS} items",
+            items.len()
+        ));
+    }
+    let in_spec = |n: &str| {
+        claims
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c["name"].as_str() == Some(n)))
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, st) in items.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        match st["name"].as_str().filter(|n| !n.is_empty()) {
+            None => errors.push(format!("{at}.name: Required value")),
+            Some(n) if seen.contains(&n) => {
+                errors.push(format!("{at}.name: Duplicate value: {n:?}"));
+            }
+            Some(n) => {
+                if !in_spec(n) {
+                    errors.push(format!(
+                        "{at}.name: Invalid value: {n:?}: must match the name of an entry in `spec.resourceClaims`"
+                    ));
+                }
+                seen.push(n);
+            }
+        }
+        if let Some(v) = st["resourceClaimName"].as_str()
+            && !is_dns_subdomain(v)
+        {
+            errors.push(format!(
+                "{at}.resourceClaimName: Invalid value: {v:?}: {SUBDOMAIN_MSG}"
+            ));
         }
     }
     errors
