@@ -166,7 +166,8 @@ impl FakeApiServer {
                 st.compacted = st.rv;
             }
         }
-        if let Some(t) = self.task.lock().unwrap().take() {
+        // Kept, so `come_back` can wait until the task (and its listener) is gone.
+        if let Some(t) = self.task.lock().unwrap().as_ref() {
             t.abort();
         }
         self.inner.generation.send_modify(|g| *g += 1);
@@ -174,9 +175,15 @@ impl FakeApiServer {
 
     /// Second half of a restart: accepts connections on the same address again.
     pub async fn come_back(&self) {
+        // The old listener closes when its aborted task is dropped, which a loaded runtime
+        // may do late: wait for it rather than for a fixed time.
+        let old = self.task.lock().unwrap().take();
+        if let Some(t) = old {
+            let _ = t.await;
+        }
         let mut tries = 0;
         let listener = loop {
-            // The old listener closes when its aborted task is dropped; retry briefly.
+            // The port may still be held briefly by the kernel; retry.
             let socket = tokio::net::TcpSocket::new_v4().unwrap();
             socket.set_reuseaddr(true).unwrap();
             match socket
