@@ -178,6 +178,9 @@ impl FakeApiServer {
             ))
             .with_state(Arc::clone(&inner));
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        // As tokio's TcpListener::bind: without it, connections left in TIME_WAIT keep a
+        // restarted server (`come_back`) from binding its port again.
+        socket.set_reuseaddr(true).unwrap();
         socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
         let listener = socket.listen(LISTEN_BACKLOG).unwrap();
         let addr = listener.local_addr().unwrap();
