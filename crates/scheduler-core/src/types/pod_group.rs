@@ -159,18 +159,19 @@ pub enum GroupClaimSource {
     Template(String),
 }
 
-/// The field errors of a PodGroup's `spec.resourceClaims` (`null`: none), worded as the API
-/// server words them: at most 4 entries, each named by a unique DNS label, each with exactly
-/// one of `resourceClaimName` and `resourceClaimTemplateName` (a DNS subdomain).
-pub fn resource_claims_errors(claims: &serde_json::Value) -> Vec<String> {
-    let path = "spec.resourceClaims";
-    let mut errors = Vec::new();
-    let items = match claims {
-        serde_json::Value::Null => return errors,
+/// A PodGroup's claim list (`null`: none), or why it is not one; too many entries is an
+/// error but the entries are still checked.
+fn claim_list<'a>(
+    path: &str,
+    value: &'a serde_json::Value,
+    errors: &mut Vec<String>,
+) -> Option<&'a Vec<serde_json::Value>> {
+    let items = match value {
+        serde_json::Value::Null => return None,
         serde_json::Value::Array(a) => a,
         other => {
             errors.push(format!("{path}: Invalid value: {other}: must be a list"));
-            return errors;
+            return None;
         }
     };
     if items.len() > MAX_POD_GROUP_RESOURCE_CLAIMS {
@@ -179,6 +180,18 @@ pub fn resource_claims_errors(claims: &serde_json::Value) -> Vec<String> {
             items.len()
         ));
     }
+    Some(items)
+}
+
+/// The field errors of a PodGroup's `spec.resourceClaims` (`null`: none), worded as the API
+/// server words them: at most 4 entries, each named by a unique DNS label, each with exactly
+/// one of `resourceClaimName` and `resourceClaimTemplateName` (a DNS subdomain).
+pub fn resource_claims_errors(claims: &serde_json::Value) -> Vec<String> {
+    let path = "spec.resourceClaims";
+    let mut errors = Vec::new();
+    let Some(items) = claim_list(path, claims, &mut errors) else {
+        return errors;
+    };
     let mut seen: Vec<&str> = Vec::new();
     for (i, c) in items.iter().enumerate() {
         let at = format!("{path}[{i}]");
@@ -224,20 +237,9 @@ pub fn claim_statuses_errors(
 ) -> Vec<String> {
     let path = "status.resourceClaimStatuses";
     let mut errors = Vec::new();
-    let items = match statuses {
-        serde_json::Value::Null => return errors,
-        serde_json::Value::Array(a) => a,
-        other => {
-            errors.push(format!("{path}: Invalid value: {other}: must be a list"));
-            return errors;
-        }
+    let Some(items) = claim_list(path, statuses, &mut errors) else {
+        return errors;
     };
-    if items.len() > MAX_POD_GROUP_RESOURCE_CLAIMS {
-        errors.push(format!(
-            "{path}: Too many: {}: must have at most {MAX_POD_GROUP_RESOURCE_CLAIMS} items",
-            items.len()
-        ));
-    }
     let in_spec = |n: &str| {
         spec_claims
             .as_array()
