@@ -11,11 +11,9 @@
 //!   back, most important first, and a unit stays (is reprieved) when the gang still fits
 //!   with at least as many of its pods placed as the best so far. What is left are the
 //!   victims, and the gang's placement in that last try gives its pods' nominated nodes.
-//!   Upstream tries every unit in turn; here the longest run of most important units that
-//!   fits back together is found by binary search and only the next
-//!   [`MAX_SINGLE_REPRIEVES`] are tried one by one, so the search costs O(log n + 64) gang
-//!   cycles however many pods the cluster runs (it may evict more than upstream would on
-//!   clusters with more candidates than that).
+//!   Upstream tries every unit in turn; [`reprieve`] reaches the same victims by galloping
+//!   over the runs of units that fit back, in O(victims x log n) gang cycles, capped at
+//!   [`MAX_REPRIEVE_TRIALS`].
 //! * **Pending preemption.** While a gang's nominated nodes still hold pods being evicted
 //!   for it, nothing new is evicted: the gang waits for them.
 //!
@@ -51,8 +49,8 @@ pub enum GroupPreemption {
     NotHelpful { message: String },
 }
 
-/// How many units after the reprieved run are tried one by one (see `preempt_for_group`).
-pub const MAX_SINGLE_REPRIEVES: usize = 64;
+/// At most this many gang cycles are spent putting victims back (see [`reprieve`]).
+pub const MAX_REPRIEVE_TRIALS: usize = 2048;
 
 pub const ONGOING_PREEMPTION: &str = "ongoing preemption on nominated nodes";
 pub const TOPOLOGY_NOT_SUPPORTED: &str =
@@ -148,61 +146,21 @@ pub fn preempt_for_group(
     for u in &units {
         trial.remove(u);
     }
-    let Some(mut best) = trial.placed() else {
+    let Some(best) = trial.placed() else {
         for u in &units {
             trial.restore(u);
         }
         return not_helpful("preemption cannot make the pod group fit");
     };
-    // Reprieve the longest run of the most important units that can all come back together
-    // (a binary search: each unit back only makes the gang harder to place), then each of
-    // the next units on its own, at most MAX_SINGLE_REPRIEVES of them: the search runs a
-    // gang cycle per try, under the caller's lock, so it must stay bounded on clusters with
-    // thousands of lower-priority pods. The units not tried stay victims.
-    let (mut fits, mut fails) = (0, units.len() + 1);
-    while fails - fits > 1 {
-        let mid = (fits + fails) / 2;
-        for u in &units[..mid] {
-            trial.restore(u);
-        }
-        match trial.placed() {
-            Some(n) if n >= best => {
-                fits = mid;
-                best = n;
-            }
-            _ => fails = mid,
-        }
-        for u in &units[..mid] {
-            trial.remove(u);
-        }
-    }
-    for u in &units[..fits] {
-        trial.restore(u);
-    }
-    let mut victims: Vec<&Unit> = Vec::new();
-    for (i, u) in units[fits..].iter().enumerate() {
-        if i == 0 || i > MAX_SINGLE_REPRIEVES {
-            // The first after the run failed with it; past the cap nothing is tried.
-            victims.push(u);
-            continue;
-        }
-        trial.restore(u);
-        match trial.placed() {
-            Some(n) if n >= best => best = n,
-            _ => {
-                trial.remove(u);
-                victims.push(u);
-            }
-        }
-    }
+    let victims = reprieve(&mut trial, &units, best);
     // The gang's placement with exactly the victims gone: its nominated nodes.
     let nominations = trial.placement();
-    for u in &victims {
-        trial.restore(u);
+    for &i in &victims {
+        trial.restore(&units[i]);
     }
     let victims: Vec<PodKey> = victims
         .iter()
-        .flat_map(|u| u.pods.iter().map(|p| p.key().clone()))
+        .flat_map(|&i| units[i].pods.iter().map(|p| p.key().clone()))
         .collect();
     GroupPreemption::Preempt {
         message: format!(
@@ -212,6 +170,74 @@ pub fn preempt_for_group(
         victims,
         nominations,
     }
+}
+
+/// Upstream's reprieve pass, with every unit out of the cache on entry: units go back most
+/// important first, and a unit stays only if the gang still fits with at least `best` pods
+/// placed (the most seen so far); the others are the victims (indices into `units`). On
+/// return the reprieved units are back and the victims still out.
+///
+/// Upstream runs one gang cycle per unit. Putting pods back only makes the gang harder to
+/// place, so the units reprieved before the next victim are the longest run that fits back
+/// together; it is found by galloping (1, 2, 4, ... units, then bisecting the last step),
+/// which gives the same victims in O(victims x log gap) cycles. The search runs under the
+/// caller's lock, so after [`MAX_REPRIEVE_TRIALS`] cycles the units not yet tried stay
+/// victims.
+fn reprieve(trial: &mut Trial<'_>, units: &[Unit], mut best: usize) -> Vec<usize> {
+    let mut victims = Vec::new();
+    let mut trials = 0;
+    let mut next = 0;
+    while next < units.len() {
+        if trials >= MAX_REPRIEVE_TRIALS {
+            victims.extend(next..units.len());
+            break;
+        }
+        // Does units[next..next + len] fit back on top of what is reprieved already?
+        let mut fits_back = |len: usize| {
+            trials += 1;
+            let run = &units[next..next + len];
+            run.iter().for_each(|u| trial.restore(u));
+            let ok = match trial.placed() {
+                Some(n) if n >= best => {
+                    best = n;
+                    true
+                }
+                _ => false,
+            };
+            run.iter().for_each(|u| trial.remove(u));
+            ok
+        };
+        // Gallop: `fits` units are known to fit back, `fails` are not.
+        let left = units.len() - next;
+        let (mut fits, mut fails) = (0, left + 1);
+        let mut step = 1;
+        while fits < left {
+            let len = step.min(left);
+            if !fits_back(len) {
+                fails = len;
+                break;
+            }
+            fits = len;
+            step *= 2;
+        }
+        while fails - fits > 1 {
+            let mid = (fits + fails) / 2;
+            if fits_back(mid) {
+                fits = mid;
+            } else {
+                fails = mid;
+            }
+        }
+        units[next..next + fits]
+            .iter()
+            .for_each(|u| trial.restore(u));
+        next += fits;
+        if next < units.len() {
+            victims.push(next);
+            next += 1;
+        }
+    }
+    victims
 }
 
 /// Bound, lower-priority pods as units; members of `group` itself never.

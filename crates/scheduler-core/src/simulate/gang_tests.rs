@@ -476,3 +476,44 @@ fn a_gang_whose_group_claim_cannot_be_allocated_places_nobody() {
         "{messages:?}"
     );
 }
+
+/// A hundred 8-GPU nodes, each running five single low-priority pods of one GPU (their
+/// names interleave the nodes); a gang of ten 8-GPU pods needs ten empty nodes. Upstream
+/// reprieves every pod it can, so exactly the fifty pods of ten nodes go, though most of
+/// the five hundred candidates rank above them.
+#[test]
+fn a_gang_evicts_only_the_pods_of_the_nodes_it_needs() {
+    let mut text = gpu_nodes(100, 0);
+    for j in 0..500 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: low-{j}, namespace: ml}}\nspec:\n  nodeName: gpu-{}\n  priority: 1\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '1'}}}}}}]\n",
+            j % 100
+        ));
+    }
+    text.push_str(&gang("train", 10));
+    for i in 0..10 {
+        text.push_str(&member(&format!("train-{i}"), "train", 100));
+    }
+    let r = simulate(&text);
+    let victims = preempted(&r);
+    assert_eq!(victims.len(), 50, "{victims:?}");
+    // The victims empty exactly the nodes the gang lands on.
+    let mut emptied: Vec<String> = victims
+        .iter()
+        .map(|v| {
+            let j: usize = v.trim_start_matches("ml/low-").parse().unwrap();
+            format!("gpu-{}", j % 100)
+        })
+        .collect();
+    emptied.sort();
+    emptied.dedup();
+    let mut used: Vec<String> = (0..10)
+        .map(|i| {
+            r.node_of(&format!("ml/train-{i}"))
+                .expect("placed")
+                .to_string()
+        })
+        .collect();
+    used.sort();
+    assert_eq!(emptied, used);
+}
