@@ -62,6 +62,10 @@ pub struct RunOptions {
     /// 1.37): on, a pod's claim matching its PodGroup's is reserved for the group and
     /// allocated once for all of its pods; off, every claim is the pod's own.
     pub dra_workload_resource_claims: bool,
+    /// Trees of groups (upstream's CompositePodGroup, alpha and off by default in 1.37): on,
+    /// a PodGroup's `parentCompositePodGroupName` is honoured and CompositePodGroups are
+    /// watched; off, every PodGroup is its own root.
+    pub composite_pod_groups: bool,
 }
 
 impl RunOptions {
@@ -89,6 +93,7 @@ impl RunOptions {
             opportunistic_batching: true,
             dra_device_binding_conditions: true,
             dra_workload_resource_claims: false,
+            composite_pod_groups: false,
         }
     }
 }
@@ -159,6 +164,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         opportunistic_batching,
         dra_device_binding_conditions,
         dra_workload_resource_claims,
+        composite_pod_groups,
     } = opts;
     let mut registry = Registry::in_tree();
     // The PodGroups and their members, fed by the informers, read by GangScheduling.
@@ -237,6 +243,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         let mut g = st.groups.write();
         g.set_served(GroupApi::Workload, pod_groups.workload.is_some());
         g.set_served(GroupApi::Coscheduling, pod_groups.coscheduling.is_some());
+        g.set_composite_enabled(composite_pod_groups);
         if coscheduling_status {
             g.track_status();
         }

@@ -272,13 +272,23 @@ async fn a_gang_preempts_a_whole_low_priority_group() {
 
 /// The controller with PodGroup claims on (`--feature-gates=DRAWorkloadResourceClaims=true`).
 async fn start_with_group_claims(server: &FakeApiServer) -> support::Started {
+    start_with_gates(server, true, false).await
+}
+
+/// The controller with the given gates: DRAWorkloadResourceClaims, CompositePodGroup.
+async fn start_with_gates(
+    server: &FakeApiServer,
+    group_claims: bool,
+    composite: bool,
+) -> support::Started {
     let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
     let client = controller::client(Some(&server.kubeconfig()))
         .await
         .unwrap();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(controller::run(controller::RunOptions {
-        dra_workload_resource_claims: true,
+        dra_workload_resource_claims: group_claims,
+        composite_pod_groups: composite,
         ..controller::RunOptions::new(
             client,
             loaded,
@@ -461,5 +471,95 @@ async fn a_failed_gang_binding_leaves_the_group_claim_reusable() {
     assert_eq!(bound(&server, &["w0", "w1"]), ["n2", "n2"]);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_reserved_for_the_group(&server, "fabric");
+    support::stop_controller(running.stop, running.task).await;
+}
+
+fn composite(name: &str, min_group_count: u32) -> Value {
+    json!({
+        "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"workloadRef": {"workloadName": "train", "templateName": name},
+                 "schedulingPolicy": {"gang": {"minGroupCount": min_group_count}}},
+    })
+}
+
+fn child(name: &str, parent: &str, min_count: u32) -> Value {
+    let mut g = gang(name, min_count);
+    g["spec"]["parentCompositePodGroupName"] = json!(parent);
+    g
+}
+
+/// With the CompositePodGroup gate on, a job of two slices that needs both binds nothing
+/// while only three nodes exist (one slice would fit), and all four pods once a fourth node
+/// comes; each slice's condition says Scheduled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_of_groups_is_bound_only_when_its_root_quorum_is_met() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["g1", "g2", "g3"] {
+        server.apply("nodes", &gpu_node(n));
+    }
+    server.apply("compositepodgroups", &composite("job", 2));
+    server.apply("podgroups", &child("a", "job", 2));
+    server.apply("podgroups", &child("b", "job", 2));
+    let pods = ["a0", "a1", "b0", "b1"];
+    for p in pods {
+        server.apply("pods", &member(p, &p[..1]));
+    }
+    let running = start_with_gates(&server, false, true).await;
+    wait_for("every pod's FailedScheduling", || {
+        pods.iter().all(|p| failed_scheduling(&server, p).is_some())
+    })
+    .await;
+    let notes: Vec<String> = pods
+        .iter()
+        .map(|p| failed_scheduling(&server, p).unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("composite pod group \"job\": minCount (2) cannot be satisfied")),
+        "{notes:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(bound(&server, &pods).is_empty(), "no slice is bound alone");
+
+    server.apply("nodes", &gpu_node("g4"));
+    wait_for("all four bound", || bound(&server, &pods).len() == 4).await;
+    wait_for("both slices' conditions", || {
+        ["a", "b"]
+            .iter()
+            .all(|g| group_condition(&server, g).is_some_and(|c| c["reason"] == "Scheduled"))
+    })
+    .await;
+    support::stop_controller(running.stop, running.task).await;
+}
+
+/// With the gate off (the default), the parent is ignored: each slice is its own gang, so
+/// the slice that fits is bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_gate_off_each_group_of_a_tree_is_its_own_gang() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["g1", "g2", "g3"] {
+        server.apply("nodes", &gpu_node(n));
+    }
+    server.apply("compositepodgroups", &composite("job", 2));
+    server.apply("podgroups", &child("a", "job", 2));
+    server.apply("podgroups", &child("b", "job", 2));
+    let pods = ["a0", "a1", "b0", "b1"];
+    for p in pods {
+        server.apply("pods", &member(p, &p[..1]));
+    }
+    let running = start(&server).await;
+    wait_for("one slice bound", || bound(&server, &pods).len() == 2).await;
+    let slices: Vec<bool> = ["a", "b"]
+        .iter()
+        .map(|g| bound(&server, &[&format!("{g}0"), &format!("{g}1")]).len() == 2)
+        .collect();
+    assert!(
+        slices == [true, false] || slices == [false, true],
+        "{slices:?}"
+    );
     support::stop_controller(running.stop, running.task).await;
 }

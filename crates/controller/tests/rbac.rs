@@ -341,6 +341,8 @@ async fn requests_of_a_representative_run(config: &str) -> Vec<RequestRecord> {
     let task = tokio::spawn(controller::run(controller::RunOptions {
         instance_id: "rbac-test".into(),
         health: Some(listener),
+        // Every optional watch on, so the manifests' grants for it are checked too.
+        composite_pod_groups: true,
         health_auth: Some(std::sync::Arc::new(auth)),
         ..controller::RunOptions::new(
             client,
@@ -549,6 +551,8 @@ async fn every_request_the_controller_makes_is_allowed_and_every_grant_is_used()
         ("list", "scheduling.x-k8s.io", "podgroups"),
         ("watch", "scheduling.x-k8s.io", "podgroups"),
         ("patch", "scheduling.k8s.io", "podgroups/status"),
+        ("list", "scheduling.k8s.io", "compositepodgroups"),
+        ("watch", "scheduling.k8s.io", "compositepodgroups"),
         ("patch", "scheduling.x-k8s.io", "podgroups/status"),
         ("create", "", "pods/binding"),
         ("patch", "", "persistentvolumes"),

@@ -177,6 +177,14 @@ pub const RESOURCES: &[Resource] = &[
         "PodGroup",
         true,
     ),
+    // CompositePodGroups (1.37 alpha; `handlers/composite_pod_groups.rs`).
+    res(
+        "compositepodgroups",
+        "scheduling.k8s.io",
+        "v1alpha3",
+        "CompositePodGroup",
+        true,
+    ),
     Resource {
         collection: COSCHEDULING_POD_GROUPS,
         plural: "podgroups",

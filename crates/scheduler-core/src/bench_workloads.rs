@@ -674,7 +674,8 @@ impl Runner {
         };
         let group = match route(fw, &self.groups, &q.pod) {
             Route::Alone => return (1, usize::from(self.schedule(&q.pod))),
-            Route::Wait(_) => return (1, 0),
+            // The bench's workloads have no CompositePodGroups.
+            Route::Wait(_) | Route::Tree(_) => return (1, 0),
             Route::Gang(g) => g,
         };
         let outcome = schedule_group_and_bind(

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::types::composite_pod_group::{CompositeKey, CompositePodGroupInfo};
 use crate::types::pod_group::{GroupApi, PodGroupInfo, PodGroupKey};
 use crate::types::{PodInfo, PodKey};
 
@@ -47,6 +48,10 @@ pub struct PodGroups {
     /// Coscheduling groups whose status may be due for a change (the group or one of its
     /// pods changed), once someone keeps their status ([`Self::track_status`]).
     status_dirty: Option<BTreeSet<PodGroupKey>>,
+    /// The CompositePodGroup gate: off, parents are ignored and every group is its own root
+    /// (see `pod_group_tree`).
+    composite_enabled: bool,
+    composites: HashMap<CompositeKey, Arc<CompositePodGroupInfo>>,
 }
 
 impl PodGroups {
@@ -133,6 +138,49 @@ impl PodGroups {
                 self.members.remove(key);
             }
         }
+    }
+
+    /// Turns the CompositePodGroup gate on or off (off by default, as upstream's alpha).
+    pub fn set_composite_enabled(&mut self, on: bool) {
+        self.composite_enabled = on;
+    }
+
+    pub fn composite_enabled(&self) -> bool {
+        self.composite_enabled
+    }
+
+    pub fn upsert_composite(
+        &mut self,
+        info: CompositePodGroupInfo,
+    ) -> Option<Arc<CompositePodGroupInfo>> {
+        self.composites.insert(info.key.clone(), Arc::new(info))
+    }
+
+    pub fn remove_composite(&mut self, key: &CompositeKey) -> Option<Arc<CompositePodGroupInfo>> {
+        self.composites.remove(key)
+    }
+
+    /// Replaces every CompositePodGroup (after a full list).
+    pub fn replace_all_composites(
+        &mut self,
+        infos: impl IntoIterator<Item = CompositePodGroupInfo>,
+    ) {
+        self.composites.clear();
+        for i in infos {
+            self.upsert_composite(i);
+        }
+    }
+
+    pub fn composite(&self, key: &CompositeKey) -> Option<&Arc<CompositePodGroupInfo>> {
+        self.composites.get(key)
+    }
+
+    pub fn groups(&self) -> impl Iterator<Item = &Arc<PodGroupInfo>> {
+        self.groups.values()
+    }
+
+    pub fn composites(&self) -> impl Iterator<Item = &Arc<CompositePodGroupInfo>> {
+        self.composites.values()
     }
 
     /// Every pod of the group the scheduler knows, bound or not (upstream `AllPodsCount`).

@@ -25,6 +25,7 @@ use crate::schedule_one::{
     schedule_group_member_recorded,
 };
 use crate::types::PodInfo;
+use crate::types::composite_pod_group::CompositeKey;
 use crate::types::pod_group::{GroupApi, GroupCondition, PodGroupInfo, PodGroupKey};
 
 /// How a popped pod is scheduled.
@@ -34,6 +35,9 @@ pub enum Route {
     Alone,
     /// In a group cycle with the rest of its gang.
     Gang(Arc<PodGroupInfo>),
+    /// In one cycle with every waiting pod of the tree under this root (CompositePodGroup
+    /// gate; see [`crate::schedule_tree`]).
+    Tree(CompositeKey),
     /// Not at all now: its group went away (or lost its quorum) after the pod was queued.
     /// Requeue it with this status, as if PreEnqueue had kept it out.
     Wait(Status),
@@ -54,9 +58,17 @@ pub fn route(fw: &Framework, groups: &PodGroupManager, pod: &PodInfo) -> Route {
     if !gate.is_success() {
         return Route::Wait(gate);
     }
-    match groups.read().get(key) {
-        Some(g) if g.is_gang() => Route::Gang(Arc::clone(g)),
-        _ => Route::Alone,
+    let groups = groups.read();
+    let Some(g) = groups.get(key) else {
+        return Route::Alone;
+    };
+    if let Ok(Some(root)) = crate::pod_group_tree::root_of(&groups, g) {
+        return Route::Tree(root);
+    }
+    if g.is_gang() {
+        Route::Gang(Arc::clone(g))
+    } else {
+        Route::Alone
     }
 }
 

@@ -57,7 +57,7 @@ pub(crate) const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phas
 pub(crate) const LIST_PAGE_SIZE: u32 = 100;
 
 /// How many informers [`spawn_all`] starts; the scheduler waits for all of them to sync.
-pub(crate) const INFORMER_COUNT: usize = 18 + WORKLOAD_INFORMER_COUNT;
+pub(crate) const INFORMER_COUNT: usize = 19 + WORKLOAD_INFORMER_COUNT;
 
 /// One informer over every `K` in the cluster.
 fn spawn<K, H>(

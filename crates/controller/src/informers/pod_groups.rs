@@ -12,12 +12,13 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use scheduler_core::framework::{ActionType, ClusterEvent, EventObjects, EventResource};
+use scheduler_core::types::composite_pod_group::{CompositeKey, CompositePodGroupInfo};
 use scheduler_core::types::pod_group::{GroupApi, PodGroupInfo};
 use serde::Deserialize;
 
 use super::handlers::Handler;
-use super::spawn;
 use super::watch::Presence;
+use super::{fns, spawn};
 use crate::client::discovery::PodGroupVersions;
 use crate::state::{Shared, State};
 
@@ -172,8 +173,82 @@ impl State {
     }
 }
 
-/// The two PodGroup informers: the Workload API's served version (or `v1beta1`, which
-/// answers 404, when none is) and scheduler-plugins' CRD.
+/// A CompositePodGroup (`scheduling.k8s.io/v1alpha3`, the only version that has it).
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct CompositeV1alpha3 {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: serde_json::Value,
+}
+
+impl k8s_openapi::Resource for CompositeV1alpha3 {
+    const API_VERSION: &'static str = "scheduling.k8s.io/v1alpha3";
+    const GROUP: &'static str = "scheduling.k8s.io";
+    const KIND: &'static str = "CompositePodGroup";
+    const VERSION: &'static str = "v1alpha3";
+    const URL_PATH_SEGMENT: &'static str = "compositepodgroups";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for CompositeV1alpha3 {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl CompositeV1alpha3 {
+    fn view(&self) -> Option<CompositePodGroupInfo> {
+        let m = &self.metadata;
+        let value = serde_json::json!({
+            "metadata": {"name": m.name, "namespace": m.namespace, "uid": m.uid,
+                         "creationTimestamp": m.creation_timestamp},
+            "spec": self.spec,
+        });
+        CompositePodGroupInfo::from_json(&value)
+            .inspect_err(|e| {
+                tracing::warn!(
+                    compositepodgroup = %format!("{}/{}", m.namespace.as_deref().unwrap_or(""), m.name.as_deref().unwrap_or("")),
+                    error = %e,
+                    "CompositePodGroup cannot be read; the pods of its tree wait as if it did not exist"
+                )
+            })
+            .ok()
+    }
+}
+
+impl State {
+    /// A CompositePodGroup added or changed: a tree may have its quorum now (upstream
+    /// registers CompositePodGroup/Add; every gang's pods are asked).
+    pub(crate) fn on_composite_pod_group(
+        &mut self,
+        _old: Option<&CompositeV1alpha3>,
+        new: &CompositeV1alpha3,
+    ) {
+        let Some(view) = new.view() else {
+            return self.on_composite_pod_group_delete(new);
+        };
+        self.groups.write().upsert_composite(view);
+        self.fire(EventResource::PodGroup, ActionType::ADD);
+    }
+
+    /// A CompositePodGroup deleted: the pods of its tree no longer pass PreEnqueue.
+    pub(crate) fn on_composite_pod_group_delete(&mut self, old: &CompositeV1alpha3) {
+        let m = &old.metadata;
+        let key = CompositeKey::new(
+            m.namespace.as_deref().unwrap_or_default(),
+            m.name.as_deref().unwrap_or_default(),
+        );
+        self.groups.write().remove_composite(&key);
+    }
+}
+
+/// The PodGroup informers: the Workload API's served version (or `v1beta1`, which answers
+/// 404, when none is), scheduler-plugins' CRD, and CompositePodGroups when their gate is on
+/// (off, a stand-in that counts as synced at once, so the informer count stays fixed).
 pub(super) fn spawn_pod_groups(
     client: &Client,
     shared: &Arc<Shared>,
@@ -184,9 +259,28 @@ pub(super) fn spawn_pod_groups(
         Some("v1alpha2") => spawn::<WorkloadV1alpha2, _>(client, shared, opt, PodGroups),
         _ => spawn::<WorkloadV1beta1, _>(client, shared, opt, PodGroups),
     };
+    let composite_gate = shared.lock().groups.read().composite_enabled();
+    let composite = if composite_gate {
+        spawn(
+            client,
+            shared,
+            opt,
+            fns::<CompositeV1alpha3>(
+                State::on_composite_pod_group,
+                State::on_composite_pod_group_delete,
+            ),
+        )
+    } else {
+        let shared = Arc::clone(shared);
+        tokio::spawn(async move {
+            shared.lock().synced += 1;
+            shared.notify();
+        })
+    };
     vec![
         workload,
         spawn::<CoschedulingV1alpha1, _>(client, shared, opt, PodGroups),
+        composite,
     ]
 }
 

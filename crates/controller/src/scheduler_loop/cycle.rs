@@ -12,6 +12,7 @@ use scheduler_core::outcome::{Failure, PodOutcome, pod_outcome};
 use scheduler_core::schedule_group::{self, Route};
 use scheduler_core::schedule_one::{Decision, schedule_one, schedule_one_recorded};
 use scheduler_core::types::PodInfo;
+use scheduler_core::types::composite_pod_group::CompositeKey;
 use scheduler_core::types::pod_group::PodGroupInfo;
 
 use super::{Attempt, SchedulingLoop};
@@ -25,6 +26,8 @@ pub(super) enum CycleResult {
     Skipped,
     /// A pod of a gang: its group's cycle schedules it.
     Gang(QueuedPodInfo, Arc<PodGroupInfo>),
+    /// A pod of a tree of groups (CompositePodGroup): the root's cycle schedules it.
+    Tree(QueuedPodInfo, CompositeKey),
     /// Decided: to bind, or to the failure handler (a pod of a gang whose group went away
     /// too, as if PreEnqueue had kept it out).
     Done(QueuedPodInfo, PodOutcome),
@@ -44,6 +47,7 @@ impl SchedulingLoop {
         match self.route(fw, &q.pod) {
             Route::Alone => {}
             Route::Gang(group) => return CycleResult::Gang(q, group),
+            Route::Tree(root) => return CycleResult::Tree(q, root),
             Route::Wait(status) => {
                 let mut diagnosis = Diagnosis::default();
                 diagnosis.unschedulable_plugins.extend(status.plugin());

@@ -14,13 +14,15 @@ use scheduler_core::explain::group::GroupRecord;
 use scheduler_core::explain::{Explanation, Outcome, simulator};
 use scheduler_core::framework::{Framework, NominatedPods, QueuedPodInfo};
 use scheduler_core::group_preemption::{self, GroupPreemption};
-use scheduler_core::outcome::group_result;
+use scheduler_core::outcome::{GroupResult, group_result};
 use scheduler_core::schedule_group::{self, GroupOutcome};
-use scheduler_core::types::pod_group::PodGroupInfo;
+use scheduler_core::schedule_tree;
+use scheduler_core::types::composite_pod_group::CompositeKey;
+use scheduler_core::types::pod_group::{PodGroupInfo, PodGroupKey};
 use scheduler_core::types::{PodInfo, PodKey};
 
 use super::binding_handoff::{Assume, HandOff, hand_off_to_binding};
-use super::failure::{handle_failure, start_preemption};
+use super::failure::{Handled, handle_failure, start_preemption};
 use super::{Attempt, SchedulingLoop};
 use crate::binding::executor::Action;
 use crate::binding::pod_group_status::ConditionWrite;
@@ -39,7 +41,8 @@ impl SchedulingLoop {
     ) {
         let shared = Arc::clone(&self.shared);
         let mut st = shared.lock();
-        let members = pop_members(&mut st, fw, q, group);
+        let siblings = queued_siblings(&st, &q, [&group.key]);
+        let members = pop_members(&mut st, fw, q, siblings);
         let tried = members.len();
         let before = schedule_group::scheduled_members(&st.groups.read(), &group.key, &st.cache);
         let nominated = st.queue.nominated_pods().clone();
@@ -82,18 +85,48 @@ impl SchedulingLoop {
         let result = group_result(outcome, preemption, fw.has_post_filter_plugins());
         tracing::debug!(group = %group.key, tried, placed = result.placed.len(), "pod group cycle");
         actions.extend(condition);
-        let mut handled = Vec::with_capacity(result.failed.len());
-        for (queued, placement) in result.placed {
-            match hand_off_to_binding(&mut st, fw, queued, placement, attempt, Assume::Done) {
-                HandOff::Bind(bind) => actions.push(bind),
-                HandOff::Failed(h) => handled.push(h),
-            }
-        }
-        let eviction = result.eviction;
-        actions
-            .extend(eviction.and_then(|e| start_preemption(&mut st, e, &attempt.scheduler_name)));
-        for (queued, failure) in result.failed {
-            handled.push(handle_failure(&mut st, queued, failure, attempt));
+        let handled = hand_off_group(&mut st, fw, result, attempt, &mut actions);
+        drop(st);
+        self.finish_attempt(attempt, actions, handled);
+    }
+
+    /// One attempt for the tree of groups under `root` (CompositePodGroup gate), `q` just
+    /// popped and routed to it: every waiting pod of the tree for the same profile is tried
+    /// in one cycle; then each PodGroup of the tree is handed off as a gang's is (no
+    /// preemption for trees yet: members that do not fit wait and lose their nominations).
+    pub(super) fn schedule_tree(
+        &mut self,
+        fw: &Framework,
+        q: QueuedPodInfo,
+        root: &CompositeKey,
+        attempt: &Attempt,
+        snapshot: &mut Snapshot,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let mut st = shared.lock();
+        let groups = Arc::clone(&st.groups);
+        let leaves = schedule_tree::tree_leaves(&groups.read(), root);
+        let siblings = queued_siblings(&st, &q, &leaves);
+        let members = pop_members(&mut st, fw, q, siblings);
+        let tried = members.len();
+        let nominated = st.queue.nominated_pods().clone();
+        let outcomes = schedule_tree::schedule_tree(
+            fw,
+            &mut self.alg,
+            &groups.read(),
+            root,
+            members,
+            &mut st.cache,
+            snapshot,
+            &nominated,
+        );
+        tracing::debug!(root = %root, tried, groups = outcomes.len(), "composite pod group cycle");
+        let mut actions = Vec::new();
+        let mut handled = Vec::new();
+        for leaf in outcomes {
+            actions.extend(self.group_condition(&leaf.group, &leaf.outcome));
+            let result = group_result(leaf.outcome, None, false);
+            handled.extend(hand_off_group(&mut st, fw, result, attempt, &mut actions));
         }
         drop(st);
         self.finish_attempt(attempt, actions, handled);
@@ -196,28 +229,66 @@ impl SchedulingLoop {
     }
 }
 
-/// `q` and its group's other pods waiting in the queue for the same profile (upstream
-/// schedules a group's pods of one profile together), popped, in queue order with `q` first
-/// among equals: each is in flight in this cycle.
+/// The members of a group's cycle and where their results go: each placed member to the
+/// binding hand-off (eviction started first when preemption chose victims), each other to
+/// the failure handler. Returns the failures handled.
+fn hand_off_group(
+    st: &mut State,
+    fw: &Framework,
+    result: GroupResult,
+    attempt: &Attempt,
+    actions: &mut Vec<Action>,
+) -> Vec<Handled> {
+    let mut handled = Vec::with_capacity(result.failed.len());
+    for (queued, placement) in result.placed {
+        match hand_off_to_binding(st, fw, queued, placement, attempt, Assume::Done) {
+            HandOff::Bind(bind) => actions.push(bind),
+            HandOff::Failed(h) => handled.push(h),
+        }
+    }
+    actions.extend(
+        result
+            .eviction
+            .and_then(|e| start_preemption(st, e, &attempt.scheduler_name)),
+    );
+    for (queued, failure) in result.failed {
+        handled.push(handle_failure(st, queued, failure, attempt));
+    }
+    handled
+}
+
+/// The pods of `groups` waiting in the queue for `q`'s profile, but `q`.
+fn queued_siblings<'a>(
+    st: &State,
+    q: &QueuedPodInfo,
+    in_cycle: impl IntoIterator<Item = &'a PodGroupKey>,
+) -> Vec<PodKey> {
+    let groups = st.groups.read();
+    let mut keys: Vec<PodKey> = Vec::new();
+    for key in in_cycle {
+        for (k, _) in groups.members(key) {
+            if k != q.pod.key()
+                && st
+                    .queue
+                    .get(k)
+                    .is_some_and(|w| w.pod.scheduler_name == q.pod.scheduler_name)
+            {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys
+}
+
+/// `q` and `siblings` (its group's or tree's other pods waiting in the queue for the same
+/// profile: upstream schedules a group's pods of one profile together), popped, in queue
+/// order with `q` first among equals: each is in flight in this cycle.
 fn pop_members(
     st: &mut State,
     fw: &Framework,
     q: QueuedPodInfo,
-    group: &PodGroupInfo,
+    siblings: Vec<PodKey>,
 ) -> Vec<QueuedPodInfo> {
-    let siblings: Vec<PodKey> = {
-        let groups = st.groups.read();
-        groups
-            .members(&group.key)
-            .map(|(k, _)| k.clone())
-            .filter(|k| k != q.pod.key())
-            .filter(|k| {
-                st.queue
-                    .get(k)
-                    .is_some_and(|w| w.pod.scheduler_name == q.pod.scheduler_name)
-            })
-            .collect()
-    };
     let mut members = vec![q];
     members.extend(st.queue.pop_group_members(&siblings));
     members.sort_by(|a, b| {

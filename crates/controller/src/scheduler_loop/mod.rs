@@ -147,6 +147,7 @@ impl SchedulingLoop {
         match self.scheduling_cycle(fw, popped.info, &attempt, snapshot) {
             CycleResult::Skipped => {}
             CycleResult::Gang(q, group) => self.schedule_gang(fw, q, &group, &attempt, snapshot),
+            CycleResult::Tree(q, root) => self.schedule_tree(fw, q, &root, &attempt, snapshot),
             CycleResult::Done(q, PodOutcome::Bind(placement)) => {
                 self.bind_pod(fw, q, placement, &attempt)
             }

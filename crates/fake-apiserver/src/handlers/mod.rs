@@ -15,6 +15,7 @@ use crate::store::{RESOURCES, Shared, resource};
 
 mod access_review;
 mod claim_status;
+mod composite_pod_groups;
 mod events;
 mod objects;
 mod pod_admission;

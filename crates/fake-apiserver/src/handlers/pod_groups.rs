@@ -27,7 +27,11 @@ pub(super) fn check_status(obj: &Value) -> Result<(), Box<Response>> {
     Err(Box::new(invalid(obj, errors)))
 }
 
-fn invalid(obj: &Value, mut errors: Vec<String>) -> Response {
+fn invalid(obj: &Value, errors: Vec<String>) -> Response {
+    invalid_kind("PodGroup", obj, errors)
+}
+
+pub(super) fn invalid_kind(kind: &str, obj: &Value, mut errors: Vec<String>) -> Response {
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     let detail = if errors.len() == 1 {
         errors.remove(0)
@@ -37,7 +41,7 @@ fn invalid(obj: &Value, mut errors: Vec<String>) -> Response {
     status(
         StatusCode::UNPROCESSABLE_ENTITY,
         "Invalid",
-        format!("PodGroup.scheduling.k8s.io {name:?} is invalid: {detail}"),
+        format!("{kind}.scheduling.k8s.io {name:?} is invalid: {detail}"),
     )
 }
 
@@ -48,6 +52,9 @@ pub(super) fn prepare(
     old: Option<&Value>,
     obj: &mut Value,
 ) -> Result<(), Box<Response>> {
+    if r.collection == "compositepodgroups" {
+        return super::composite_pod_groups::prepare(old, obj);
+    }
     if r.collection != "podgroups" {
         return Ok(());
     }
@@ -90,12 +97,32 @@ fn validate(obj: &Value) -> Vec<String> {
         },
         (false, true) => {}
     }
+    errors.extend(parent_errors(&obj["spec"]));
     errors.extend(resource_claims_errors(&obj["spec"]["resourceClaims"]));
     errors.extend(claim_statuses_errors(
         &obj["spec"]["resourceClaims"],
         &obj["status"]["resourceClaimStatuses"],
     ));
-    if let Some(topology) = obj["spec"]["schedulingConstraints"]["topology"].as_array() {
+    errors.extend(topology_errors(&obj["spec"]));
+    errors
+}
+
+/// `spec.parentCompositePodGroupName` (CompositePodGroup, 1.37 alpha; this server runs
+/// with the gate on): a `k8s-long-name` when set.
+pub(super) fn parent_errors(spec: &Value) -> Vec<String> {
+    match &spec["parentCompositePodGroupName"] {
+        Value::Null => Vec::new(),
+        Value::String(p) if is_dns_subdomain(p) => Vec::new(),
+        other => vec![format!(
+            "spec.parentCompositePodGroupName: Invalid value: {other}: {SUBDOMAIN_MSG}"
+        )],
+    }
+}
+
+/// At most one topology constraint, each with a key (PodGroups and CompositePodGroups).
+pub(super) fn topology_errors(spec: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    if let Some(topology) = spec["schedulingConstraints"]["topology"].as_array() {
         if topology.len() > 1 {
             errors.push(format!(
                 "spec.schedulingConstraints.topology: Too many: {}: must have at most 1 items",
@@ -128,7 +155,7 @@ fn is_dns_label(s: &str) -> bool {
 }
 
 /// Dot-separated DNS labels, at most 253 characters (`k8s-long-name`).
-fn is_dns_subdomain(s: &str) -> bool {
+pub(super) fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
@@ -230,7 +257,7 @@ fn claim_statuses_errors(claims: &Value, statuses: &Value) -> Vec<String> {
 }
 
 /// Every spec field but `schedulingPolicy.gang.minCount` is immutable.
-fn validate_update(old: &Value, new: &Value) -> Vec<String> {
+pub(super) fn validate_update(old: &Value, new: &Value) -> Vec<String> {
     let without_min_count = |spec: &Value| {
         let mut s = spec.clone();
         if let Some(g) = s["schedulingPolicy"]["gang"].as_object_mut() {

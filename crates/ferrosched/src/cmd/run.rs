@@ -64,7 +64,8 @@ pub struct RunArgs {
     explain_annotations: Vec<String>,
     /// Feature gates, as kube-scheduler's `--feature-gates=Name=bool,...`. ferrosched knows
     /// OpportunisticBatching, DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
-    /// (default true) and DRAWorkloadResourceClaims (default false, as upstream's 1.37);
+    /// (default true), DRAWorkloadResourceClaims and CompositePodGroup (default false, as
+    /// upstream's 1.37);
     /// any other name is refused.
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
@@ -234,6 +235,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             dra_device_binding_conditions: gates.dra_device_binding_conditions
                 && gates.dra_resource_claim_device_status,
             dra_workload_resource_claims: gates.dra_workload_resource_claims,
+            composite_pod_groups: gates.composite_pod_group,
         })
         .await
     });
@@ -282,6 +284,8 @@ struct FeatureGates {
     /// DRAWorkloadResourceClaims (upstream alpha in 1.36, beta but off by default in 1.37):
     /// PodGroup claims reserved for the group and shared by its pods.
     dra_workload_resource_claims: bool,
+    /// CompositePodGroup (upstream alpha in 1.37, off by default): trees of PodGroups.
+    composite_pod_group: bool,
 }
 
 impl FeatureGates {
@@ -290,6 +294,7 @@ impl FeatureGates {
         "DRADeviceBindingConditions",
         "DRAResourceClaimDeviceStatus",
         "DRAWorkloadResourceClaims",
+        "CompositePodGroup",
     ];
 
     /// Parses `Name=bool,Name=bool` (empty: the defaults). A gate ferrosched does not
@@ -300,6 +305,7 @@ impl FeatureGates {
             dra_device_binding_conditions: true,
             dra_resource_claim_device_status: true,
             dra_workload_resource_claims: false,
+            composite_pod_group: false,
         };
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let Some((name, value)) = item.split_once('=') else {
@@ -322,6 +328,7 @@ impl FeatureGates {
                 "DRADeviceBindingConditions" => gates.dra_device_binding_conditions = on,
                 "DRAResourceClaimDeviceStatus" => gates.dra_resource_claim_device_status = on,
                 "DRAWorkloadResourceClaims" => gates.dra_workload_resource_claims = on,
+                "CompositePodGroup" => gates.composite_pod_group = on,
                 _ => {
                     return Err(format!(
                         "--feature-gates: feature gate {name:?} is not implemented by ferrosched (known: {})",
@@ -360,6 +367,16 @@ mod feature_gate_tests {
     }
 
     #[test]
+    fn composite_pod_groups_follow_upstreams_alpha_default_off() {
+        assert!(!FeatureGates::parse("").unwrap().composite_pod_group);
+        assert!(
+            FeatureGates::parse("CompositePodGroup=true")
+                .unwrap()
+                .composite_pod_group
+        );
+    }
+
+    #[test]
     fn feature_gates_parse_like_kube_scheduler_and_refuse_unknown_names() {
         assert!(FeatureGates::parse("").unwrap().opportunistic_batching);
         assert!(
@@ -376,7 +393,7 @@ mod feature_gate_tests {
             .unwrap_err();
         assert_eq!(
             e,
-            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRAWorkloadResourceClaims)"
+            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRAWorkloadResourceClaims, CompositePodGroup)"
         );
         assert_eq!(
             FeatureGates::parse("OpportunisticBatching").unwrap_err(),

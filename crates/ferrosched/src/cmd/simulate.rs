@@ -13,10 +13,11 @@ use super::output::Output;
 
 #[derive(Args, Debug)]
 #[command(after_help = format!(
-    "Dump a cluster with every kind simulate reads (one line):\n  {}\nand, on clusters that serve DeviceTaintRules (1.37+), pass this file too:\n  {}\nand, on clusters that serve PodGroups (the Workload API, or scheduler-plugins' CRD), this one:\n  {}",
+    "Dump a cluster with every kind simulate reads (one line):\n  {}\nand, on clusters that serve DeviceTaintRules (1.37+), pass this file too:\n  {}\nand, on clusters that serve PodGroups (the Workload API, or scheduler-plugins' CRD), this one:\n  {}\nand, on clusters that serve CompositePodGroups (1.37 alpha), this one:\n  {}",
     simulate::DUMP_COMMAND,
     simulate::TAINT_RULES_DUMP_COMMAND,
-    simulate::POD_GROUPS_DUMP_COMMAND
+    simulate::POD_GROUPS_DUMP_COMMAND,
+    simulate::COMPOSITE_POD_GROUPS_DUMP_COMMAND
 ))]
 pub struct SimulateArgs {
     /// KubeSchedulerConfiguration to schedule with. Default: the built-in example's config

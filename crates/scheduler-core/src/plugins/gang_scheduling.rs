@@ -19,6 +19,7 @@ use crate::framework::{
 };
 use crate::plugin_points;
 use crate::pod_group_manager::PodGroupManager;
+use crate::pod_group_tree::{self, TreeNode};
 use crate::types::PodInfo;
 use crate::types::pod_group::{GroupApi, GroupPolicy, PodGroupKey};
 
@@ -123,14 +124,17 @@ impl Plugin for GangScheduling {
         let Some(mine) = pod.pod_group.as_deref() else {
             return QueueingHint::QueueSkip;
         };
+        let same_tree = |other: &PodGroupKey| {
+            other == mine || pod_group_tree::same_root(&self.groups.read(), other, mine)
+        };
         let helps = match objects {
-            EventObjects::Pod { new: Some(p), .. } => p.pod_group.as_deref() == Some(mine),
-            EventObjects::PodGroup { old: None, new } => &new.key == mine,
+            EventObjects::Pod { new: Some(p), .. } => p.pod_group.as_deref().is_some_and(same_tree),
+            EventObjects::PodGroup { old: None, new } => same_tree(&new.key),
             EventObjects::PodGroup {
                 old: Some(old),
                 new,
             } => {
-                &new.key == mine
+                same_tree(&new.key)
                     && match (old.policy, new.policy) {
                         (
                             GroupPolicy::Gang { min_count: o },
@@ -173,6 +177,15 @@ pub fn gate(groups: &PodGroupManager, pod: &PodInfo) -> Status {
             GroupApi::Coscheduling => COSCHEDULING_GROUP_NOT_FOUND.to_string(),
         });
     };
+    // In a tree (CompositePodGroup gate), the whole tree's quorum counts, not the group's.
+    match pod_group_tree::root_of(&groups, group) {
+        Err(e) => return Status::unresolvable(e.to_string()),
+        Ok(Some(root)) if pod_group_tree::ready(&groups, &TreeNode::Composite(root.clone())) => {
+            return Status::success();
+        }
+        Ok(Some(root)) => return Status::unresolvable(pod_group_tree::waiting_for_tree(&root)),
+        Ok(None) => {}
+    }
     let GroupPolicy::Gang { min_count } = group.policy else {
         return Status::success();
     };
@@ -354,6 +367,47 @@ mod tests {
         );
         // Nothing to judge by: queue, as every hint must.
         assert_eq!(hint(EventObjects::None), QueueingHint::Queue);
+    }
+
+    /// With the CompositePodGroup gate on, a pod of any group of the same tree may complete
+    /// the tree's quorum; gate off, only the pod's own group counts.
+    #[test]
+    fn in_a_tree_hints_queue_for_pods_of_sibling_groups() {
+        use crate::types::composite_pod_group::{CompositeKey, CompositePodGroupInfo};
+        let groups = Arc::new(PodGroupManager::new());
+        let pl = GangScheduling::new(Arc::clone(&groups));
+        groups.write().upsert_composite(CompositePodGroupInfo::new(
+            CompositeKey::new("ml", "job"),
+            None,
+            Some(2),
+        ));
+        for name in ["a", "b"] {
+            let mut g = gang(name, 1);
+            g.parent = Some("job".into());
+            groups.write().upsert(g);
+        }
+        groups.write().upsert(gang("c", 1));
+        let event = ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD);
+        let mine = pod("a0", "a");
+        let hint = |other: &PodInfo| {
+            let objects = EventObjects::Pod {
+                old: None,
+                new: Some(other),
+            };
+            pl.queueing_hint(&mine, &event, &objects)
+        };
+        assert_eq!(hint(&pod("b0", "b")), QueueingHint::QueueSkip, "gate off");
+        groups.write().set_composite_enabled(true);
+        assert_eq!(hint(&pod("b0", "b")), QueueingHint::Queue);
+        assert_eq!(hint(&pod("c0", "c")), QueueingHint::QueueSkip);
+        // And the gate waits for the tree: a has its pod, b has none yet.
+        groups.write().add_pod(&mine);
+        unresolvable(
+            &pl.pre_enqueue(&mine),
+            "waiting for composite pod group \"job\" tree to meet quorum",
+        );
+        groups.write().add_pod(&pod("b0", "b"));
+        assert!(pl.pre_enqueue(&mine).is_success());
     }
 
     #[test]

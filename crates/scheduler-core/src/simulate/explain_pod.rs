@@ -130,6 +130,12 @@ pub fn explain_pod(
         Route::Alone => None,
         Route::Gang(g) => Some(g),
         Route::Wait(s) => return waiting(&s),
+        Route::Tree(root) => {
+            return Err(format!(
+                "pod {key} is scheduled with the tree of composite pod group {:?}, which explain does not trace yet; `simulate` shows where the tree's pods go and why",
+                root.name
+            ));
+        }
     };
 
     let mut snapshot = Snapshot::new();

@@ -6,6 +6,8 @@
 //! [`schedule_one`]. Each placement is assumed in the cache before the next pod, exactly as
 //! the controller does, so later pods see earlier ones.
 
+#[cfg(test)]
+mod composite_tests;
 mod dra;
 mod explain_pod;
 #[cfg(test)]
@@ -38,14 +40,15 @@ use crate::schedule_group::{
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
 };
+use crate::schedule_tree::schedule_tree_and_bind;
 use crate::types::dra::taint_rules::DeviceTaintRuleInfo;
 use crate::types::{PodInfo, PodKey, RESOURCE_CPU, RESOURCE_MEMORY};
 
 pub use dra::PodDevice;
 pub use explain_pod::{ExplainedPod, explain_pod};
 pub use load::{
-    ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError, POD_GROUPS_DUMP_COMMAND,
-    TAINT_RULES_DUMP_COMMAND, describe_errors, load_paths, load_str,
+    COMPOSITE_POD_GROUPS_DUMP_COMMAND, ClusterObjects, DUMP_COMMAND, KINDS_READ, LoadError,
+    POD_GROUPS_DUMP_COMMAND, TAINT_RULES_DUMP_COMMAND, describe_errors, load_paths, load_str,
 };
 
 /// How many times one pod is tried; only preemption (victims deleted) can change the
@@ -281,6 +284,45 @@ fn simulate(
         let group = match route(fw, &groups, &q.pod) {
             Route::Alone => None,
             Route::Gang(g) => Some(g),
+            Route::Tree(root) => {
+                let leaves = schedule_tree_and_bind(
+                    fw,
+                    &mut alg,
+                    &groups,
+                    &root,
+                    q,
+                    &mut queue,
+                    &mut cache,
+                    &mut snapshot,
+                    &nominated,
+                );
+                for leaf in leaves {
+                    match leaf.outcome {
+                        GroupOutcome::Placed { placed, waiting } => {
+                            for p in placed {
+                                nominated.remove(p.pod.key());
+                                let mut o = outcome(
+                                    &p.pod,
+                                    Some(fw.profile_name()),
+                                    PodResult::Scheduled {
+                                        node: p.node,
+                                        preempted: Vec::new(),
+                                    },
+                                );
+                                o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
+                                outcomes.push(o);
+                            }
+                            unschedulable
+                                .extend(waiting.into_iter().map(|w| (w.queued, w.message)));
+                        }
+                        GroupOutcome::Unschedulable { waiting, .. } => {
+                            unschedulable
+                                .extend(waiting.into_iter().map(|w| (w.queued, w.message)));
+                        }
+                    }
+                }
+                continue;
+            }
             Route::Wait(s) => {
                 let key = q.pod.key().to_string();
                 if explains(&key)
@@ -577,8 +619,14 @@ fn fill_pod_groups<'a>(
     pods: impl Iterator<Item = &'a PodInfo>,
 ) {
     let mut g = groups.write();
+    // A dump holds parents only if its cluster turned CompositePodGroup on (the API server
+    // drops the field otherwise), so trees are honoured whenever they are there.
+    g.set_composite_enabled(true);
     for info in &objects.pod_groups {
         g.upsert(info.clone());
+    }
+    for info in &objects.composite_pod_groups {
+        g.upsert_composite(info.clone());
     }
     for pod in pods {
         g.add_pod(pod);

@@ -3,6 +3,7 @@
 //! Plugins read these instead of the k8s-openapi types: quantities are parsed, selectors
 //! compiled and pod requests aggregated up front, so a scheduling cycle does no parsing.
 
+pub mod composite_pod_group;
 pub mod declared_features;
 pub mod dra;
 pub mod images;

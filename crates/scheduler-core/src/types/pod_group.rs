@@ -134,6 +134,9 @@ pub struct PodGroupInfo {
     /// Coscheduling's `status` as last seen (written by `ferrosched run` or by
     /// scheduler-plugins' controller); empty for the Workload API.
     pub coscheduling_status: CoschedulingStatus,
+    /// `spec.parentCompositePodGroupName` (v1alpha3/v1beta1, CompositePodGroup gate): the
+    /// CompositePodGroup of the same namespace this group is a child of.
+    pub parent: Option<String>,
 }
 
 /// Upstream `MaxPodGroupResourceClaims`: at most this many `spec.resourceClaims` (and
@@ -317,6 +320,7 @@ impl PodGroupInfo {
             claim_statuses: BTreeMap::new(),
             min_resources: None,
             coscheduling_status: CoschedulingStatus::default(),
+            parent: None,
         }
     }
 
@@ -466,6 +470,10 @@ impl PodGroupInfo {
                 failed: raw.status.failed.unwrap_or(0),
                 schedule_start_time: raw.status.schedule_start_time.map(|t| nanos(&t)),
             },
+            parent: raw
+                .spec
+                .parent_composite_pod_group_name
+                .filter(|p| !p.is_empty()),
         })
     }
 
@@ -541,7 +549,7 @@ struct RawPodGroup {
     status: RawStatus,
 }
 
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(super) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de> + Default,
@@ -551,12 +559,12 @@ where
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct RawMeta {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    generation: Option<i64>,
-    creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+pub(super) struct RawMeta {
+    pub(super) name: Option<String>,
+    pub(super) namespace: Option<String>,
+    pub(super) uid: Option<String>,
+    pub(super) generation: Option<i64>,
+    pub(super) creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 #[derive(Deserialize, Default)]
@@ -577,7 +585,7 @@ struct RawStatus {
 }
 
 /// A time as Unix nanoseconds (saturating).
-fn nanos(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
+pub(super) fn nanos(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
     let n = t.0.as_nanosecond();
     n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
@@ -605,29 +613,30 @@ struct RawSpec {
     min_member: Option<i64>,
     #[serde(default, deserialize_with = "null_as_default")]
     min_resources: Option<BTreeMap<String, serde_json::Value>>,
+    parent_composite_pod_group_name: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct RawConstraints {
+pub(super) struct RawConstraints {
     #[serde(default)]
-    topology: Vec<RawTopology>,
+    pub(super) topology: Vec<RawTopology>,
 }
 
 #[derive(Deserialize)]
-struct RawTopology {
-    key: Option<String>,
+pub(super) struct RawTopology {
+    pub(super) key: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
-struct RawPolicy {
-    basic: Option<serde_json::Value>,
-    gang: Option<RawGang>,
+pub(super) struct RawPolicy {
+    pub(super) basic: Option<serde_json::Value>,
+    pub(super) gang: Option<RawGang>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawGang {
-    min_count: Option<i64>,
+pub(super) struct RawGang {
+    pub(super) min_count: Option<i64>,
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use k8s_openapi::api::storage::v1::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::types::composite_pod_group::CompositePodGroupInfo;
 use crate::types::pod_group::{GroupApi, PodGroupInfo};
 
 mod checks;
@@ -51,6 +52,7 @@ pub const KINDS_READ: &[(&str, &str)] = &[
     ("ResourceClaimTemplate", "resourceclaimtemplates"),
     ("DeviceTaintRule", "devicetaintrules"),
     ("PodGroup", "podgroups"),
+    ("CompositePodGroup", "compositepodgroups"),
 ];
 
 /// PodGroup API versions read, and which API each belongs to (`types::pod_group`).
@@ -69,6 +71,11 @@ pub const DUMP_COMMAND: &str = "kubectl get nodes,pods,namespaces,services,repli
 /// `--cluster` path. (`kubectl get podgroups` picks one of the two APIs; name the other one
 /// fully, `podgroups.scheduling.x-k8s.io`, when both are served.)
 pub const POD_GROUPS_DUMP_COMMAND: &str = "kubectl get podgroups -A -o yaml > podgroups.yaml";
+
+/// CompositePodGroups (1.37 alpha, `scheduling.k8s.io/v1alpha3`) are dumped apart too, on
+/// clusters that serve them.
+pub const COMPOSITE_POD_GROUPS_DUMP_COMMAND: &str =
+    "kubectl get compositepodgroups -A -o yaml > compositepodgroups.yaml";
 
 /// DeviceTaintRules are dumped apart: servers before 1.37 (or with DRADeviceTaintRules off)
 /// do not serve them, and `kubectl get` fails as a whole on a kind the server lacks. Pass
@@ -98,6 +105,8 @@ pub struct ClusterObjects {
     pub device_taint_rules: Vec<dra::DeviceTaintRule>,
     /// PodGroups of either API, as views.
     pub pod_groups: Vec<PodGroupInfo>,
+    /// CompositePodGroups (`scheduling.k8s.io/v1alpha3`), as views.
+    pub composite_pod_groups: Vec<CompositePodGroupInfo>,
     pub namespaces: Vec<Namespace>,
     pub services: Vec<Service>,
     pub replica_sets: Vec<ReplicaSet>,
@@ -152,6 +161,7 @@ impl ClusterObjects {
             .extend(other.resource_claim_templates);
         self.device_taint_rules.extend(other.device_taint_rules);
         self.pod_groups.extend(other.pod_groups);
+        self.composite_pod_groups.extend(other.composite_pod_groups);
         for (k, n) in other.skipped_kinds {
             *self.skipped_kinds.entry(k).or_default() += n;
         }
@@ -445,6 +455,19 @@ impl DocCtx<'_> {
                 self.typed(v, &kind, &api_version, DRA, &mut out.device_taint_rules)
             }
             "PodGroup" => self.pod_group(&v, &api_version, &mut out.pod_groups),
+            "CompositePodGroup" => {
+                let name = object_name(&v);
+                if api_version != "scheduling.k8s.io/v1alpha3" {
+                    self.err(format!(
+                        "CompositePodGroup {name}: apiVersion {api_version:?} is not supported; use scheduling.k8s.io/v1alpha3"
+                    ));
+                } else {
+                    match CompositePodGroupInfo::from_json(&v) {
+                        Ok(c) => out.composite_pod_groups.push(c),
+                        Err(e) => self.err(format!("CompositePodGroup {name}: {e}")),
+                    }
+                }
+            }
             other => *out.skipped_kinds.entry(other.to_string()).or_default() += 1,
         }
     }

@@ -295,7 +295,8 @@ fn every_kind_run_watches_is_read() {
             DUMP_COMMAND.contains(&format!("{resource},"))
                 || DUMP_COMMAND.contains(&format!("{resource} "))
                 || TAINT_RULES_DUMP_COMMAND.contains(&format!(" {resource} "))
-                || POD_GROUPS_DUMP_COMMAND.contains(&format!(" {resource} ")),
+                || POD_GROUPS_DUMP_COMMAND.contains(&format!(" {resource} "))
+                || COMPOSITE_POD_GROUPS_DUMP_COMMAND.contains(&format!(" {resource} ")),
             "{resource}"
         );
     }

@@ -1,0 +1,361 @@
+//! One cycle for a tree of groups (upstream: `compositePodGroupSchedulingDefaultAlgorithm`,
+//! CompositePodGroup gate): every waiting pod under the root, against one cluster state.
+//!
+//! Each CompositePodGroup tries its children in order (oldest first): a PodGroup with the
+//! ordinary group cycle ([`schedule_group`], all or nothing for its `minCount`), a
+//! CompositePodGroup by recursion. After each child the level's quorum is checked as a gang's
+//! is, counting children instead of pods (`minGroupCount`, one for basic), with the same
+//! words (`minCount (2) cannot be satisfied: ...`). A level that cannot reach its quorum
+//! undoes everything placed below it; a level that can keeps placing its remaining children
+//! (greedy, no backtracking). A PodGroup whose pods were all placed in earlier cycles counts
+//! as a placed child. Nothing is bound unless the root succeeds, and then only the pods of
+//! the PodGroups that succeeded; the others wait with their reason.
+//!
+//! Not done here yet, as upstream does: topology constraints on a CompositePodGroup (its
+//! pods wait, saying so, rather than being placed ignoring it) and preemption for a tree.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use crate::cache::{Cache, Snapshot};
+use crate::framework::{Diagnosis, Framework, NominatedPods, QueuedPodInfo};
+use crate::plugins::gang_scheduling::min_count_feasible;
+use crate::plugins::names::GANG_SCHEDULING;
+use crate::pod_group_manager::{PodGroupManager, PodGroups};
+use crate::pod_group_tree::{self, TreeNode};
+use crate::schedule_group::{
+    GroupOutcome, WaitingMember, group_failure_message, schedule_group, scheduled_members,
+    undo_placed,
+};
+use crate::schedule_one::SchedulingAlgorithm;
+use crate::types::composite_pod_group::CompositeKey;
+use crate::types::pod_group::{GroupCondition, GroupPolicy, PodGroupInfo, PodGroupKey};
+
+/// ferrosched's message for a CompositePodGroup with a topology constraint.
+pub fn topology_not_supported(key: &CompositeKey) -> String {
+    format!(
+        "composite pod group {:?} has schedulingConstraints.topology, which ferrosched does not place yet: its pods wait rather than be placed ignoring it",
+        key.name
+    )
+}
+
+/// What one PodGroup of the tree got from the cycle.
+#[derive(Debug)]
+pub struct LeafOutcome {
+    pub group: Arc<PodGroupInfo>,
+    /// Its pods placed before the cycle (bound or assumed).
+    pub scheduled_before: usize,
+    pub outcome: GroupOutcome,
+}
+
+/// Runs the cycle for the tree under `root` with its waiting pods `members` (any order).
+/// Returns one outcome per PodGroup of the tree that had waiting pods or was placed, in
+/// tree order; `Placed` ones hold assumed pods to bind.
+#[allow(clippy::too_many_arguments)]
+pub fn schedule_tree(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    groups: &PodGroups,
+    root: &CompositeKey,
+    members: Vec<QueuedPodInfo>,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+) -> Vec<LeafOutcome> {
+    let mut by_leaf: HashMap<PodGroupKey, Vec<QueuedPodInfo>> = HashMap::new();
+    for q in members {
+        if let Some(k) = q.pod.pod_group.as_deref() {
+            by_leaf.entry(k.clone()).or_default().push(q);
+        }
+    }
+    let mut tree = Tree {
+        fw,
+        alg,
+        groups,
+        cache,
+        snapshot,
+        nominated,
+        by_leaf,
+        results: BTreeMap::new(),
+        order: Vec::new(),
+    };
+    let node = TreeNode::Composite(root.clone());
+    if let Err(reason) = tree.composite(root) {
+        tree.fail(&node, root, &reason);
+    }
+    tree.finish(root)
+}
+
+struct Tree<'a> {
+    fw: &'a Framework,
+    alg: &'a mut SchedulingAlgorithm,
+    groups: &'a PodGroups,
+    cache: &'a mut Cache,
+    snapshot: &'a mut Snapshot,
+    nominated: &'a NominatedPods,
+    /// Waiting pods of the PodGroups not evaluated yet.
+    by_leaf: HashMap<PodGroupKey, Vec<QueuedPodInfo>>,
+    results: BTreeMap<PodGroupKey, LeafOutcome>,
+    /// PodGroups in the order they were evaluated or failed.
+    order: Vec<PodGroupKey>,
+}
+
+impl Tree<'_> {
+    /// One CompositePodGroup level: `Err` with the level's reason when its quorum fails
+    /// (everything below it then undone by the caller through [`Self::fail`]).
+    fn composite(&mut self, key: &CompositeKey) -> Result<(), String> {
+        let Some(info) = self.groups.composite(key).cloned() else {
+            return Err(pod_group_tree::RootError::Missing(key.clone()).to_string());
+        };
+        if info.topology_key.is_some() {
+            return Err(topology_not_supported(key));
+        }
+        let children = pod_group_tree::children(self.groups, key);
+        let quorum = info.quorum();
+        let mut remaining = children.len();
+        let mut scheduled = 0;
+        min_count_feasible(quorum, 0, remaining)?;
+        for child in &children {
+            remaining -= 1;
+            let result = match child {
+                TreeNode::Group(k) => self.leaf(k),
+                TreeNode::Composite(k) => {
+                    let r = self.composite(k);
+                    if let Err(reason) = &r {
+                        self.fail(child, k, reason);
+                    }
+                    r
+                }
+            };
+            if result.is_ok() {
+                scheduled += 1;
+            }
+            min_count_feasible(quorum, scheduled, remaining)?;
+        }
+        match min_count_feasible(quorum, scheduled, 0)? {
+            true => Ok(()),
+            false => Err(format!(
+                "minCount ({quorum}) is not yet satisfied: {scheduled} scheduled, 0 remaining"
+            )),
+        }
+    }
+
+    /// A PodGroup of the tree: its own group cycle over its waiting pods; one whose pods
+    /// are all placed already succeeds without a cycle.
+    fn leaf(&mut self, key: &PodGroupKey) -> Result<(), String> {
+        let Some(group) = self.groups.get(key).cloned() else {
+            return Err(format!("pod group {:?} not found", key.name));
+        };
+        let before = scheduled_members(self.groups, key, self.cache);
+        let members = self.by_leaf.remove(key).unwrap_or_default();
+        let outcome = if members.is_empty() {
+            match min_count_feasible(group.min_count(), before.len(), 0) {
+                Ok(true) => return Ok(()),
+                Ok(false) | Err(_) => {
+                    let reason = format!(
+                        "minCount ({}) cannot be satisfied: {} scheduled, 0 remaining",
+                        group.min_count(),
+                        before.len()
+                    );
+                    GroupOutcome::Unschedulable {
+                        reason,
+                        error: false,
+                        waiting: Vec::new(),
+                    }
+                }
+            }
+        } else {
+            schedule_group(
+                self.fw,
+                self.alg,
+                &group,
+                &before,
+                members,
+                self.cache,
+                self.snapshot,
+                self.nominated,
+            )
+        };
+        let result = match &outcome {
+            GroupOutcome::Placed { .. } => Ok(()),
+            GroupOutcome::Unschedulable { reason, .. } => Err(reason.clone()),
+        };
+        self.order.push(key.clone());
+        self.results.insert(
+            key.clone(),
+            LeafOutcome {
+                group,
+                scheduled_before: before.len(),
+                outcome,
+            },
+        );
+        result
+    }
+
+    /// `node` (under the CompositePodGroup `level`) failed with `reason`: every PodGroup
+    /// below it that was placed is undone, and its pods, and those not tried, wait with the
+    /// level's reason. PodGroups that failed on their own keep their own reasons.
+    fn fail(&mut self, node: &TreeNode, level: &CompositeKey, reason: &str) {
+        let reason = format!("composite pod group {:?}: {reason}", level.name);
+        for leaf in pod_group_tree::leaves(self.groups, node) {
+            let untried = self.by_leaf.remove(&leaf).unwrap_or_default();
+            let result = self.results.remove(&leaf);
+            let group = result
+                .as_ref()
+                .map(|r| Arc::clone(&r.group))
+                .unwrap_or_else(|| self.group_or_gone(&leaf));
+            let before = result.as_ref().map_or(0, |r| r.scheduled_before);
+            let mut waiting = Vec::new();
+            let outcome = match result.map(|r| r.outcome) {
+                Some(GroupOutcome::Placed {
+                    placed,
+                    waiting: rest,
+                }) => {
+                    waiting.extend(placed.iter().map(|p| p.queued.clone()));
+                    undo_placed(self.fw, self.cache, placed);
+                    let mut w = self.waiting(&group, &reason, waiting);
+                    w.extend(rest);
+                    GroupOutcome::Unschedulable {
+                        reason: reason.clone(),
+                        error: false,
+                        waiting: w,
+                    }
+                }
+                Some(failed @ GroupOutcome::Unschedulable { .. }) => failed,
+                None if untried.is_empty() => continue,
+                None => GroupOutcome::Unschedulable {
+                    reason: reason.clone(),
+                    error: false,
+                    waiting: self.waiting(&group, &reason, untried),
+                },
+            };
+            if !self.order.contains(&leaf) {
+                self.order.push(leaf.clone());
+            }
+            self.results.insert(
+                leaf,
+                LeafOutcome {
+                    group,
+                    scheduled_before: before,
+                    outcome,
+                },
+            );
+        }
+    }
+
+    /// The group's view; for a group deleted while its pods were queued, a stand-in whose
+    /// condition counts as written (there is no object to write it on), so its pods still
+    /// get their outcome and are retried.
+    fn group_or_gone(&self, key: &PodGroupKey) -> Arc<PodGroupInfo> {
+        self.groups.get(key).cloned().unwrap_or_else(|| {
+            let mut g = PodGroupInfo::new(key.clone(), GroupPolicy::Basic);
+            g.scheduled_condition = Some(GroupCondition {
+                status: true,
+                reason: String::new(),
+                message: String::new(),
+            });
+            Arc::new(g)
+        })
+    }
+
+    fn waiting(
+        &self,
+        group: &PodGroupInfo,
+        reason: &str,
+        pods: Vec<QueuedPodInfo>,
+    ) -> Vec<WaitingMember> {
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.unschedulable_plugins.insert(GANG_SCHEDULING);
+        pods.into_iter()
+            .map(|queued| WaitingMember {
+                message: group_failure_message(group, reason),
+                queued,
+                diagnosis: Some(diagnosis.clone()),
+            })
+            .collect()
+    }
+
+    /// The outcomes in order; pods of groups no longer under the root (changed since they
+    /// were queued) wait and are tried again.
+    fn finish(mut self, root: &CompositeKey) -> Vec<LeafOutcome> {
+        let strays: Vec<PodGroupKey> = self.by_leaf.keys().cloned().collect();
+        for k in strays {
+            let pods = self.by_leaf.remove(&k).unwrap_or_default();
+            let group = self.group_or_gone(&k);
+            let reason = format!("pod group {:?} is no longer under {:?}", k.name, root.name);
+            self.order.push(k.clone());
+            let waiting = self.waiting(&group, &reason, pods);
+            self.results.insert(
+                k,
+                LeafOutcome {
+                    group,
+                    scheduled_before: 0,
+                    outcome: GroupOutcome::Unschedulable {
+                        reason,
+                        error: false,
+                        waiting,
+                    },
+                },
+            );
+        }
+        let mut out = Vec::with_capacity(self.order.len());
+        for k in &self.order {
+            if let Some(r) = self.results.remove(k) {
+                out.push(r);
+            }
+        }
+        out
+    }
+}
+
+/// [`schedule_tree`] for a caller with no scheduling queue that binds at once (`simulate`):
+/// `first`, just popped and routed to `root`, and the tree's other pods of the same profile
+/// waiting in `queue` (taken out, in queue order) are tried together; the pods of every
+/// PodGroup that succeeded are bound on the spot (`finish_binding`, then PostBind).
+#[allow(clippy::too_many_arguments)]
+pub fn schedule_tree_and_bind(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    groups: &PodGroupManager,
+    root: &CompositeKey,
+    first: QueuedPodInfo,
+    queue: &mut VecDeque<QueuedPodInfo>,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+) -> Vec<LeafOutcome> {
+    let groups = groups.read();
+    let leaves = tree_leaves(&groups, root);
+    let mut members = vec![first];
+    let mut i = 0;
+    while i < queue.len() {
+        let q = &queue[i];
+        let in_tree = q
+            .pod
+            .pod_group
+            .as_deref()
+            .is_some_and(|k| leaves.contains(k));
+        if in_tree && q.pod.scheduler_name == members[0].pod.scheduler_name {
+            members.extend(queue.remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    let out = schedule_tree(fw, alg, &groups, root, members, cache, snapshot, nominated);
+    for leaf in &out {
+        if let GroupOutcome::Placed { placed, .. } = &leaf.outcome {
+            for p in placed {
+                cache.finish_binding(p.pod.key());
+                fw.run_post_bind(&p.state, &p.pod, &p.node);
+            }
+        }
+    }
+    out
+}
+
+/// The PodGroups under `root`, for finding the tree's waiting pods.
+pub fn tree_leaves(groups: &PodGroups, root: &CompositeKey) -> HashSet<PodGroupKey> {
+    pod_group_tree::leaves(groups, &TreeNode::Composite(root.clone()))
+        .into_iter()
+        .collect()
+}
