@@ -23,7 +23,7 @@
 //! topology constraint are not preempted for.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
@@ -142,6 +142,8 @@ pub fn preempt_for_group(
         cache,
         snapshot,
         nominated,
+        last_nodes: HashSet::new(),
+        independent: independent_members(members),
     };
     for u in &units {
         trial.remove(u);
@@ -180,7 +182,8 @@ pub fn preempt_for_group(
 /// Upstream runs one gang cycle per unit. Putting pods back only makes the gang harder to
 /// place, so the units reprieved before the next victim are the longest run that fits back
 /// together; it is found by galloping (1, 2, 4, ... units, then bisecting the last step),
-/// which gives the same victims in O(victims x log gap) cycles. The search runs under the
+/// which gives the same victims in O(victims x log gap) cycles. Units that cannot touch the
+/// gang's last placement are put back without a cycle ([`Trial::still_fits_with`]). The search runs under the
 /// caller's lock, so after [`MAX_REPRIEVE_TRIALS`] cycles the units not yet tried stay
 /// victims.
 fn reprieve(trial: &mut Trial<'_>, units: &[Unit], mut best: usize) -> Vec<usize> {
@@ -194,8 +197,11 @@ fn reprieve(trial: &mut Trial<'_>, units: &[Unit], mut best: usize) -> Vec<usize
         }
         // Does units[next..next + len] fit back on top of what is reprieved already?
         let mut fits_back = |len: usize| {
-            trials += 1;
             let run = &units[next..next + len];
+            if trial.still_fits_with(run) {
+                return true;
+            }
+            trials += 1;
             run.iter().for_each(|u| trial.restore(u));
             let ok = match trial.placed() {
                 Some(n) if n >= best => {
@@ -314,9 +320,55 @@ struct Trial<'a> {
     cache: &'a mut Cache,
     snapshot: &'a mut Snapshot,
     nominated: &'a NominatedPods,
+    /// The nodes of the last placement that fitted, while [`Self::independent`].
+    last_nodes: HashSet<String>,
+    /// Whether pods put back on other nodes cannot change whether that placement fits:
+    /// see [`independent_members`].
+    independent: bool,
+}
+
+/// Whether a gang's new members only compete for their own nodes' room: identical (so
+/// the cycle places as many as any placement would: each node holds a fixed number of
+/// them, whatever the order), and with nothing that looks at other nodes' pods (pod
+/// affinity or anti-affinity, hard topology spread, volumes, claims).
+fn independent_members(members: &[QueuedPodInfo]) -> bool {
+    let Some(first) = members.first().map(|m| &m.pod) else {
+        return false;
+    };
+    members.iter().all(|m| {
+        let p = &m.pod;
+        !p.has_pod_affinity
+            && !p.has_required_pod_anti_affinity
+            && p.topology_spread_constraints
+                .iter()
+                .all(|c| c.when_unsatisfiable != "DoNotSchedule")
+            && p.pvc_names.is_empty()
+            && p.resource_claims.is_empty()
+            && p.requests == first.requests
+            && p.host_ports == first.host_ports
+            && p.node_selector == first.node_selector
+            && p.required_node_affinity == first.required_node_affinity
+            && p.tolerations == first.tolerations
+    })
 }
 
 impl Trial<'_> {
+    /// Whether `run` put back certainly leaves the gang fitting as well as now, without a
+    /// cycle: the gang's members are independent, the last placement that fitted uses none
+    /// of the run's nodes, and no pod of the run repels others (required anti-affinity).
+    fn still_fits_with(&self, run: &[Unit]) -> bool {
+        self.independent
+            && !self.last_nodes.is_empty()
+            && run.iter().all(|u| {
+                u.pods.iter().all(|p| {
+                    !p.has_required_pod_anti_affinity
+                        && p.node_name
+                            .as_deref()
+                            .is_some_and(|n| !self.last_nodes.contains(n))
+                })
+            })
+    }
+
     fn remove(&mut self, u: &Unit) {
         for p in &u.pods {
             let _ = self.cache.remove_pod(p.key());
@@ -329,10 +381,12 @@ impl Trial<'_> {
         }
     }
 
-    /// How many members the gang places now (`None`: it does not fit); nothing is kept.
+    /// How many members the gang places now (`None`: it does not fit); nothing is kept
+    /// but where they went.
     fn placed(&mut self) -> Option<usize> {
         self.run().map(|placed| {
             let n = placed.len();
+            self.last_nodes = placed.iter().map(|p| p.node.clone()).collect();
             self.undo(placed);
             n
         })
