@@ -4,8 +4,9 @@
 //!
 //! * **Victim units.** Every bound pod of lower priority than the gang is a candidate. A
 //!   pod's priority is its PodGroup's `spec.priority` when it has one. The pods of a group
-//!   whose `disruptionMode` is `all` form one unit, evicted together or not at all; any other
-//!   pod is a unit of its own.
+//!   whose `disruptionMode` is `all` form one unit, evicted together or not at all (with the
+//!   CompositePodGroup gate, the pods of the highest ancestor CompositePodGroup in `all`
+//!   mode do); any other pod is a unit of its own.
 //! * **Search.** Every candidate unit is removed from the cache and the gang tried with the
 //!   pod group cycle. If it still does not fit, nothing is evicted. Otherwise units are put
 //!   back, most important first, and a unit stays (is reprieved) when the gang still fits
@@ -18,9 +19,9 @@
 //!   for it, nothing new is evicted: the gang waits for them.
 //!
 //! Everything is tried against the caller's cache and put back before returning, so the
-//! caller holds it (the controller: its state lock) for the whole search. Not done yet, as
-//! upstream does it: PodDisruptionBudgets do not order the reprieves, and groups with a
-//! topology constraint are not preempted for.
+//! caller holds it (the controller: its state lock) for the whole search. Units whose
+//! eviction would break a PodDisruptionBudget are reprieved first, as upstream's. Not done
+//! yet: groups with a topology constraint are not preempted for (as upstream's 1.36).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
@@ -28,11 +29,14 @@ use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
 use crate::framework::{Framework, NominatedPods, QueuedPodInfo};
+use crate::plugins::default_preemption::filter_pods_with_pdb_violation;
 use crate::pod_group_manager::PodGroups;
+use crate::pod_group_tree::{self, TreeNode};
 use crate::schedule_group::{GroupOutcome, PlacedMember, schedule_group, undo_placed};
 use crate::schedule_one::SchedulingAlgorithm;
-use crate::types::pod_group::{PodGroupInfo, PodGroupKey};
-use crate::types::{PodInfo, PodKey};
+use crate::types::composite_pod_group::CompositeKey;
+use crate::types::pod_group::PodGroupInfo;
+use crate::types::{PdbInfo, PodInfo, PodKey};
 
 /// What preemption decided for a gang that did not fit.
 #[derive(Debug, PartialEq, Eq)]
@@ -60,8 +64,9 @@ pub const TOPOLOGY_NOT_SUPPORTED: &str =
 struct Unit {
     pods: Vec<Arc<PodInfo>>,
     priority: i32,
-    /// A group (any size) ranks above a single pod of equal priority.
-    group: bool,
+    /// A CompositePodGroup's subtree (2) ranks above a PodGroup (1), which ranks above a
+    /// single pod (0) of equal priority.
+    rank: u8,
     /// Earliest start among its pods (older is more important).
     start: i64,
     name: String,
@@ -72,7 +77,7 @@ struct Unit {
 fn more_important(a: &Unit, b: &Unit) -> Ordering {
     b.priority
         .cmp(&a.priority)
-        .then(b.group.cmp(&a.group))
+        .then(b.rank.cmp(&a.rank))
         .then(b.pods.len().cmp(&a.pods.len()))
         .then(a.start.cmp(&b.start))
         .then(a.name.cmp(&b.name))
@@ -132,6 +137,7 @@ pub fn preempt_for_group(
         return not_helpful("no lower-priority pods to preempt");
     }
     units.sort_by(more_important);
+    let units = budget_violators_first(units, snapshot.pdbs());
 
     let mut trial = Trial {
         fw,
@@ -246,6 +252,23 @@ fn reprieve(trial: &mut Trial<'_>, units: &[Unit], mut best: usize) -> Vec<usize
     victims
 }
 
+/// Upstream's reprieve order: the units whose eviction would break a PodDisruptionBudget
+/// first (a unit breaks one when any of its pods does, budgets spent pod by pod in
+/// importance order), so they are spared when possible; each part keeps its order.
+fn budget_violators_first(units: Vec<Unit>, pdbs: &[Arc<PdbInfo>]) -> Vec<Unit> {
+    if pdbs.is_empty() {
+        return units;
+    }
+    let pods: Vec<Arc<PodInfo>> = units.iter().flat_map(|u| u.pods.iter().cloned()).collect();
+    let (violating, _) = filter_pods_with_pdb_violation(pods, pdbs);
+    let violating: HashSet<&PodKey> = violating.iter().map(|p| p.key()).collect();
+    let (mut first, rest): (Vec<Unit>, Vec<Unit>) = units
+        .into_iter()
+        .partition(|u| u.pods.iter().any(|p| violating.contains(p.key())));
+    first.extend(rest);
+    first
+}
+
 /// Bound, lower-priority pods as units; members of `group` itself never.
 fn candidate_units(
     group: &PodGroupInfo,
@@ -255,7 +278,7 @@ fn candidate_units(
     snapshot: &Snapshot,
 ) -> Vec<Unit> {
     let mut singles = Vec::new();
-    let mut whole: BTreeMap<PodGroupKey, Unit> = BTreeMap::new();
+    let mut whole: BTreeMap<TreeNode, Unit> = BTreeMap::new();
     for node in snapshot.node_infos() {
         for p in &node.pods {
             if p.is_terminating || cache.is_assumed(p.key()) {
@@ -270,14 +293,21 @@ fn candidate_units(
                 continue;
             }
             let start = p.start_time.or(p.creation_timestamp).unwrap_or(0);
-            match g.filter(|g| g.disrupt_all) {
-                Some(g) => {
-                    let u = whole.entry(g.key.clone()).or_insert_with(|| Unit {
+            match g.and_then(|g| disruption_unit(groups, g)) {
+                Some(unit) => {
+                    let u = whole.entry(unit.clone()).or_insert_with(|| Unit {
                         pods: Vec::new(),
                         priority: pod_priority,
-                        group: true,
+                        rank: if matches!(unit, TreeNode::Composite(_)) {
+                            2
+                        } else {
+                            1
+                        },
                         start,
-                        name: g.key.to_string(),
+                        name: match &unit {
+                            TreeNode::Group(k) => k.to_string(),
+                            TreeNode::Composite(k) => k.to_string(),
+                        },
                     });
                     u.start = u.start.min(start);
                     u.pods.push(Arc::clone(p));
@@ -285,29 +315,51 @@ fn candidate_units(
                 None => singles.push(Unit {
                     pods: vec![Arc::clone(p)],
                     priority: pod_priority,
-                    group: false,
+                    rank: 0,
                     start,
                     name: p.key().to_string(),
                 }),
             }
         }
     }
-    // A whole group with a pod already terminating or still binding is left alone: it
+    // A whole unit with a pod already terminating or still binding is left alone: it
     // cannot be evicted as a unit now.
-    let protected: Vec<PodGroupKey> = whole
-        .keys()
-        .filter(|k| {
-            groups.members(k).any(|(m, _)| {
+    whole.retain(|unit, _| {
+        !pod_group_tree::leaves(groups, unit).iter().any(|leaf| {
+            groups.members(leaf).any(|(m, _)| {
                 cache.is_assumed(m) || cache.get_pod(m).is_some_and(|p| p.is_terminating)
             })
         })
-        .cloned()
-        .collect();
-    for k in protected {
-        whole.remove(&k);
-    }
+    });
     singles.extend(whole.into_values());
     singles
+}
+
+/// What a pod of `group` is evicted with (upstream): the subtree of its highest ancestor
+/// whose `disruptionMode` is `all` (a CompositePodGroup, with the gate on, or the PodGroup
+/// itself); `None`: the pod goes alone.
+fn disruption_unit(groups: &PodGroups, group: &PodGroupInfo) -> Option<TreeNode> {
+    let mut unit = group
+        .disrupt_all
+        .then(|| TreeNode::Group(group.key.clone()));
+    let mut parent = pod_group_tree::parent_of(groups, group);
+    let mut seen = HashSet::new();
+    while let Some(key) = parent {
+        if !seen.insert(key.clone()) {
+            break;
+        }
+        let Some(c) = groups.composite(&key) else {
+            break;
+        };
+        if c.disrupt_all {
+            unit = Some(TreeNode::Composite(key.clone()));
+        }
+        parent = c
+            .parent
+            .as_deref()
+            .map(|p| CompositeKey::new(&key.namespace, p));
+    }
+    unit
 }
 
 /// The cache with some units removed, and the gang tried against it.

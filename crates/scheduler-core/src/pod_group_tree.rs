@@ -13,7 +13,7 @@ use crate::types::composite_pod_group::CompositeKey;
 use crate::types::pod_group::{GroupApi, GroupPolicy, PodGroupInfo, PodGroupKey};
 
 /// A node of a tree.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TreeNode {
     Group(PodGroupKey),
     Composite(CompositeKey),

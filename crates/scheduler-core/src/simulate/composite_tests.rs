@@ -178,3 +178,44 @@ fn composite_groups_of_another_version_are_refused_by_name() {
         "{errors:?}"
     );
 }
+
+/// A low-priority job of two one-pod slices runs on both nodes; a high-priority gang of one
+/// needs a node. In `all` mode on the job, the whole tree goes; in `single`, one pod.
+#[test]
+fn preemption_takes_a_whole_tree_whose_root_is_disrupted_as_one() {
+    let dump = |mode: &str| {
+        let mut text = nodes(2);
+        text.push_str(&composite(
+            "batch",
+            None,
+            "gang: {minGroupCount: 1}",
+            &format!("  disruptionMode: {{{mode}: {{}}}}\n"),
+        ));
+        for i in 0..2 {
+            text.push_str(&format!(
+                "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: s{i}, namespace: ml}}\nspec:\n  parentCompositePodGroupName: batch\n  priority: 10\n  schedulingPolicy: {{gang: {{minCount: 1}}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: s{i}-0, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  priority: 10\n  schedulingGroup: {{podGroupName: s{i}}}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+            ));
+        }
+        text.push_str("---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: urgent, namespace: ml}\nspec:\n  priority: 100\n  schedulingPolicy: {gang: {minCount: 1}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: urgent-0, namespace: ml}\nspec:\n  priority: 100\n  schedulingGroup: {podGroupName: urgent}\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n");
+        simulate(&text)
+    };
+    let preempted = |r: &Report| {
+        let mut v: Vec<String> = r
+            .outcomes
+            .iter()
+            .filter_map(|o| match &o.result {
+                PodResult::Scheduled { preempted, .. } => Some(preempted.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        v.sort();
+        v
+    };
+    let all = dump("all");
+    assert!(all.node_of("ml/urgent-0").is_some(), "{:?}", all.outcomes);
+    assert_eq!(preempted(&all), ["ml/s0-0", "ml/s1-0"]);
+    let single = dump("single");
+    assert!(single.node_of("ml/urgent-0").is_some());
+    assert_eq!(preempted(&single).len(), 1, "{:?}", preempted(&single));
+}

@@ -337,6 +337,30 @@ fn in_single_mode_only_the_pods_in_the_way_go() {
 }
 
 #[test]
+fn a_gang_spares_the_pods_a_disruption_budget_protects() {
+    // Without a budget batch-2 and batch-3 (least important by name) go; a budget that
+    // allows no disruption of them makes the gang take batch-0 and batch-1 instead.
+    let mut text = preemption_dump("single", 2);
+    for i in [2, 3] {
+        text = text.replace(
+            &format!("name: batch-{i}, namespace: ml}}"),
+            &format!("name: batch-{i}, namespace: ml, labels: {{tier: keep}}}}"),
+        );
+    }
+    assert_eq!(preempted(&simulate(&text)), ["ml/batch-2", "ml/batch-3"]);
+    text.push_str(
+        "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: keep, namespace: ml}\nspec: {selector: {matchLabels: {tier: keep}}, maxUnavailable: 0}\nstatus: {disruptionsAllowed: 0}\n",
+    );
+    let r = simulate(&text);
+    assert_eq!(
+        preempted(&r),
+        ["ml/batch-0", "ml/batch-1"],
+        "{:?}",
+        r.outcomes
+    );
+}
+
+#[test]
 fn a_gang_preemption_cannot_help_evicts_nothing() {
     // Five pods, four nodes: evicting everything still leaves the gang short.
     let r = simulate(&preemption_dump("single", 5));
