@@ -357,10 +357,33 @@ pub(crate) fn placement_scores(feasible: &[(String, usize, i64)]) -> Vec<i64> {
         .collect()
 }
 
+/// NodeResourcesFit's placement score over the nodes `alg` may choose from now (a
+/// placement being evaluated, its proposed pods counted): LeastAllocated over cpu and
+/// memory, 0-100.
+pub(crate) fn least_allocated(alg: &SchedulingAlgorithm, snapshot: &Snapshot) -> i64 {
+    let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
+    for n in alg.candidates(snapshot).iter() {
+        // A dump may give a node up to 8Ei of cpu: the sums saturate, and the score is
+        // computed wide, so it stays 0-100 instead of overflowing.
+        alloc.0 = alloc.0.saturating_add(n.allocatable.milli_cpu);
+        alloc.1 = alloc.1.saturating_add(n.allocatable.memory);
+        req.0 = req.0.saturating_add(n.requested.milli_cpu);
+        req.1 = req.1.saturating_add(n.requested.memory);
+    }
+    let score = |a: i64, r: i64| {
+        if a <= 0 || r > a {
+            0
+        } else {
+            ((i128::from(a) - i128::from(r)) * 100 / i128::from(a)) as i64
+        }
+    };
+    (score(alloc.0, req.0) + score(alloc.1, req.1)) / 2
+}
+
 /// The placement to keep among the feasible ones: the highest score
 /// ([`placement_scores`]); ties go to the first domain in name order (upstream breaks them
 /// at random).
-fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
+pub(crate) fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
     feasible
         .iter()
         .zip(placement_scores(feasible))
@@ -456,6 +479,9 @@ impl Ctx<'_, '_> {
         // Each domain's nodes, found in one pass (the cluster's nodes stay while the cycle runs).
         let mut nodes_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, n) in self.snapshot.node_infos().iter().enumerate() {
+            if !self.alg.in_outer(n) {
+                continue;
+            }
             if let Some(v) = n.labels.get(key) {
                 match nodes_of.get_mut(v.as_str()) {
                     Some(p) => p.push(i),
@@ -573,6 +599,7 @@ impl Ctx<'_, '_> {
             .snapshot
             .node_infos()
             .iter()
+            .filter(|n| self.alg.in_outer(n))
             .filter_map(|n| n.labels.get(key).cloned())
             .collect();
         all.sort_unstable();
@@ -583,23 +610,7 @@ impl Ctx<'_, '_> {
     /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the nodes of
     /// the placement being evaluated together, the group's proposed pods counted): 0-100.
     fn least_allocated(&self) -> i64 {
-        let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
-        for n in self.alg.candidates(self.snapshot).iter() {
-            // A dump may give a node up to 8Ei of cpu: the sums saturate, and the score is
-            // computed wide, so it stays 0-100 instead of overflowing.
-            alloc.0 = alloc.0.saturating_add(n.allocatable.milli_cpu);
-            alloc.1 = alloc.1.saturating_add(n.allocatable.memory);
-            req.0 = req.0.saturating_add(n.requested.milli_cpu);
-            req.1 = req.1.saturating_add(n.requested.memory);
-        }
-        let score = |a: i64, r: i64| {
-            if a <= 0 || r > a {
-                0
-            } else {
-                ((i128::from(a) - i128::from(r)) * 100 / i128::from(a)) as i64
-            }
-        };
-        (score(alloc.0, req.0) + score(alloc.1, req.1)) / 2
+        least_allocated(self.alg, self.snapshot)
     }
 
     /// Undoes the assumptions of placed members (an evaluation that is not kept).

@@ -90,6 +90,9 @@ pub struct SchedulingAlgorithm {
     /// positions in it). Finding them is a label lookup on every node of the cluster, which
     /// cost more than the cycle on the domain's nodes when done for each member.
     placement_nodes: Option<(usize, Vec<usize>)>,
+    /// Placements of the CompositePodGroups above the group being evaluated (outermost
+    /// first): every one of them holds too.
+    outer: Vec<(String, String)>,
 }
 
 /// Plugin durations are sampled on one cycle in this many (upstream samples 10% of cycles).
@@ -113,7 +116,27 @@ impl SchedulingAlgorithm {
             plugin_timer: None,
             placement: None,
             placement_nodes: None,
+            outer: Vec::new(),
         }
+    }
+
+    /// Adds a CompositePodGroup's placement under which the following cycles (and any inner
+    /// placement) run, until [`pop_outer`](Self::pop_outer).
+    pub(crate) fn push_outer(&mut self, placement: (String, String)) {
+        self.outer.push(placement);
+        self.placement_nodes = None;
+    }
+
+    pub(crate) fn pop_outer(&mut self) {
+        self.outer.pop();
+        self.placement_nodes = None;
+    }
+
+    /// Whether `node` is inside every outer placement.
+    pub(crate) fn in_outer(&self, node: &NodeInfo) -> bool {
+        self.outer
+            .iter()
+            .all(|(k, v)| node.labels.get(k.as_str()).is_some_and(|l| l.as_str() == v))
     }
 
     /// Restricts the following cycles to the nodes whose label `.0` has value `.1` (a pod
@@ -164,11 +187,11 @@ impl SchedulingAlgorithm {
     ) -> std::borrow::Cow<'s, [Arc<NodeInfo>]> {
         let all = snapshot.node_infos();
         match (&self.placement, self.placement_positions(snapshot)) {
-            (None, _) => std::borrow::Cow::Borrowed(all),
+            (None, _) if self.outer.is_empty() => std::borrow::Cow::Borrowed(all),
             (Some(_), Some(positions)) => {
                 std::borrow::Cow::Owned(positions.iter().map(|&i| Arc::clone(&all[i])).collect())
             }
-            (Some(_), None) => std::borrow::Cow::Owned(
+            _ => std::borrow::Cow::Owned(
                 all.iter()
                     .filter(|n| self.in_placement(n))
                     .cloned()
@@ -181,6 +204,7 @@ impl SchedulingAlgorithm {
         self.placement
             .as_ref()
             .is_none_or(|(k, v)| node.labels.get(k.as_str()).is_some_and(|l| l.as_str() == v))
+            && self.in_outer(node)
     }
 
     /// Times each cycle's extension points, and every plugin call on one cycle in

@@ -11,8 +11,10 @@
 //! as a placed child. Nothing is bound unless the root succeeds, and then only the pods of
 //! the PodGroups that succeeded; the others wait with their reason.
 //!
-//! Not done here yet, as upstream does: topology constraints on a CompositePodGroup (its
-//! pods wait, saying so, rather than being placed ignoring it) and preemption for a tree.
+//! A CompositePodGroup with `schedulingConstraints.topology` places its whole subtree in
+//! one domain of the label, chosen as a PodGroup's placement is ([`Tree::placements`]);
+//! placements nest (a child's domain lies inside its parent's). Not done here yet, as
+//! upstream does: preemption for a tree.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -24,20 +26,12 @@ use crate::plugins::names::GANG_SCHEDULING;
 use crate::pod_group_manager::{PodGroupManager, PodGroups};
 use crate::pod_group_tree::{self, TreeNode};
 use crate::schedule_group::{
-    GroupOutcome, WaitingMember, group_failure_message, schedule_group, scheduled_members,
-    undo_placed,
+    GroupOutcome, WaitingMember, best_placement, group_failure_message, least_allocated,
+    schedule_group, scheduled_members, undo_placed,
 };
 use crate::schedule_one::SchedulingAlgorithm;
 use crate::types::composite_pod_group::CompositeKey;
 use crate::types::pod_group::{GroupCondition, GroupPolicy, PodGroupInfo, PodGroupKey};
-
-/// ferrosched's message for a CompositePodGroup with a topology constraint.
-pub fn topology_not_supported(key: &CompositeKey) -> String {
-    format!(
-        "composite pod group {:?} has schedulingConstraints.topology, which ferrosched does not place yet: its pods wait rather than be placed ignoring it",
-        key.name
-    )
-}
 
 /// What one PodGroup of the tree got from the cycle.
 #[derive(Debug)]
@@ -107,11 +101,132 @@ impl Tree<'_> {
         let Some(info) = self.groups.composite(key).cloned() else {
             return Err(pod_group_tree::RootError::Missing(key.clone()).to_string());
         };
-        if info.topology_key.is_some() {
-            return Err(topology_not_supported(key));
+        match &info.topology_key {
+            None => self.level(key, info.quorum()),
+            Some(t) => self.placements(key, info.quorum(), t),
         }
+    }
+
+    /// A CompositePodGroup with a topology constraint (upstream's placement algorithm, one
+    /// level up): each value of the label among the nodes the levels above allow is a
+    /// candidate; the level is evaluated inside each and undone, and the best feasible one
+    /// (pods placed, normalized, plus NodeResourcesFit's placement score over its nodes, as
+    /// a PodGroup's placements are scored) is evaluated again and kept. Pods of the subtree
+    /// placed before pin the domain.
+    fn placements(&mut self, key: &CompositeKey, quorum: u32, label: &str) -> Result<(), String> {
+        let node = TreeNode::Composite(key.clone());
+        let leaves = pod_group_tree::leaves(self.groups, &node);
+        self.cache.update_snapshot(self.snapshot);
+        let domains = self.domains(label, &leaves)?;
+        if domains.is_empty() {
+            return Err(format!(
+                "0/0 placements are available: no node has the label {label:?}"
+            ));
+        }
+        let saved: Vec<(PodGroupKey, Vec<QueuedPodInfo>)> = leaves
+            .iter()
+            .filter_map(|l| self.by_leaf.get(l).map(|m| (l.clone(), m.clone())))
+            .collect();
+        let mut feasible: Vec<(String, usize, i64)> = Vec::new();
+        let mut first_failure = None;
+        for d in &domains {
+            self.alg.push_outer((label.to_string(), d.clone()));
+            match self.level(key, quorum) {
+                Ok(()) => {
+                    self.cache.update_snapshot(self.snapshot);
+                    let fit = least_allocated(self.alg, self.snapshot);
+                    feasible.push((d.clone(), self.placed_under(&leaves), fit));
+                }
+                Err(reason) => {
+                    first_failure.get_or_insert(reason);
+                }
+            }
+            self.revert(&leaves, &saved);
+            self.alg.pop_outer();
+        }
+        let Some(best) = best_placement(&feasible) else {
+            return Err(format!(
+                "0/{} placements are available, first placement status: {}",
+                domains.len(),
+                first_failure.unwrap_or_default()
+            ));
+        };
+        self.alg.push_outer((label.to_string(), best));
+        let kept = self.level(key, quorum);
+        self.alg.pop_outer();
+        kept
+    }
+
+    /// The values of `label` a level may be placed in: the one its placed pods share, or
+    /// every value among the nodes the levels above allow.
+    fn domains(&self, label: &str, leaves: &[PodGroupKey]) -> Result<Vec<String>, String> {
+        let mut pinned: Vec<String> = Vec::new();
+        for leaf in leaves {
+            for node in scheduled_members(self.groups, leaf, self.cache) {
+                let value = self
+                    .snapshot
+                    .get(&node)
+                    .and_then(|n| n.labels.get(label).map(|v| v.to_string()))
+                    .ok_or_else(|| {
+                        format!("no topology domain found for a pod on node {node:?}")
+                    })?;
+                if !pinned.contains(&value) {
+                    pinned.push(value);
+                }
+            }
+        }
+        if pinned.len() > 1 {
+            return Err(format!(
+                "more than 1 domain found for pod group: {}, {}",
+                pinned[0], pinned[1]
+            ));
+        }
+        if !pinned.is_empty() {
+            return Ok(pinned);
+        }
+        let mut all: Vec<String> = self
+            .snapshot
+            .node_infos()
+            .iter()
+            .filter(|n| self.alg.in_outer(n))
+            .filter_map(|n| n.labels.get(label).map(|v| v.to_string()))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        Ok(all)
+    }
+
+    /// Pods placed by this cycle (and before) in the PodGroups `leaves`.
+    fn placed_under(&self, leaves: &[PodGroupKey]) -> usize {
+        leaves
+            .iter()
+            .filter_map(|l| self.results.get(l))
+            .map(|r| match &r.outcome {
+                GroupOutcome::Placed { placed, .. } => r.scheduled_before + placed.len(),
+                GroupOutcome::Unschedulable { .. } => 0,
+            })
+            .sum()
+    }
+
+    /// Undoes an evaluated placement: every PodGroup of `leaves` back to untried, its
+    /// waiting pods as `saved`.
+    fn revert(&mut self, leaves: &[PodGroupKey], saved: &[(PodGroupKey, Vec<QueuedPodInfo>)]) {
+        for leaf in leaves {
+            if let Some(r) = self.results.remove(leaf)
+                && let GroupOutcome::Placed { placed, .. } = r.outcome
+            {
+                undo_placed(self.fw, self.cache, placed);
+            }
+            self.order.retain(|k| k != leaf);
+        }
+        for (leaf, members) in saved {
+            self.by_leaf.insert(leaf.clone(), members.clone());
+        }
+    }
+
+    /// One level's quorum over its children (see the module's comment).
+    fn level(&mut self, key: &CompositeKey, quorum: u32) -> Result<(), String> {
         let children = pod_group_tree::children(self.groups, key);
-        let quorum = info.quorum();
         let mut remaining = children.len();
         let mut scheduled = 0;
         min_count_feasible(quorum, 0, remaining)?;

@@ -148,22 +148,47 @@ fn levels_nest_and_each_counts_its_own_children() {
     );
 }
 
-#[test]
-fn a_topology_constraint_on_a_composite_group_is_not_ignored() {
+/// A holder of all 8 GPUs of `node`, of higher priority than anything here.
+fn holder(node: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: holder-{node}, namespace: ml}}\nspec:\n  nodeName: {node}\n  priority: 1000\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+    )
+}
+
+/// A job of two one-pod slices that must share a zone (two nodes per zone).
+fn zonal_job(busy: &[&str]) -> Report {
     let mut text = nodes(4);
+    for b in busy {
+        text.push_str(&holder(b));
+    }
     text.push_str(&composite(
         "job",
         None,
-        "gang: {minGroupCount: 1}",
+        "gang: {minGroupCount: 2}",
         "  schedulingConstraints: {topology: [{key: topology.kubernetes.io/zone}]}\n",
     ));
-    text.push_str(&leaf("a", "job", 2, 2));
-    let r = simulate(&text);
+    text.push_str(&leaf("a", "job", 1, 1));
+    text.push_str(&leaf("b", "job", 1, 1));
+    simulate(&text)
+}
+
+#[test]
+fn a_topology_constrained_tree_lands_in_one_domain() {
+    // gpu-1 (zone z0) is busy: only z1 holds both slices (unconstrained, one would take
+    // gpu-0).
+    let r = zonal_job(&["gpu-1"]);
+    let mut placed = vec![r.node_of("ml/a-0"), r.node_of("ml/b-0")];
+    placed.sort();
+    assert_eq!(placed, [Some("gpu-2"), Some("gpu-3")], "{:?}", r.outcomes);
+    // One free node per zone: no placement holds the job, nothing is bound.
+    let r = zonal_job(&["gpu-0", "gpu-2"]);
     assert_eq!(r.scheduled(), 0);
+    let m = message(&r, "ml/a-0");
     assert!(
-        message(&r, "ml/a-0").contains("schedulingConstraints.topology"),
-        "{}",
-        message(&r, "ml/a-0")
+        m.contains(
+            "0/2 placements are available, first placement status: minCount (2) cannot be satisfied"
+        ),
+        "{m}"
     );
 }
 
