@@ -563,3 +563,42 @@ async fn with_the_gate_off_each_group_of_a_tree_is_its_own_gang() {
     );
     support::stop_controller(running.stop, running.task).await;
 }
+
+/// A high-priority job of two one-pod slices (both needed) on three nodes held by
+/// low-priority pods: preemption for the root evicts two of them, never one alone, and both
+/// slices are bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_preempts_for_its_root_quorum() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for (i, n) in ["g0", "g1", "g2"].iter().enumerate() {
+        server.apply("nodes", &gpu_node(n));
+        let mut p = member(&format!("low-{i}"), "none");
+        p["spec"].as_object_mut().unwrap().remove("schedulingGroup");
+        p["spec"]["nodeName"] = json!(n);
+        p["spec"]["priority"] = json!(1);
+        server.apply("pods", &p);
+    }
+    let mut job = composite("job", 2);
+    job["spec"]["priority"] = json!(100);
+    server.apply("compositepodgroups", &job);
+    for s in ["a", "b"] {
+        let mut g = child(s, "job", 1);
+        g["spec"]["priority"] = json!(100);
+        server.apply("podgroups", &g);
+        let mut p = member(&format!("{s}0"), s);
+        p["spec"]["priority"] = json!(100);
+        server.apply("pods", &p);
+    }
+    let running = start_with_gates(&server, false, true).await;
+    wait_for("both slices bound after preemption", || {
+        bound(&server, &["a0", "b0"]).len() == 2
+    })
+    .await;
+    let left = (0..3)
+        .filter(|i| server.get("pods", "ml", &format!("low-{i}")).is_some())
+        .count();
+    assert_eq!(left, 1, "two victims for two slices");
+    assert!(server.double_bindings().is_empty());
+    support::stop_controller(running.stop, running.task).await;
+}

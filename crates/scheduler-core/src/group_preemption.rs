@@ -34,12 +34,13 @@ use crate::pod_group_manager::PodGroups;
 use crate::pod_group_tree::{self, TreeNode};
 use crate::schedule_group::{GroupOutcome, PlacedMember, schedule_group, undo_placed};
 use crate::schedule_one::SchedulingAlgorithm;
+use crate::schedule_tree::schedule_tree;
 use crate::types::composite_pod_group::CompositeKey;
-use crate::types::pod_group::PodGroupInfo;
+use crate::types::pod_group::{PodGroupInfo, PodGroupKey};
 use crate::types::{PdbInfo, PodInfo, PodKey};
 
 /// What preemption decided for a gang that did not fit.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GroupPreemption {
     /// Evict `victims`; the gang's pods are then nominated to their nodes.
     Preempt {
@@ -83,11 +84,9 @@ fn more_important(a: &Unit, b: &Unit) -> Ordering {
         .then(a.name.cmp(&b.name))
 }
 
-/// The gang's preemption priority: its group's, else its pods' highest.
-fn gang_priority(group: &PodGroupInfo, members: &[QueuedPodInfo]) -> i32 {
-    group
-        .priority
-        .unwrap_or_else(|| members.iter().map(|m| m.pod.priority).max().unwrap_or(0))
+/// The gang's preemption priority: its group's (a tree's root's), else its pods' highest.
+fn gang_priority(group: Option<i32>, members: &[QueuedPodInfo]) -> i32 {
+    group.unwrap_or_else(|| members.iter().map(|m| m.pod.priority).max().unwrap_or(0))
 }
 
 /// Runs workload-aware preemption for `group`, whose `members` just failed a group cycle.
@@ -103,20 +102,82 @@ pub fn preempt_for_group(
     snapshot: &mut Snapshot,
     nominated: &NominatedPods,
 ) -> GroupPreemption {
-    let not_helpful = |message: &str| GroupPreemption::NotHelpful {
-        message: message.to_string(),
-    };
     if group.topology_key.is_some() {
         return not_helpful(TOPOLOGY_NOT_SUPPORTED);
-    }
-    if members.iter().any(|m| m.pod.preemption_policy_never) {
-        return not_helpful("not eligible due to preemptionPolicy=Never.");
     }
     cache.update_snapshot(snapshot);
     // A group its plugins reject before any member is tried (scheduler-plugins: an
     // unresolvable PreFilter rejection) is not preempted for.
     if let Err((_, r)) = fw.run_pre_filter_group(group, snapshot, scheduled.len()) {
         return not_helpful(&r.message);
+    }
+    let priority = gang_priority(group.priority, members);
+    let own = |k: &PodGroupKey| *k == group.key;
+    let target = Target::Group { group, scheduled };
+    let ctx = (cache, snapshot, nominated);
+    preempt(fw, alg, target, members, priority, groups, &own, ctx)
+}
+
+/// Runs workload-aware preemption for the tree of groups under `root` (CompositePodGroup
+/// gate; upstream preempts for the root only), whose `members` just failed its cycle: the
+/// victims must let the whole tree meet its root's quorum. Trees with a topology constraint
+/// at any level are not preempted for, as single groups with one.
+#[allow(clippy::too_many_arguments)]
+pub fn preempt_for_tree(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    root: &CompositeKey,
+    members: &[QueuedPodInfo],
+    groups: &PodGroups,
+    cache: &mut Cache,
+    snapshot: &mut Snapshot,
+    nominated: &NominatedPods,
+) -> GroupPreemption {
+    let node = TreeNode::Composite(root.clone());
+    let leaves: HashSet<PodGroupKey> = pod_group_tree::leaves(groups, &node).into_iter().collect();
+    let topology = pod_group_tree::composites_under(groups, root)
+        .iter()
+        .any(|c| {
+            groups
+                .composite(c)
+                .is_some_and(|c| c.topology_key.is_some())
+        })
+        || leaves
+            .iter()
+            .any(|l| groups.get(l).is_some_and(|g| g.topology_key.is_some()));
+    if topology {
+        return not_helpful(TOPOLOGY_NOT_SUPPORTED);
+    }
+    cache.update_snapshot(snapshot);
+    let root_priority = groups.composite(root).and_then(|c| c.priority);
+    let priority = gang_priority(root_priority, members);
+    let own = |k: &PodGroupKey| leaves.contains(k);
+    let target = Target::Tree { groups, root };
+    let ctx = (cache, snapshot, nominated);
+    preempt(fw, alg, target, members, priority, groups, &own, ctx)
+}
+
+fn not_helpful(message: &str) -> GroupPreemption {
+    GroupPreemption::NotHelpful {
+        message: message.to_string(),
+    }
+}
+
+/// The search shared by groups and trees; `own`: the preemptor's PodGroups, whose pods are
+/// never victims.
+#[allow(clippy::too_many_arguments)]
+fn preempt(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    target: Target<'_>,
+    members: &[QueuedPodInfo],
+    priority: i32,
+    groups: &PodGroups,
+    own: &dyn Fn(&PodGroupKey) -> bool,
+    (cache, snapshot, nominated): (&mut Cache, &mut Snapshot, &NominatedPods),
+) -> GroupPreemption {
+    if members.iter().any(|m| m.pod.preemption_policy_never) {
+        return not_helpful("not eligible due to preemptionPolicy=Never.");
     }
     // Victims evicted for this gang earlier are still going: wait for them.
     let pending = members.iter().any(|m| {
@@ -131,8 +192,7 @@ pub fn preempt_for_group(
             message: ONGOING_PREEMPTION.to_string(),
         };
     }
-    let priority = gang_priority(group, members);
-    let mut units = candidate_units(group, priority, groups, cache, snapshot);
+    let mut units = candidate_units(own, priority, groups, cache, snapshot);
     if units.is_empty() {
         return not_helpful("no lower-priority pods to preempt");
     }
@@ -142,8 +202,7 @@ pub fn preempt_for_group(
     let mut trial = Trial {
         fw,
         alg,
-        group,
-        scheduled,
+        target,
         members,
         cache,
         snapshot,
@@ -269,9 +328,9 @@ fn budget_violators_first(units: Vec<Unit>, pdbs: &[Arc<PdbInfo>]) -> Vec<Unit> 
     first
 }
 
-/// Bound, lower-priority pods as units; members of `group` itself never.
+/// Bound, lower-priority pods as units; pods of the preemptor's own groups never.
 fn candidate_units(
-    group: &PodGroupInfo,
+    own: &dyn Fn(&PodGroupKey) -> bool,
     priority: i32,
     groups: &PodGroups,
     cache: &Cache,
@@ -284,10 +343,10 @@ fn candidate_units(
             if p.is_terminating || cache.is_assumed(p.key()) {
                 continue;
             }
-            let g = p.pod_group.as_deref().and_then(|k| groups.get(k));
-            if g.is_some_and(|g| g.key == group.key) {
+            if p.pod_group.as_deref().is_some_and(own) {
                 continue;
             }
+            let g = p.pod_group.as_deref().and_then(|k| groups.get(k));
             let pod_priority = g.and_then(|g| g.priority).unwrap_or(p.priority);
             if pod_priority >= priority {
                 continue;
@@ -363,11 +422,23 @@ fn disruption_unit(groups: &PodGroups, group: &PodGroupInfo) -> Option<TreeNode>
 }
 
 /// The cache with some units removed, and the gang tried against it.
+/// What is tried: a gang, or a tree of groups.
+enum Target<'a> {
+    Group {
+        group: &'a PodGroupInfo,
+        /// Nodes of the group's pods placed before.
+        scheduled: &'a [String],
+    },
+    Tree {
+        groups: &'a PodGroups,
+        root: &'a CompositeKey,
+    },
+}
+
 struct Trial<'a> {
     fw: &'a Framework,
     alg: &'a mut SchedulingAlgorithm,
-    group: &'a PodGroupInfo,
-    scheduled: &'a [String],
+    target: Target<'a>,
     members: &'a [QueuedPodInfo],
     cache: &'a mut Cache,
     snapshot: &'a mut Snapshot,
@@ -456,18 +527,40 @@ impl Trial<'_> {
     }
 
     fn run(&mut self) -> Option<Vec<PlacedMember>> {
-        match schedule_group(
-            self.fw,
-            self.alg,
-            self.group,
-            self.scheduled,
-            self.members.to_vec(),
-            self.cache,
-            self.snapshot,
-            self.nominated,
-        ) {
-            GroupOutcome::Placed { placed, .. } => Some(placed),
-            GroupOutcome::Unschedulable { .. } => None,
+        match self.target {
+            Target::Group { group, scheduled } => match schedule_group(
+                self.fw,
+                self.alg,
+                group,
+                scheduled,
+                self.members.to_vec(),
+                self.cache,
+                self.snapshot,
+                self.nominated,
+            ) {
+                GroupOutcome::Placed { placed, .. } => Some(placed),
+                GroupOutcome::Unschedulable { .. } => None,
+            },
+            // The root met its quorum when some PodGroup of it is placed.
+            Target::Tree { groups, root } => {
+                let placed: Vec<PlacedMember> = schedule_tree(
+                    self.fw,
+                    self.alg,
+                    groups,
+                    root,
+                    self.members.to_vec(),
+                    self.cache,
+                    self.snapshot,
+                    self.nominated,
+                )
+                .into_iter()
+                .flat_map(|leaf| match leaf.outcome {
+                    GroupOutcome::Placed { placed, .. } => placed,
+                    GroupOutcome::Unschedulable { .. } => Vec::new(),
+                })
+                .collect();
+                (!placed.is_empty()).then_some(placed)
+            }
         }
     }
 

@@ -145,6 +145,23 @@ fn collect_leaves(
     }
 }
 
+/// The CompositePodGroups of the tree under `root`, itself first.
+pub fn composites_under(groups: &PodGroups, root: &CompositeKey) -> Vec<CompositeKey> {
+    let mut out = vec![root.clone()];
+    let mut i = 0;
+    while i < out.len() {
+        for c in children(groups, &out[i]) {
+            if let TreeNode::Composite(k) = c
+                && !out.contains(&k)
+            {
+                out.push(k);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 /// Upstream's tree quorum: a PodGroup is ready when it has `minCount` pods (a basic one:
 /// one); a CompositePodGroup when `minGroupCount` of its children are (a basic one: one).
 pub fn ready(groups: &PodGroups, node: &TreeNode) -> bool {

@@ -13,8 +13,8 @@
 //!
 //! A CompositePodGroup with `schedulingConstraints.topology` places its whole subtree in
 //! one domain of the label, chosen as a PodGroup's placement is ([`Tree::placements`]);
-//! placements nest (a child's domain lies inside its parent's). Not done here yet, as
-//! upstream does: preemption for a tree.
+//! placements nest (a child's domain lies inside its parent's). Preemption for a tree is
+//! `group_preemption::preempt_for_tree`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;

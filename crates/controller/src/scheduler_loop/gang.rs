@@ -92,8 +92,8 @@ impl SchedulingLoop {
 
     /// One attempt for the tree of groups under `root` (CompositePodGroup gate), `q` just
     /// popped and routed to it: every waiting pod of the tree for the same profile is tried
-    /// in one cycle; then each PodGroup of the tree is handed off as a gang's is (no
-    /// preemption for trees yet: members that do not fit wait and lose their nominations).
+    /// in one cycle, preemption runs for the root when nothing of it fitted, and then each
+    /// PodGroup of the tree is handed off as a gang's is.
     pub(super) fn schedule_tree(
         &mut self,
         fw: &Framework,
@@ -122,10 +122,19 @@ impl SchedulingLoop {
         );
         tracing::debug!(root = %root, tried, groups = outcomes.len(), "composite pod group cycle");
         let mut actions = Vec::new();
-        let mut handled = Vec::new();
-        for leaf in outcomes {
+        for leaf in &outcomes {
             actions.extend(self.group_condition(&leaf.group, &leaf.outcome));
-            let result = group_result(leaf.outcome, None, false);
+        }
+        let preemption = self.preempt_tree(fw, root, &outcomes, &mut st, snapshot, &nominated);
+        let post_filter = fw.has_post_filter_plugins();
+        let mut handled = Vec::new();
+        let mut evicting = false;
+        for leaf in outcomes {
+            let mut result = group_result(leaf.outcome, preemption.clone(), post_filter);
+            // One eviction for the tree: the first PodGroup with a nominated member carries it.
+            if result.eviction.is_some() && std::mem::replace(&mut evicting, true) {
+                result.eviction = None;
+            }
             handled.extend(hand_off_group(&mut st, fw, result, attempt, &mut actions));
         }
         drop(st);
@@ -178,6 +187,53 @@ impl SchedulingLoop {
                 .is_none_or(|c| c.status != condition.status),
             condition,
         }))
+    }
+
+    /// Workload-aware preemption for a tree none of whose groups fitted (not an error), when
+    /// the profile preempts: for the root's quorum, or nothing.
+    fn preempt_tree(
+        &mut self,
+        fw: &Framework,
+        root: &CompositeKey,
+        outcomes: &[schedule_tree::LeafOutcome],
+        st: &mut State,
+        snapshot: &mut Snapshot,
+        nominated: &NominatedPods,
+    ) -> Option<GroupPreemption> {
+        let mut members = Vec::new();
+        for leaf in outcomes {
+            match &leaf.outcome {
+                GroupOutcome::Unschedulable {
+                    waiting,
+                    error: false,
+                    ..
+                } => members.extend(waiting.iter().map(|w| w.queued.clone())),
+                _ => return None,
+            }
+        }
+        if !fw.has_post_filter_plugins() || members.is_empty() {
+            return None;
+        }
+        let groups = Arc::clone(&st.groups);
+        let decision = group_preemption::preempt_for_tree(
+            fw,
+            &mut self.alg,
+            root,
+            &members,
+            &groups.read(),
+            &mut st.cache,
+            snapshot,
+            nominated,
+        );
+        if let GroupPreemption::Preempt {
+            victims, message, ..
+        } = &decision
+        {
+            tracing::debug!(root = %root, %message, "composite pod group preemption");
+            self.shared.metrics.preemption_attempt();
+            self.shared.metrics.preemption_victims(victims.len());
+        }
+        Some(decision)
     }
 
     /// Workload-aware preemption for a gang that did not fit (not for an error), when the

@@ -244,3 +244,39 @@ fn preemption_takes_a_whole_tree_whose_root_is_disrupted_as_one() {
     assert!(single.node_of("ml/urgent-0").is_some());
     assert_eq!(preempted(&single).len(), 1, "{:?}", preempted(&single));
 }
+
+/// Three nodes, each held by a low-priority pod; a high-priority job of two one-pod slices
+/// (both needed) preempts for the whole tree: two victims, both slices placed.
+#[test]
+fn a_tree_preempts_for_its_root_quorum() {
+    let mut text = nodes(3);
+    for i in 0..3 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: low-{i}, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  priority: 1\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
+        ));
+    }
+    text.push_str(&composite(
+        "job",
+        None,
+        "gang: {minGroupCount: 2}",
+        "  priority: 100\n",
+    ));
+    for s in ["a", "b"] {
+        text.push_str(
+            &leaf(s, "job", 1, 1)
+                .replace("  schedulingGroup:", "  priority: 100\n  schedulingGroup:"),
+        );
+    }
+    let r = simulate(&text);
+    assert_eq!(bound(&r, &["a-0", "b-0"]), [true, true], "{:?}", r.outcomes);
+    let victims: Vec<String> = r
+        .outcomes
+        .iter()
+        .filter_map(|o| match &o.result {
+            PodResult::Scheduled { preempted, .. } => Some(preempted.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(victims.len(), 2, "{victims:?}");
+}

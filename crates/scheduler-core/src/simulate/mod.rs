@@ -30,7 +30,7 @@ use crate::framework::{
     BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
     Registry,
 };
-use crate::group_preemption::{GroupPreemption, preempt_for_group};
+use crate::group_preemption::{GroupPreemption, preempt_for_group, preempt_for_tree};
 use crate::plugins;
 use crate::pod_group_manager::PodGroupManager;
 use crate::schedule_group::{
@@ -296,6 +296,52 @@ fn simulate(
                     &mut snapshot,
                     &nominated,
                 );
+                // Nothing placed (and no error): preemption for the whole tree.
+                let failed = leaves
+                    .iter()
+                    .all(|l| matches!(l.outcome, GroupOutcome::Unschedulable { error: false, .. }));
+                let members: Vec<QueuedPodInfo> = leaves
+                    .iter()
+                    .flat_map(|l| match &l.outcome {
+                        GroupOutcome::Unschedulable { waiting, .. } => waiting.as_slice(),
+                        GroupOutcome::Placed { .. } => &[],
+                    })
+                    .map(|w| w.queued.clone())
+                    .collect();
+                let decision = (failed
+                    && fw.has_post_filter_plugins()
+                    && members.iter().all(|m| m.attempts < MAX_ATTEMPTS))
+                .then(|| {
+                    preempt_for_tree(
+                        fw,
+                        &mut alg,
+                        &root,
+                        &members,
+                        &groups.read(),
+                        &mut cache,
+                        &mut snapshot,
+                        &nominated,
+                    )
+                });
+                if let Some(GroupPreemption::Preempt {
+                    victims,
+                    nominations,
+                    ..
+                }) = decision
+                {
+                    let after = Preempted {
+                        victims: &victims,
+                        nominations: &nominations,
+                    };
+                    after.requeue(
+                        members,
+                        (&mut cache, &groups, &mut nominated),
+                        &mut victims_of,
+                        &mut queue,
+                        &mut unschedulable,
+                    );
+                    continue;
+                }
                 for leaf in leaves {
                     match leaf.outcome {
                         GroupOutcome::Placed { placed, waiting } => {
@@ -306,7 +352,9 @@ fn simulate(
                                     Some(fw.profile_name()),
                                     PodResult::Scheduled {
                                         node: p.node,
-                                        preempted: Vec::new(),
+                                        preempted: victims_of
+                                            .remove(p.pod.key())
+                                            .unwrap_or_default(),
                                     },
                                 );
                                 o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
@@ -416,32 +464,17 @@ fn simulate(
                         unschedulable.extend(waiting.into_iter().map(|w| (w.queued, w.message)));
                         continue;
                     };
-                    for v in &victims {
-                        if let Ok(gone) = cache.remove_pod(v) {
-                            groups.write().remove_pod(&gone);
-                        }
-                    }
-                    if let Some(first) = members.first() {
-                        victims_of
-                            .entry(first.pod.key().clone())
-                            .or_default()
-                            .extend(victims.iter().map(|v| v.to_string()));
-                    }
-                    // The gang again, first, each pod nominated where it fits; and every
-                    // earlier failure, as pod deletions do upstream.
-                    for mut m in members.into_iter().rev() {
-                        if let Some((_, node)) = nominations.iter().find(|(k, _)| k == m.pod.key())
-                        {
-                            let mut p = PodInfo::clone(&m.pod);
-                            p.nominated_node_name = Some(node.clone());
-                            m.pod = Arc::new(p);
-                            nominated.add(Arc::clone(&m.pod), node);
-                        }
-                        queue.push_front(m);
-                    }
-                    for (u, _) in unschedulable.drain(..) {
-                        queue.push_back(u);
-                    }
+                    let after = Preempted {
+                        victims: &victims,
+                        nominations: &nominations,
+                    };
+                    after.requeue(
+                        members,
+                        (&mut cache, &groups, &mut nominated),
+                        &mut victims_of,
+                        &mut queue,
+                        &mut unschedulable,
+                    );
                     continue;
                 }
                 GroupOutcome::Unschedulable { waiting, .. } => waiting,
@@ -611,6 +644,51 @@ pub(crate) fn pod_groups_of<'a>(
     let groups = Arc::new(PodGroupManager::new());
     fill_pod_groups(&groups, objects, pods);
     groups
+}
+
+/// What workload-aware preemption decided for a gang or a tree, applied to the simulated
+/// cluster.
+struct Preempted<'a> {
+    victims: &'a [PodKey],
+    nominations: &'a [(PodKey, String)],
+}
+
+impl Preempted<'_> {
+    /// Evicts the victims (reported with the first member's placement), then queues the
+    /// members again first, each nominated where preemption placed it, and every earlier
+    /// failure after them, as pod deletions do upstream.
+    fn requeue(
+        &self,
+        members: Vec<QueuedPodInfo>,
+        (cache, groups, nominated): (&mut Cache, &PodGroupManager, &mut NominatedPods),
+        victims_of: &mut BTreeMap<PodKey, Vec<String>>,
+        queue: &mut VecDeque<QueuedPodInfo>,
+        unschedulable: &mut Vec<(QueuedPodInfo, String)>,
+    ) {
+        for v in self.victims {
+            if let Ok(gone) = cache.remove_pod(v) {
+                groups.write().remove_pod(&gone);
+            }
+        }
+        if let Some(first) = members.first() {
+            victims_of
+                .entry(first.pod.key().clone())
+                .or_default()
+                .extend(self.victims.iter().map(|v| v.to_string()));
+        }
+        for mut m in members.into_iter().rev() {
+            if let Some((_, node)) = self.nominations.iter().find(|(k, _)| k == m.pod.key()) {
+                let mut p = PodInfo::clone(&m.pod);
+                p.nominated_node_name = Some(node.clone());
+                m.pod = Arc::new(p);
+                nominated.add(Arc::clone(&m.pod), node);
+            }
+            queue.push_front(m);
+        }
+        for (u, _) in unschedulable.drain(..) {
+            queue.push_back(u);
+        }
+    }
 }
 
 fn fill_pod_groups<'a>(
