@@ -714,15 +714,15 @@ fn dynamic_resources_rules() {
     }
 }
 
-/// The PodGroup scheduling fields of upstream's v1 (TopologyAwareWorkloadScheduling, off
-/// by default) decode, and are refused by name when they would configure something.
+/// The PodGroup placement fields of upstream's v1 (TopologyAwareWorkloadScheduling, off
+/// by default) decode, and are refused by name when they would change upstream's defaults.
 #[test]
 fn workload_scheduling_fields_are_named() {
     let e = expect(
         "percentageOfPlacementsToScore: 30\n",
         "percentageOfPlacementsToScore",
         3,
-        "percentageOfPlacementsToScore is not supported by ferrosched",
+        "percentageOfPlacementsToScore is not configurable in ferrosched yet",
     );
     assert!(e.fix.is_some());
     expect(
@@ -735,13 +735,13 @@ fn workload_scheduling_fields_are_named() {
         "profiles:\n- percentageOfPlacementsToScore: 5\n",
         "profiles[0].percentageOfPlacementsToScore",
         4,
-        "not supported by ferrosched",
+        "not configurable in ferrosched yet",
     );
     expect(
         "profiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: PlacementBinPacking\n",
         "profiles[0].plugins.placementScore.enabled",
         6,
-        "plugins.placementScore is not supported by ferrosched",
+        "plugins.placementScore is not configurable in ferrosched yet",
     );
     // Zero (adaptive) and disabling only are what upstream's defaults do: accepted.
     let ok = "percentageOfPlacementsToScore: 0\nprofiles:\n- plugins:\n    podGroupPostFilter:\n      disabled:\n      - name: '*'\n";
