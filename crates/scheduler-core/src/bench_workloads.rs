@@ -2,9 +2,11 @@
 //! through the real framework. Used by `ferrosched bench` and the criterion benchmarks.
 //!
 //! Shapes follow scheduler_perf's templates: nodes with 4 CPU, 32Gi and 110 pods spread over
-//! three zones; pods requesting 100m CPU and 500Mi. Init pods are scheduled first (not
-//! measured), then the measured pods. The workload-scheduling workloads ([`GROUP_WORKLOADS`])
-//! put the pods in PodGroups; a gang is one attempt (one pod group cycle).
+//! three zones; pods requesting 100m CPU and 500Mi. Bound pods, if any, are loaded from
+//! lists ([`run_from_lists`]: start-up timed, no scheduling), then the init pods are
+//! scheduled (not measured), then the measured pods. The workload-scheduling workloads
+//! ([`GROUP_WORKLOADS`]) put the pods in PodGroups; a gang is one attempt (one pod group
+//! cycle).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
