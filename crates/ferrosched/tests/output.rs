@@ -68,6 +68,27 @@ fn bench_output_flag_and_the_deprecated_json_alias() {
     assert!(table.starts_with("WORKLOAD "), "{table}");
 }
 
+/// `--bound-pods`: loaded from lists before scheduling, reported with start-up and memory
+/// figures (values depend on the machine; their presence and the counts do not).
+#[test]
+fn bench_reports_start_up_from_lists_with_bound_pods() {
+    let mut a: Vec<&str> = SMALL.to_vec();
+    a.extend_from_slice(&["5", "--bound-pods", "200"]);
+    let (table, _) = run(&a);
+    assert!(
+        table.contains("start-up from lists") && table.contains("(200 bound pods:"),
+        "{table}"
+    );
+    a.extend_from_slice(&["-o", "json"]);
+    let (json, _) = run(&a);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["scheduled"], 5);
+    let st = &v[0]["startup"];
+    assert_eq!(st["boundPods"], 200);
+    assert!(st["startupMs"].as_f64().unwrap() > 0.0, "{st}");
+    assert!(st["snapshotUpdateMicros"].as_f64().unwrap() > 0.0, "{st}");
+}
+
 #[test]
 fn simulate_output_flag() {
     let (json, _) = run(&["simulate", "-o", "json"]);

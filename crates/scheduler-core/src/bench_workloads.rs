@@ -2,9 +2,11 @@
 //! through the real framework. Used by `ferrosched bench` and the criterion benchmarks.
 //!
 //! Shapes follow scheduler_perf's templates: nodes with 4 CPU, 32Gi and 110 pods spread over
-//! three zones; pods requesting 100m CPU and 500Mi. Init pods are scheduled first (not
-//! measured), then the measured pods. The workload-scheduling workloads ([`GROUP_WORKLOADS`])
-//! put the pods in PodGroups; a gang is one attempt (one pod group cycle).
+//! three zones; pods requesting 100m CPU and 500Mi. Bound pods, if any, are loaded from
+//! lists ([`run_from_lists`]: start-up timed, no scheduling), then the init pods are
+//! scheduled (not measured), then the measured pods. The workload-scheduling workloads
+//! ([`GROUP_WORKLOADS`]) put the pods in PodGroups; a gang is one attempt (one pod group
+//! cycle).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -190,6 +192,21 @@ fn pods(n: usize, prefix: &str, make: impl Fn(usize) -> core::Pod) -> Vec<core::
             p
         })
         .collect()
+}
+
+/// Bound pods per page when loading them as a list: the objects of one page exist at a
+/// time, as the pod informer decodes a page and keeps only the views.
+pub const LIST_PAGE: usize = 500;
+
+/// Bound pod `i` as the pod informer's initial list has it: SchedulingBasic's pod (its own
+/// name and uid) with `spec.nodeName` set to `node`.
+pub fn bound_pod(i: usize, node: &str) -> core::Pod {
+    let mut p = pod("bench", &format!("bound-{i}"), &[]);
+    p.metadata.uid = Some(format!("uid-bound-{i}"));
+    if let Some(s) = p.spec.as_mut() {
+        s.node_name = Some(node.to_string());
+    }
+    p
 }
 
 /// scheduler_perf's `test-class`: every device of the test driver.
@@ -489,6 +506,54 @@ pub struct RunStats {
     /// Every scheduling attempt's duration, sorted ascending: one per pod scheduled alone,
     /// one per pod group cycle for a gang (all its pods at once).
     pub attempt_latencies: Vec<Duration>,
+    /// Start-up from lists: the nodes and bound pods loaded, the first snapshot taken.
+    pub startup: Startup,
+    /// `Cache::update_snapshot` calls of the measured attempts (pods scheduled alone) and
+    /// their total time.
+    pub snapshot_updates: u64,
+    pub snapshot_update_time: Duration,
+}
+
+/// What start-up from lists cost: the cache filled from the initial lists of nodes and
+/// bound pods (views built, as the informers do), then the first snapshot taken. The API
+/// objects are made outside the timed parts, the pods a page at a time ([`LIST_PAGE`]).
+#[derive(Clone, Debug, Default)]
+pub struct Startup {
+    pub nodes: usize,
+    pub bound_pods: usize,
+    pub load_nodes: Duration,
+    pub load_pods: Duration,
+    pub first_snapshot: Duration,
+    /// The caller's memory probe (e.g. resident bytes) before loading, after the nodes,
+    /// after the bound pods and after the first snapshot.
+    pub memory: [Option<u64>; 4],
+}
+
+impl Startup {
+    /// Nodes, pods and the first snapshot.
+    pub fn total(&self) -> Duration {
+        self.load_nodes + self.load_pods + self.first_snapshot
+    }
+
+    /// Probe bytes the nodes added, per node.
+    pub fn bytes_per_node(&self) -> Option<f64> {
+        per(self.memory[0], self.memory[1], self.nodes)
+    }
+
+    /// Probe bytes the bound pods added, per pod.
+    pub fn bytes_per_pod(&self) -> Option<f64> {
+        per(self.memory[1], self.memory[2], self.bound_pods)
+    }
+
+    /// Probe bytes the first snapshot added.
+    pub fn snapshot_bytes(&self) -> Option<u64> {
+        Some(self.memory[3]?.saturating_sub(self.memory[2]?))
+    }
+}
+
+fn per(before: Option<u64>, after: Option<u64>, n: usize) -> Option<f64> {
+    (n > 0).then_some(())?;
+    Some(after?.saturating_sub(before?) as f64 / n as f64)
 }
 
 impl RunStats {
@@ -521,6 +586,8 @@ pub struct Runner {
     explain: ExplainMode,
     record: Record,
     last: Option<Explanation>,
+    /// `update_snapshot` calls in [`Runner::schedule`] and their total time.
+    snapshot_updates: (u64, Duration),
 }
 
 /// What a bench run pays for explanations.
@@ -537,6 +604,30 @@ pub enum ExplainMode {
 
 impl Runner {
     pub fn new(w: &Workload) -> Self {
+        let mut r = Self::without_nodes(w);
+        r.load_nodes(&w.nodes);
+        r
+    }
+
+    /// Adds nodes to the cache, as the node informer's list does.
+    pub fn load_nodes(&mut self, nodes: &[core::Node]) {
+        for n in nodes {
+            self.cache.add_node(n);
+        }
+    }
+
+    /// Adds bound pods to the cache, as the pod informer's list does (view, then cache).
+    pub fn load_bound_pods(&mut self, pods: &[core::Pod]) {
+        for p in pods {
+            // Generated pods are bound and distinct: an error here is a bench bug.
+            self.cache
+                .add_pod(Arc::new(PodInfo::from_pod(p)))
+                .expect("bound pod loads");
+        }
+    }
+
+    /// [`Runner::new`] with an empty cache but for the workload's DRA objects.
+    pub fn without_nodes(w: &Workload) -> Self {
         let groups = Arc::new(PodGroupManager::new());
         let mut registry = Registry::in_tree();
         gang_scheduling::register(&mut registry, Arc::clone(&groups));
@@ -546,9 +637,6 @@ impl Runner {
             groups.write().upsert(g.clone());
         }
         let mut cache = Cache::new();
-        for n in &w.nodes {
-            cache.add_node(n);
-        }
         if !w.dra.is_empty() {
             cache.set_dra_api_served(true);
             let objects = cache.dra_mut();
@@ -575,6 +663,7 @@ impl Runner {
             explain: ExplainMode::Off,
             record: Record::new(),
             last: None,
+            snapshot_updates: (0, Duration::ZERO),
         }
     }
 
@@ -747,7 +836,10 @@ impl Runner {
 
     /// One attempt: snapshot, schedule, assume. Returns whether the pod was placed.
     pub fn schedule(&mut self, pod: &Arc<PodInfo>) -> bool {
+        let t = Instant::now();
         self.cache.update_snapshot(&mut self.snapshot);
+        self.snapshot_updates.0 += 1;
+        self.snapshot_updates.1 += t.elapsed();
         let Some(decision) = self.decide(pod) else {
             return false;
         };
@@ -794,7 +886,50 @@ pub fn views(pods: &[core::Pod]) -> Vec<Arc<PodInfo>> {
 /// [`run`], explaining the measured attempts as `explain` says (pods scheduled alone; a pod
 /// group cycle is not explained).
 pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
-    let mut r = Runner::new(w);
+    run_from_lists(w, 0, explain, &mut || None)
+}
+
+/// [`run_with`] on a cluster that already has `bound_pods` pods ([`bound_pod`], round robin
+/// over the nodes), loaded from lists before the init pods are scheduled. `memory` is read
+/// between the start-up steps ([`Startup::memory`]).
+pub fn run_from_lists(
+    w: &Workload,
+    bound_pods: usize,
+    explain: ExplainMode,
+    memory: &mut dyn FnMut() -> Option<u64>,
+) -> RunStats {
+    let mut r = Runner::without_nodes(w);
+    let mut startup = Startup {
+        nodes: w.nodes.len(),
+        bound_pods,
+        ..Startup::default()
+    };
+    startup.memory[0] = memory();
+    let t = Instant::now();
+    r.load_nodes(&w.nodes);
+    startup.load_nodes = t.elapsed();
+    startup.memory[1] = memory();
+    let names: Vec<&str> = w
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.as_deref().unwrap_or_default())
+        .collect();
+    let mut next = 0;
+    while next < bound_pods && !names.is_empty() {
+        let end = (next + LIST_PAGE).min(bound_pods);
+        let page: Vec<core::Pod> = (next..end)
+            .map(|i| bound_pod(i, names[i % names.len()]))
+            .collect();
+        let t = Instant::now();
+        r.load_bound_pods(&page);
+        startup.load_pods += t.elapsed();
+        next = end;
+    }
+    startup.memory[2] = memory();
+    let t = Instant::now();
+    r.cache.update_snapshot(&mut r.snapshot);
+    startup.first_snapshot = t.elapsed();
+    startup.memory[3] = memory();
     // Views are built and the groups' members known before timing: in the controller the
     // informers do both.
     let init = views(&w.init_pods);
@@ -804,6 +939,7 @@ pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
     r.schedule_queue(&init, |_, _| {});
     r.confirm_bindings();
     r.set_explain(explain);
+    r.snapshot_updates = (0, Duration::ZERO);
     let mut latencies = Vec::with_capacity(measured.len());
     let start = Instant::now();
     let scheduled = r.schedule_queue(&measured, |_, t| latencies.push(t));
@@ -815,6 +951,9 @@ pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
         unschedulable: measured.len() - scheduled,
         elapsed,
         attempt_latencies: latencies,
+        startup,
+        snapshot_updates: r.snapshot_updates.0,
+        snapshot_update_time: r.snapshot_updates.1,
     }
 }
 
@@ -839,6 +978,41 @@ mod tests {
             assert!(stats.scheduled > 0, "{name}: nothing scheduled");
         }
         assert!(build("Nope", 1, 1, 1).is_none());
+    }
+
+    /// Bound pods come from lists: spread round robin, every one in the cache before the
+    /// first snapshot, and the workload's own pods scheduled beside them as before.
+    #[test]
+    fn bound_pods_are_loaded_from_lists_before_scheduling() {
+        // 1,003 pods of 100m on 30 nodes of 4 CPU: 34 or 33 each, room left for the others.
+        let w = build("SchedulingBasic", 30, 5, 6).unwrap();
+        let mut probes = 0u64;
+        let mut memory = || {
+            probes += 1;
+            Some(probes * 1000)
+        };
+        let stats = run_from_lists(&w, 2 * LIST_PAGE + 3, ExplainMode::Off, &mut memory);
+        assert_eq!((stats.measured, stats.scheduled), (6, 6));
+        let st = &stats.startup;
+        assert_eq!((st.nodes, st.bound_pods), (30, 2 * LIST_PAGE + 3));
+        assert_eq!(st.memory, [Some(1000), Some(2000), Some(3000), Some(4000)]);
+        assert_eq!(st.bytes_per_node(), Some(1000.0 / 30.0));
+        assert_eq!(st.bytes_per_pod(), Some(1000.0 / 1003.0));
+        assert_eq!(st.snapshot_bytes(), Some(1000));
+        // One snapshot update per measured attempt.
+        assert_eq!(stats.snapshot_updates, 6);
+
+        let mut r = Runner::new(&w);
+        let page: Vec<core::Pod> = (0..60)
+            .map(|i| bound_pod(i, &format!("node-{}", i % 30)))
+            .collect();
+        r.load_bound_pods(&page);
+        assert_eq!(r.cache.pod_count(), 60);
+        r.cache.update_snapshot(&mut r.snapshot);
+        for n in r.snapshot.node_infos() {
+            assert_eq!(n.pods.len(), 2, "{}", n.name);
+            assert_eq!(n.requested.milli_cpu, 200, "{}", n.name);
+        }
     }
 
     /// The workload-scheduling workloads: every pod placed, a gang in one attempt (one pod

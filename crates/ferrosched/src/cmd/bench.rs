@@ -68,6 +68,16 @@ pub struct BenchArgs {
     /// Pods scheduled before measuring.
     #[arg(long, default_value_t = 1000)]
     init_pods: usize,
+    /// In memory: pods already bound (round robin over the nodes) loaded from lists before
+    /// the init pods, as the scheduler starts on a running cluster; reports start-up from
+    /// lists, memory per node and per bound pod, and the snapshot's cost.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        conflicts_with = "kubeconfig"
+    )]
+    bound_pods: usize,
     /// Pods measured.
     #[arg(long, visible_alias = "pods", default_value_t = 1000)]
     measured_pods: usize,
@@ -143,6 +153,32 @@ pub struct BenchResult {
     /// group cycle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_per_group: Option<usize>,
+    /// Start-up from lists and memory (workloads scheduled by the runner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup: Option<StartupResult>,
+}
+
+/// Start-up from lists, memory per object (resident memory deltas, so allocator slack
+/// included) and the snapshot's cost, in memory.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct StartupResult {
+    pub bound_pods: usize,
+    /// Nodes and bound pods into the cache (views built), then the first snapshot.
+    pub startup_ms: f64,
+    pub load_nodes_ms: f64,
+    pub load_pods_ms: f64,
+    pub first_snapshot_ms: f64,
+    /// Resident memory the nodes added, per node.
+    pub bytes_per_node: Option<f64>,
+    /// Resident memory the bound pods added, per pod.
+    pub bytes_per_pod: Option<f64>,
+    /// Resident memory the first snapshot added.
+    pub snapshot_mib: Option<f64>,
+    /// Resident memory after start-up.
+    pub startup_rss_mib: Option<f64>,
+    /// Mean time of one snapshot update in the measured attempts.
+    pub snapshot_update_micros: f64,
 }
 
 impl BenchArgs {
@@ -216,6 +252,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         let r = run_one(
             name,
             nodes,
+            args.bound_pods,
             args.init_pods,
             args.measured_pods,
             args.pods_per_group.map(|n| n as usize),
@@ -245,6 +282,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                     &nodes.to_string(),
                 ])
                 .args(["--init-pods", &args.init_pods.to_string()])
+                .args(["--bound-pods", &args.bound_pods.to_string()])
                 .args(["--measured-pods", &args.measured_pods.to_string()])
                 .args(args.pods_per_group.map(|n| format!("--pods-per-group={n}")))
                 .args(args.explain.map(|e| format!("--explain={}", e.name())))
@@ -297,9 +335,11 @@ impl BenchExplain {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     name: &str,
     nodes: usize,
+    bound: usize,
     init: usize,
     measured: usize,
     pods_per_group: Option<usize>,
@@ -330,12 +370,29 @@ fn run_one(
             peak_rss_mib: peak_rss_mib(),
             attempts_per_pod: Some(s.attempts_per_scheduled_pod()),
             pods_per_group: None,
+            startup: None,
         };
     }
     let w = bench_workloads::build(name, nodes, init, measured)
         .or_else(|| bench_workloads::build_group(name, nodes, init, measured, pods_per_group))
         .expect("known workload");
-    let s = bench_workloads::run_with(&w, explain);
+    let s = bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes);
+    let st = &s.startup;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let startup = StartupResult {
+        bound_pods: st.bound_pods,
+        startup_ms: ms(st.total()),
+        load_nodes_ms: ms(st.load_nodes),
+        load_pods_ms: ms(st.load_pods),
+        first_snapshot_ms: ms(st.first_snapshot),
+        bytes_per_node: st.bytes_per_node(),
+        bytes_per_pod: st.bytes_per_pod(),
+        snapshot_mib: st.snapshot_bytes().map(mib),
+        startup_rss_mib: st.memory[3].map(mib),
+        snapshot_update_micros: s.snapshot_update_time.as_secs_f64() * 1e6
+            / s.snapshot_updates.max(1) as f64,
+    };
     BenchResult {
         workload: name.to_string(),
         nodes,
@@ -349,7 +406,15 @@ fn run_one(
         peak_rss_mib: peak_rss_mib(),
         attempts_per_pod: None,
         pods_per_group: w.pods_per_group,
+        startup: Some(startup),
     }
+}
+
+/// VmRSS from /proc/self/status (Linux), in bytes.
+fn rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    Some(kb.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
 }
 
 /// VmHWM from /proc/self/status (Linux); 0 elsewhere.
@@ -406,6 +471,26 @@ fn table(results: &[BenchResult]) -> String {
             r.pods_per_group
                 .map_or_else(|| "-".to_string(), |n| n.to_string())
         );
+        if let Some(st) = &r.startup {
+            let opt = |v: Option<f64>, unit: &str| {
+                v.map_or_else(|| "-".to_string(), |v| format!("{v:.0} {unit}"))
+            };
+            let _ = writeln!(
+                out,
+                "{:<w$}   start-up from lists {:.0} ms ({} bound pods: nodes {:.0} ms, pods {:.0} ms, first snapshot {:.1} ms); memory per node {}, per bound pod {}, snapshot {}, after start-up {}; snapshot update {:.1} us per attempt",
+                "",
+                st.startup_ms,
+                st.bound_pods,
+                st.load_nodes_ms,
+                st.load_pods_ms,
+                st.first_snapshot_ms,
+                opt(st.bytes_per_node, "B"),
+                opt(st.bytes_per_pod, "B"),
+                opt(st.snapshot_mib.map(|m| m * 1024.0), "KiB"),
+                opt(st.startup_rss_mib, "MiB"),
+                st.snapshot_update_micros,
+            );
+        }
     }
     out
 }
