@@ -189,6 +189,18 @@ impl SchedulingLoop {
         }))
     }
 
+    /// Logs and counts a preemption that chose victims (for a group or a tree's root).
+    fn count_preemption(&self, preemptor: &str, decision: &GroupPreemption) {
+        if let GroupPreemption::Preempt {
+            victims, message, ..
+        } = decision
+        {
+            tracing::debug!(preemptor, %message, "pod group preemption");
+            self.shared.metrics.preemption_attempt();
+            self.shared.metrics.preemption_victims(victims.len());
+        }
+    }
+
     /// Workload-aware preemption for a tree none of whose groups fitted (not an error), when
     /// the profile preempts: for the root's quorum, or nothing.
     fn preempt_tree(
@@ -225,14 +237,7 @@ impl SchedulingLoop {
             snapshot,
             nominated,
         );
-        if let GroupPreemption::Preempt {
-            victims, message, ..
-        } = &decision
-        {
-            tracing::debug!(root = %root, %message, "composite pod group preemption");
-            self.shared.metrics.preemption_attempt();
-            self.shared.metrics.preemption_victims(victims.len());
-        }
+        self.count_preemption(&root.to_string(), &decision);
         Some(decision)
     }
 
@@ -273,14 +278,7 @@ impl SchedulingLoop {
             snapshot,
             nominated,
         );
-        if let GroupPreemption::Preempt {
-            victims, message, ..
-        } = &decision
-        {
-            tracing::debug!(group = %group.key, %message, "pod group preemption");
-            self.shared.metrics.preemption_attempt();
-            self.shared.metrics.preemption_victims(victims.len());
-        }
+        self.count_preemption(&group.key.to_string(), &decision);
         Some(decision)
     }
 }

@@ -39,20 +39,7 @@ fn leaf(name: &str, parent: &str, min: u32, pods: usize) -> String {
     s
 }
 
-fn simulate(text: &str) -> Report {
-    let objects = load_str(text, "tree.yaml").unwrap();
-    let loaded = crate::config::from_flags(None, None).unwrap();
-    run(&objects, &loaded, 1).unwrap()
-}
-
-fn message(r: &Report, pod: &str) -> String {
-    match r.outcome_of(pod) {
-        Some(PodResult::Unschedulable { message } | PodResult::Gated { message }) => {
-            message.clone()
-        }
-        other => panic!("{pod}: {other:?}"),
-    }
-}
+use super::gang_tests::{message, preempted, simulate};
 
 fn bound(r: &Report, pods: &[&str]) -> Vec<bool> {
     pods.iter()
@@ -224,19 +211,6 @@ fn preemption_takes_a_whole_tree_whose_root_is_disrupted_as_one() {
         text.push_str("---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: urgent, namespace: ml}\nspec:\n  priority: 100\n  schedulingPolicy: {gang: {minCount: 1}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: urgent-0, namespace: ml}\nspec:\n  priority: 100\n  schedulingGroup: {podGroupName: urgent}\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n");
         simulate(&text)
     };
-    let preempted = |r: &Report| {
-        let mut v: Vec<String> = r
-            .outcomes
-            .iter()
-            .filter_map(|o| match &o.result {
-                PodResult::Scheduled { preempted, .. } => Some(preempted.clone()),
-                _ => None,
-            })
-            .flatten()
-            .collect();
-        v.sort();
-        v
-    };
     let all = dump("all");
     assert!(all.node_of("ml/urgent-0").is_some(), "{:?}", all.outcomes);
     assert_eq!(preempted(&all), ["ml/s0-0", "ml/s1-0"]);
@@ -269,14 +243,6 @@ fn a_tree_preempts_for_its_root_quorum() {
     }
     let r = simulate(&text);
     assert_eq!(bound(&r, &["a-0", "b-0"]), [true, true], "{:?}", r.outcomes);
-    let victims: Vec<String> = r
-        .outcomes
-        .iter()
-        .filter_map(|o| match &o.result {
-            PodResult::Scheduled { preempted, .. } => Some(preempted.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let victims = preempted(&r);
     assert_eq!(victims.len(), 2, "{victims:?}");
 }

@@ -33,13 +33,13 @@ fn member(name: &str, group: &str, priority: i32) -> String {
     )
 }
 
-fn simulate(text: &str) -> Report {
+pub(super) fn simulate(text: &str) -> Report {
     let objects = load_str(text, "gangs.yaml").unwrap();
     let loaded = crate::config::from_flags(None, None).unwrap();
     run(&objects, &loaded, 1).unwrap()
 }
 
-fn message(r: &Report, pod: &str) -> String {
+pub(super) fn message(r: &Report, pod: &str) -> String {
     match r.outcome_of(pod) {
         Some(PodResult::Unschedulable { message } | PodResult::Gated { message }) => {
             message.clone()
@@ -292,7 +292,7 @@ fn preemption_dump(batch_mode: &str, size: usize) -> String {
     text
 }
 
-fn preempted(r: &Report) -> Vec<String> {
+pub(super) fn preempted(r: &Report) -> Vec<String> {
     let mut v: Vec<String> = r
         .outcomes
         .iter()

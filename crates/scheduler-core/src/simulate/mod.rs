@@ -27,15 +27,15 @@ use crate::cache::{Cache, Snapshot, workload_selectors};
 use crate::config::Loaded;
 use crate::explain::{Explanation, GroupRecord, group};
 use crate::framework::{
-    BindAction, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry, QueuedPodInfo,
-    Registry,
+    BindAction, Framework, FrameworkError, NominatedPods, PostFilterResult, ProfileRegistry,
+    QueuedPodInfo, Registry,
 };
 use crate::group_preemption::{GroupPreemption, preempt_for_group, preempt_for_tree};
 use crate::plugins;
 use crate::pod_group_manager::PodGroupManager;
 use crate::schedule_group::{
-    GroupOutcome, Route, route, schedule_group_and_bind, schedule_group_and_bind_recorded,
-    scheduled_members,
+    GroupOutcome, PlacedMember, Route, route, schedule_group_and_bind,
+    schedule_group_and_bind_recorded, scheduled_members,
 };
 use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, schedule_one, schedule_one_explained,
@@ -347,18 +347,7 @@ fn simulate(
                         GroupOutcome::Placed { placed, waiting } => {
                             for p in placed {
                                 nominated.remove(p.pod.key());
-                                let mut o = outcome(
-                                    &p.pod,
-                                    Some(fw.profile_name()),
-                                    PodResult::Scheduled {
-                                        node: p.node,
-                                        preempted: victims_of
-                                            .remove(p.pod.key())
-                                            .unwrap_or_default(),
-                                    },
-                                );
-                                o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
-                                outcomes.push(o);
+                                outcomes.push(member_bound(fw, p, &mut victims_of, &mut cache));
                             }
                             unschedulable
                                 .extend(waiting.into_iter().map(|w| (w.queued, w.message)));
@@ -420,16 +409,7 @@ fn simulate(
                 GroupOutcome::Placed { placed, waiting } => {
                     for p in placed {
                         nominated.remove(p.pod.key());
-                        let mut o = outcome(
-                            &p.pod,
-                            Some(fw.profile_name()),
-                            PodResult::Scheduled {
-                                node: p.node,
-                                preempted: victims_of.remove(p.pod.key()).unwrap_or_default(),
-                            },
-                        );
-                        o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
-                        outcomes.push(o);
+                        outcomes.push(member_bound(fw, p, &mut victims_of, &mut cache));
                     }
                     waiting
                 }
@@ -644,6 +624,26 @@ pub(crate) fn pod_groups_of<'a>(
     let groups = Arc::new(PodGroupManager::new());
     fill_pod_groups(&groups, objects, pods);
     groups
+}
+
+/// The outcome of a gang's (or a tree's) member bound by its group cycle, with the pods
+/// preempted for it and the devices its claims got.
+fn member_bound(
+    fw: &Framework,
+    p: PlacedMember,
+    victims_of: &mut BTreeMap<PodKey, Vec<String>>,
+    cache: &mut Cache,
+) -> PodOutcome {
+    let mut o = outcome(
+        &p.pod,
+        Some(fw.profile_name()),
+        PodResult::Scheduled {
+            node: p.node,
+            preempted: victims_of.remove(p.pod.key()).unwrap_or_default(),
+        },
+    );
+    o.devices = dra::pod_devices(&p.pod, &p.state, cache.dra_mut());
+    o
 }
 
 /// What workload-aware preemption decided for a gang or a tree, applied to the simulated

@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::pod_group::{RawConstraints, RawMeta, nanos, null_as_default};
+use super::pod_group::{RawConstraints, RawMeta, gang_count, nanos, null_as_default};
 
 /// A CompositePodGroup's identity: namespace and name (the API has one version).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -72,36 +72,9 @@ impl CompositePodGroupInfo {
     /// `minGroupCount` is at least 1).
     pub fn from_json(value: &serde_json::Value) -> Result<Self, String> {
         let raw = RawComposite::deserialize(value).map_err(|e| e.to_string())?;
-        let min_group_count = match raw.spec.scheduling_policy {
-            Some(RawCompositePolicy {
-                gang: Some(g),
-                basic: None,
-            }) => match g.min_group_count {
-                Some(n) if n >= 1 && n <= i64::from(i32::MAX) => Some(n as u32),
-                n => {
-                    return Err(format!(
-                        "spec.schedulingPolicy.gang.minGroupCount: Invalid value: {}: must be greater than or equal to 1",
-                        n.map_or("null".to_string(), |n| n.to_string())
-                    ));
-                }
-            },
-            Some(RawCompositePolicy {
-                gang: None,
-                basic: Some(_),
-            }) => None,
-            Some(RawCompositePolicy {
-                gang: Some(_),
-                basic: Some(_),
-            }) => {
-                return Err("spec.schedulingPolicy: Invalid value: must specify exactly one of basic and gang, not both".to_string());
-            }
-            _ => {
-                return Err(
-                    "spec.schedulingPolicy: Required value: must specify exactly one of basic and gang"
-                        .to_string(),
-                );
-            }
-        };
+        let policy = raw.spec.scheduling_policy.unwrap_or_default();
+        let gang = policy.gang.map(|g| g.min_group_count);
+        let min_group_count = gang_count(policy.basic.is_some(), gang, "minGroupCount")?;
         Ok(CompositePodGroupInfo {
             key: CompositeKey::new(
                 raw.metadata.namespace.as_deref().unwrap_or_default(),

@@ -355,38 +355,14 @@ impl PodGroupInfo {
         );
         let policy = match api {
             // As the API server validates it: exactly one of basic and gang, minCount >= 1.
-            GroupApi::Workload => match raw.spec.scheduling_policy {
-                Some(RawPolicy {
-                    gang: Some(g),
-                    basic: None,
-                }) => match g.min_count {
-                    Some(n) if n >= 1 && n <= i64::from(i32::MAX) => GroupPolicy::Gang {
-                        min_count: n as u32,
-                    },
-                    n => {
-                        return Err(format!(
-                            "spec.schedulingPolicy.gang.minCount: Invalid value: {}: must be greater than or equal to 1",
-                            n.map_or("null".to_string(), |n| n.to_string())
-                        ));
-                    }
-                },
-                Some(RawPolicy {
-                    gang: None,
-                    basic: Some(_),
-                }) => GroupPolicy::Basic,
-                Some(RawPolicy {
-                    gang: Some(_),
-                    basic: Some(_),
-                }) => {
-                    return Err("spec.schedulingPolicy: Invalid value: must specify exactly one of basic and gang, not both".to_string());
+            GroupApi::Workload => {
+                let policy = raw.spec.scheduling_policy.unwrap_or_default();
+                let gang = policy.gang.map(|g| g.min_count);
+                match gang_count(policy.basic.is_some(), gang, "minCount")? {
+                    Some(min_count) => GroupPolicy::Gang { min_count },
+                    None => GroupPolicy::Basic,
                 }
-                _ => {
-                    return Err(
-                        "spec.schedulingPolicy: Required value: must specify exactly one of basic and gang"
-                            .to_string(),
-                    );
-                }
-            },
+            }
             // scheduler-plugins: a group of minMember <= 1 gates nothing, but its pods
             // still count as a group (one pod is its own quorum).
             GroupApi::Coscheduling => GroupPolicy::Gang {
@@ -497,6 +473,32 @@ impl PodGroupInfo {
 
     pub fn is_gang(&self) -> bool {
         matches!(self.policy, GroupPolicy::Gang { .. })
+    }
+}
+
+/// `schedulingPolicy` as the API server validates it (PodGroups and CompositePodGroups):
+/// exactly one of `basic` and `gang`, the gang's count (`field`) at least 1. `None` for
+/// basic, the count for a gang.
+pub(super) fn gang_count(
+    basic: bool,
+    gang: Option<Option<i64>>,
+    field: &str,
+) -> Result<Option<u32>, String> {
+    match (basic, gang) {
+        (false, Some(Some(n))) if n >= 1 && n <= i64::from(i32::MAX) => Ok(Some(n as u32)),
+        (false, Some(n)) => Err(format!(
+            "spec.schedulingPolicy.gang.{field}: Invalid value: {}: must be greater than or equal to 1",
+            n.map_or("null".to_string(), |n| n.to_string())
+        )),
+        (true, None) => Ok(None),
+        (true, Some(_)) => Err(
+            "spec.schedulingPolicy: Invalid value: must specify exactly one of basic and gang, not both"
+                .to_string(),
+        ),
+        (false, None) => Err(
+            "spec.schedulingPolicy: Required value: must specify exactly one of basic and gang"
+                .to_string(),
+        ),
     }
 }
 
