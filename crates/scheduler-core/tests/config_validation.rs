@@ -404,10 +404,21 @@ fn extender_prioritize_needs_positive_weight() {
     assert!(e.message.contains("Invalid value: -2"));
     assert_eq!(e.fix.as_deref(), Some(msg::EXTENDER_WEIGHT_FIX));
     // Left out, weight is 0, which upstream refuses as well.
-    let errs = errors("extenders:\n- urlPrefix: http://127.0.0.1:8888\n  prioritizeVerb: prioritize\n");
-    assert!(errs.iter().any(|e| e.path == "extenders[0].weight"), "{}", dump(&errs));
+    let errs =
+        errors("extenders:\n- urlPrefix: http://127.0.0.1:8888\n  prioritizeVerb: prioritize\n");
+    assert!(
+        errs.iter().any(|e| e.path == "extenders[0].weight"),
+        "{}",
+        dump(&errs)
+    );
     // Without prioritizeVerb the weight does not matter.
-    assert!(load_str(&format!("{HEAD}extenders:\n- urlPrefix: http://x\n  filterVerb: f\n"), "t").is_ok());
+    assert!(
+        load_str(
+            &format!("{HEAD}extenders:\n- urlPrefix: http://x\n  filterVerb: f\n"),
+            "t"
+        )
+        .is_ok()
+    );
 }
 
 #[test]
@@ -485,10 +496,18 @@ fn extender_tls_config() {
     );
     assert_eq!(e.fix.as_deref(), Some(msg::EXTENDER_CERT_KEY_FIX));
     // No CA: kube-scheduler does not verify the server; ferrosched does the same and warns.
-    let l = load_str(&format!("{HEAD}extenders:\n- urlPrefix: https://a\n  enableHTTPS: true\n"), "t").unwrap();
+    let l = load_str(
+        &format!("{HEAD}extenders:\n- urlPrefix: https://a\n  enableHTTPS: true\n"),
+        "t",
+    )
+    .unwrap();
     assert_eq!(l.warnings.len(), 1);
     assert!(l.warnings[0].message.contains("not verified"));
-    let l = load_str(&format!("{HEAD}extenders:\n- urlPrefix: http://a\n  enableHTTPS: true\n"), "t").unwrap();
+    let l = load_str(
+        &format!("{HEAD}extenders:\n- urlPrefix: http://a\n  enableHTTPS: true\n"),
+        "t",
+    )
+    .unwrap();
     assert!(l.warnings[0].message.contains("not used"));
 }
 

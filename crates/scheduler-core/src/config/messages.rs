@@ -203,8 +203,7 @@ pub const EXTENDER_RESOURCE_INVALID: &str = "is an invalid extended resource nam
 pub const EXTENDER_RESOURCE_FIX: &str = "managed resources are extended resources named `<domain>/<name>` outside kubernetes.io, e.g. `example.com/gpu`, each listed by one extender once";
 pub const EXTENDER_BASE64: &str = "is not valid base64";
 pub const EXTENDER_BASE64_FIX: &str = "inline PEM data is base64-encoded, e.g. `caData: $(base64 -w0 ca.crt)`; or point `caFile`/`certFile`/`keyFile` at the PEM files";
-pub const EXTENDER_CERT_KEY: &str =
-    "a client certificate needs its key, and a key its certificate";
+pub const EXTENDER_CERT_KEY: &str = "a client certificate needs its key, and a key its certificate";
 pub const EXTENDER_CERT_KEY_FIX: &str =
     "set both `certFile` (or `certData`) and `keyFile` (or `keyData`), or neither";
 pub const EXTENDER_TLS_UNUSED: &str = "the urlPrefix is http://, so enableHTTPS and tlsConfig are not used (kube-scheduler takes the scheme from the URL too)";

@@ -138,9 +138,14 @@ fn extenders(r: &mut Report, extenders: &[Extender]) {
     let mut managed: HashSet<&str> = HashSet::new();
     for (i, e) in extenders.iter().enumerate() {
         let path = index("extenders", i);
-        let has_verb = [&e.filter_verb, &e.prioritize_verb, &e.preempt_verb, &e.bind_verb]
-            .iter()
-            .any(|v| !v.is_empty());
+        let has_verb = [
+            &e.filter_verb,
+            &e.prioritize_verb,
+            &e.preempt_verb,
+            &e.bind_verb,
+        ]
+        .iter()
+        .any(|v| !v.is_empty());
         let url = child(&path, "urlPrefix");
         if e.url_prefix.is_empty() {
             if has_verb {
@@ -174,8 +179,11 @@ fn extenders(r: &mut Report, extenders: &[Extender]) {
                         .hint(msg::EXTENDER_RESOURCE_FIX);
                 }
             } else if !crate::types::is_extended_resource_name(&m.name) {
-                r.error(&name_path, msg::invalid(&shown, msg::EXTENDER_RESOURCE_INVALID))
-                    .hint(msg::EXTENDER_RESOURCE_FIX);
+                r.error(
+                    &name_path,
+                    msg::invalid(&shown, msg::EXTENDER_RESOURCE_INVALID),
+                )
+                .hint(msg::EXTENDER_RESOURCE_FIX);
             }
             if !managed.insert(&m.name) {
                 r.error(
@@ -211,8 +219,7 @@ fn extenders(r: &mut Report, extenders: &[Extender]) {
         if e.url_prefix.starts_with("http://") && (e.enable_https || e.tls_config.is_some()) {
             r.warn(&url, msg::EXTENDER_TLS_UNUSED);
         } else if e.enable_https
-            && e
-                .tls_config
+            && e.tls_config
                 .as_ref()
                 .is_none_or(|t| t.ca_file.is_empty() && t.ca_data.is_empty())
         {

@@ -69,6 +69,8 @@ pub struct Framework {
     /// mostly refused by the same plugin (default spreading, say), and signing the rest
     /// first would be wasted.
     last_refusal: AtomicUsize,
+    /// The scheduler's extenders (shared by every profile, as upstream's), in config order.
+    extenders: Vec<Arc<dyn super::extender::Extender>>,
 }
 
 impl fmt::Debug for Framework {
@@ -171,6 +173,15 @@ impl Framework {
 
     pub fn has_filter_plugins(&self) -> bool {
         !self.filter.is_empty()
+    }
+
+    /// Gives the framework the scheduler's extenders (see [`ProfileRegistry::set_extenders`](super::ProfileRegistry::set_extenders)).
+    pub fn set_extenders(&mut self, extenders: Vec<Arc<dyn super::extender::Extender>>) {
+        self.extenders = extenders;
+    }
+
+    pub fn extenders(&self) -> &[Arc<dyn super::extender::Extender>] {
+        &self.extenders
     }
 
     pub fn has_score_plugins(&self) -> bool {
