@@ -22,6 +22,7 @@ mod binding;
 pub mod client;
 mod coscheduling_status;
 mod extension;
+pub mod extender;
 mod informers;
 mod leader;
 mod run;
