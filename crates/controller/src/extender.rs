@@ -229,7 +229,8 @@ impl HttpExtender {
                     status.as_u16()
                 ));
             }
-            serde_json::from_slice(&bytes).map_err(|e| format!("Post {url:?}: decoding answer: {e}"))
+            serde_json::from_slice(&bytes)
+                .map_err(|e| format!("Post {url:?}: decoding answer: {e}"))
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(r) => r,
@@ -245,7 +246,12 @@ impl HttpExtender {
     }
 
     /// Runs a call on the runtime and waits for it on this (non-runtime) thread.
-    fn call_blocking(&self, verb: &str, body: &Value, action: &'static str) -> Result<Value, String> {
+    fn call_blocking(
+        &self,
+        verb: &str,
+        body: &Value,
+        action: &'static str,
+    ) -> Result<Value, String> {
         let fut = Self::send(
             self.client.clone(),
             self.url(verb),
@@ -316,12 +322,13 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// A key looked up as Go's JSON decoder does: exact first, then case-insensitively.
 fn get_ci<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     let o = v.as_object()?;
-    o.get(key).or_else(|| {
-        o.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v)
-    })
-    .filter(|v| !v.is_null())
+    o.get(key)
+        .or_else(|| {
+            o.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
+        .filter(|v| !v.is_null())
 }
 
 fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
@@ -336,7 +343,11 @@ fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
 
 fn names_of(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -360,28 +371,27 @@ impl Extender for HttpExtender {
         {
             return Err(e.to_string());
         }
-        let node_names = if let (true, Some(n)) =
-            (self.cfg.node_cache_capable, get_ci(&v, "NodeNames"))
-        {
-            names_of(n)
-        } else if let Some(list) = get_ci(&v, "Nodes") {
-            get_ci(list, "items")
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(|n| {
-                            get_ci(n, "metadata")
-                                .and_then(|m| get_ci(m, "name"))
-                                .and_then(Value::as_str)
-                                .map(str::to_string)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let node_names =
+            if let (true, Some(n)) = (self.cfg.node_cache_capable, get_ci(&v, "NodeNames")) {
+                names_of(n)
+            } else if let Some(list) = get_ci(&v, "Nodes") {
+                get_ci(list, "items")
+                    .and_then(Value::as_array)
+                    .map(|items| {
+                        items
+                            .iter()
+                            .filter_map(|n| {
+                                get_ci(n, "metadata")
+                                    .and_then(|m| get_ci(m, "name"))
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
         Ok(ExtenderFilterResult {
             node_names,
             failed: string_map(get_ci(&v, "FailedNodes")),
@@ -425,7 +435,10 @@ impl Extender for HttpExtender {
                 .iter()
                 .map(|(n, v)| {
                     let pods: Vec<Value> = v.pods.iter().map(|p| json!({"UID": p.uid})).collect();
-                    (n.clone(), json!({"Pods": pods, "NumPDBViolations": v.num_pdb_violations}))
+                    (
+                        n.clone(),
+                        json!({"Pods": pods, "NumPDBViolations": v.num_pdb_violations}),
+                    )
                 })
                 .collect();
             args.insert("NodeNameToMetaVictims".into(), Value::Object(meta));
@@ -434,7 +447,10 @@ impl Extender for HttpExtender {
                 .iter()
                 .map(|(n, v)| {
                     let pods: Vec<Value> = v.pods.iter().map(|p| pod_json(p)).collect();
-                    (n.clone(), json!({"Pods": pods, "NumPDBViolations": v.num_pdb_violations}))
+                    (
+                        n.clone(),
+                        json!({"Pods": pods, "NumPDBViolations": v.num_pdb_violations}),
+                    )
                 })
                 .collect();
             args.insert("NodeNameToVictims".into(), Value::Object(full));
@@ -472,7 +488,10 @@ fn quantities(r: &Resource, only_scalar: bool) -> Map<String, Value> {
             m.insert("memory".into(), r.memory.to_string().into());
         }
         if r.ephemeral_storage > 0 {
-            m.insert("ephemeral-storage".into(), r.ephemeral_storage.to_string().into());
+            m.insert(
+                "ephemeral-storage".into(),
+                r.ephemeral_storage.to_string().into(),
+            );
         }
         if r.allowed_pod_number > 0 {
             m.insert("pods".into(), r.allowed_pod_number.to_string().into());

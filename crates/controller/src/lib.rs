@@ -21,8 +21,8 @@
 mod binding;
 pub mod client;
 mod coscheduling_status;
-mod extension;
 pub mod extender;
+mod extension;
 mod informers;
 mod leader;
 mod run;

@@ -58,7 +58,10 @@ impl Fake {
 type S = State<Arc<Fake>>;
 
 fn note(f: &Fake, verb: &str, body: &Value) {
-    f.seen.lock().unwrap().push((verb.to_string(), body.clone()));
+    f.seen
+        .lock()
+        .unwrap()
+        .push((verb.to_string(), body.clone()));
 }
 
 fn node_names(body: &Value) -> Vec<String> {
@@ -76,17 +79,20 @@ fn node_names(body: &Value) -> Vec<String> {
 async fn filter(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
     note(&f, "filter", &body);
     let names = node_names(&body);
-    let pass: Vec<&String> = names.iter().filter(|n| !f.reject.contains_key(*n)).collect();
-    let failed: BTreeMap<&String, &String> = f
-        .reject
+    let pass: Vec<&String> = names
         .iter()
-        .filter(|(n, _)| names.contains(n))
+        .filter(|n| !f.reject.contains_key(*n))
         .collect();
+    let failed: BTreeMap<&String, &String> =
+        f.reject.iter().filter(|(n, _)| names.contains(n)).collect();
     let mut out = json!({"FailedNodes": failed});
     if body["NodeNames"].is_array() {
         out["NodeNames"] = json!(pass);
     } else {
-        let items: Vec<Value> = pass.iter().map(|n| json!({"metadata": {"name": n}})).collect();
+        let items: Vec<Value> = pass
+            .iter()
+            .map(|n| json!({"metadata": {"name": n}}))
+            .collect();
         out["Nodes"] = json!({"items": items});
     }
     axum::Json(out)
@@ -97,7 +103,11 @@ async fn prioritize(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::J
     let list: Vec<Value> = node_names(&body)
         .into_iter()
         .map(|n| {
-            let score = if f.prefer.as_deref() == Some(n.as_str()) { 10 } else { 0 };
+            let score = if f.prefer.as_deref() == Some(n.as_str()) {
+                10
+            } else {
+                0
+            };
             json!({"Host": n, "Score": score})
         })
         .collect();
@@ -320,7 +330,10 @@ async fn filter_and_prioritize_over_http_send_whole_nodes() {
     assert_eq!(sent["Pod"]["metadata"]["uid"], "uid-p");
     assert_eq!(sent["Pod"]["metadata"]["labels"]["app"], "web");
     assert_eq!(sent["Nodes"]["items"][0]["metadata"]["labels"]["zone"], "a");
-    assert_eq!(sent["Nodes"]["items"][0]["status"]["allocatable"]["cpu"], "4000m");
+    assert_eq!(
+        sent["Nodes"]["items"][0]["status"]["allocatable"]["cpu"],
+        "4000m"
+    );
     assert!(sent.get("NodeNames").is_none());
     // Both calls went over one kept-alive connection.
     assert_eq!(fake.connections.load(Ordering::Relaxed), 1);
@@ -388,7 +401,9 @@ async fn https_with_a_client_certificate_inline_and_from_files() {
         t.ca_data = b64(&other.ca);
     }
     let e = new_ext(&cfg);
-    let err = blocking(move || e.filter(&pod(), &nodes())).await.unwrap_err();
+    let err = blocking(move || e.filter(&pod(), &nodes()))
+        .await
+        .unwrap_err();
     assert!(err.contains("certificate"), "{err}");
 }
 
@@ -397,27 +412,38 @@ async fn failures_and_timeouts_are_errors_with_upstreams_words() {
     let fake = Arc::new(Fake::default());
     let addr = serve(Arc::clone(&fake), None).await;
     let e = new_ext(&ext(format!("http://{addr}/fail")));
-    let err = blocking(move || e.filter(&pod(), &nodes())).await.unwrap_err();
+    let err = blocking(move || e.filter(&pod(), &nodes()))
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
         format!("failed filter with extender at URL http://{addr}/fail/filter, code 500")
     );
     let e = new_ext(&ext(format!("http://{addr}/error")));
-    let err = blocking(move || e.filter(&pod(), &nodes())).await.unwrap_err();
+    let err = blocking(move || e.filter(&pod(), &nodes()))
+        .await
+        .unwrap_err();
     assert_eq!(err, "the extender's cache is not ready");
     // A slow extender: the call ends at httpTimeout with a deadline error.
     let mut cfg = ext(format!("http://{addr}/slow"));
     cfg.http_timeout = Duration::from_millis(200);
     let e = new_ext(&cfg);
-    let err = blocking(move || e.filter(&pod(), &nodes())).await.unwrap_err();
+    let err = blocking(move || e.filter(&pod(), &nodes()))
+        .await
+        .unwrap_err();
     assert!(err.contains("context deadline exceeded"), "{err}");
     // Nobody listening.
     let gone = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = gone.local_addr().unwrap().port();
     drop(gone);
     let e = new_ext(&ext(format!("http://127.0.0.1:{port}")));
-    let err = blocking(move || e.filter(&pod(), &nodes())).await.unwrap_err();
-    assert!(err.starts_with(&format!("Post \"http://127.0.0.1:{port}/filter\"")), "{err}");
+    let err = blocking(move || e.filter(&pod(), &nodes()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.starts_with(&format!("Post \"http://127.0.0.1:{port}/filter\"")),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -448,9 +474,15 @@ async fn preempt_and_bind_payloads() {
         assert_eq!(answer["n1"].0, ["v2"]);
     }
     let sent = fake.seen("preempt");
-    assert_eq!(sent[0]["NodeNameToVictims"]["n1"]["Pods"][1]["metadata"]["uid"], "v2");
+    assert_eq!(
+        sent[0]["NodeNameToVictims"]["n1"]["Pods"][1]["metadata"]["uid"],
+        "v2"
+    );
     assert_eq!(sent[0]["NodeNameToVictims"]["n1"]["NumPDBViolations"], 1);
-    assert_eq!(sent[1]["NodeNameToMetaVictims"]["n1"]["Pods"][0]["UID"], "v1");
+    assert_eq!(
+        sent[1]["NodeNameToMetaVictims"]["n1"]["Pods"][0]["UID"],
+        "v1"
+    );
     assert!(sent[1].get("NodeNameToVictims").is_none());
 
     let mut cfg = ext(format!("http://{addr}"));
@@ -530,10 +562,17 @@ extenders:
         tls_yaml(&p)
     );
     let started = support::start(&server, &cfg).await;
-    server.apply("pods", &api_pod("web", json!({"cpu": "100m"}), "default-scheduler"));
     server.apply(
         "pods",
-        &api_pod("gpu", json!({"cpu": "100m", "example.com/gpu": "1"}), "default-scheduler"),
+        &api_pod("web", json!({"cpu": "100m"}), "default-scheduler"),
+    );
+    server.apply(
+        "pods",
+        &api_pod(
+            "gpu",
+            json!({"cpu": "100m", "example.com/gpu": "1"}),
+            "default-scheduler",
+        ),
     );
     wait_for("both pods bound", || {
         server.node_of("default", "web").is_some() && server.node_of("default", "gpu").is_some()
@@ -544,8 +583,14 @@ extenders:
     assert_eq!(server.node_of("default", "gpu").as_deref(), Some("n2"));
     // The plain pod through a Binding; the gpu pod by the binder extender, never a Binding.
     let bindings = server.bindings();
-    assert!(bindings.iter().any(|(p, _)| p == "default/web"), "{bindings:?}");
-    assert!(!bindings.iter().any(|(p, _)| p == "default/gpu"), "{bindings:?}");
+    assert!(
+        bindings.iter().any(|(p, _)| p == "default/web"),
+        "{bindings:?}"
+    );
+    assert!(
+        !bindings.iter().any(|(p, _)| p == "default/gpu"),
+        "{bindings:?}"
+    );
     let binds = binder.seen("bind");
     assert_eq!(binds.len(), 1);
     assert_eq!(binds[0]["PodName"], "gpu");
@@ -584,7 +629,11 @@ extenders:
     server.apply("pods", &api_pod("ok", json!({"cpu": "100m"}), "other"));
     server.apply(
         "pods",
-        &api_pod("broken", json!({"example.com/broken": "1"}), "default-scheduler"),
+        &api_pod(
+            "broken",
+            json!({"example.com/broken": "1"}),
+            "default-scheduler",
+        ),
     );
     wait_for("the plain pod bound past the ignorable failure", || {
         server.node_of("default", "ok").is_some()

@@ -702,10 +702,7 @@ impl Executor {
             !c.bind_verb.is_empty() && scheduler_core::framework::is_interested(c, &queued.pod)
         });
         let result = match binder {
-            Some(e) => e
-                .bind(&queued.pod, node)
-                .await
-                .map_err(BindError::Extender),
+            Some(e) => e.bind(&queued.pod, node).await.map_err(BindError::Extender),
             None => bind(&self.client, &pod, node).await,
         };
         if result.is_err() {

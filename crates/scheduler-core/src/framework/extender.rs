@@ -159,9 +159,12 @@ pub fn find_nodes_that_pass_extenders(
                 .map(|s| s.reasons().iter().map(|r| r.to_string()).collect())
                 .unwrap_or_default();
             reasons.push(msg.clone());
+            // Named after the extender, so explanations show its verdict like a plugin's;
+            // not among the diagnosis' plugins (the queue's), as upstream.
             diagnosis.node_to_status.set(
                 node.clone(),
-                Status::with_reasons(super::Code::UnschedulableAndUnresolvable, reasons),
+                Status::with_reasons(super::Code::UnschedulableAndUnresolvable, reasons)
+                    .with_plugin(ext.name()),
             );
         }
         for (node, msg) in &result.failed {
@@ -174,12 +177,16 @@ pub fn find_nodes_that_pass_extenders(
                 .find(|(n, _)| *n == node)
                 .map(|(_, s)| s.clone());
             let status = match earlier {
-                None => Status::unschedulable(msg.clone()),
+                None => Status::unschedulable(msg.clone()).with_plugin(ext.name()),
                 Some(s) => {
                     let mut reasons: Vec<String> =
                         s.reasons().iter().map(|r| r.to_string()).collect();
                     reasons.push(msg.clone());
-                    Status::with_reasons(s.code(), reasons)
+                    let s2 = Status::with_reasons(s.code(), reasons);
+                    match s.plugin() {
+                        Some(p) => s2.with_plugin(p),
+                        None => s2.with_plugin(ext.name()),
+                    }
                 }
             };
             diagnosis.node_to_status.set(node.clone(), status);

@@ -167,8 +167,19 @@ impl Framework {
     }
 
     /// The Filter plugins, in the order they run.
+    /// The Filter plugins in call order, then the extenders with a filter verb (which run
+    /// after them): the names a node's rejection may carry.
     pub fn filter_plugin_names(&self) -> Vec<String> {
-        self.filter.iter().map(|p| p.name.to_string()).collect()
+        self.filter
+            .iter()
+            .map(|p| p.name.to_string())
+            .chain(
+                self.extenders
+                    .iter()
+                    .filter(|e| !e.config().filter_verb.is_empty())
+                    .map(|e| e.name().to_string()),
+            )
+            .collect()
     }
 
     pub fn has_filter_plugins(&self) -> bool {
