@@ -558,3 +558,64 @@ pub fn node_json(node: &NodeInfo) -> Value {
         "status": {"allocatable": alloc, "capacity": alloc},
     })
 }
+
+/// A loopback extender that keeps every node and scores none, for `ferrosched bench
+/// --extender-noop`: what the calls themselves cost. Serves HTTP/1.1 on `listener` until
+/// the runtime stops.
+pub async fn serve_noop(listener: tokio::net::TcpListener) {
+    while let Ok((tcp, _)) = listener.accept().await {
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(
+                |req: hyper::Request<hyper::body::Incoming>| async move {
+                    let prioritize = req.uri().path().ends_with("/prioritize");
+                    let body = req
+                        .into_body()
+                        .collect()
+                        .await
+                        .map(|b| b.to_bytes())
+                        .unwrap_or_default();
+                    let args: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer = noop_answer(&args, prioritize);
+                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(Bytes::from(
+                        answer.to_string(),
+                    ))))
+                },
+            );
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .await;
+        });
+    }
+}
+
+fn noop_answer(args: &Value, prioritize: bool) -> Value {
+    let names: Vec<Value> = match get_ci(args, "NodeNames") {
+        Some(n) => n.as_array().cloned().unwrap_or_default(),
+        None => get_ci(args, "Nodes")
+            .and_then(|l| get_ci(l, "items"))
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|n| n["metadata"]["name"].clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    if prioritize {
+        return names
+            .into_iter()
+            .map(|n| json!({"Host": n, "Score": 0}))
+            .collect();
+    }
+    if get_ci(args, "NodeNames").is_some() {
+        json!({"NodeNames": names})
+    } else {
+        let items: Vec<Value> = names
+            .into_iter()
+            .map(|n| json!({"metadata": {"name": n}}))
+            .collect();
+        json!({"Nodes": {"items": items}})
+    }
+}

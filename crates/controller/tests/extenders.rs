@@ -651,3 +651,26 @@ extenders:
     assert!(server.node_of("default", "broken").is_none());
     support::stop_controller(started.stop, started.task).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_benchs_noop_extender_keeps_every_node_and_scores_none() {
+    for cache_capable in [true, false] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(controller::extender::serve_noop(listener));
+        let mut cfg = ext(format!("http://{addr}"));
+        cfg.node_cache_capable = cache_capable;
+        let e = new_ext(&cfg);
+        let (f, p) = blocking(move || {
+            (
+                e.filter(&pod(), &nodes()).unwrap(),
+                e.prioritize(&pod(), &nodes()).unwrap(),
+            )
+        })
+        .await;
+        assert_eq!(f.node_names, ["n1", "n2", "n3"]);
+        assert!(f.failed.is_empty());
+        assert_eq!(p.len(), 3);
+        assert!(p.iter().all(|h| h.score == 0));
+    }
+}
