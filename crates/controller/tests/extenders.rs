@@ -674,3 +674,61 @@ async fn the_benchs_noop_extender_keeps_every_node_and_scores_none() {
         assert!(p.iter().all(|h| h.score == 0));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_extender_times_out_and_the_other_profile_still_schedules() {
+    let server = Arc::new(FakeApiServer::start().await);
+    server.apply("nodes", &api_node("n1"));
+    let fake = Arc::new(Fake::default());
+    let addr = serve(Arc::clone(&fake), None).await;
+    // Only pods asking for example.com/slow reach the slow extender.
+    let cfg = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {{leaderElect: false}}
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: other
+extenders:
+- urlPrefix: http://{addr}/slow
+  filterVerb: filter
+  httpTimeout: 300ms
+  managedResources:
+  - name: example.com/slow
+    ignoredByScheduler: true
+"
+    );
+    let started = support::start(&server, &cfg).await;
+    server.apply(
+        "pods",
+        &api_pod(
+            "stuck",
+            json!({"example.com/slow": "1"}),
+            "default-scheduler",
+        ),
+    );
+    wait_for("FailedScheduling with the timeout", || {
+        server.events_for("default", "stuck").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("context deadline exceeded"))
+        })
+    })
+    .await;
+    // The other profile's pods are scheduled between the slow pod's attempts.
+    for i in 0..3 {
+        server.apply(
+            "pods",
+            &api_pod(&format!("ok-{i}"), json!({"cpu": "10m"}), "other"),
+        );
+    }
+    wait_for("the other profile's pods bound", || {
+        (0..3).all(|i| server.node_of("default", &format!("ok-{i}")).is_some())
+    })
+    .await;
+    assert!(server.node_of("default", "stuck").is_none());
+    support::stop_controller(started.stop, started.task).await;
+}
