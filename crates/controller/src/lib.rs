@@ -21,6 +21,7 @@
 mod binding;
 pub mod client;
 mod coscheduling_status;
+pub mod extender;
 mod extension;
 mod informers;
 mod leader;

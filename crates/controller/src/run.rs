@@ -173,7 +173,16 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     for e in &extensions {
         e.register(&mut registry);
     }
-    let profiles = Arc::new(ProfileRegistry::new(&loaded.profiles, &registry)?);
+    let mut profiles = ProfileRegistry::new(&loaded.profiles, &registry)?;
+    // The extenders' filter, prioritize and preempt calls run on this runtime while the
+    // scheduling thread waits for them; their bind calls run in the binding tasks.
+    let extenders = crate::extender::build_extenders(
+        &loaded.config.extenders,
+        &tokio::runtime::Handle::current(),
+    )
+    .map_err(Error::Config)?;
+    profiles.set_extenders(&crate::extender::as_core(&extenders));
+    let profiles = Arc::new(profiles);
     let cfg = &loaded.config;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let queue = SchedulingQueue::new(
@@ -313,6 +322,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         bind_timeouts: volumes::bind_timeouts(cfg),
         status_order: Default::default(),
         closing: tokio::sync::watch::channel(false).0,
+        extenders,
     });
     // Extensions' reporters hold a sender, so they end before the executor.
     let leading: Vec<_> = extensions

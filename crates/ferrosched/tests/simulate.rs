@@ -286,3 +286,98 @@ fn explain_table_of_a_gang_member_shows_its_group_first() {
     );
     assert!(out.contains("What would change it:"), "{out}");
 }
+
+/// A one-verb extender on a local port, answering every filter call by keeping `keep` only
+/// (whole nodes sent), on a thread with std's sockets; counts the calls.
+fn filter_extender(keep: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&calls);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let counted = std::sync::Arc::clone(&counted);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut len = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    reader.read_exact(&mut body).unwrap();
+                    counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let answer = format!(
+                        "{{\"Nodes\":{{\"items\":[{{\"metadata\":{{\"name\":\"{keep}\"}}}}]}},\"FailedNodes\":{{\"n1\":\"not {keep}\",\"n2\":\"not {keep}\",\"n3\":\"not {keep}\"}}}}"
+                    );
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                }
+            });
+        }
+    });
+    (port, calls)
+}
+
+#[test]
+fn simulate_calls_the_configs_extenders_or_leaves_them_out_when_asked() {
+    let (port, calls) = filter_extender("n2");
+    let config = temp_file(
+        "extender-config.yaml",
+        &format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n- urlPrefix: http://127.0.0.1:{port}\n  filterVerb: filter\n"
+        ),
+    );
+    let mut dump = String::new();
+    for n in ["n1", "n2", "n3"] {
+        dump += &format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {n}}}\nstatus: {{allocatable: {{cpu: '4', memory: 8Gi, pods: '10'}}}}\n---\n"
+        );
+    }
+    dump += "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: d}\nspec:\n  containers: [{name: c, image: i, resources: {requests: {cpu: 100m}}}]\n";
+    let cluster = temp_file("extender-cluster.yaml", &dump);
+    let (c, k) = (config.to_str().unwrap(), cluster.to_str().unwrap());
+    let o = simulate(&["--config", c, "--cluster", k, "-o", "json"]);
+    let out: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let web = out["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["pod"] == "d/web")
+        .unwrap();
+    assert_eq!(web["node"], "n2", "{web}");
+    assert!(calls.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("calling 1 extender(s)"), "{err}");
+
+    // Explained, the extender's rejection is each other node's verdict.
+    let o = simulate(&["--config", c, "--cluster", k, "--explain", "d/web"]);
+    let out = stdout(&o);
+    assert!(out.contains("not n2"), "{out}");
+
+    // Left out: the extender is not called and the note says so.
+    let before = calls.load(std::sync::atomic::Ordering::Relaxed);
+    let o = simulate(&["--config", c, "--cluster", k, "--ignore-extenders"]);
+    stdout(&o);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), before);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--ignore-extenders: the config's 1 extender(s) are not called"),
+        "{err}"
+    );
+}

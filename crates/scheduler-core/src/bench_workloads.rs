@@ -886,6 +886,7 @@ pub fn views(pods: &[core::Pod]) -> Vec<Arc<PodInfo>> {
 /// [`run`], explaining the measured attempts as `explain` says (pods scheduled alone; a pod
 /// group cycle is not explained).
 pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
+<<<<<<< HEAD
     run_from_lists(w, 0, explain, &mut || None)
 }
 
@@ -930,6 +931,20 @@ pub fn run_from_lists(
     r.cache.update_snapshot(&mut r.snapshot);
     startup.first_snapshot = t.elapsed();
     startup.memory[3] = memory();
+=======
+    run_with_extenders(w, explain, &[])
+}
+
+/// [`run_with`], every profile calling `extenders` (`bench --extender-noop`: what extender
+/// calls cost).
+pub fn run_with_extenders(
+    w: &Workload,
+    explain: ExplainMode,
+    extenders: &[Arc<dyn crate::framework::Extender>],
+) -> RunStats {
+    let mut r = Runner::new(w);
+    r.profiles.set_extenders(extenders);
+>>>>>>> i32
     // Views are built and the groups' members known before timing: in the controller the
     // informers do both.
     let init = views(&w.init_pods);

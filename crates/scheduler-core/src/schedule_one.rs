@@ -383,7 +383,8 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::NoNodes);
         }
         // A placement's choices must not be reused outside it: no batching inside one.
-        let signable = rec.is_none() && self.placement.is_none();
+        // Nor with extenders: a reused choice would skip their filter and scores.
+        let signable = rec.is_none() && self.placement.is_none() && fw.extenders().is_empty();
         let mut batch = self.begin_batch(fw, pod, signable);
         let (feasible, diagnosis) = self.find_nodes_that_fit(
             fw,
@@ -484,8 +485,11 @@ impl SchedulingAlgorithm {
         if let Some(node) = first {
             let one = [node];
             let mut d = Diagnosis::default();
-            let feasible =
+            let mut feasible =
                 self.find_nodes_that_pass_filters(fw, state, pod, &one, &mut d, nominated, false)?;
+            if !fw.extenders().is_empty() {
+                feasible = self.run_extender_filters(fw, pod, feasible, &mut d)?;
+            }
             if !feasible.is_empty() {
                 if let Some(scope) = scope
                     && pod.nominated_node_name.is_some()
@@ -520,7 +524,7 @@ impl SchedulingAlgorithm {
                 &narrowed
             }
         };
-        let feasible = self.find_nodes_that_pass_filters(
+        let mut feasible = self.find_nodes_that_pass_filters(
             fw,
             state,
             pod,
@@ -529,7 +533,22 @@ impl SchedulingAlgorithm {
             nominated,
             true,
         )?;
+        if !fw.extenders().is_empty() {
+            feasible = self.run_extender_filters(fw, pod, feasible, &mut diagnosis)?;
+        }
         Ok((feasible, diagnosis))
+    }
+
+    /// The extenders' filter calls after Filter (upstream `findNodesThatPassExtenders`).
+    fn run_extender_filters(
+        &mut self,
+        fw: &Framework,
+        pod: &PodInfo,
+        feasible: Vec<Arc<NodeInfo>>,
+        diagnosis: &mut Diagnosis,
+    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+        crate::framework::find_nodes_that_pass_extenders(fw.extenders(), pod, feasible, diagnosis)
+            .map_err(ScheduleError::Internal)
     }
 
     /// Runs the filters over `nodes` (timed as the Filter point, as upstream times its
@@ -655,14 +674,20 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
         snapshot: &Snapshot,
-        detail: Option<&mut ScoreDetail>,
+        mut detail: Option<&mut ScoreDetail>,
     ) -> Result<ScoreTable, ScheduleError> {
+        let extenders = fw.extenders();
         if !fw.has_score_plugins() {
-            return Ok(ScoreTable {
-                plugins: Vec::new(),
-                weighted: Vec::new(),
-                totals: vec![1; nodes.len()],
-            });
+            if extenders.is_empty() {
+                return Ok(ScoreTable {
+                    plugins: Vec::new(),
+                    weighted: Vec::new(),
+                    totals: vec![1; nodes.len()],
+                });
+            }
+            let mut table = ScoreTable::default();
+            crate::framework::add_extender_scores(extenders, pod, nodes, &mut table, detail);
+            return Ok(table);
         }
         let start = self.point_start();
         let s = fw.run_pre_score(state, pod, nodes, snapshot);
@@ -671,10 +696,20 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::Internal(s));
         }
         let start = self.point_start();
-        let scores = fw.run_score(state, pod, nodes, parallel(nodes.len()), detail);
+        let scores = fw.run_score(
+            state,
+            pod,
+            nodes,
+            parallel(nodes.len()),
+            detail.as_deref_mut(),
+        );
         let code = scores.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
         self.point_done(ExtensionPoint::Score, code, start);
-        scores.map_err(ScheduleError::Internal)
+        let mut table = scores.map_err(ScheduleError::Internal)?;
+        if !extenders.is_empty() {
+            crate::framework::add_extender_scores(extenders, pod, nodes, &mut table, detail);
+        }
+        Ok(table)
     }
 
     /// The index of the highest total; ties are broken uniformly at random (reservoir sampling).

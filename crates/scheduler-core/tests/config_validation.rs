@@ -376,14 +376,139 @@ fn args_kind_and_api_version_must_match_when_present() {
 }
 
 #[test]
-fn extenders_are_rejected() {
+fn extenders_valid_config_loads_defaulted() {
+    let text = format!(
+        "{HEAD}extenders:\n- urlPrefix: https://gpu.example:8443/scheduler\n  filterVerb: filter\n  prioritizeVerb: prioritize\n  weight: 3\n  enableHTTPS: true\n  tlsConfig:\n    caData: aGVsbG8=\n  managedResources:\n  - name: example.com/gpu\n    ignoredByScheduler: true\n- urlPrefix: http://binder.example\n  bindVerb: bind\n"
+    );
+    let l = load_str(&text, "t").expect("valid extenders");
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    let e = &l.config.extenders;
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].weight, 3);
+    // kube-scheduler's DefaultExtenderTimeout when httpTimeout is left out.
+    assert_eq!(e[1].http_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(
+        scheduler_core::config::extender_ignored_resources(e),
+        vec!["example.com/gpu".to_string()]
+    );
+}
+
+#[test]
+fn extender_prioritize_needs_positive_weight() {
     let e = expect(
-        "extenders:\n- urlPrefix: http://127.0.0.1:8888\n  filterVerb: filter\n  httpTimeout: 5s\n",
+        "extenders:\n- urlPrefix: http://127.0.0.1:8888\n  prioritizeVerb: prioritize\n  weight: -2\n",
+        "extenders[0].weight",
+        6,
+        msg::EXTENDER_WEIGHT,
+    );
+    assert!(e.message.contains("Invalid value: -2"));
+    assert_eq!(e.fix.as_deref(), Some(msg::EXTENDER_WEIGHT_FIX));
+    // Left out, weight is 0, which upstream refuses as well.
+    let errs =
+        errors("extenders:\n- urlPrefix: http://127.0.0.1:8888\n  prioritizeVerb: prioritize\n");
+    assert!(
+        errs.iter().any(|e| e.path == "extenders[0].weight"),
+        "{}",
+        dump(&errs)
+    );
+    // Without prioritizeVerb the weight does not matter.
+    assert!(
+        load_str(
+            &format!("{HEAD}extenders:\n- urlPrefix: http://x\n  filterVerb: f\n"),
+            "t"
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn extender_url_required_with_a_verb_and_http_scheme() {
+    let e = expect(
+        "extenders:\n- filterVerb: filter\n",
+        "extenders[0].urlPrefix",
+        4,
+        msg::EXTENDER_URL_REQUIRED,
+    );
+    assert_eq!(e.fix.as_deref(), Some(msg::EXTENDER_URL_FIX));
+    expect(
+        "extenders:\n- urlPrefix: gpu.example:80\n  filterVerb: filter\n",
+        "extenders[0].urlPrefix",
+        4,
+        msg::EXTENDER_URL_SCHEME,
+    );
+    // An extender with only managed resources (to hide them from NodeResourcesFit) needs no URL.
+    assert!(load_str(&format!("{HEAD}extenders:\n- managedResources:\n  - name: example.com/x\n    ignoredByScheduler: true\n"), "t").is_ok());
+}
+
+#[test]
+fn extender_at_most_one_binder() {
+    let e = expect(
+        "extenders:\n- urlPrefix: http://a\n  bindVerb: bind\n- urlPrefix: http://b\n  bindVerb: bind\n",
         "extenders",
         3,
-        msg::EXTENDERS_UNSUPPORTED,
+        msg::EXTENDER_BINDERS,
     );
-    assert_eq!(e.fix.as_deref(), Some(msg::EXTENDERS_FIX));
+    assert!(e.message.contains("found 2 extenders implementing bind"));
+}
+
+#[test]
+fn extender_managed_resources_names() {
+    expect(
+        "extenders:\n- urlPrefix: http://a\n  managedResources:\n  - name: example.com/gpu\n- urlPrefix: http://b\n  managedResources:\n  - name: example.com/gpu\n",
+        "extenders[1].managedResources[0].name",
+        9,
+        msg::EXTENDER_RESOURCE_DUPLICATE,
+    );
+    // Native resources are not extended resources.
+    expect(
+        "extenders:\n- urlPrefix: http://a\n  managedResources:\n  - name: cpu\n",
+        "extenders[0].managedResources[0].name",
+        6,
+        msg::EXTENDER_RESOURCE_INVALID,
+    );
+    expect(
+        "extenders:\n- urlPrefix: http://a\n  managedResources:\n  - name: kubernetes.io/foo\n",
+        "extenders[0].managedResources[0].name",
+        6,
+        msg::EXTENDER_RESOURCE_INVALID,
+    );
+    expect(
+        "extenders:\n- urlPrefix: http://a\n  managedResources:\n  - name: example.com/a/b\n",
+        "extenders[0].managedResources[0].name",
+        6,
+        "qualified name",
+    );
+}
+
+#[test]
+fn extender_tls_config() {
+    expect(
+        "extenders:\n- urlPrefix: https://a\n  enableHTTPS: true\n  tlsConfig:\n    caData: '%%%'\n",
+        "extenders[0].tlsConfig.caData",
+        7,
+        msg::EXTENDER_BASE64,
+    );
+    let e = expect(
+        "extenders:\n- urlPrefix: https://a\n  enableHTTPS: true\n  tlsConfig:\n    certFile: /c.pem\n",
+        "extenders[0].tlsConfig",
+        6,
+        msg::EXTENDER_CERT_KEY,
+    );
+    assert_eq!(e.fix.as_deref(), Some(msg::EXTENDER_CERT_KEY_FIX));
+    // No CA: kube-scheduler does not verify the server; ferrosched does the same and warns.
+    let l = load_str(
+        &format!("{HEAD}extenders:\n- urlPrefix: https://a\n  enableHTTPS: true\n"),
+        "t",
+    )
+    .unwrap();
+    assert_eq!(l.warnings.len(), 1);
+    assert!(l.warnings[0].message.contains("not verified"));
+    let l = load_str(
+        &format!("{HEAD}extenders:\n- urlPrefix: http://a\n  enableHTTPS: true\n"),
+        "t",
+    )
+    .unwrap();
+    assert!(l.warnings[0].message.contains("not used"));
 }
 
 // --- plugin args ----------------------------------------------------------------------------

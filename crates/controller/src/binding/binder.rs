@@ -15,6 +15,8 @@ pub(crate) enum BindError {
     Gone(kube::Error),
     /// Anything else, after retries: reported as a scheduling failure and retried.
     Failed(kube::Error),
+    /// The binder extender's bind call failed (or it answered an error).
+    Extender(String),
 }
 
 /// The controller's Binding call for callers outside the scheduling loop: the bench's
@@ -32,6 +34,7 @@ impl Binder {
     pub async fn bind(&self, pod: &PodRef, node: &str) -> Result<(), kube::Error> {
         bind(&self.0, pod, node).await.map_err(|e| match e {
             BindError::Gone(e) | BindError::Failed(e) => e,
+            BindError::Extender(e) => kube::Error::Service(e.into()),
         })
     }
 }

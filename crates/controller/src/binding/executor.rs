@@ -125,6 +125,8 @@ pub(crate) struct Executor {
     /// Turns true when the loop closed the channel (shutdown): waits for device binding
     /// conditions give up then, as upstream's PreBind does when its context is cancelled.
     pub(crate) closing: tokio::sync::watch::Sender<bool>,
+    /// The configured extenders; the binder among them binds the pods it is interested in.
+    pub(crate) extenders: Vec<Arc<crate::extender::HttpExtender>>,
 }
 
 /// Failure reports run in parallel tasks, so two quick attempts of one pod could write its
@@ -693,7 +695,16 @@ impl Executor {
         }
         m.extension_point("PreBind", "Success", scheduler_name, t.elapsed());
         let t = Instant::now();
-        let result = bind(&self.client, &pod, node).await;
+        // Upstream's extendersBinding: an interested binder extender binds instead of the
+        // Bind plugins (DefaultBinder's POST).
+        let binder = self.extenders.iter().find(|e| {
+            let c = scheduler_core::framework::Extender::config(e.as_ref());
+            !c.bind_verb.is_empty() && scheduler_core::framework::is_interested(c, &queued.pod)
+        });
+        let result = match binder {
+            Some(e) => e.bind(&queued.pod, node).await.map_err(BindError::Extender),
+            None => bind(&self.client, &pod, node).await,
+        };
         if result.is_err() {
             let keep_group = self.other_members_placed(&queued.pod);
             Box::pin(undo_claims(&self.client, &written, keep_group)).await;
@@ -731,6 +742,15 @@ impl Executor {
                 // Nobody is told: the pod is gone, or bound by someone else.
                 tracing::info!(%pod, %node, error = %e, "pod gone or bound elsewhere; dropping");
                 self.fail_binding(queued, node, attempt, prebind, e.to_string());
+                false
+            }
+            Err(BindError::Extender(e)) => {
+                tracing::warn!(%pod, %node, error = %e, "binding by the extender failed");
+                let ticket = self.status_order.take(&pod);
+                let message = format!("binding rejected: {e}");
+                if let Some(report) = self.fail_binding(queued, node, attempt, prebind, message) {
+                    Box::pin(self.report(report, ticket)).await;
+                }
                 false
             }
             Err(BindError::Failed(e)) => {

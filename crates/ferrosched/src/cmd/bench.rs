@@ -100,6 +100,11 @@ pub struct BenchArgs {
     /// as a child process.
     #[arg(long, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
+    /// In memory: every cycle also calls a loopback no-op extender (filter and prioritize
+    /// verbs, it keeps every node and scores none) over HTTP, sending node names only
+    /// (`names`, nodeCacheCapable) or whole nodes (`nodes`).
+    #[arg(long, value_enum, value_name = "SENT", conflicts_with = "kubeconfig")]
+    extender_noop: Option<NoopExtender>,
     /// With --kubeconfig: leave the run's nodes, namespace and pods in the cluster.
     #[arg(long, requires = "kubeconfig")]
     keep: bool,
@@ -257,6 +262,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             args.measured_pods,
             args.pods_per_group.map(|n| n as usize),
             args.explain.map_or(ExplainMode::Off, BenchExplain::mode),
+            args.extender_noop,
         );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
         return ExitCode::SUCCESS;
@@ -286,6 +292,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 .args(["--measured-pods", &args.measured_pods.to_string()])
                 .args(args.pods_per_group.map(|n| format!("--pods-per-group={n}")))
                 .args(args.explain.map(|e| format!("--explain={}", e.name())))
+                .args(
+                    args.extender_noop
+                        .map(|e| format!("--extender-noop={}", e.name())),
+                )
                 .output();
             match out {
                 Ok(o) if o.status.success() => {
@@ -311,6 +321,54 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum NoopExtender {
+    Names,
+    Nodes,
+}
+
+impl NoopExtender {
+    fn name(self) -> &'static str {
+        match self {
+            NoopExtender::Names => "names",
+            NoopExtender::Nodes => "nodes",
+        }
+    }
+}
+
+/// The loopback no-op extender (`--extender-noop`) and the runtime serving and calling it.
+fn noop_extender(
+    sent: NoopExtender,
+) -> std::io::Result<(
+    tokio::runtime::Runtime,
+    Vec<std::sync::Arc<dyn scheduler_core::framework::Extender>>,
+)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let listener = {
+        let _guard = rt.enter();
+        tokio::net::TcpListener::from_std(listener)?
+    };
+    rt.spawn(controller::extender::serve_noop(listener));
+    let cfg = scheduler_core::config::Extender {
+        url_prefix: format!("http://127.0.0.1:{port}"),
+        filter_verb: "filter".into(),
+        prioritize_verb: "prioritize".into(),
+        weight: 1,
+        node_cache_capable: sent == NoopExtender::Names,
+        http_timeout: scheduler_core::config::DEFAULT_EXTENDER_TIMEOUT,
+        ..Default::default()
+    };
+    let built = controller::extender::build_extenders(&[cfg], rt.handle())
+        .map_err(std::io::Error::other)?;
+    Ok((rt, controller::extender::as_core(&built)))
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -344,6 +402,7 @@ fn run_one(
     measured: usize,
     pods_per_group: Option<usize>,
     explain: ExplainMode,
+    extender: Option<NoopExtender>,
 ) -> BenchResult {
     if in_memory_only(name) {
         let s = match name {
@@ -376,6 +435,7 @@ fn run_one(
     let w = bench_workloads::build(name, nodes, init, measured)
         .or_else(|| bench_workloads::build_group(name, nodes, init, measured, pods_per_group))
         .expect("known workload");
+<<<<<<< HEAD
     let s = bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes);
     let st = &s.startup;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -392,9 +452,20 @@ fn run_one(
         startup_rss_mib: st.memory[3].map(mib),
         snapshot_update_micros: s.snapshot_update_time.as_secs_f64() * 1e6
             / s.snapshot_updates.max(1) as f64,
+=======
+    let (s, workload) = match extender {
+        None => (bench_workloads::run_with(&w, explain), name.to_string()),
+        Some(sent) => {
+            let (rt, extenders) = noop_extender(sent).expect("loopback extender starts");
+            let s = bench_workloads::run_with_extenders(&w, explain, &extenders);
+            drop(extenders);
+            rt.shutdown_background();
+            (s, format!("{name}+extender({})", sent.name()))
+        }
+>>>>>>> i32
     };
     BenchResult {
-        workload: name.to_string(),
+        workload,
         nodes,
         init_pods: w.init_pods.len(),
         measured_pods: s.measured,

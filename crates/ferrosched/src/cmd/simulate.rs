@@ -50,6 +50,11 @@ pub struct SimulateArgs {
     /// Seed for breaking score ties, so runs are repeatable.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Do not call the config's extenders: schedule as if they were absent (resources they
+    /// manage with ignoredByScheduler stay ignored by NodeResourcesFit). Without it the
+    /// extenders' filter, prioritize and preempt verbs are called, never bind.
+    #[arg(long)]
+    ignore_extenders: bool,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
@@ -61,12 +66,49 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         }
     };
     let one = args.explain.as_deref().filter(|p| !p.is_empty());
-    let report = match &args.explain {
-        None => simulate::run(&objects, &loaded, args.seed),
-        Some(_) => simulate::run_explained(&objects, &loaded, args.seed, &|key| {
-            one.is_none_or(|p| p == key)
-        }),
+    let wanted = |key: &str| one.is_none_or(|p| p == key);
+    let explain: Option<&dyn Fn(&str) -> bool> = args.explain.as_ref().map(|_| &wanted as _);
+    let configured = &loaded.config.extenders;
+    // The runtime the extenders' calls run on; this thread waits for each answer.
+    let mut runtime = None;
+    let extenders = if configured.is_empty() {
+        Vec::new()
+    } else if args.ignore_extenders {
+        eprintln!(
+            "note: --ignore-extenders: the config's {} extender(s) are not called; pods are placed as if they were absent",
+            configured.len()
+        );
+        Vec::new()
+    } else {
+        let rt = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("error: starting the extenders' runtime: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let built = match controller::extender::build_extenders(configured, rt.handle()) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let names: Vec<&str> = configured.iter().map(|e| e.url_prefix.as_str()).collect();
+        eprintln!(
+            "note: calling {} extender(s) ({}); their bind verbs are not called, simulate binds in memory (--ignore-extenders to leave them out)",
+            configured.len(),
+            names.join(", ")
+        );
+        runtime = Some(rt);
+        controller::extender::as_core(&built)
     };
+    let report = simulate::run_with_extenders(&objects, &loaded, args.seed, explain, &extenders);
+    drop(runtime);
     let report = match report {
         Ok(r) => r,
         Err(e) => {

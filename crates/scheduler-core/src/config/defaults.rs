@@ -348,7 +348,17 @@ pub(crate) fn apply(spec: &ConfigSpec) -> KubeSchedulerConfiguration {
             .pod_max_backoff_seconds
             .unwrap_or(DEFAULT_POD_MAX_BACKOFF_SECONDS),
         profiles,
-        extenders: spec.extenders.clone(),
+        extenders: spec
+            .extenders
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                if e.http_timeout.is_zero() {
+                    e.http_timeout = super::types::DEFAULT_EXTENDER_TIMEOUT;
+                }
+                e
+            })
+            .collect(),
         delay_cache_until_active: spec.delay_cache_until_active,
     }
 }

@@ -189,9 +189,25 @@ pub const NEGATIVE_WEIGHT: &str = "score plugin weights must not be negative";
 pub const NEGATIVE_WEIGHT_FIX: &str =
     "use a weight of 1 or more (0 means the default 1), or disable the plugin at `score`";
 pub const SCORE_OVERFLOW: &str = "total score of Score plugins could overflow";
-pub const EXTENDERS_UNSUPPORTED: &str = "extenders are not supported by ferrosched yet";
-pub const EXTENDERS_FIX: &str =
-    "remove `extenders` or run kube-scheduler for profiles that need them";
+pub const EXTENDER_WEIGHT: &str = "must have a positive weight applied to it";
+pub const EXTENDER_WEIGHT_FIX: &str =
+    "set `weight` to 1 or more: the extender's prioritize scores are multiplied by it";
+pub const EXTENDER_URL_REQUIRED: &str = "an extender with a verb needs the URL its calls go to";
+pub const EXTENDER_URL_FIX: &str = "set `urlPrefix` to the extender's base URL, e.g. `https://gpu-extender.kube-system:8443/scheduler`; each call goes to `<urlPrefix>/<verb>`";
+pub const EXTENDER_URL_SCHEME: &str = "must be an http:// or https:// URL";
+pub const EXTENDER_BINDERS: &str = "only one extender can implement bind";
+pub const EXTENDER_BINDERS_FIX: &str =
+    "keep `bindVerb` on one extender; a pod is bound by one binder";
+pub const EXTENDER_RESOURCE_DUPLICATE: &str = "duplicate extender managed resource name";
+pub const EXTENDER_RESOURCE_INVALID: &str = "is an invalid extended resource name";
+pub const EXTENDER_RESOURCE_FIX: &str = "managed resources are extended resources named `<domain>/<name>` outside kubernetes.io, e.g. `example.com/gpu`, each listed by one extender once";
+pub const EXTENDER_BASE64: &str = "is not valid base64";
+pub const EXTENDER_BASE64_FIX: &str = "inline PEM data is base64-encoded, e.g. `caData: $(base64 -w0 ca.crt)`; or point `caFile`/`certFile`/`keyFile` at the PEM files";
+pub const EXTENDER_CERT_KEY: &str = "a client certificate needs its key, and a key its certificate";
+pub const EXTENDER_CERT_KEY_FIX: &str =
+    "set both `certFile` (or `certData`) and `keyFile` (or `keyData`), or neither";
+pub const EXTENDER_TLS_UNUSED: &str = "the urlPrefix is http://, so enableHTTPS and tlsConfig are not used (kube-scheduler takes the scheme from the URL too)";
+pub const EXTENDER_NO_CA: &str = "enableHTTPS without caFile or caData: the extender's certificate is not verified, as kube-scheduler does (it sets insecure)";
 pub const FILTER_TIMEOUT_RANGE: &str = "must be zero or positive";
 pub const BINDING_TIMEOUT_RANGE: &str = "must be at least 1 second";
 pub const FIX_DRA_TIMEOUT: &str = "write a positive Go duration such as `10s` (filterTimeout may be `0s`, which turns the limit off; bindingTimeout must be at least `1s`)";

@@ -137,7 +137,21 @@ pub fn from_flags(
 
 fn finish(mut r: Report, spec: ConfigSpec) -> Result<Loaded, ConfigErrors> {
     let config = defaults::apply(&spec);
-    let profiles = validation::validate(&mut r, &spec, &config);
+    let mut profiles = validation::validate(&mut r, &spec, &config);
+    let ignored = types::extender_ignored_resources(&config.extenders);
+    if !ignored.is_empty() {
+        // Upstream's buildExtenders: the resources extenders manage with ignoredByScheduler
+        // become NodeResourcesFit's ignoredResources (replacing the args' own list), so
+        // Filter leaves them to the extender. The printed config keeps the args as written.
+        for p in &mut profiles {
+            if let Some(Some(PluginArgs::NodeResourcesFit(a))) = p
+                .plugin_args
+                .get_mut(crate::plugins::names::NODE_RESOURCES_FIT)
+            {
+                a.ignored_resources.clone_from(&ignored);
+            }
+        }
+    }
     if r.errors.is_empty() {
         return Ok(Loaded {
             config,

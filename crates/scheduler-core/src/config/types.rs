@@ -216,8 +216,11 @@ pub struct PluginConfig {
     pub args: PluginArgs,
 }
 
-/// A scheduler extender (webhook). Parsed in full so errors point at it; ferrosched
-/// rejects configs that use them.
+/// A scheduler extender: an HTTP service the scheduling cycle calls after Filter (filter),
+/// after Score (prioritize), at PostFilter (preempt) and instead of DefaultBinder (bind), as
+/// upstream's `HTTPExtender`. Defaulted as upstream: `httpTimeout` 0 becomes
+/// [`DEFAULT_EXTENDER_TIMEOUT`] (upstream applies it when it builds the extender); `weight`
+/// is not defaulted (validation wants it positive when `prioritizeVerb` is set).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Extender {
@@ -228,7 +231,6 @@ pub struct Extender {
     pub preempt_verb: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub prioritize_verb: String,
-    #[serde(skip_serializing_if = "is_zero")]
     pub weight: i64,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub bind_verb: String,
@@ -244,8 +246,30 @@ pub struct Extender {
     pub ignorable: bool,
 }
 
-fn is_zero(x: &i64) -> bool {
-    *x == 0
+/// Upstream's `DefaultExtenderTimeout`.
+pub const DEFAULT_EXTENDER_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Extender {
+    /// Whether `resource` is one of this extender's managed resources.
+    pub fn manages(&self, resource: &str) -> bool {
+        self.managed_resources.iter().any(|m| m.name == resource)
+    }
+
+    /// The name upstream's `HTTPExtender.Name` gives it: its URL prefix.
+    pub fn name(&self) -> &str {
+        &self.url_prefix
+    }
+}
+
+/// Resources NodeResourcesFit leaves out because an extender manages them with
+/// `ignoredByScheduler: true` (upstream passes them to the plugin as ignoredResources).
+pub fn extender_ignored_resources(extenders: &[Extender]) -> Vec<String> {
+    extenders
+        .iter()
+        .flat_map(|e| e.managed_resources.iter())
+        .filter(|m| m.ignored_by_scheduler)
+        .map(|m| m.name.clone())
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]

@@ -70,10 +70,7 @@ pub(crate) fn validate(
             cfg.pod_initial_backoff_seconds
         ));
     }
-    if !cfg.extenders.is_empty() {
-        r.error("extenders", msg::EXTENDERS_UNSUPPORTED)
-            .hint(msg::EXTENDERS_FIX);
-    }
+    extenders(r, &cfg.extenders);
 
     if cfg.profiles.is_empty() {
         r.error("profiles", msg::required(msg::PROFILES_REQUIRED));
@@ -131,6 +128,114 @@ pub(crate) fn validate(
     }
     common_queue_sort(r, &cfg.profiles, &expanded);
     expanded
+}
+
+/// Upstream `validateExtenders`, plus what upstream only finds when it builds the extenders
+/// (a verb without a URL, inline TLS data that is not base64, a certificate without its key).
+fn extenders(r: &mut Report, extenders: &[Extender]) {
+    use base64::Engine as _;
+    let mut binders = 0;
+    let mut managed: HashSet<&str> = HashSet::new();
+    for (i, e) in extenders.iter().enumerate() {
+        let path = index("extenders", i);
+        let has_verb = [
+            &e.filter_verb,
+            &e.prioritize_verb,
+            &e.preempt_verb,
+            &e.bind_verb,
+        ]
+        .iter()
+        .any(|v| !v.is_empty());
+        let url = child(&path, "urlPrefix");
+        if e.url_prefix.is_empty() {
+            if has_verb {
+                r.error(&url, msg::required(msg::EXTENDER_URL_REQUIRED))
+                    .hint(msg::EXTENDER_URL_FIX);
+            }
+        } else if !(e.url_prefix.starts_with("http://") || e.url_prefix.starts_with("https://")) {
+            r.error(
+                &url,
+                msg::invalid(&format!("{:?}", e.url_prefix), msg::EXTENDER_URL_SCHEME),
+            )
+            .hint(msg::EXTENDER_URL_FIX);
+        }
+        if !e.prioritize_verb.is_empty() && e.weight <= 0 {
+            r.error(
+                &child(&path, "weight"),
+                msg::invalid(&e.weight.to_string(), msg::EXTENDER_WEIGHT),
+            )
+            .hint(msg::EXTENDER_WEIGHT_FIX);
+        }
+        if !e.bind_verb.is_empty() {
+            binders += 1;
+        }
+        for (j, m) in e.managed_resources.iter().enumerate() {
+            let name_path = child(&index(&child(&path, "managedResources"), j), "name");
+            let errs = crate::k8s_names::qualified_name_errors(&m.name);
+            let shown = format!("{:?}", m.name);
+            if !errs.is_empty() {
+                for err in errs {
+                    r.error(&name_path, msg::invalid(&shown, &err))
+                        .hint(msg::EXTENDER_RESOURCE_FIX);
+                }
+            } else if !crate::types::is_extended_resource_name(&m.name) {
+                r.error(
+                    &name_path,
+                    msg::invalid(&shown, msg::EXTENDER_RESOURCE_INVALID),
+                )
+                .hint(msg::EXTENDER_RESOURCE_FIX);
+            }
+            if !managed.insert(&m.name) {
+                r.error(
+                    &name_path,
+                    msg::invalid(&shown, msg::EXTENDER_RESOURCE_DUPLICATE),
+                )
+                .hint(msg::EXTENDER_RESOURCE_FIX);
+            }
+        }
+        let tls_path = child(&path, "tlsConfig");
+        if let Some(t) = &e.tls_config {
+            for (field, data) in [
+                ("certData", &t.cert_data),
+                ("keyData", &t.key_data),
+                ("caData", &t.ca_data),
+            ] {
+                if !data.is_empty()
+                    && base64::engine::general_purpose::STANDARD
+                        .decode(data.trim())
+                        .is_err()
+                {
+                    r.error(&child(&tls_path, field), msg::EXTENDER_BASE64)
+                        .hint(msg::EXTENDER_BASE64_FIX);
+                }
+            }
+            let cert = !t.cert_file.is_empty() || !t.cert_data.is_empty();
+            let key = !t.key_file.is_empty() || !t.key_data.is_empty();
+            if cert != key {
+                r.error(&tls_path, msg::EXTENDER_CERT_KEY)
+                    .hint(msg::EXTENDER_CERT_KEY_FIX);
+            }
+        }
+        if e.url_prefix.starts_with("http://") && (e.enable_https || e.tls_config.is_some()) {
+            r.warn(&url, msg::EXTENDER_TLS_UNUSED);
+        } else if e.enable_https
+            && e.tls_config
+                .as_ref()
+                .is_none_or(|t| t.ca_file.is_empty() && t.ca_data.is_empty())
+        {
+            r.warn(&child(&path, "enableHTTPS"), msg::EXTENDER_NO_CA);
+        }
+    }
+    if binders > 1 {
+        r.error(
+            "extenders",
+            msg::invalid(
+                &format!("\"found {binders} extenders implementing bind\""),
+                msg::EXTENDER_BINDERS,
+            ),
+        )
+        .hint(msg::EXTENDER_BINDERS_FIX);
+    }
 }
 
 fn percentage(r: &mut Report, path: &str, v: Option<i32>) {

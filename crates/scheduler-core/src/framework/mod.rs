@@ -4,6 +4,7 @@ mod batch;
 mod cluster_events;
 mod cycle_state;
 mod diagnosis;
+mod extender;
 mod extension_point;
 mod interface;
 mod nominator;
@@ -25,6 +26,11 @@ pub use cluster_events::{
 };
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
+pub use extender::{
+    Extender, ExtenderFilterResult, ExtenderVictims, HostPriority, MAX_EXTENDER_PRIORITY,
+    MAX_NODE_SCORE, PreemptionAnswer, add_extender_scores, binder_for,
+    call_extenders_for_preemption, find_nodes_that_pass_extenders, is_interested,
+};
 pub use extension_point::ExtensionPoint;
 pub use interface::*;
 pub use nominator::NominatedPods;

@@ -56,6 +56,13 @@ impl ProfileRegistry {
         self.frameworks.get(name)
     }
 
+    /// Gives every profile the scheduler's extenders, called in this order each cycle.
+    pub fn set_extenders(&mut self, extenders: &[std::sync::Arc<dyn super::Extender>]) {
+        for fw in self.frameworks.values_mut() {
+            fw.set_extenders(extenders.to_vec());
+        }
+    }
+
     pub fn handles(&self, scheduler_name: &str) -> bool {
         self.for_scheduler_name(scheduler_name).is_some()
     }

@@ -159,7 +159,34 @@ pub fn run_explained(
     seed: u64,
     explain: &dyn Fn(&str) -> bool,
 ) -> Result<Report, FrameworkError> {
-    simulate(objects, loaded, &Registry::in_tree(), seed, Some(explain))
+    simulate(
+        objects,
+        loaded,
+        &Registry::in_tree(),
+        seed,
+        Some(explain),
+        &[],
+    )
+}
+
+/// [`run`] (or [`run_explained`] with `explain`) calling `extenders` after Filter, after
+/// Score and in preemption, as `run` would. Binding stays in memory: a binder extender is
+/// never asked to bind (it would bind the real pod).
+pub fn run_with_extenders(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    explain: Option<&dyn Fn(&str) -> bool>,
+    extenders: &[Arc<dyn crate::framework::Extender>],
+) -> Result<Report, FrameworkError> {
+    simulate(
+        objects,
+        loaded,
+        &Registry::in_tree(),
+        seed,
+        explain,
+        extenders,
+    )
 }
 
 /// [`run`] with a custom plugin registry (out-of-tree or stand-in plugins).
@@ -169,7 +196,7 @@ pub fn run_with_registry(
     registry: &Registry,
     seed: u64,
 ) -> Result<Report, FrameworkError> {
-    simulate(objects, loaded, registry, seed, None)
+    simulate(objects, loaded, registry, seed, None, &[])
 }
 
 /// Schedules the dump; with `explain`, the attempts of the pods it selects are explained
@@ -180,13 +207,15 @@ fn simulate(
     registry: &Registry,
     seed: u64,
     explain: Option<&dyn Fn(&str) -> bool>,
+    extenders: &[Arc<dyn crate::framework::Extender>],
 ) -> Result<Report, FrameworkError> {
     let explains = |key: &str| explain.is_some_and(|f| f(key));
     // GangScheduling reads the dump's PodGroups and pods.
     let groups = Arc::new(PodGroupManager::new());
     let mut registry = registry.clone();
     plugins::register_group_plugins(&mut registry, Arc::clone(&groups));
-    let profiles = ProfileRegistry::new(&loaded.profiles, &registry)?;
+    let mut profiles = ProfileRegistry::new(&loaded.profiles, &registry)?;
+    profiles.set_extenders(extenders);
     let global_pct = loaded.config.percentage_of_nodes_to_score.unwrap_or(0);
     let mut alg = SchedulingAlgorithm::new(global_pct, seed);
 

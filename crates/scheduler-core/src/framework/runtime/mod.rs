@@ -69,6 +69,8 @@ pub struct Framework {
     /// mostly refused by the same plugin (default spreading, say), and signing the rest
     /// first would be wasted.
     last_refusal: AtomicUsize,
+    /// The scheduler's extenders (shared by every profile, as upstream's), in config order.
+    extenders: Vec<Arc<dyn super::extender::Extender>>,
 }
 
 impl fmt::Debug for Framework {
@@ -165,12 +167,32 @@ impl Framework {
     }
 
     /// The Filter plugins, in the order they run.
+    /// The Filter plugins in call order, then the extenders with a filter verb (which run
+    /// after them): the names a node's rejection may carry.
     pub fn filter_plugin_names(&self) -> Vec<String> {
-        self.filter.iter().map(|p| p.name.to_string()).collect()
+        self.filter
+            .iter()
+            .map(|p| p.name.to_string())
+            .chain(
+                self.extenders
+                    .iter()
+                    .filter(|e| !e.config().filter_verb.is_empty())
+                    .map(|e| e.name().to_string()),
+            )
+            .collect()
     }
 
     pub fn has_filter_plugins(&self) -> bool {
         !self.filter.is_empty()
+    }
+
+    /// Gives the framework the scheduler's extenders (see [`ProfileRegistry::set_extenders`](super::ProfileRegistry::set_extenders)).
+    pub fn set_extenders(&mut self, extenders: Vec<Arc<dyn super::extender::Extender>>) {
+        self.extenders = extenders;
+    }
+
+    pub fn extenders(&self) -> &[Arc<dyn super::extender::Extender>] {
+        &self.extenders
     }
 
     pub fn has_score_plugins(&self) -> bool {

@@ -230,6 +230,7 @@ impl Framework {
             rejecting,
             signers,
             last_refusal: AtomicUsize::new(0),
+            extenders: Vec::new(),
         })
     }
 }

@@ -105,8 +105,20 @@ impl DefaultPreemption {
             );
         }
 
-        // 3) Extenders are not supported, so every candidate stays. 4) Pick one.
-        let best = select_candidate(dry.candidates);
+        // 3) Extenders that support preemption may veto nodes or shrink their victims.
+        let mut candidates = dry.candidates;
+        let extenders = ctx.framework.extenders();
+        if !extenders.is_empty() {
+            match extenders_on_candidates(extenders, pod, candidates) {
+                Ok(c) => candidates = c,
+                Err(s) => return (None, s),
+            }
+            if candidates.is_empty() {
+                return (None, Status::unschedulable(NO_CANDIDATE_MSG));
+            }
+        }
+        // 4) Pick one.
+        let best = select_candidate(candidates);
 
         // 5) Lower-priority pods nominated to that node may not fit any more: let them retry.
         let nominations_to_clear = ctx
@@ -149,6 +161,40 @@ impl DefaultPreemption {
             num_candidates,
         )
     }
+}
+
+/// Upstream's message when extenders left no candidate.
+pub const NO_CANDIDATE_MSG: &str = "no candidate node for preemption";
+
+/// Upstream `callExtenders`: the candidates as the extenders leave them, in search order.
+fn extenders_on_candidates(
+    extenders: &[Arc<dyn crate::framework::Extender>],
+    pod: &PodInfo,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<Candidate>, Status> {
+    let order: Vec<String> = candidates.iter().map(|c| c.node.clone()).collect();
+    let map = candidates
+        .into_iter()
+        .map(|c| {
+            let v = crate::framework::ExtenderVictims {
+                pods: c.victims,
+                num_pdb_violations: c.num_pdb_violations as i64,
+            };
+            (c.node, v)
+        })
+        .collect();
+    let mut kept = crate::framework::call_extenders_for_preemption(extenders, pod, map)?;
+    Ok(order
+        .into_iter()
+        .filter_map(|node| {
+            let v = kept.remove(&node)?;
+            Some(Candidate {
+                node,
+                victims: v.pods,
+                num_pdb_violations: usize::try_from(v.num_pdb_violations).unwrap_or(0),
+            })
+        })
+        .collect())
 }
 
 /// A node's filter status code; nodes without one count as unresolvable (upstream's default
