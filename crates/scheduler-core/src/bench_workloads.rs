@@ -886,20 +886,31 @@ pub fn views(pods: &[core::Pod]) -> Vec<Arc<PodInfo>> {
 /// [`run`], explaining the measured attempts as `explain` says (pods scheduled alone; a pod
 /// group cycle is not explained).
 pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
-<<<<<<< HEAD
-    run_from_lists(w, 0, explain, &mut || None)
+    run_from_lists(w, 0, explain, &mut || None, &[])
+}
+
+/// [`run_with`], every profile calling `extenders` (`bench --extender-noop`: what extender
+/// calls cost).
+pub fn run_with_extenders(
+    w: &Workload,
+    explain: ExplainMode,
+    extenders: &[Arc<dyn crate::framework::Extender>],
+) -> RunStats {
+    run_from_lists(w, 0, explain, &mut || None, extenders)
 }
 
 /// [`run_with`] on a cluster that already has `bound_pods` pods ([`bound_pod`], round robin
 /// over the nodes), loaded from lists before the init pods are scheduled. `memory` is read
-/// between the start-up steps ([`Startup::memory`]).
+/// between the start-up steps ([`Startup::memory`]); every profile calls `extenders`.
 pub fn run_from_lists(
     w: &Workload,
     bound_pods: usize,
     explain: ExplainMode,
     memory: &mut dyn FnMut() -> Option<u64>,
+    extenders: &[Arc<dyn crate::framework::Extender>],
 ) -> RunStats {
     let mut r = Runner::without_nodes(w);
+    r.profiles.set_extenders(extenders);
     let mut startup = Startup {
         nodes: w.nodes.len(),
         bound_pods,
@@ -931,20 +942,6 @@ pub fn run_from_lists(
     r.cache.update_snapshot(&mut r.snapshot);
     startup.first_snapshot = t.elapsed();
     startup.memory[3] = memory();
-=======
-    run_with_extenders(w, explain, &[])
-}
-
-/// [`run_with`], every profile calling `extenders` (`bench --extender-noop`: what extender
-/// calls cost).
-pub fn run_with_extenders(
-    w: &Workload,
-    explain: ExplainMode,
-    extenders: &[Arc<dyn crate::framework::Extender>],
-) -> RunStats {
-    let mut r = Runner::new(w);
-    r.profiles.set_extenders(extenders);
->>>>>>> i32
     // Views are built and the groups' members known before timing: in the controller the
     // informers do both.
     let init = views(&w.init_pods);
@@ -1006,7 +1003,7 @@ mod tests {
             probes += 1;
             Some(probes * 1000)
         };
-        let stats = run_from_lists(&w, 2 * LIST_PAGE + 3, ExplainMode::Off, &mut memory);
+        let stats = run_from_lists(&w, 2 * LIST_PAGE + 3, ExplainMode::Off, &mut memory, &[]);
         assert_eq!((stats.measured, stats.scheduled), (6, 6));
         let st = &stats.startup;
         assert_eq!((st.nodes, st.bound_pods), (30, 2 * LIST_PAGE + 3));

@@ -435,8 +435,19 @@ fn run_one(
     let w = bench_workloads::build(name, nodes, init, measured)
         .or_else(|| bench_workloads::build_group(name, nodes, init, measured, pods_per_group))
         .expect("known workload");
-<<<<<<< HEAD
-    let s = bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes);
+    let (s, workload) = match extender {
+        None => (
+            bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes, &[]),
+            name.to_string(),
+        ),
+        Some(sent) => {
+            let (rt, extenders) = noop_extender(sent).expect("loopback extender starts");
+            let s = bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes, &extenders);
+            drop(extenders);
+            rt.shutdown_background();
+            (s, format!("{name}+extender({})", sent.name()))
+        }
+    };
     let st = &s.startup;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
@@ -452,17 +463,6 @@ fn run_one(
         startup_rss_mib: st.memory[3].map(mib),
         snapshot_update_micros: s.snapshot_update_time.as_secs_f64() * 1e6
             / s.snapshot_updates.max(1) as f64,
-=======
-    let (s, workload) = match extender {
-        None => (bench_workloads::run_with(&w, explain), name.to_string()),
-        Some(sent) => {
-            let (rt, extenders) = noop_extender(sent).expect("loopback extender starts");
-            let s = bench_workloads::run_with_extenders(&w, explain, &extenders);
-            drop(extenders);
-            rt.shutdown_background();
-            (s, format!("{name}+extender({})", sent.name()))
-        }
->>>>>>> i32
     };
     BenchResult {
         workload,
