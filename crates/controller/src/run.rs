@@ -188,7 +188,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             )));
         }
     }
-    let shared = Arc::new(state::Shared::new(queue, clock, profiles, groups));
+    let mut shared = state::Shared::new(queue, clock, profiles, groups);
+    shared.configz = crate::serving::configz::body(cfg);
+    let shared = Arc::new(shared);
     shared.lock().explain = crate::serving::explain::ExplainStore::new(&explain);
     let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
     // Extension-point durations every cycle, plugin durations sampled: for /metrics.
