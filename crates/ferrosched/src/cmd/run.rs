@@ -166,10 +166,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             }
         }
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    ferrosched::logging::init(flags.logging_format, filter);
     let rt = match super::runtime(super::Threads::One) {
         Ok(rt) => rt,
         Err(code) => return code,
