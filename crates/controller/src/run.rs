@@ -36,7 +36,7 @@ pub struct RunOptions {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Seed for breaking score ties.
     pub seed: u64,
-    /// Where to serve /healthz, /livez, /readyz and /metrics; `None` serves nothing.
+    /// Where to serve /healthz, /livez, /readyz, /metrics and /configz; `None` serves nothing.
     pub health: Option<tokio::net::TcpListener>,
     /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
     /// HTTP (tests).

@@ -32,11 +32,11 @@ pub struct RunArgs {
     /// Seed for breaking score ties.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Address for /healthz, /livez, /readyz and /metrics.
+    /// Address for /healthz, /livez, /readyz, /metrics and /configz.
     #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
     bind_address: std::net::IpAddr,
-    /// HTTPS port for /healthz, /livez, /readyz and /metrics; 0 disables them. Same port
-    /// and scheme as kube-scheduler.
+    /// HTTPS port for /healthz, /livez, /readyz, /metrics and /configz; 0 disables them.
+    /// Same port and scheme as kube-scheduler.
     #[arg(long, value_name = "PORT", default_value_t = 10259)]
     secure_port: u16,
     /// PEM certificate for the HTTPS port (re-read when the file changes). Without it and
