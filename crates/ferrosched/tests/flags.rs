@@ -141,6 +141,31 @@ fn the_binary_refuses_an_unknown_logging_format() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("[possible values: text, json]"), "{stderr}");
     assert!(!stderr.contains("nonexistent-kubeconfig"), "{stderr}");
+
+    // With json, the error that ends the process is a JSON line too.
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--logging-format=json",
+            "--secure-port=0",
+            "--leader-elect=false",
+            "--kubeconfig=/nonexistent-kubeconfig",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last: serde_json::Value = serde_json::from_str(stderr.lines().last().unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(last["msg"], "ferrosched run failed");
+    assert!(
+        last["err"]
+            .as_str()
+            .unwrap()
+            .contains("nonexistent-kubeconfig"),
+        "{last}"
+    );
+    assert!(last.get("v").is_none(), "{last}");
 }
 
 #[test]

@@ -239,7 +239,12 @@ pub fn run(args: &RunArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Once logging is set up, a JSON log stream stays JSON to its last line.
+            if flags.logging_format == ferrosched::logging::LogFormat::Json {
+                tracing::error!(error = %e, "ferrosched run failed");
+            } else {
+                eprintln!("error: {e}");
+            }
             ExitCode::FAILURE
         }
     }
