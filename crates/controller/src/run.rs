@@ -36,7 +36,7 @@ pub struct RunOptions {
     pub shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Seed for breaking score ties.
     pub seed: u64,
-    /// Where to serve /healthz, /livez, /readyz and /metrics; `None` serves nothing.
+    /// Where to serve /healthz, /livez, /readyz, /metrics and /configz; `None` serves nothing.
     pub health: Option<tokio::net::TcpListener>,
     /// Serve them over TLS with this config (`ferrosched run` always does); `None`: plain
     /// HTTP (tests).
@@ -197,7 +197,9 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             )));
         }
     }
-    let shared = Arc::new(state::Shared::new(queue, clock, profiles, groups));
+    let mut shared = state::Shared::new(queue, clock, profiles, groups);
+    shared.configz = crate::serving::configz::body(cfg);
+    let shared = Arc::new(shared);
     shared.lock().explain = crate::serving::explain::ExplainStore::new(&explain);
     let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);
     // Extension-point durations every cycle, plugin durations sampled: for /metrics.

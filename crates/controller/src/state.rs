@@ -76,6 +76,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
     /// Leadership, for /healthz.
     pub(crate) leader: crate::leader::Health,
+    /// The body of /configz: the effective, defaulted config (set once by `run`).
+    pub(crate) configz: String,
 }
 
 impl Shared {
@@ -102,6 +104,7 @@ impl Shared {
             clock,
             metrics: Metrics::new(),
             leader: crate::leader::Health::default(),
+            configz: String::new(),
         }
     }
 

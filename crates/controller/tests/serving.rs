@@ -1,7 +1,7 @@
 //! The TLS accept loop's limits (`controller::conn`) over real TLS on 127.0.0.1: unfinished
 //! request heads, stalled bodies and idle keep-alive connections are closed after their
 //! (shortened) timeouts, and connections over the cap are closed at once. Also the secure
-//! port of `controller::run` with its limits.
+//! port of `controller::run` with its limits, and its `/configz`.
 
 mod support;
 
@@ -299,6 +299,77 @@ leaderElection: {leaderElect: false}
         .unwrap();
     let got = String::from_utf8(read_until_closed(&mut tls).await).unwrap();
     assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    support::stop_controller(tx, task).await;
+}
+
+/// `/configz` serves the effective config (flags applied, defaulted), the document
+/// `config print -o json` prints, under `componentconfig`, to authorized users only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configz_serves_the_defaulted_config_behind_authorization() {
+    let server = fake_apiserver::FakeApiServer::start().await;
+    server.add_token("alice-token", "alice", &["system:authenticated"]);
+    server.add_token("bob-token", "bob", &["system:authenticated"]);
+    server.grant(fake_apiserver::Grant::non_resource(
+        "alice", "get", "/configz",
+    ));
+    let mut loaded = scheduler_core::config::load_str(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+percentageOfNodesToScore: 30
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: second
+",
+        "test.yaml",
+    )
+    .unwrap();
+    // As `run` does: the flags are applied to the loaded config before it is served.
+    loaded.config.client_connection.qps = 77.0;
+    let expected = serde_json::json!({
+        "componentconfig": scheduler_core::config::to_json(&loaded.config)
+    });
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let auth = controller::auth::DelegatedAuth::new(
+        Some(client.clone()),
+        Some(client.clone()),
+        controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS
+            .map(String::from)
+            .to_vec(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        health: Some(listener),
+        health_auth: Some(Arc::new(auth)),
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
+    }));
+    let (status, body) = support::http_get_as(addr, "/configz", Some("alice-token")).await;
+    assert!(status.contains("200"), "{status} {body}");
+    let got: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(got, expected);
+    let cfg = &got["componentconfig"];
+    assert_eq!(cfg["kind"], "KubeSchedulerConfiguration");
+    assert_eq!(cfg["percentageOfNodesToScore"], 30);
+    assert_eq!(cfg["clientConnection"]["qps"], 77.0);
+    assert_eq!(cfg["profiles"][1]["schedulerName"], "second");
+    // Defaulted: the fields the file left out are there.
+    assert_eq!(cfg["podMaxBackoffSeconds"], 10);
+    let (status, _) = support::http_get_as(addr, "/configz", None).await;
+    assert!(status.contains("403"), "{status}");
+    let (status, _) = support::http_get_as(addr, "/configz", Some("bob-token")).await;
+    assert!(status.contains("403"), "{status}");
+    let (status, _) = support::http_get_as(addr, "/configz", Some("nobody")).await;
+    assert!(status.contains("401"), "{status}");
     support::stop_controller(tx, task).await;
 }
 

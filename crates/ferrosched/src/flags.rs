@@ -9,7 +9,11 @@
 //! * `-v` / `--v=N`: klog verbosity mapped to a tracing filter (`RUST_LOG` wins when set);
 //! * `--authentication-kubeconfig` / `--authorization-kubeconfig` /
 //!   `--authorization-always-allow-paths`: delegated authentication and authorization of the
-//!   secure port, as kube-scheduler (`controller::auth`).
+//!   secure port, as kube-scheduler (`controller::auth`);
+//! * `--logging-format=text|json` ([`crate::logging`]); `--log-flush-frequency` is accepted
+//!   and validated, with no effect (lines are written unbuffered, each as it is logged);
+//! * `--profiling` / `--contention-profiling`: accepted (`true` or `false`) with no effect:
+//!   ferrosched serves no `/debug/pprof`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,6 +23,8 @@ use scheduler_core::config::{
     ClientConnectionConfiguration, KubeSchedulerConfiguration, LeaderElectionConfiguration,
     format_go_duration, parse_go_duration,
 };
+
+use crate::logging::LogFormat;
 
 /// The only lock client-go still implements.
 pub const RESOURCE_LOCK_LEASES: &str = "leases";
@@ -90,6 +96,36 @@ pub struct KubeSchedulerFlags {
         default_values_t = controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS.map(String::from)
     )]
     pub authorization_always_allow_paths: Vec<String>,
+    /// Log line format: `text` (default) or `json` (one JSON object per line with ts,
+    /// caller, msg, v and the key/values, as kube-scheduler's).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub logging_format: LogFormat,
+    /// Accepted for compatibility (must be a duration greater than zero, e.g. 5s); no
+    /// effect: ferrosched writes each log line as it is logged, unbuffered.
+    #[arg(long, value_name = "DURATION", value_parser = go_duration)]
+    pub log_flush_frequency: Option<Duration>,
+    /// Accepted for compatibility (`--profiling`, `--profiling=false`); no effect:
+    /// ferrosched serves no /debug/pprof.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub profiling: Option<bool>,
+    /// Accepted for compatibility (`--contention-profiling[=BOOL]`); no effect, as
+    /// --profiling.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub contention_profiling: Option<bool>,
 }
 
 fn go_duration(s: &str) -> Result<Duration, String> {

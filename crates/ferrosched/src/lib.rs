@@ -6,3 +6,4 @@
 pub mod cluster_bench;
 pub mod flags;
 pub mod hot_code;
+pub mod logging;

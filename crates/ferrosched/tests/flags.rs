@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use ferrosched::flags::{KubeSchedulerFlags, verbosity_filter};
+use ferrosched::logging::LogFormat;
 use scheduler_core::config::{self, KubeSchedulerConfiguration};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
@@ -91,6 +92,80 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
     for args in [&["-v=3"][..], &["-v", "3"], &["--v", "3"], &["-v3"]] {
         assert_eq!(parse(args).verbosity, Some(3), "{args:?}");
     }
+}
+
+/// Logging and profiling flags of hardened manifests: accepted, the format chosen, the
+/// rest validated.
+#[test]
+fn logging_and_profiling_flags_parse_as_kube_schedulers() {
+    assert_eq!(parse(&[]).logging_format, LogFormat::Text);
+    assert_eq!(
+        parse(&["--logging-format=json"]).logging_format,
+        LogFormat::Json
+    );
+    assert_eq!(
+        parse(&["--logging-format", "text"]).logging_format,
+        LogFormat::Text
+    );
+    let e = parse_err(&["--logging-format=xml"]);
+    assert!(
+        e.contains("xml") && e.contains("text") && e.contains("json"),
+        "{e}"
+    );
+    let f = parse(&[
+        "--profiling=false",
+        "--contention-profiling",
+        "--log-flush-frequency=5s",
+    ]);
+    assert_eq!(f.profiling, Some(false));
+    assert_eq!(f.contention_profiling, Some(true));
+    assert_eq!(f.log_flush_frequency, Some(Duration::from_secs(5)));
+    assert_eq!(parse(&["--profiling"]).profiling, Some(true));
+    assert_eq!(parse(&["--profiling=true"]).profiling, Some(true));
+    assert!(parse_err(&["--log-flush-frequency=0s"]).contains("greater than zero"));
+    assert!(parse_err(&["--log-flush-frequency=soon"]).contains("soon"));
+}
+
+/// An unknown --logging-format stops the binary before it builds a client.
+#[test]
+fn the_binary_refuses_an_unknown_logging_format() {
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--logging-format=xml",
+            "--kubeconfig=/nonexistent-kubeconfig",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[possible values: text, json]"), "{stderr}");
+    assert!(!stderr.contains("nonexistent-kubeconfig"), "{stderr}");
+
+    // With json, the error that ends the process is a JSON line too.
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--logging-format=json",
+            "--secure-port=0",
+            "--leader-elect=false",
+            "--kubeconfig=/nonexistent-kubeconfig",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last: serde_json::Value = serde_json::from_str(stderr.lines().last().unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(last["msg"], "ferrosched run failed");
+    assert!(
+        last["err"]
+            .as_str()
+            .unwrap()
+            .contains("nonexistent-kubeconfig"),
+        "{last}"
+    );
+    assert!(last.get("v").is_none(), "{last}");
 }
 
 #[test]

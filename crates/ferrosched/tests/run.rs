@@ -113,6 +113,94 @@ async fn schedules_then_stops_cleanly_on_sigterm() {
     assert_eq!(server.bindings(), vec![("default/p".into(), "n1".into())]);
 }
 
+/// kube-scheduler's hardened flags are accepted; `--logging-format=json` writes one JSON
+/// object per line; `/configz` serves what `config print -o json` prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_compat_flags_and_configz() {
+    let server = FakeApiServer::start().await;
+    server.apply(
+        "nodes",
+        &json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}}}),
+    );
+    server.apply(
+        "pods",
+        &json!({"metadata": {"name": "p", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    server.add_token("reader", "config-reader", &[]);
+    server.grant(fake_apiserver::Grant::non_resource(
+        "config-reader",
+        "get",
+        "/configz",
+    ));
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["run", "--bind-address", "127.0.0.1", "--secure-port"])
+        .arg(port.to_string())
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .arg("--authentication-kubeconfig")
+        .arg(server.kubeconfig())
+        .arg("--authorization-kubeconfig")
+        .arg(server.kubeconfig())
+        .args([
+            "--logging-format=json",
+            "--log-flush-frequency=5s",
+            "--profiling=false",
+            "--contention-profiling=false",
+            "-v=4",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read as it comes, so a full pipe never blocks the scheduler.
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).unwrap();
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.node_of("default", "p").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("pod not bound");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = https_get_as(port, "/configz", Some("reader")).await;
+    assert_eq!(status, 200, "{body}");
+    let configz: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let printed = Command::new(BIN)
+        .args(["config", "print", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let printed: serde_json::Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert_eq!(configz, json!({ "componentconfig": printed }));
+    let (status, _) = https_get(port, "/configz").await;
+    assert_eq!(status, 403);
+    use rustix::process::{Pid, Signal, kill_process};
+    kill_process(Pid::from_child(&child), Signal::TERM).expect("SIGTERM");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let stderr = reader.join().unwrap();
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.len() > 3, "{stderr}");
+    for l in &lines {
+        assert!(l["ts"].is_f64(), "{l}");
+        assert!(l["msg"].is_string(), "{l}");
+        assert!(l["caller"].as_str().unwrap().contains(".rs:"), "{l}");
+        assert!(l["v"].is_u64() || l.get("v").is_none(), "{l}");
+    }
+    // -v=4 shows debug lines, at v 4.
+    assert!(lines.iter().any(|l| l["v"] == 4), "{stderr}");
+}
+
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()

@@ -1,4 +1,5 @@
-//! `/healthz`, `/livez`, `/readyz` and `/metrics` ([`crate::serving::metrics`]), over HTTPS on
+//! `/healthz`, `/livez`, `/readyz`, `/metrics` ([`crate::serving::metrics`]) and `/configz`
+//! ([`crate::serving::configz`]), over HTTPS on
 //! `--secure-port` (10259) as kube-scheduler serves them, so its probes (`scheme: HTTPS`)
 //! work unchanged; plain HTTP only for tests. Behind delegated authentication and
 //! authorization ([`crate::serving::auth`]) when given one (`ferrosched run` always does).
@@ -15,7 +16,7 @@ use tokio::net::TcpListener;
 
 use crate::informers::INFORMER_COUNT;
 use crate::serving::auth::{self, DelegatedAuth};
-use crate::serving::{explain, metrics};
+use crate::serving::{configz, explain, metrics};
 use crate::state::Shared;
 
 /// /healthz and /livez: fail when this process leads but has stopped renewing its lease
@@ -80,6 +81,7 @@ pub(crate) async fn serve(
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route("/configz", get(configz::serve))
         .route("/debug/explain", get(explain::list))
         .route("/debug/explain/{namespace}/{pod}", get(explain::one))
         .with_state(shared);

@@ -1,9 +1,10 @@
 //! HTTPS serving: certificates and the TLS accept loop (`tls`, also used by the
-//! SchedulingPolicy webhook), and `run`'s `/healthz`, `/livez`, `/readyz` and `/metrics`
-//! (`health`, `metrics`). Reads the shared state for readiness and metrics; never writes
+//! SchedulingPolicy webhook), and `run`'s `/healthz`, `/livez`, `/readyz`, `/metrics` and
+//! `/configz` (`health`, `metrics`, `configz`). Reads the shared state for readiness and metrics; never writes
 //! to it or to the API server.
 
 pub mod auth;
+pub mod configz;
 pub mod conn;
 pub mod explain;
 pub(crate) mod health;

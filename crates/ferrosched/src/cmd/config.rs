@@ -160,10 +160,8 @@ fn print(args: &PrintArgs) -> ExitCode {
             match args.output {
                 Output::Yaml => print!("{yaml}"),
                 Output::Json => {
-                    // The YAML printer owns the document's shape (apiVersion first, Go
-                    // durations); JSON is the same document.
-                    let doc: serde_json::Value =
-                        serde_saphyr::from_str(&yaml).expect("printed config reads back");
+                    // The same document (and what /configz serves under "componentconfig").
+                    let doc = config::to_json(&l.config);
                     print!("{}", Output::Json.serialize(&doc).unwrap_or_default());
                 }
                 Output::Table => match load_and_build(Ok(l)) {

@@ -32,11 +32,11 @@ pub struct RunArgs {
     /// Seed for breaking score ties.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Address for /healthz, /livez, /readyz and /metrics.
+    /// Address for /healthz, /livez, /readyz, /metrics and /configz.
     #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
     bind_address: std::net::IpAddr,
-    /// HTTPS port for /healthz, /livez, /readyz and /metrics; 0 disables them. Same port
-    /// and scheme as kube-scheduler.
+    /// HTTPS port for /healthz, /livez, /readyz, /metrics and /configz; 0 disables them.
+    /// Same port and scheme as kube-scheduler.
     #[arg(long, value_name = "PORT", default_value_t = 10259)]
     secure_port: u16,
     /// PEM certificate for the HTTPS port (re-read when the file changes). Without it and
@@ -166,10 +166,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             }
         }
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    ferrosched::logging::init(flags.logging_format, filter);
     let rt = match super::runtime(super::Threads::One) {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -242,7 +239,12 @@ pub fn run(args: &RunArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Once logging is set up, a JSON log stream stays JSON to its last line.
+            if flags.logging_format == ferrosched::logging::LogFormat::Json {
+                tracing::error!(error = %e, "ferrosched run failed");
+            } else {
+                eprintln!("error: {e}");
+            }
             ExitCode::FAILURE
         }
     }

@@ -36,7 +36,7 @@ pub use defaults::{
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, MAX_PRINTED};
 pub use expand::{ExpandedProfile, expand};
-pub use print::to_yaml;
+pub use print::{to_json, to_yaml};
 pub use types::*;
 
 /// Message texts, for tests and docs that quote them.

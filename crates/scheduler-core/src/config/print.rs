@@ -24,3 +24,9 @@ pub fn to_yaml(cfg: &KubeSchedulerConfiguration) -> String {
     // serializer always handles.
     serde_saphyr::to_string(&doc).expect("config types serialize to YAML")
 }
+
+/// The same document as [`to_yaml`], as JSON (`config print -o json`, `/configz`): read back
+/// from the YAML, so the printer keeps owning the shape (field order, Go durations).
+pub fn to_json(cfg: &KubeSchedulerConfiguration) -> serde_json::Value {
+    serde_saphyr::from_str(&to_yaml(cfg)).expect("printed config reads back")
+}
