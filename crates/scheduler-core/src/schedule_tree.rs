@@ -74,10 +74,36 @@ pub fn schedule_tree(
         order: Vec::new(),
     };
     let node = TreeNode::Composite(root.clone());
-    if let Err(reason) = tree.composite(root) {
+    if let Err(reason) = inconsistent_priority(groups, root) {
+        tree.error(&node, &reason);
+    } else if let Err(reason) = tree.composite(root) {
         tree.fail(&node, root, &reason);
     }
     tree.finish(root)
+}
+
+/// Upstream's check before a tree's cycle: every group of it has the root's priority (unset
+/// counts as 0). A tree that fails it is not tried; its pods back off with the error.
+fn inconsistent_priority(groups: &PodGroups, root: &CompositeKey) -> Result<(), String> {
+    let want = groups.composite(root).and_then(|c| c.priority).unwrap_or(0);
+    let composites = pod_group_tree::composites_under(groups, root);
+    let found = composites
+        .iter()
+        .filter_map(|k| groups.composite(k))
+        .map(|c| (c.priority.unwrap_or(0), c.key.to_string()))
+        .chain(
+            pod_group_tree::leaves(groups, &TreeNode::Composite(root.clone()))
+                .iter()
+                .filter_map(|k| groups.get(k))
+                .map(|g| (g.priority.unwrap_or(0), g.key.to_string())),
+        )
+        .find(|(p, _)| *p != want);
+    match found {
+        None => Ok(()),
+        Some((p, name)) => Err(format!(
+            "all pod groups in a hierarchy should have the same priority as the root pod group's priority, got {want} ({root}) and {p} ({name})"
+        )),
+    }
 }
 
 struct Tree<'a> {
@@ -371,6 +397,39 @@ impl Tree<'_> {
             });
             Arc::new(g)
         })
+    }
+
+    /// The tree cannot be tried (an inconsistency): every waiting pod under `node` goes
+    /// through backoff with `reason`, and each PodGroup's condition says SchedulerError.
+    fn error(&mut self, node: &TreeNode, reason: &str) {
+        for leaf in pod_group_tree::leaves(self.groups, node) {
+            let pods = self.by_leaf.remove(&leaf).unwrap_or_default();
+            if pods.is_empty() {
+                continue;
+            }
+            let group = self.group_or_gone(&leaf);
+            let waiting = pods
+                .into_iter()
+                .map(|queued| WaitingMember {
+                    message: reason.to_string(),
+                    queued,
+                    diagnosis: None,
+                })
+                .collect();
+            self.order.push(leaf.clone());
+            self.results.insert(
+                leaf,
+                LeafOutcome {
+                    group,
+                    scheduled_before: 0,
+                    outcome: GroupOutcome::Unschedulable {
+                        reason: reason.to_string(),
+                        error: true,
+                        waiting,
+                    },
+                },
+            );
+        }
     }
 
     fn waiting(

@@ -236,13 +236,37 @@ fn a_tree_preempts_for_its_root_quorum() {
         "  priority: 100\n",
     ));
     for s in ["a", "b"] {
+        // The groups' priority is the root's (a tree of mixed priorities is refused).
         text.push_str(
             &leaf(s, "job", 1, 1)
-                .replace("  schedulingGroup:", "  priority: 100\n  schedulingGroup:"),
+                .replace("  schedulingGroup:", "  priority: 100\n  schedulingGroup:")
+                .replace(
+                    "  schedulingPolicy:",
+                    "  priority: 100\n  schedulingPolicy:",
+                ),
         );
     }
     let r = simulate(&text);
     assert_eq!(bound(&r, &["a-0", "b-0"]), [true, true], "{:?}", r.outcomes);
     let victims = preempted(&r);
     assert_eq!(victims.len(), 2, "{victims:?}");
+}
+
+/// A tree whose groups disagree on priority is not tried, with upstream's error.
+#[test]
+fn a_tree_with_mixed_priorities_is_refused_as_upstream() {
+    let mut text = nodes(4);
+    text.push_str(&composite(
+        "job",
+        None,
+        "gang: {minGroupCount: 1}",
+        "  priority: 5\n",
+    ));
+    text.push_str(&leaf("a", "job", 1, 1));
+    let r = simulate(&text);
+    assert_eq!(r.scheduled(), 0);
+    assert_eq!(
+        message(&r, "ml/a-0"),
+        "all pod groups in a hierarchy should have the same priority as the root pod group's priority, got 5 (ml/job) and 0 (ml/a)"
+    );
 }
