@@ -111,7 +111,7 @@ fn tls_config(cfg: &config::Extender) -> Result<rustls::ClientConfig, String> {
         // kube-scheduler: HTTPS without a CA (or insecure) does not verify the server.
         _ => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider))),
+            .with_custom_certificate_verifier(Arc::new(crate::tls::NoVerify(provider))),
     };
     let cert = read_pem(&t.cert_file, &t.cert_data, "cert")?;
     let key = read_pem(&t.key_file, &t.key_data, "key")?;
@@ -127,52 +127,6 @@ fn tls_config(cfg: &config::Extender) -> Result<rustls::ClientConfig, String> {
                 .map_err(|e| format!("tlsConfig client certificate: {e}"))
         }
         _ => Ok(builder.with_no_client_auth()),
-    }
-}
-
-/// Accepts any server certificate (signatures still checked), as Go's InsecureSkipVerify.
-#[derive(Debug)]
-struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
