@@ -352,23 +352,16 @@ fn simulate(
                         &nominated,
                     )
                 });
-                if let Some(GroupPreemption::Preempt {
-                    victims,
-                    nominations,
-                    ..
-                }) = decision
-                {
-                    let after = Preempted {
-                        victims: &victims,
-                        nominations: &nominations,
-                    };
-                    after.requeue(
+                if let Some(decision) = &decision
+                    && requeue_after_preemption(
+                        decision,
                         members,
                         (&mut cache, &groups, &mut nominated),
                         &mut victims_of,
                         &mut queue,
                         &mut unschedulable,
-                    );
+                    )
+                {
                     continue;
                 }
                 for leaf in leaves {
@@ -464,26 +457,16 @@ fn simulate(
                         &mut snapshot,
                         &nominated,
                     );
-                    let GroupPreemption::Preempt {
-                        victims,
-                        nominations,
-                        ..
-                    } = decision
-                    else {
-                        unschedulable.extend(waiting.into_iter().map(|w| (w.queued, w.message)));
-                        continue;
-                    };
-                    let after = Preempted {
-                        victims: &victims,
-                        nominations: &nominations,
-                    };
-                    after.requeue(
+                    if !requeue_after_preemption(
+                        &decision,
                         members,
                         (&mut cache, &groups, &mut nominated),
                         &mut victims_of,
                         &mut queue,
                         &mut unschedulable,
-                    );
+                    ) {
+                        unschedulable.extend(waiting.into_iter().map(|w| (w.queued, w.message)));
+                    }
                     continue;
                 }
                 GroupOutcome::Unschedulable { waiting, .. } => waiting,
@@ -675,49 +658,50 @@ fn member_bound(
     o
 }
 
-/// What workload-aware preemption decided for a gang or a tree, applied to the simulated
-/// cluster.
-struct Preempted<'a> {
-    victims: &'a [PodKey],
-    nominations: &'a [(PodKey, String)],
-}
-
-impl Preempted<'_> {
-    /// Evicts the victims (reported with the first member's placement), then queues the
-    /// members again first, each nominated where preemption placed it, and every earlier
-    /// failure after them, as pod deletions do upstream.
-    fn requeue(
-        &self,
-        members: Vec<QueuedPodInfo>,
-        (cache, groups, nominated): (&mut Cache, &PodGroupManager, &mut NominatedPods),
-        victims_of: &mut BTreeMap<PodKey, Vec<String>>,
-        queue: &mut VecDeque<QueuedPodInfo>,
-        unschedulable: &mut Vec<(QueuedPodInfo, String)>,
-    ) {
-        for v in self.victims {
-            if let Ok(gone) = cache.remove_pod(v) {
-                groups.write().remove_pod(&gone);
-            }
-        }
-        if let Some(first) = members.first() {
-            victims_of
-                .entry(first.pod.key().clone())
-                .or_default()
-                .extend(self.victims.iter().map(|v| v.to_string()));
-        }
-        for mut m in members.into_iter().rev() {
-            if let Some((_, node)) = self.nominations.iter().find(|(k, _)| k == m.pod.key()) {
-                let mut p = PodInfo::clone(&m.pod);
-                p.nominated_node_name = Some(node.clone());
-                m.pod = Arc::new(p);
-                nominated.add(Arc::clone(&m.pod), node);
-            }
-            queue.push_front(m);
-        }
-        for (u, _) in unschedulable.drain(..) {
-            queue.push_back(u);
+/// Applies what workload-aware preemption decided for a gang or a tree, when it chose
+/// victims (returns false otherwise, touching nothing): evicts them (reported with the
+/// first member's placement), then queues the members again first, each nominated where
+/// preemption placed it, and every earlier failure after them, as pod deletions do upstream.
+fn requeue_after_preemption(
+    decision: &GroupPreemption,
+    members: Vec<QueuedPodInfo>,
+    (cache, groups, nominated): (&mut Cache, &PodGroupManager, &mut NominatedPods),
+    victims_of: &mut BTreeMap<PodKey, Vec<String>>,
+    queue: &mut VecDeque<QueuedPodInfo>,
+    unschedulable: &mut Vec<(QueuedPodInfo, String)>,
+) -> bool {
+    let GroupPreemption::Preempt {
+        victims,
+        nominations,
+        ..
+    } = decision
+    else {
+        return false;
+    };
+    for v in victims {
+        if let Ok(gone) = cache.remove_pod(v) {
+            groups.write().remove_pod(&gone);
         }
     }
+    if let Some(first) = members.first() {
+        victims_of
+            .entry(first.pod.key().clone())
+            .or_default()
+            .extend(victims.iter().map(|v| v.to_string()));
+    }
+    for mut m in members.into_iter().rev() {
+        if let Some((_, node)) = nominations.iter().find(|(k, _)| k == m.pod.key()) {
+            let mut p = PodInfo::clone(&m.pod);
+            p.nominated_node_name = Some(node.clone());
+            m.pod = Arc::new(p);
+            nominated.add(Arc::clone(&m.pod), node);
+        }
+        queue.push_front(m);
+    }
+    for (u, _) in unschedulable.drain(..) {
+        queue.push_back(u);
+    }
+    true
 }
 
 fn fill_pod_groups<'a>(
