@@ -608,8 +608,9 @@ profiles:
         .await
     }
 
-    /// Stops the scheduler (it must exit cleanly) and deletes everything the run created.
-    pub async fn finish(mut self) {
+    /// Stops the scheduler, which must exit cleanly. A scenario may start it again: it then
+    /// begins from fresh lists, with no event of the pause left to race.
+    pub async fn stop_scheduler(&mut self) {
         if let Some(s) = self.scheduler.take() {
             let _ = s.stop.send(());
             tokio::time::timeout(Duration::from_secs(15), s.task)
@@ -618,6 +619,11 @@ profiles:
                 .expect("scheduler task")
                 .expect("the scheduler exits cleanly");
         }
+    }
+
+    /// Stops the scheduler (it must exit cleanly) and deletes everything the run created.
+    pub async fn finish(mut self) {
+        self.stop_scheduler().await;
         self.kwok.abort();
         for t in self.background.drain(..) {
             t.abort();

@@ -107,6 +107,7 @@ async fn runtime_class_nodeselector_tolerations_and_late_creation() {
 
     env.create_pod(env.pod("sandboxed").runtime_class(&class))
         .await;
+    env.start_default_scheduler().await;
     let not_found = format!("runtimeclass \"{class}\" not found");
     let ev = env
         .wait_event("sandboxed", "FailedScheduling", |n| n.contains(&not_found))
@@ -505,7 +506,11 @@ async fn runtime_class_admission_refuses_missing_classes_and_merges_present_ones
     })
     .await;
 
-    // The class goes away after admission; the next attempt (a node appears) says so.
+    // The class goes away after admission, and a node that would suit the pod appears; the
+    // next attempt says the class is missing. The scheduler is paused meanwhile: its class
+    // and node watches are separate streams, so a running one may see the node first and
+    // (rightly) bind the pod while the class still looks present.
+    env.stop_scheduler().await;
     let classes: Api<RuntimeClass> = Api::all(env.client.clone());
     classes
         .delete(&class, &DeleteParams::default())
@@ -518,6 +523,7 @@ async fn runtime_class_admission_refuses_missing_classes_and_merges_present_ones
                 .taint("sandbox.example.com/runtime", "gvisor", "NoSchedule"),
         )
         .await;
+    env.start_default_scheduler().await;
     let not_found = format!("runtimeclass \"{class}\" not found");
     env.wait_unschedulable("sandboxed", |m| m.contains(&not_found))
         .await;

@@ -222,6 +222,7 @@ impl FakeApiServer {
     /// the watch was down). Follow with [`Self::expire_watches`].
     pub fn delete_silently(&self, collection: &str, ns: &str, name: &str) {
         let key = (collection.to_string(), ns.to_string(), name.to_string());
+        let _guard = self.inner.write_lock.lock().unwrap();
         self.inner.store.lock().unwrap().objects.remove(&key);
     }
 

@@ -247,12 +247,17 @@ impl FakeApiServer {
     /// Creates or replaces an object of `collection` ("pods", "nodes", "namespaces",
     /// "runtimeclasses", "poddisruptionbudgets", "persistentvolumeclaims",
     /// "persistentvolumes", "storageclasses", "csinodes") from any serializable Kubernetes object.
+    ///
+    /// Like every write, it waits for in-flight read-modify-write requests (a status patch,
+    /// a binding): one of those must not write back an object this call replaced or deleted.
     pub fn apply<T: serde::Serialize>(&self, collection: &str, object: &T) -> Value {
+        let _guard = self.inner.write_lock.lock().unwrap();
         self.inner
             .put(collection, serde_json::to_value(object).unwrap())
     }
 
     pub fn delete(&self, collection: &str, ns: &str, name: &str) -> Option<Value> {
+        let _guard = self.inner.write_lock.lock().unwrap();
         self.inner.remove(collection, ns, name)
     }
 

@@ -253,6 +253,17 @@ async fn a_disabled_resource_is_not_found_and_bindings_conflict_once_bound() {
     )
     .await
     .unwrap();
+    // An earlier attempt failed: the scheduler wrote its reason and message.
+    pods.patch_status(
+        "p",
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"status": {"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu.",
+        }]}})),
+    )
+    .await
+    .unwrap();
     bind().await.unwrap();
     assert_eq!(server.node_of("a", "p").as_deref(), Some("n1"));
     let bound = server.get("pods", "a", "p").unwrap();
@@ -260,6 +271,17 @@ async fn a_disabled_resource_is_not_found_and_bindings_conflict_once_bound() {
         bound["status"].get("nominatedNodeName").is_none(),
         "{bound}"
     );
+    // The binding's condition replaces the failure whole: no stale reason or message.
+    let scheduled: Vec<_> = bound["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "PodScheduled")
+        .collect();
+    assert_eq!(scheduled.len(), 1, "{bound}");
+    assert_eq!(scheduled[0]["status"], "True");
+    assert!(scheduled[0].get("reason").is_none(), "{bound}");
+    assert!(scheduled[0].get("message").is_none(), "{bound}");
     assert_eq!(code(bind().await.unwrap_err()), 409);
 }
 

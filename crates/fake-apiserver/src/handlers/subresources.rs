@@ -76,10 +76,7 @@ pub(super) fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Resp
     if let Some(status) = pod["status"].as_object_mut() {
         status.remove("nominatedNodeName");
     }
-    strategic_merge(
-        &mut pod,
-        &json!({"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}),
-    );
+    set_scheduled(&mut pod);
     inner.put("pods", pod);
     inner
         .store
@@ -92,6 +89,36 @@ pub(super) fn bind(inner: &Inner, ns: &str, name: &str, binding: &Value) -> Resp
         axum::Json(json!({"apiVersion": "v1", "kind": "Status", "status": "Success", "code": 201})),
     )
         .into_response()
+}
+
+/// The binding's PodScheduled condition replaces the old one whole, as kube-apiserver's
+/// binding storage does: the scheduler's `Unschedulable` reason and message do not survive
+/// next to `status: True`. The transition time stays when the status was already True.
+fn set_scheduled(pod: &mut Value) {
+    // The fake's clock is the fixed instant it stamps everywhere.
+    let now = "2026-01-01T00:00:00Z";
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = pod["status"]
+        .as_object_mut()
+        .unwrap()
+        .entry("conditions")
+        .or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let list = conditions.as_array_mut().unwrap();
+    let old = list.iter().position(|c| c["type"] == "PodScheduled");
+    let since = match old.map(|i| &list[i]) {
+        Some(c) if c["status"] == "True" => c["lastTransitionTime"].clone(),
+        _ => json!(now),
+    };
+    let fresh = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": since});
+    match old {
+        Some(i) => list[i] = fresh,
+        None => list.push(fresh),
+    }
 }
 
 /// PATCH of a status subresource: only `status` may change. A `metadata.resourceVersion` in
