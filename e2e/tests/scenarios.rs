@@ -107,7 +107,6 @@ async fn runtime_class_nodeselector_tolerations_and_late_creation() {
 
     env.create_pod(env.pod("sandboxed").runtime_class(&class))
         .await;
-    env.start_default_scheduler().await;
     let not_found = format!("runtimeclass \"{class}\" not found");
     let ev = env
         .wait_event("sandboxed", "FailedScheduling", |n| n.contains(&not_found))
