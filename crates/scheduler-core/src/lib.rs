@@ -22,6 +22,7 @@ pub mod queue;
 mod schedule_batch;
 pub mod schedule_group;
 pub mod schedule_one;
+mod schedule_placements;
 pub mod schedule_tree;
 pub mod simulate;
 pub mod types;

@@ -7,15 +7,15 @@
 //! Pure like [`crate::schedule_one`]: the caller pops the members from its queue, holds the
 //! cache while the cycle runs, and then binds the placed pods or requeues every member.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
 use crate::explain::group::{DomainEval, GroupRecord, Trial};
 use crate::explain::{Explanation, Record};
 use crate::framework::{
-    CycleState, Diagnosis, Framework, GroupCycleDone, GroupRejection, NominatedPods, QueuedPodInfo,
-    Status,
+    CycleState, Diagnosis, Framework, GroupCycleDone, GroupRejection, NominatedPods, Placement,
+    QueuedPodInfo, Status,
 };
 use crate::plugins::gang_scheduling::min_count_feasible;
 use crate::plugins::names::{COSCHEDULING, GANG_SCHEDULING};
@@ -24,6 +24,7 @@ use crate::schedule_one::{
     Decision, SchedulingAlgorithm, assume_decision, forget_decision, schedule_group_member,
     schedule_group_member_recorded,
 };
+use crate::schedule_placements::{candidates, raw_scores};
 use crate::types::PodInfo;
 use crate::types::composite_pod_group::CompositeKey;
 use crate::types::pod_group::{GroupApi, GroupCondition, PodGroupInfo, PodGroupKey};
@@ -346,58 +347,6 @@ pub fn cycle_done(
     fw.run_group_done(group, &done);
 }
 
-/// Each feasible placement's score, (domain, pods placed with it, NodeResourcesFit's
-/// placement score) in, total out: PodGroupPodsCount (normalized to 0-100 by the largest)
-/// plus NodeResourcesFit's placement score, each of weight 1.
-pub(crate) fn placement_scores(feasible: &[(String, usize, i64)]) -> Vec<i64> {
-    let max_pods = feasible.iter().map(|f| f.1).max().unwrap_or(0).max(1) as i64;
-    feasible
-        .iter()
-        .map(|(_, pods, fit)| *pods as i64 * 100 / max_pods + fit)
-        .collect()
-}
-
-/// NodeResourcesFit's placement score over the nodes `alg` may choose from now (a
-/// placement being evaluated, its proposed pods counted): LeastAllocated over cpu and
-/// memory, 0-100.
-pub(crate) fn least_allocated(alg: &SchedulingAlgorithm, snapshot: &Snapshot) -> i64 {
-    let (mut alloc, mut req) = ((0i64, 0i64), (0i64, 0i64));
-    for n in alg.candidates(snapshot).iter() {
-        // A dump may give a node up to 8Ei of cpu: the sums saturate, and the score is
-        // computed wide, so it stays 0-100 instead of overflowing.
-        alloc.0 = alloc.0.saturating_add(n.allocatable.milli_cpu);
-        alloc.1 = alloc.1.saturating_add(n.allocatable.memory);
-        req.0 = req.0.saturating_add(n.requested.milli_cpu);
-        req.1 = req.1.saturating_add(n.requested.memory);
-    }
-    let score = |a: i64, r: i64| {
-        if a <= 0 || r > a {
-            0
-        } else {
-            ((i128::from(a) - i128::from(r)) * 100 / i128::from(a)) as i64
-        }
-    };
-    (score(alloc.0, req.0) + score(alloc.1, req.1)) / 2
-}
-
-/// The placement to keep among the feasible ones: the highest score
-/// ([`placement_scores`]); ties go to the first domain in name order (upstream breaks them
-/// at random).
-pub(crate) fn best_placement(feasible: &[(String, usize, i64)]) -> Option<String> {
-    feasible
-        .iter()
-        .zip(placement_scores(feasible))
-        .map(|((d, _, _), score)| (d, score))
-        .fold(
-            None,
-            |best: Option<(&String, i64)>, (d, score)| match best {
-                Some((_, s)) if s >= score => best,
-                _ => Some((d, score)),
-            },
-        )
-        .map(|(d, _)| d.clone())
-}
-
 /// One member's cycle, recorded: explained in full when `rec` wants the pod, rendered at
 /// once against the snapshot it ran on (the next member's cycle sees another).
 fn member_recorded(
@@ -447,10 +396,11 @@ impl Ctx<'_, '_> {
         }
     }
 
-    /// Upstream's placement algorithm for a group with a topology constraint: one candidate
-    /// placement per value of the label (only the domain of pods already placed, when there
-    /// are any), each evaluated with the default algorithm restricted to its nodes and undone,
-    /// then the best feasible one (PodGroupPodsCount, plus NodeResourcesFit's placement score)
+    /// Upstream's placement algorithm for a group with a topology constraint: the
+    /// PlacementGenerate plugins' candidates (one per value of the label, only the domain of
+    /// pods already placed when there are any), each evaluated with the default algorithm
+    /// restricted to its nodes and undone until enough feasible ones are found
+    /// (`percentageOfPlacementsToScore`), then the best by the PlacementScore plugins
     /// evaluated again and kept.
     fn placement_algorithm(
         &mut self,
@@ -459,68 +409,57 @@ impl Ctx<'_, '_> {
         members: Vec<QueuedPodInfo>,
     ) -> GroupOutcome {
         self.cache.update_snapshot(self.snapshot);
-        let domains = match self.domains(key, scheduled) {
-            Ok(d) => d,
-            Err(reason) => {
-                let reason =
-                    format!("cannot determine domain for already scheduled pods: {reason}");
-                return self.all_wait(members, reason);
-            }
+        let c = match candidates(self.fw, self.alg, self.snapshot, key, scheduled) {
+            Ok(c) => c,
+            Err(reason) => return self.all_wait(members, reason),
         };
-        if domains.is_empty() {
-            let reason = format!("0/0 placements are available: no node has the label {key:?}");
-            return self.all_wait(members, reason);
-        }
         if let Some(r) = self.rec.as_deref_mut()
             && !scheduled.is_empty()
         {
             r.pinned();
         }
-        // Each domain's nodes, found in one pass (the cluster's nodes stay while the cycle runs).
-        let mut nodes_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, n) in self.snapshot.node_infos().iter().enumerate() {
-            if !self.alg.in_outer(n) {
-                continue;
-            }
-            if let Some(v) = n.labels.get(key) {
-                match nodes_of.get_mut(v.as_str()) {
-                    Some(p) => p.push(i),
-                    None => {
-                        nodes_of.insert(v.to_string(), vec![i]);
-                    }
-                }
-            }
-        }
-        let placement = |alg: &mut SchedulingAlgorithm, snapshot: &Snapshot, d: &String| {
-            let positions = nodes_of.get(d).cloned().unwrap_or_default();
-            alg.set_placement_nodes((key.to_string(), d.clone()), snapshot, positions);
+        let placement = |alg: &mut SchedulingAlgorithm, snapshot: &Snapshot, p: &Placement| {
+            alg.set_placement_nodes(
+                (key.to_string(), p.value.clone()),
+                snapshot,
+                p.nodes.clone(),
+            );
         };
-        // (domain, pods placed with it, NodeResourcesFit's placement score)
-        let mut feasible: Vec<(String, usize, i64)> = Vec::new();
+        // (placement index, raw PlacementScore scores) of the feasible ones.
+        let mut feasible: Vec<(usize, Vec<i64>)> = Vec::new();
         let mut first_failure = None;
-        for d in &domains {
-            placement(self.alg, self.snapshot, d);
+        for &i in &c.order {
+            let p = &c.placements[i];
+            placement(self.alg, self.snapshot, p);
             let out = self.default_algorithm(scheduled.len(), members.clone());
+            let mut scored = None;
             if let GroupOutcome::Placed { placed, .. } = &out {
                 self.cache.update_snapshot(self.snapshot);
-                let fit = self.least_allocated();
-                feasible.push((d.clone(), scheduled.len() + placed.len(), fit));
+                let pods = scheduled.len() + placed.len();
+                scored = Some(raw_scores(self.fw, self.alg, self.snapshot, pods));
             }
             self.alg.set_placement(None);
             if let Some(r) = self.rec.as_deref_mut() {
-                let result = match (&out, feasible.last()) {
-                    (GroupOutcome::Placed { .. }, Some((_, pods, fit))) => DomainEval::Feasible {
-                        pods: *pods,
-                        fit: *fit,
-                    },
-                    (GroupOutcome::Unschedulable { error: true, .. }, _) => DomainEval::Error,
+                let result = match (&out, &scored) {
+                    (_, Some(Ok(raw))) => DomainEval::Feasible { raw: raw.clone() },
+                    (_, Some(Err(_))) | (GroupOutcome::Unschedulable { error: true, .. }, _) => {
+                        DomainEval::Error
+                    }
                     _ => DomainEval::Rejected,
                 };
-                let nodes = nodes_of.get(d).map_or(0, Vec::len);
-                r.domain_evaluated(d.clone(), nodes, result);
+                r.domain_evaluated(p.value.clone(), p.nodes.len(), result);
             }
             match out {
-                GroupOutcome::Placed { placed, .. } => self.undo(placed),
+                GroupOutcome::Placed { placed, .. } => {
+                    self.undo(placed);
+                    match scored.expect("a placed evaluation is scored") {
+                        Ok(raw) => feasible.push((i, raw)),
+                        Err(e) => return self.all_fail(members, e),
+                    }
+                    if feasible.len() >= c.to_find {
+                        break;
+                    }
+                }
                 GroupOutcome::Unschedulable { error: true, .. } => {
                     if let Some(r) = self.rec.as_deref_mut() {
                         r.outcome_of_domain(false);
@@ -532,7 +471,12 @@ impl Ctx<'_, '_> {
                 }
             }
         }
-        let Some(best) = best_placement(&feasible) else {
+        let raws: Vec<Vec<i64>> = feasible.iter().map(|(_, r)| r.clone()).collect();
+        let scores = match self.fw.weigh_placements(&raws) {
+            Ok(s) => s,
+            Err(e) => return self.all_fail(members, e),
+        };
+        let Some(best) = scores.best().map(|b| feasible[b].0) else {
             if let Some(r) = self.rec.as_deref_mut() {
                 r.outcome_of_domain(true);
             }
@@ -544,7 +488,7 @@ impl Ctx<'_, '_> {
             };
             let reason = format!(
                 "0/{} placements are available, first placement status: {reason}",
-                domains.len()
+                c.placements.len()
             );
             let group_message = group_failure_message(self.group, "");
             let waiting = waiting
@@ -562,60 +506,33 @@ impl Ctx<'_, '_> {
                 waiting,
             };
         };
+        let best = &c.placements[best];
         if let Some(r) = self.rec.as_deref_mut() {
-            r.chosen(best.clone());
+            r.chosen(best.value.clone());
         }
-        placement(self.alg, self.snapshot, &best);
+        placement(self.alg, self.snapshot, best);
         let out = self.default_algorithm(scheduled.len(), members);
         self.alg.set_placement(None);
         out
     }
 
-    /// The candidate domains: the one the placed pods share, or every value of `key` among the
-    /// nodes (sorted; nodes without the label are in none).
-    fn domains(&self, key: &str, scheduled: &[String]) -> Result<Vec<String>, String> {
-        let mut pinned: Vec<String> = Vec::new();
-        for node in scheduled {
-            let value = self
-                .snapshot
-                .get(node)
-                .and_then(|n| n.labels.get(key).cloned())
-                .ok_or_else(|| format!("no topology domain found for a pod on node {node:?}"))?;
-            if !pinned.contains(&value) {
-                pinned.push(value);
-            }
-        }
-        match pinned.len() {
-            0 => {}
-            1 => return Ok(pinned),
-            _ => {
-                return Err(format!(
-                    "more than 1 domain found for pod group: {}, {}",
-                    pinned[0], pinned[1]
-                ));
-            }
-        }
-        let mut all: Vec<String> = self
-            .snapshot
-            .node_infos()
-            .iter()
-            .filter(|n| self.alg.in_outer(n))
-            .filter_map(|n| n.labels.get(key).cloned())
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        Ok(all)
-    }
-
-    /// NodeResourcesFit's placement score (LeastAllocated over cpu and memory of the nodes of
-    /// the placement being evaluated together, the group's proposed pods counted): 0-100.
-    fn least_allocated(&self) -> i64 {
-        least_allocated(self.alg, self.snapshot)
-    }
-
     /// Undoes the assumptions of placed members (an evaluation that is not kept).
     fn undo(&mut self, placed: Vec<PlacedMember>) {
         undo_placed(self.fw, self.cache, placed);
+    }
+
+    /// Every member waits with the group's error (the cycle stopped on it).
+    fn all_fail(&self, members: Vec<QueuedPodInfo>, reason: String) -> GroupOutcome {
+        match self.all_wait(members, reason) {
+            GroupOutcome::Unschedulable {
+                reason, waiting, ..
+            } => GroupOutcome::Unschedulable {
+                reason,
+                error: true,
+                waiting,
+            },
+            placed => placed,
+        }
     }
 
     /// Every member waits with the group's reason (nothing was tried).
@@ -1161,7 +1078,7 @@ mod tests {
             &NominatedPods::new(),
             &mut rec,
         );
-        let section = rec.section(&group, &out);
+        let section = rec.section(&fw, &group, &out);
         let results: Vec<MemberResult> = section.members.iter().map(|m| m.result).collect();
         assert_eq!(
             results,
@@ -1276,6 +1193,129 @@ mod tests {
                 .iter()
                 .all(|n| n.requested.scalar_value("nvidia.com/gpu") == 0)
         );
+    }
+
+    /// Like `run`, with the profile of `config` (the lines under a profile's list item)
+    /// and the explanation's domains: (value, result) in evaluation order.
+    fn run_with(
+        config: &str,
+        cache: &mut Cache,
+        group: &PodGroupInfo,
+        members: Vec<QueuedPodInfo>,
+    ) -> (
+        GroupOutcome,
+        Vec<(String, crate::explain::group::DomainResult)>,
+    ) {
+        let text = format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n{config}"
+        );
+        let loaded = crate::config::load_str(&text, "t").unwrap_or_else(|e| panic!("{e}"));
+        let fw = Framework::new(&loaded.profiles[0], &Registry::in_tree()).unwrap();
+        let mut alg = SchedulingAlgorithm::new(0, 1);
+        let mut snapshot = Snapshot::new();
+        let nobody = |_: &str| false;
+        let mut rec = GroupRecord::new(&nobody);
+        let out = schedule_group_recorded(
+            &fw,
+            &mut alg,
+            group,
+            &[],
+            members,
+            cache,
+            &mut snapshot,
+            &NominatedPods::new(),
+            &mut rec,
+        );
+        let domains = rec
+            .section(&fw, group, &out)
+            .domains
+            .into_iter()
+            .map(|d| (d.domain.rsplit('=').next().unwrap().to_string(), d.result))
+            .collect();
+        (out, domains)
+    }
+
+    /// Zone a's node already runs 48 of its 64 cpus; zone b's is empty.
+    fn one_busy_zone() -> Cache {
+        let mut cache = zoned_cache(&[("a1", "a"), ("b1", "b")]);
+        let busy = PodInfo::test("ml", "busy").cpu("48").node("a1").build();
+        cache.add_pod(Arc::new(busy)).unwrap();
+        cache
+    }
+
+    fn zone_chosen(out: &GroupOutcome, cache: &Cache) -> String {
+        let GroupOutcome::Placed { placed, .. } = out else {
+            panic!("placed: {out:?}");
+        };
+        zone_of(cache, &placed[0].node)
+    }
+
+    #[test]
+    fn the_placement_scorers_use_the_profiles_fit_strategy_and_weights() {
+        // LeastAllocated (the default): the empty zone. MostAllocated: the busy one.
+        let mut cache = one_busy_zone();
+        let (out, _) = run_with("", &mut cache, &zonal(1), vec![member("w0", "1")]);
+        assert_eq!(zone_chosen(&out, &cache), "b");
+        let most = "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n";
+        let mut cache = one_busy_zone();
+        let (out, _) = run_with(most, &mut cache, &zonal(1), vec![member("w0", "1")]);
+        assert_eq!(zone_chosen(&out, &cache), "a");
+        // Without NodeResourcesFit at placementScore both zones score the same: the first
+        // evaluated (by name) wins.
+        let pods_only = "profiles:\n- plugins:\n    placementScore:\n      disabled:\n      - name: NodeResourcesFit\n";
+        let mut cache = one_busy_zone();
+        let (out, _) = run_with(pods_only, &mut cache, &zonal(1), vec![member("w0", "1")]);
+        assert_eq!(zone_chosen(&out, &cache), "a");
+    }
+
+    #[test]
+    fn without_a_placement_generator_a_topology_constraint_waits() {
+        let off = "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: TopologyPlacementGenerator\n";
+        let mut cache = zoned_cache(&[("a1", "a"), ("b1", "b")]);
+        let (out, _) = run_with(off, &mut cache, &zonal(1), vec![member("w0", "1")]);
+        let GroupOutcome::Unschedulable { reason, error, .. } = out else {
+            panic!("nothing can honour the constraint");
+        };
+        assert!(!error);
+        assert_eq!(
+            reason,
+            "the pod group has a topology constraint on \"topology.kubernetes.io/zone\", but profile \"default-scheduler\" runs no PlacementGenerate plugin (enable TopologyPlacementGenerator)"
+        );
+    }
+
+    #[test]
+    fn the_share_of_placements_to_score_stops_the_search_early() {
+        // Ten zones that all hold the gang. At 100% every one is evaluated; at 10% the search
+        // stops at the first feasible one (the order is shuffled then).
+        let zones: Vec<(String, String)> = (0..10)
+            .map(|i| (format!("n{i}"), format!("z{i}")))
+            .collect();
+        let refs: Vec<(&str, &str)> = zones
+            .iter()
+            .map(|(n, z)| (n.as_str(), z.as_str()))
+            .collect();
+        let mut cache = zoned_cache(&refs);
+        let (_, all) = run_with(
+            "percentageOfPlacementsToScore: 100\n",
+            &mut cache,
+            &zonal(1),
+            vec![member("w0", "1")],
+        );
+        assert_eq!(all.len(), 10);
+        let mut cache = zoned_cache(&refs);
+        let (out, some) = run_with(
+            "percentageOfPlacementsToScore: 10\n",
+            &mut cache,
+            &zonal(1),
+            vec![member("w0", "1")],
+        );
+        assert_eq!(some.len(), 1, "{some:?}");
+        assert_eq!(some[0].1, crate::explain::group::DomainResult::Chosen);
+        assert!(matches!(out, GroupOutcome::Placed { .. }));
+        // Adaptive (unset): ten one-node placements are far under 5,000 nodes: all of them.
+        let mut cache = zoned_cache(&refs);
+        let (_, adaptive) = run_with("", &mut cache, &zonal(1), vec![member("w0", "1")]);
+        assert_eq!(adaptive.len(), 10);
     }
 
     #[test]

@@ -122,6 +122,17 @@ impl SchedulingAlgorithm {
 
     /// Adds a CompositePodGroup's placement under which the following cycles (and any inner
     /// placement) run, until [`pop_outer`](Self::pop_outer).
+    /// A random order of `n` placements (upstream shuffles them when only some are
+    /// evaluated, so which ones is not the generator's order).
+    pub(crate) fn shuffled(&mut self, n: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            let j = self.tie_breaker.below(i as u64 + 1) as usize;
+            order.swap(i, j);
+        }
+        order
+    }
+
     pub(crate) fn push_outer(&mut self, placement: (String, String)) {
         self.outer.push(placement);
         self.placement_nodes = None;

@@ -26,10 +26,11 @@ use crate::plugins::names::GANG_SCHEDULING;
 use crate::pod_group_manager::{PodGroupManager, PodGroups};
 use crate::pod_group_tree::{self, TreeNode};
 use crate::schedule_group::{
-    GroupOutcome, WaitingMember, best_placement, group_failure_message, least_allocated,
-    schedule_group, scheduled_members, undo_placed,
+    GroupOutcome, WaitingMember, group_failure_message, schedule_group, scheduled_members,
+    undo_placed,
 };
 use crate::schedule_one::SchedulingAlgorithm;
+use crate::schedule_placements::{candidates, raw_scores};
 use crate::types::composite_pod_group::CompositeKey;
 use crate::types::pod_group::{GroupCondition, GroupPolicy, PodGroupInfo, PodGroupKey};
 
@@ -134,34 +135,39 @@ impl Tree<'_> {
     }
 
     /// A CompositePodGroup with a topology constraint (upstream's placement algorithm, one
-    /// level up): each value of the label among the nodes the levels above allow is a
-    /// candidate; the level is evaluated inside each and undone, and the best feasible one
-    /// (pods placed, normalized, plus NodeResourcesFit's placement score over its nodes, as
-    /// a PodGroup's placements are scored) is evaluated again and kept. Pods of the subtree
-    /// placed before pin the domain.
+    /// level up): the PlacementGenerate plugins' candidates among the nodes the levels above
+    /// allow (pods of the subtree placed before pin the domain); the level is evaluated
+    /// inside each and undone until enough feasible ones are found, and the best by the
+    /// PlacementScore plugins (pods of the subtree it holds, NodeResourcesFit over its
+    /// nodes, as a PodGroup's placements are scored) is evaluated again and kept.
     fn placements(&mut self, key: &CompositeKey, quorum: u32, label: &str) -> Result<(), String> {
         let node = TreeNode::Composite(key.clone());
         let leaves = pod_group_tree::leaves(self.groups, &node);
         self.cache.update_snapshot(self.snapshot);
-        let domains = self.domains(label, &leaves)?;
-        if domains.is_empty() {
-            return Err(format!(
-                "0/0 placements are available: no node has the label {label:?}"
-            ));
-        }
+        let scheduled: Vec<String> = leaves
+            .iter()
+            .flat_map(|l| scheduled_members(self.groups, l, self.cache))
+            .collect();
+        let c = candidates(self.fw, self.alg, self.snapshot, label, &scheduled)?;
         let saved: Vec<(PodGroupKey, Vec<QueuedPodInfo>)> = leaves
             .iter()
             .filter_map(|l| self.by_leaf.get(l).map(|m| (l.clone(), m.clone())))
             .collect();
-        let mut feasible: Vec<(String, usize, i64)> = Vec::new();
+        // (placement index, raw PlacementScore scores) of the feasible ones.
+        let mut feasible: Vec<(usize, Vec<i64>)> = Vec::new();
         let mut first_failure = None;
-        for d in &domains {
-            self.alg.push_outer((label.to_string(), d.clone()));
+        let mut failed = None;
+        for &i in &c.order {
+            let value = c.placements[i].value.clone();
+            self.alg.push_outer((label.to_string(), value));
             match self.level(key, quorum) {
                 Ok(()) => {
                     self.cache.update_snapshot(self.snapshot);
-                    let fit = least_allocated(self.alg, self.snapshot);
-                    feasible.push((d.clone(), self.placed_under(&leaves), fit));
+                    let pods = self.placed_under(&leaves);
+                    match raw_scores(self.fw, self.alg, self.snapshot, pods) {
+                        Ok(raw) => feasible.push((i, raw)),
+                        Err(e) => failed = Some(e),
+                    }
                 }
                 Err(reason) => {
                     first_failure.get_or_insert(reason);
@@ -169,57 +175,27 @@ impl Tree<'_> {
             }
             self.revert(&leaves, &saved);
             self.alg.pop_outer();
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if feasible.len() >= c.to_find {
+                break;
+            }
         }
-        let Some(best) = best_placement(&feasible) else {
+        let raws: Vec<Vec<i64>> = feasible.iter().map(|(_, r)| r.clone()).collect();
+        let scores = self.fw.weigh_placements(&raws)?;
+        let Some(best) = scores.best().map(|b| feasible[b].0) else {
             return Err(format!(
                 "0/{} placements are available, first placement status: {}",
-                domains.len(),
+                c.placements.len(),
                 first_failure.unwrap_or_default()
             ));
         };
-        self.alg.push_outer((label.to_string(), best));
+        self.alg
+            .push_outer((label.to_string(), c.placements[best].value.clone()));
         let kept = self.level(key, quorum);
         self.alg.pop_outer();
         kept
-    }
-
-    /// The values of `label` a level may be placed in: the one its placed pods share, or
-    /// every value among the nodes the levels above allow.
-    fn domains(&self, label: &str, leaves: &[PodGroupKey]) -> Result<Vec<String>, String> {
-        let mut pinned: Vec<String> = Vec::new();
-        for leaf in leaves {
-            for node in scheduled_members(self.groups, leaf, self.cache) {
-                let value = self
-                    .snapshot
-                    .get(&node)
-                    .and_then(|n| n.labels.get(label).map(|v| v.to_string()))
-                    .ok_or_else(|| {
-                        format!("no topology domain found for a pod on node {node:?}")
-                    })?;
-                if !pinned.contains(&value) {
-                    pinned.push(value);
-                }
-            }
-        }
-        if pinned.len() > 1 {
-            return Err(format!(
-                "more than 1 domain found for pod group: {}, {}",
-                pinned[0], pinned[1]
-            ));
-        }
-        if !pinned.is_empty() {
-            return Ok(pinned);
-        }
-        let mut all: Vec<String> = self
-            .snapshot
-            .node_infos()
-            .iter()
-            .filter(|n| self.alg.in_outer(n))
-            .filter_map(|n| n.labels.get(label).map(|v| v.to_string()))
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        Ok(all)
     }
 
     /// Pods placed by this cycle (and before) in the PodGroups `leaves`.

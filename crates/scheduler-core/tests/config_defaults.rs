@@ -86,6 +86,8 @@ fn default_plugins_before_expansion() {
         ("ImageLocality", Some(1)),
         ("DefaultBinder", None),
         ("GangScheduling", None),
+        ("TopologyPlacementGenerator", None),
+        ("PodGroupPodsCount", Some(1)),
     ]
     .iter()
     .map(|(n, w)| PluginRef::new(n, *w))
@@ -181,11 +183,20 @@ fn default_plugins_after_expansion() {
         (PreBind, &["VolumeBinding", "DynamicResources"]),
         (Bind, &["DefaultBinder"]),
         (PostBind, &[]),
+        (PlacementGenerate, &["TopologyPlacementGenerator"]),
+        (PlacementScore, &["NodeResourcesFit", "PodGroupPodsCount"]),
     ];
     for (point, plugins) in want {
         assert_eq!(e.plugins_at(*point), names(plugins).as_slice(), "{point}");
     }
-    assert_eq!(e.points.len(), 12);
+    assert_eq!(e.points.len(), 14);
+    assert_eq!(
+        e.placement_score_weights,
+        vec![
+            ("NodeResourcesFit".to_string(), 1),
+            ("PodGroupPodsCount".to_string(), 1)
+        ]
+    );
     let weights: Vec<(String, i32)> = [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
@@ -203,7 +214,7 @@ fn default_plugins_after_expansion() {
     assert_eq!(e.score_weights, weights);
     assert_eq!(e.scheduler_name, "default-scheduler");
     // Every running plugin has an args entry; only plugins with an args kind have Some.
-    assert_eq!(e.plugin_args.len(), 22);
+    assert_eq!(e.plugin_args.len(), 24);
     assert_eq!(e.plugin_args["RuntimeClass"], None);
     assert!(matches!(
         e.plugin_args["NodeResourcesFit"],

@@ -162,7 +162,7 @@ fn double_registration_in_multi_point() {
         .push(PluginRef::new("ImageLocality", None));
     let errs = expand(&p).unwrap_err();
     assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[22]");
+    assert_eq!(errs[0].path, "plugins.multiPoint.enabled[24]");
     assert_eq!(
         errs[0].message,
         "plugin \"ImageLocality\" already registered as \"ScorePlugin\""

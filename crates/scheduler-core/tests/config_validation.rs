@@ -839,17 +839,12 @@ fn dynamic_resources_rules() {
     }
 }
 
-/// The PodGroup placement fields of upstream's v1 (TopologyAwareWorkloadScheduling, off
-/// by default) decode, and are refused by name when they would change upstream's defaults.
+/// The PodGroup placement fields of upstream's v1 (topology-aware workload scheduling):
+/// `percentageOfPlacementsToScore` is range-checked like the node percentage, the placement
+/// points take plugins and weights like `score`, and the points ferrosched runs fixed may only
+/// be disabled.
 #[test]
-fn workload_scheduling_fields_are_named() {
-    let e = expect(
-        "percentageOfPlacementsToScore: 30\n",
-        "percentageOfPlacementsToScore",
-        3,
-        "percentageOfPlacementsToScore is not configurable in ferrosched yet",
-    );
-    assert!(e.fix.is_some());
+fn workload_scheduling_fields() {
     expect(
         "percentageOfPlacementsToScore: 130\n",
         "percentageOfPlacementsToScore",
@@ -857,20 +852,47 @@ fn workload_scheduling_fields_are_named() {
         msg::PERCENTAGE_RANGE,
     );
     expect(
-        "profiles:\n- percentageOfPlacementsToScore: 5\n",
+        "profiles:\n- percentageOfPlacementsToScore: -1\n",
         "profiles[0].percentageOfPlacementsToScore",
         4,
-        "not configurable in ferrosched yet",
+        msg::PERCENTAGE_RANGE,
+    );
+    // A plugin that is not a placement scorer, at placementScore.
+    expect(
+        "profiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: ImageLocality\n",
+        "profiles[0].plugins.placementScore.enabled[0].name",
+        7,
+        "does not extend PlacementScorePlugin",
     );
     expect(
-        "profiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: PlacementBinPacking\n",
-        "profiles[0].plugins.placementScore.enabled",
-        6,
-        "plugins.placementScore is not configurable in ferrosched yet",
+        "profiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: PodGroupPodsCount\n        weight: -2\n",
+        "profiles[0].plugins.placementScore.enabled[0].weight",
+        8,
+        msg::NEGATIVE_WEIGHT,
     );
-    // Zero (adaptive) and disabling only are what upstream's defaults do: accepted.
-    let ok = "percentageOfPlacementsToScore: 0\nprofiles:\n- plugins:\n    podGroupPostFilter:\n      disabled:\n      - name: '*'\n";
-    load_str(&format!("{HEAD}{ok}"), "t").unwrap_or_else(|e| panic!("{e}"));
+    expect(
+        "profiles:\n- plugins:\n    placementFeasible:\n      enabled:\n      - name: GangScheduling\n",
+        "profiles[0].plugins.placementFeasible.enabled",
+        6,
+        "plugins.placementFeasible is not configurable in ferrosched",
+    );
+    // Accepted: a percentage, placement scorers reweighted, disabling what runs fixed.
+    let ok = "percentageOfPlacementsToScore: 30\nprofiles:\n- percentageOfPlacementsToScore: 0\n  plugins:\n    placementScore:\n      enabled:\n      - name: PodGroupPodsCount\n        weight: 5\n      disabled:\n      - name: NodeResourcesFit\n    podGroupPostFilter:\n      disabled:\n      - name: '*'\n";
+    let loaded = load_str(&format!("{HEAD}{ok}"), "t").unwrap_or_else(|e| panic!("{e}"));
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let p = &loaded.profiles[0];
+    assert_eq!(
+        p.placement_score_weights,
+        vec![("PodGroupPodsCount".to_string(), 5)]
+    );
+    // 0 in the profile is "adaptive", not "inherit": the profile's own value wins.
+    assert_eq!(p.percentage_of_placements_to_score, Some(0));
+    let inherit = "percentageOfPlacementsToScore: 30\n";
+    let loaded = load_str(&format!("{HEAD}{inherit}"), "t").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        loaded.profiles[0].percentage_of_placements_to_score,
+        Some(30)
+    );
 }
 
 #[test]

@@ -76,28 +76,15 @@ pub(crate) const PLUGINS_FIELDS: &[&str] = &[
     "podGroupPostFilter",
 ];
 
-/// The PodGroup extension points of upstream's v1 `plugins` (workload-aware scheduling).
-const WORKLOAD_POINTS: &[&str] = &[
-    "placementGenerate",
-    "placementScore",
-    "placementFeasible",
-    "podGroupPostFilter",
-];
+/// PodGroup points of upstream's v1 `plugins` that ferrosched runs fixed (GangScheduling's
+/// PlacementFeasible, DefaultPreemption's PodGroupPostFilter): they may be disabled, not
+/// given other plugins. placementGenerate and placementScore are ordinary points.
+const WORKLOAD_POINTS: &[&str] = &["placementFeasible", "podGroupPostFilter"];
 
-/// Upstream's v1 fields for PodGroup scheduling: type-checked, then refused with a clear
-/// error when they would configure something (see [`msg::workload_field_unsupported`]).
-fn workload_percentage(r: &mut Report, o: &Obj<'_>) {
-    let name = "percentageOfPlacementsToScore";
-    let Some(v) = field!(r, o, "percentageOfPlacementsToScore", int32) else {
-        return;
-    };
-    let p = o.path(name);
-    if !(0..=100).contains(&v) {
-        r.error(&p, msg::invalid(&v.to_string(), msg::PERCENTAGE_RANGE));
-    } else if v != 0 {
-        r.error(&p, msg::workload_field_unsupported(name))
-            .hint(msg::WORKLOAD_FIELD_FIX);
-    }
+/// `percentageOfPlacementsToScore` (global or per profile; its range is validated with
+/// the other percentages).
+fn workload_percentage(r: &mut Report, o: &Obj<'_>) -> Option<i32> {
+    field!(r, o, "percentageOfPlacementsToScore", int32)
 }
 
 const EXTENDER_FIELDS: &[&str] = &[
@@ -134,7 +121,7 @@ pub(crate) fn decode_config(r: &mut Report, root: &Node) -> ConfigSpec {
     spec.pod_max_backoff_seconds = field!(r, top, "podMaxBackoffSeconds", int64);
     spec.delay_cache_until_active =
         field!(r, top, "delayCacheUntilActive", boolean).unwrap_or(false);
-    workload_percentage(r, &top);
+    spec.percentage_of_placements_to_score = workload_percentage(r, &top);
     if let Some(n) = top.get("profiles") {
         let path = top.path("profiles");
         if let Some(items) = r.list(n, &path) {
@@ -210,7 +197,7 @@ fn decode_profile(r: &mut Report, node: &Node, path: &str, legacy: bool) -> Prof
     };
     p.scheduler_name = field!(r, o, "schedulerName", string);
     p.percentage_of_nodes_to_score = field!(r, o, "percentageOfNodesToScore", int32);
-    workload_percentage(r, &o);
+    p.percentage_of_placements_to_score = workload_percentage(r, &o);
     if let Some(n) = o.get("plugins") {
         p.plugins = decode_plugins(r, n, &o.path("plugins"), PLUGINS_FIELDS);
     }

@@ -77,6 +77,11 @@ pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     // Upstream appends it when GenericWorkload is on (beta, off by default in 1.37): pods
     // can only name a PodGroup on clusters that turned the API on, so ferrosched always runs it.
     (names::GANG_SCHEDULING, None),
+    // Upstream appends these two with TopologyAwareWorkloadScheduling: a PodGroup can only
+    // carry a topology constraint where the cluster has that API, so ferrosched always
+    // runs them. NodeResourcesFit (above) is a placement scorer too, with its weight.
+    (names::TOPOLOGY_PLACEMENT_GENERATOR, None),
+    (names::POD_GROUP_PODS_COUNT, Some(1)),
 ];
 
 pub fn default_plugins() -> Plugins {
@@ -269,6 +274,7 @@ fn default_profile(spec: &ProfileSpec, name: String) -> Profile {
     Profile {
         scheduler_name: name,
         percentage_of_nodes_to_score: spec.percentage_of_nodes_to_score,
+        percentage_of_placements_to_score: spec.percentage_of_placements_to_score,
         plugins,
         plugin_config,
     }
@@ -341,6 +347,7 @@ pub(crate) fn apply(spec: &ConfigSpec) -> KubeSchedulerConfiguration {
             spec.percentage_of_nodes_to_score
                 .unwrap_or(DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE),
         ),
+        percentage_of_placements_to_score: spec.percentage_of_placements_to_score,
         pod_initial_backoff_seconds: spec
             .pod_initial_backoff_seconds
             .unwrap_or(DEFAULT_POD_INITIAL_BACKOFF_SECONDS),

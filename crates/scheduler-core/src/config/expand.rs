@@ -18,7 +18,7 @@ pub const MAX_NODE_SCORE: i64 = 100;
 pub const MAX_TOTAL_SCORE: i64 = i64::MAX;
 
 /// Upstream's order of `getExtensionPoints`; only changes which error comes first.
-const EXPANSION_ORDER: [ExtensionPoint; 12] = [
+const EXPANSION_ORDER: [ExtensionPoint; 14] = [
     ExtensionPoint::PreFilter,
     ExtensionPoint::Filter,
     ExtensionPoint::PostFilter,
@@ -31,6 +31,8 @@ const EXPANSION_ORDER: [ExtensionPoint; 12] = [
     ExtensionPoint::Permit,
     ExtensionPoint::PreEnqueue,
     ExtensionPoint::QueueSort,
+    ExtensionPoint::PlacementGenerate,
+    ExtensionPoint::PlacementScore,
 ];
 
 /// What one profile runs, after multiPoint expansion.
@@ -42,6 +44,11 @@ pub struct ExpandedProfile {
     pub points: BTreeMap<ExtensionPoint, Vec<String>>,
     /// Weight of each Score plugin, in Score call order.
     pub score_weights: Vec<(String, i32)>,
+    /// Weight of each PlacementScore plugin, in call order (weights as Score's: the
+    /// point's own entry, else multiPoint's, else 1).
+    pub placement_score_weights: Vec<(String, i32)>,
+    /// The profile's `percentageOfPlacementsToScore`, or the global one.
+    pub percentage_of_placements_to_score: Option<i32>,
     /// Args of every plugin that runs anywhere (`None` for plugins without args).
     pub plugin_args: BTreeMap<String, Option<PluginArgs>>,
 }
@@ -53,6 +60,13 @@ impl ExpandedProfile {
 
     pub fn weight(&self, plugin: &str) -> Option<i32> {
         self.score_weights
+            .iter()
+            .find(|(n, _)| n == plugin)
+            .map(|(_, w)| *w)
+    }
+
+    pub fn placement_weight(&self, plugin: &str) -> Option<i32> {
+        self.placement_score_weights
             .iter()
             .find(|(n, _)| n == plugin)
             .map(|(_, w)| *w)
@@ -197,15 +211,54 @@ pub(crate) fn expand_profile(profile: &Profile) -> (ExpandedProfile, Vec<Issue>)
         });
     }
 
-    // Score weights: the score point's entries first, then multiPoint; first seen wins.
+    let score_weights = weights_of(plugins, &points, ExtensionPoint::Score, &mut issues);
+    let placement_score_weights = weights_of(
+        plugins,
+        &points,
+        ExtensionPoint::PlacementScore,
+        &mut issues,
+    );
+
+    let mut plugin_args = BTreeMap::new();
+    for names in points.values() {
+        for n in names {
+            plugin_args
+                .entry(n.clone())
+                .or_insert_with(|| profile.args(n).cloned());
+        }
+    }
+
+    let expanded = ExpandedProfile {
+        scheduler_name: profile.scheduler_name.clone(),
+        percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
+        points,
+        score_weights,
+        placement_score_weights,
+        percentage_of_placements_to_score: profile.percentage_of_placements_to_score,
+        plugin_args,
+    };
+    (expanded, issues)
+}
+
+/// The weight of each plugin `points` runs at `point` (Score or PlacementScore), in call
+/// order: the point's own entries first, then multiPoint's; first seen wins; 0 or unset is
+/// 1. Negative weights and a possible overflow of the weighted total are reported.
+fn weights_of(
+    plugins: &super::types::Plugins,
+    points: &BTreeMap<ExtensionPoint, Vec<String>>,
+    point: ExtensionPoint,
+    issues: &mut Vec<Issue>,
+) -> Vec<(String, i32)> {
+    let mp_path = "plugins.multiPoint.enabled";
+    let own_path = format!("plugins.{}.enabled", point.config_field());
     let mut weights: HashMap<String, i32> = HashMap::new();
     let mut total: i64 = 0;
     let entries = plugins
-        .score
+        .point(point)
         .enabled
         .iter()
         .enumerate()
-        .map(|(i, p)| (p, index("plugins.score.enabled", i)))
+        .map(|(i, p)| (p, index(&own_path, i)))
         .chain(
             plugins
                 .multi_point
@@ -215,7 +268,7 @@ pub(crate) fn expand_profile(profile: &Profile) -> (ExpandedProfile, Vec<Issue>)
                 .map(|(i, p)| (p, index(mp_path, i))),
         );
     for (p, path) in entries {
-        if !implements(&p.name, ExtensionPoint::Score) || weights.contains_key(&p.name) {
+        if !implements(&p.name, point) || weights.contains_key(&p.name) {
             continue;
         }
         let w = match p.weight {
@@ -239,31 +292,13 @@ pub(crate) fn expand_profile(profile: &Profile) -> (ExpandedProfile, Vec<Issue>)
         }
         total += add;
     }
-    let score_weights = points
-        .get(&ExtensionPoint::Score)
+    points
+        .get(&point)
         .map(|names| {
             names
                 .iter()
                 .map(|n| (n.clone(), weights.get(n).copied().unwrap_or(1)))
                 .collect()
         })
-        .unwrap_or_default();
-
-    let mut plugin_args = BTreeMap::new();
-    for names in points.values() {
-        for n in names {
-            plugin_args
-                .entry(n.clone())
-                .or_insert_with(|| profile.args(n).cloned());
-        }
-    }
-
-    let expanded = ExpandedProfile {
-        scheduler_name: profile.scheduler_name.clone(),
-        percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
-        points,
-        score_weights,
-        plugin_args,
-    };
-    (expanded, issues)
+        .unwrap_or_default()
 }

@@ -212,14 +212,13 @@ pub const FILTER_TIMEOUT_RANGE: &str = "must be zero or positive";
 pub const BINDING_TIMEOUT_RANGE: &str = "must be at least 1 second";
 pub const FIX_DRA_TIMEOUT: &str = "write a positive Go duration such as `10s` (filterTimeout may be `0s`, which turns the limit off; bindingTimeout must be at least `1s`)";
 pub const SHAPE_FIX: &str = "list points as `- {utilization: 0, score: 10}` with utilization 0-100 strictly increasing and score 0-10, or remove `shape` for the default (10 at 0%, 0 at 100%)";
-/// Fields that configure PodGroup placement (TopologyAwareWorkloadScheduling, alpha and off
-/// by default upstream), which ferrosched runs with upstream's defaults only.
+/// PodGroup points ferrosched runs fixed (`placementFeasible`, `podGroupPostFilter`).
 pub fn workload_field_unsupported(field: &str) -> String {
     format!(
-        "{field} is not configurable in ferrosched yet: a PodGroup's topology placement always uses upstream's default placement plugins (TopologyPlacementGenerator; PodGroupPodsCount and NodeResourcesFit's placement score, weight 1 each) and scores every placement"
+        "{field} is not configurable in ferrosched yet: GangScheduling decides whether a group's placement meets its quorum and DefaultPreemption preempts for groups, as with kube-scheduler's defaults"
     )
 }
-pub const WORKLOAD_FIELD_FIX: &str = "remove it to run with upstream's defaults (with kube-scheduler's default feature gates it has no effect either)";
+pub const WORKLOAD_FIELD_FIX: &str = "remove the entries under `enabled` (disabling is accepted); no other plugin implements these points upstream";
 
 pub fn plugin_does_not_exist(point: &str, name: &str) -> String {
     format!("{point}Plugin {name:?} does not exist")

@@ -18,6 +18,7 @@ pub(crate) struct ConfigSpec {
     pub enable_profiling: Option<bool>,
     pub enable_contention_profiling: Option<bool>,
     pub percentage_of_nodes_to_score: Option<i32>,
+    pub percentage_of_placements_to_score: Option<i32>,
     pub pod_initial_backoff_seconds: Option<i64>,
     pub pod_max_backoff_seconds: Option<i64>,
     pub profiles: Vec<ProfileSpec>,
@@ -40,6 +41,7 @@ pub(crate) struct LeaderElectionSpec {
 pub(crate) struct ProfileSpec {
     pub scheduler_name: Option<String>,
     pub percentage_of_nodes_to_score: Option<i32>,
+    pub percentage_of_placements_to_score: Option<i32>,
     pub plugins: Plugins,
     pub plugin_config: Vec<PluginConfigSpec>,
 }

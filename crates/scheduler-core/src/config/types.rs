@@ -29,6 +29,11 @@ pub struct KubeSchedulerConfiguration {
     /// 0 means adaptive (5%..50% depending on cluster size); upstream defaults it to 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percentage_of_nodes_to_score: Option<i32>,
+    /// How many of a topology-constrained group's feasible placements are evaluated before
+    /// one is picked; unset or 0: adaptive (100% down to 5% as the placements' nodes add
+    /// up). Only shown when set, as upstream's optional field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentage_of_placements_to_score: Option<i32>,
     pub pod_initial_backoff_seconds: i64,
     pub pod_max_backoff_seconds: i64,
     pub profiles: Vec<Profile>,
@@ -69,6 +74,9 @@ pub struct Profile {
     pub scheduler_name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percentage_of_nodes_to_score: Option<i32>,
+    /// Overrides the global one for this profile's groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentage_of_placements_to_score: Option<i32>,
     pub plugins: Plugins,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub plugin_config: Vec<PluginConfig>,
@@ -114,6 +122,10 @@ pub struct Plugins {
     pub post_bind: PluginSet,
     #[serde(skip_serializing_if = "PluginSet::is_empty")]
     pub multi_point: PluginSet,
+    #[serde(skip_serializing_if = "PluginSet::is_empty")]
+    pub placement_generate: PluginSet,
+    #[serde(skip_serializing_if = "PluginSet::is_empty")]
+    pub placement_score: PluginSet,
 }
 
 impl Plugins {
@@ -132,6 +144,8 @@ impl Plugins {
             PreBind => &self.pre_bind,
             Bind => &self.bind,
             PostBind => &self.post_bind,
+            PlacementGenerate => &self.placement_generate,
+            PlacementScore => &self.placement_score,
         }
     }
 
@@ -150,6 +164,8 @@ impl Plugins {
             PreBind => &mut self.pre_bind,
             Bind => &mut self.bind,
             PostBind => &mut self.post_bind,
+            PlacementGenerate => &mut self.placement_generate,
+            PlacementScore => &mut self.placement_score,
         }
     }
 

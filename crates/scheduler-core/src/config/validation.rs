@@ -48,6 +48,11 @@ pub(crate) fn validate(
         "percentageOfNodesToScore",
         cfg.percentage_of_nodes_to_score,
     );
+    percentage(
+        r,
+        "percentageOfPlacementsToScore",
+        cfg.percentage_of_placements_to_score,
+    );
     if cfg.pod_initial_backoff_seconds <= 0 {
         r.error(
             "podInitialBackoffSeconds",
@@ -103,6 +108,11 @@ pub(crate) fn validate(
             &child(&path, "percentageOfNodesToScore"),
             profile.percentage_of_nodes_to_score,
         );
+        percentage(
+            r,
+            &child(&path, "percentageOfPlacementsToScore"),
+            profile.percentage_of_placements_to_score,
+        );
 
         let before = r.errors.len();
         plugin_entries(r, &child(&path, "plugins"), &pspec.plugins);
@@ -116,7 +126,11 @@ pub(crate) fn validate(
         // Framework-level checks only make sense once every entry is a known plugin at a
         // point it implements; otherwise they would repeat the errors above.
         if entries_ok {
-            let (e, issues) = expand_profile(profile);
+            let (mut e, issues) = expand_profile(profile);
+            // A profile without its own placement percentage takes the global one.
+            e.percentage_of_placements_to_score = profile
+                .percentage_of_placements_to_score
+                .or(cfg.percentage_of_placements_to_score);
             for issue in issues {
                 let err = r.error(&child(&path, &issue.path), issue.message);
                 if let Some(fix) = issue.fix {
@@ -397,15 +411,17 @@ fn plugin_entries(r: &mut Report, path: &str, plugins: &Plugins) {
                     .hint("list each plugin once per extension point");
                 continue;
             }
-            let scores = plugin.points.contains(&ExtensionPoint::Score);
-            let weight_used = scores && matches!(point, None | Some(ExtensionPoint::Score));
+            let weighs =
+                |at: ExtensionPoint| plugin.points.contains(&at) && point.is_none_or(|p| p == at);
+            let weight_used =
+                weighs(ExtensionPoint::Score) || weighs(ExtensionPoint::PlacementScore);
             if let Some(w) = p.weight {
                 let wp = child(&pp, "weight");
                 if weight_used && w < 0 {
                     r.error(&wp, msg::invalid(&w.to_string(), msg::NEGATIVE_WEIGHT))
                         .hint(msg::NEGATIVE_WEIGHT_FIX);
                 } else if !weight_used && w != 0 {
-                    r.warn(&wp, format!("weight of {:?} is ignored: weights only apply to Score plugins at `score` or `multiPoint`", p.name));
+                    r.warn(&wp, format!("weight of {:?} is ignored: weights only apply to Score and PlacementScore plugins at `score`, `placementScore` or `multiPoint`", p.name));
                 }
             }
         }

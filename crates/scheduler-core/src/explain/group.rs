@@ -138,19 +138,24 @@ pub struct GroupDomain {
     /// The group's placed pods are already in this domain: it is the only candidate.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
-    /// PodGroupPodsCount: the group's pods placed with it, normalized to 0-100 by the
-    /// largest (feasible domains).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pods_score: Option<i64>,
-    /// NodeResourcesFit's placement score, 0-100 (feasible domains).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fit_score: Option<i64>,
-    /// `podsScore + fitScore`, what the choice compared (feasible domains).
+    /// Each PlacementScore plugin's normalized score times its weight (feasible domains).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<PlacementPluginScore>,
+    /// Their sum, what the choice compared (feasible domains).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<i64>,
     /// Why it was not chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// One PlacementScore plugin's part of a domain's score.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementPluginScore {
+    pub plugin: String,
+    /// Normalized (0-100) times the plugin's weight.
+    pub score: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -194,13 +199,11 @@ struct Evaluation {
 }
 
 /// How a domain's evaluation ended.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum DomainEval {
-    /// The quorum was met with `pods` of the group's pods (placed before and now) and this
-    /// NodeResourcesFit placement score.
+    /// The quorum was met; the PlacementScore plugins' raw scores, in plugin order.
     Feasible {
-        pods: usize,
-        fit: i64,
+        raw: Vec<i64>,
     },
     Rejected,
     Error,
@@ -341,7 +344,12 @@ impl<'a> GroupRecord<'a> {
     }
 
     /// The group section for `group`'s cycle that ended with `outcome`.
-    pub fn section(&self, group: &PodGroupInfo, outcome: &GroupOutcome) -> GroupExplanation {
+    pub fn section(
+        &self,
+        fw: &Framework,
+        group: &PodGroupInfo,
+        outcome: &GroupOutcome,
+    ) -> GroupExplanation {
         let pods = GroupPods {
             queued: self.order.len(),
             scheduled: self.scheduled_before,
@@ -362,7 +370,7 @@ impl<'a> GroupRecord<'a> {
         };
         let mut s = section(&group.key, Some(group), pods, result, message);
         s.members = self.members(outcome);
-        s.domains = self.domains(group);
+        s.domains = self.domains(fw, group);
         s
     }
 
@@ -420,26 +428,33 @@ impl<'a> GroupRecord<'a> {
     }
 
     /// Every evaluated domain, scored as the choice scored them.
-    fn domains(&self, group: &PodGroupInfo) -> Vec<GroupDomain> {
+    fn domains(&self, fw: &Framework, group: &PodGroupInfo) -> Vec<GroupDomain> {
         let key = group.topology_key.as_deref().unwrap_or("");
-        let feasible: Vec<(String, usize, i64)> = self
+        let feasible: Vec<(&str, Vec<i64>)> = self
             .domains
             .iter()
-            .filter_map(|d| match d.result {
-                DomainEval::Feasible { pods, fit } => Some((d.domain.clone(), pods, fit)),
+            .filter_map(|d| match &d.result {
+                DomainEval::Feasible { raw } => Some((d.domain.as_str(), raw.clone())),
                 _ => None,
             })
             .collect();
-        let scores = crate::schedule_group::placement_scores(&feasible);
+        let raws: Vec<Vec<i64>> = feasible.iter().map(|(_, r)| r.clone()).collect();
+        let weighed = fw.weigh_placements(&raws).unwrap_or_default();
         let score_of = |d: &str| {
-            feasible
+            let i = feasible.iter().position(|(name, _)| *name == d)?;
+            let parts = weighed
+                .plugins
                 .iter()
-                .zip(&scores)
-                .find(|((name, _, _), _)| name == d)
-                .map(|((_, _, fit), s)| (*s - *fit, *fit, *s))
+                .zip(weighed.weighted.get(i)?)
+                .map(|(p, s)| PlacementPluginScore {
+                    plugin: p.to_string(),
+                    score: *s,
+                })
+                .collect::<Vec<_>>();
+            Some((parts, *weighed.totals.get(i)?))
         };
         let chosen = self.chosen.as_deref();
-        let chosen_score = chosen.and_then(score_of).map(|s| s.2);
+        let chosen_score = chosen.and_then(score_of).map(|s| s.1);
         self.domains
             .iter()
             .map(|d| {
@@ -450,18 +465,18 @@ impl<'a> GroupRecord<'a> {
                     .iter()
                     .filter(|(_, t)| matches!(t, Trial::Fit(_)))
                     .count();
-                let (result, reason) = match d.result {
+                let (result, reason) = match &d.result {
                     DomainEval::Feasible { .. } if chosen == Some(d.domain.as_str()) => {
                         (DomainResult::Chosen, None)
                     }
                     DomainEval::Feasible { .. } => {
-                        let mine = scored.map_or(0, |s| s.2);
+                        let mine = scored.as_ref().map_or(0, |s| s.1);
                         let best = chosen_score.unwrap_or(0);
                         let other = format!("{key}={}", chosen.unwrap_or("?"));
                         let why = if mine < best {
                             format!("score {mine} is lower than {other}'s {best}")
                         } else {
-                            format!("score {mine} ties with {other}, which comes first by name")
+                            format!("score {mine} ties with {other}, which was evaluated first")
                         };
                         (DomainResult::Feasible, Some(why))
                     }
@@ -474,9 +489,8 @@ impl<'a> GroupRecord<'a> {
                     placed,
                     result,
                     pinned: self.pinned,
-                    pods_score: scored.map(|s| s.0),
-                    fit_score: scored.map(|s| s.1),
-                    score: scored.map(|s| s.2),
+                    score: scored.as_ref().map(|s| s.1),
+                    scores: scored.map(|s| s.0).unwrap_or_default(),
                     reason,
                 }
             })
@@ -494,7 +508,7 @@ impl<'a> GroupRecord<'a> {
         group: &PodGroupInfo,
         outcome: &GroupOutcome,
     ) -> Vec<Explanation> {
-        let section = self.section(group, outcome);
+        let section = self.section(fw, group, outcome);
         let mut out = Vec::new();
         for m in &section.members {
             if !(self.wants)(&m.pod) {

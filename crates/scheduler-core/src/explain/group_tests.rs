@@ -301,19 +301,24 @@ fn a_topology_constrained_gang_lists_each_domain_and_why() {
         );
         assert_eq!(g.domains[0].score, None);
         // Both hold the gang (PodGroupPodsCount 100 each); c has more cpu left (24 of 256
-        // cpus asked: 90, against 24 of 192 in b: 87; memory 100 in both).
+        // cpus asked: 90, against 24 of 192 in b: 87; memory nearly free in both, the
+        // scorer counting upstream's 200Mi default for pods that ask none).
+        let parts: Vec<(&str, i64)> = g.domains[2]
+            .scores
+            .iter()
+            .map(|p| (p.plugin.as_str(), p.score))
+            .collect();
         assert_eq!(
+            (parts, g.domains[2].score),
             (
-                g.domains[2].pods_score,
-                g.domains[2].fit_score,
-                g.domains[2].score
-            ),
-            (Some(100), Some(95), Some(195))
+                vec![("NodeResourcesFit", 94), ("PodGroupPodsCount", 100)],
+                Some(194)
+            )
         );
         assert_eq!(g.domains[1].score, Some(193));
         assert_eq!(
             g.domains[1].reason.as_deref(),
-            Some("score 193 is lower than topology.kubernetes.io/zone=c's 195")
+            Some("score 193 is lower than topology.kubernetes.io/zone=c's 194")
         );
         assert!(g.domains.iter().all(|d| !d.pinned));
         // Every member in c; the member's own cycle looked at c's nodes only.
@@ -347,7 +352,7 @@ fn a_topology_constrained_gang_lists_each_domain_and_why() {
         };
         assert_eq!(
             row("topology.kubernetes.io/zone=c "),
-            "topology.kubernetes.io/zone=c 4 3 chosen 195 (100 pods + 95 fit)"
+            "topology.kubernetes.io/zone=c 4 3 chosen 194 (NodeResourcesFit 94 + PodGroupPodsCount 100)"
         );
         assert_eq!(
             row("topology.kubernetes.io/zone=a "),

@@ -239,9 +239,17 @@ fn group(g: &GroupExplanation, max_rows: usize) -> String {
                 DomainResult::Rejected => "rejected",
                 DomainResult::Error => "error",
             };
-            let score = match (d.score, d.pods_score, d.fit_score) {
-                (Some(s), Some(p), Some(f)) => format!("{s} ({p} pods + {f} fit)"),
-                _ => NOT_RUN.to_string(),
+            let score = match d.score {
+                Some(s) if d.scores.is_empty() => s.to_string(),
+                Some(s) => {
+                    let parts: Vec<String> = d
+                        .scores
+                        .iter()
+                        .map(|p| format!("{} {}", p.plugin, p.score))
+                        .collect();
+                    format!("{s} ({})", parts.join(" + "))
+                }
+                None => NOT_RUN.to_string(),
             };
             rows.push(vec![
                 d.domain.clone(),

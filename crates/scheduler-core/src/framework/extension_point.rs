@@ -18,11 +18,16 @@ pub enum ExtensionPoint {
     PreBind,
     Bind,
     PostBind,
+    /// PodGroup points (upstream's TopologyAwareWorkloadScheduling): candidate placements
+    /// for a topology-constrained group, and their scores. Configured like the pod points;
+    /// the group cycle calls them (see `framework::placement`).
+    PlacementGenerate,
+    PlacementScore,
 }
 
 impl ExtensionPoint {
     /// All points, in pipeline order.
-    pub const ALL: [ExtensionPoint; 12] = [
+    pub const ALL: [ExtensionPoint; 14] = [
         Self::PreEnqueue,
         Self::QueueSort,
         Self::PreFilter,
@@ -35,6 +40,8 @@ impl ExtensionPoint {
         Self::PreBind,
         Self::Bind,
         Self::PostBind,
+        Self::PlacementGenerate,
+        Self::PlacementScore,
     ];
 
     /// The field name under `profiles[].plugins` in the component config.
@@ -52,6 +59,8 @@ impl ExtensionPoint {
             Self::PreBind => "preBind",
             Self::Bind => "bind",
             Self::PostBind => "postBind",
+            Self::PlacementGenerate => "placementGenerate",
+            Self::PlacementScore => "placementScore",
         }
     }
 
@@ -70,6 +79,8 @@ impl ExtensionPoint {
             Self::PreBind => "PreBind",
             Self::Bind => "Bind",
             Self::PostBind => "PostBind",
+            Self::PlacementGenerate => "PlacementGenerate",
+            Self::PlacementScore => "PlacementScore",
         }
     }
 

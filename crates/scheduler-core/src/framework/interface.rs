@@ -68,6 +68,8 @@ pub struct PluginPoints {
     pub post_bind: Option<Arc<dyn PostBindPlugin>>,
     /// ferrosched's group point (no upstream extension point: see [`PodGroupPlugin`]).
     pub pod_group: Option<Arc<dyn PodGroupPlugin>>,
+    pub placement_generate: Option<Arc<dyn super::PlacementGeneratePlugin>>,
+    pub placement_score: Option<Arc<dyn super::PlacementScorePlugin>>,
 }
 
 impl PluginPoints {
@@ -88,6 +90,8 @@ impl PluginPoints {
             (self.pre_bind.is_some(), PreBind),
             (self.bind.is_some(), Bind),
             (self.post_bind.is_some(), PostBind),
+            (self.placement_generate.is_some(), PlacementGenerate),
+            (self.placement_score.is_some(), PlacementScore),
         ];
         for (set, p) in flags {
             if set {

@@ -8,6 +8,7 @@ mod extender;
 mod extension_point;
 mod interface;
 mod nominator;
+mod placement;
 mod profile;
 mod queued;
 mod registry;
@@ -34,6 +35,10 @@ pub use extender::{
 pub use extension_point::ExtensionPoint;
 pub use interface::*;
 pub use nominator::NominatedPods;
+pub use placement::{
+    Placement, PlacementAssignment, PlacementGeneratePlugin, PlacementRequest,
+    PlacementScorePlugin, PlacementScores, adaptive_placement_percentage,
+};
 pub use profile::{DEFAULT_SCHEDULER_NAME, ProfileRegistry};
 pub use queued::QueuedPodInfo;
 pub use registry::{PluginFactory, Registry};

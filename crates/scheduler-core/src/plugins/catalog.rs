@@ -62,7 +62,7 @@ pub const PLUGINS: &[PluginSpec] = &[
     spec(NODE_PORTS, &[PreFilter, Filter], None),
     spec(
         NODE_RESOURCES_FIT,
-        &[PreFilter, Filter, PreScore, Score],
+        &[PreFilter, Filter, PreScore, Score, PlacementScore],
         Some("NodeResourcesFitArgs"),
     ),
     spec(VOLUME_RESTRICTIONS, &[PreFilter, Filter], None),
@@ -102,6 +102,8 @@ pub const PLUGINS: &[PluginSpec] = &[
     ),
     spec(IMAGE_LOCALITY, &[Score], None),
     spec(DEFAULT_BINDER, &[Bind], None),
+    spec(TOPOLOGY_PLACEMENT_GENERATOR, &[PlacementGenerate], None),
+    spec(POD_GROUP_PODS_COUNT, &[PlacementScore], None),
     PluginSpec {
         name: COSCHEDULING,
         points: &[

@@ -22,6 +22,7 @@ pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod node_volume_limits;
+pub mod pod_group_pods_count;
 pub mod pod_topology_spread;
 pub mod queue_sort;
 pub mod resource_allocation;
@@ -29,6 +30,7 @@ pub mod runtime_class;
 pub mod scheduling_gates;
 pub mod scheduling_policy;
 pub mod taint_toleration;
+pub mod topology_placement_generator;
 pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
@@ -87,6 +89,14 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
         (names::NODE_PORTS, |_| Ok(Arc::new(node_ports::NodePorts))),
         (names::IMAGE_LOCALITY, |_| {
             Ok(Arc::new(image_locality::ImageLocality))
+        }),
+        (names::TOPOLOGY_PLACEMENT_GENERATOR, |_| {
+            Ok(Arc::new(
+                topology_placement_generator::TopologyPlacementGenerator,
+            ))
+        }),
+        (names::POD_GROUP_PODS_COUNT, |_| {
+            Ok(Arc::new(pod_group_pods_count::PodGroupPodsCount))
         }),
         (names::DEFAULT_BINDER, |_| {
             Ok(Arc::new(default_binder::DefaultBinder))

@@ -21,6 +21,11 @@ pub const IMAGE_LOCALITY: &str = "ImageLocality";
 pub const DEFAULT_BINDER: &str = "DefaultBinder";
 /// Workload-aware scheduling (1.35+): a gang's PodGroup quorum before queueing.
 pub const GANG_SCHEDULING: &str = "GangScheduling";
+/// Topology-aware workload scheduling (1.36+): a topology-constrained PodGroup's candidate
+/// placements, one per domain.
+pub const TOPOLOGY_PLACEMENT_GENERATOR: &str = "TopologyPlacementGenerator";
+/// Scores a group's placements by how many of its pods each one holds.
+pub const POD_GROUP_PODS_COUNT: &str = "PodGroupPodsCount";
 /// kubernetes-sigs/scheduler-plugins' Coscheduling (its PodGroups, its config).
 pub const COSCHEDULING: &str = "Coscheduling";
 

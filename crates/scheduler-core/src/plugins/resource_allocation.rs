@@ -121,6 +121,11 @@ impl ResourceAllocationScorer {
         &self.strategy
     }
 
+    /// How many resources it scores (the length of [`Self::pod_requests`]).
+    pub fn pod_requests_len(&self) -> usize {
+        self.resources.len()
+    }
+
     /// The pod's request of each configured resource, in configuration order (upstream
     /// `calculatePodResourceRequestList`). Computed once per cycle.
     pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {

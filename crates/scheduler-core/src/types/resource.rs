@@ -105,6 +105,24 @@ impl Resource {
         }
     }
 
+    /// [`Self::add`] that saturates: for sums over many nodes (a dump may give one node 8Ei).
+    pub fn saturating_add(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
+        self.allowed_pod_number = self
+            .allowed_pod_number
+            .saturating_add(other.allowed_pod_number);
+        for (name, v) in &other.scalar {
+            match self.scalar.binary_search_by(|(n, _)| n.cmp(name)) {
+                Ok(i) => self.scalar[i].1 = self.scalar[i].1.saturating_add(*v),
+                Err(i) => self.scalar.insert(i, (name.clone(), *v)),
+            }
+        }
+    }
+
     pub fn sub(&mut self, other: &Resource) {
         self.milli_cpu -= other.milli_cpu;
         self.memory -= other.memory;

@@ -17,9 +17,9 @@ use crate::types::{NodeInfo, PodInfo};
 
 pub use wiring::FrameworkError;
 
-struct Named<T: ?Sized> {
-    name: &'static str,
-    plugin: Arc<T>,
+pub(super) struct Named<T: ?Sized> {
+    pub(super) name: &'static str,
+    pub(super) plugin: Arc<T>,
 }
 
 impl<T: ?Sized> Clone for Named<T> {
@@ -52,6 +52,10 @@ pub struct Framework {
     post_bind: Vec<Named<dyn PostBindPlugin>>,
     /// Group plugins (see [`PodGroupPlugin`]): those enabled at PreFilter that have the point.
     pod_group: Vec<Named<dyn PodGroupPlugin>>,
+    pub(super) placement_generate: Vec<Named<dyn super::PlacementGeneratePlugin>>,
+    /// PlacementScore plugins with their weights.
+    pub(super) placement_score: Vec<(Named<dyn super::PlacementScorePlugin>, i64)>,
+    pub(super) percentage_of_placements_to_score: Option<i32>,
     not_built: Vec<String>,
     /// For each PreFilter plugin, its position among the Filter plugins (Skip disables it).
     pre_filter_to_filter: Vec<Option<usize>>,

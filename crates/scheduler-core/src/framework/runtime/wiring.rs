@@ -99,6 +99,14 @@ impl Framework {
         let pre_bind = wire!(ExtensionPoint::PreBind, pre_bind);
         let bind = wire!(ExtensionPoint::Bind, bind);
         let post_bind = wire!(ExtensionPoint::PostBind, post_bind);
+        let placement_generate = wire!(ExtensionPoint::PlacementGenerate, placement_generate);
+        let placement_score = wire!(ExtensionPoint::PlacementScore, placement_score)
+            .into_iter()
+            .map(|p| {
+                let w = spec.placement_weight(p.name).map_or(1, i64::from).max(1);
+                (p, w)
+            })
+            .collect();
 
         // Group plugins: the PreFilter plugins that look at a group as a whole too.
         let pod_group: Vec<Named<dyn PodGroupPlugin>> = spec
@@ -222,6 +230,9 @@ impl Framework {
             bind,
             post_bind,
             pod_group,
+            placement_generate,
+            placement_score,
+            percentage_of_placements_to_score: spec.percentage_of_placements_to_score,
             not_built,
             pre_filter_to_filter,
             pre_score_to_score,

@@ -307,7 +307,7 @@ impl Plugin for NodeResourcesFit {
         NODE_RESOURCES_FIT
     }
     fn points(self: Arc<Self>) -> PluginPoints {
-        plugin_points!(self => pre_filter, filter, pre_score, score)
+        plugin_points!(self => pre_filter, filter, pre_score, score, placement_score)
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
@@ -469,3 +469,25 @@ impl ScorePlugin for NodeResourcesFit {
 
 #[cfg(test)]
 mod tests;
+
+/// As a PlacementScore plugin (upstream's placement scorer of the Fit plugin): the
+/// placement's nodes taken together, as one node whose allocatable and requested amounts
+/// are their sums (the group's proposed pods already counted), scored with the profile's
+/// scoring strategy, so a MostAllocated profile packs groups into fuller domains too.
+impl crate::framework::PlacementScorePlugin for NodeResourcesFit {
+    fn score_placement(
+        &self,
+        a: &crate::framework::PlacementAssignment<'_>,
+    ) -> Result<i64, String> {
+        let mut sum = NodeInfo::default();
+        for n in a.nodes {
+            sum.allocatable.saturating_add(&n.allocatable);
+            sum.requested.saturating_add(&n.requested);
+            sum.non_zero_requested.saturating_add(&n.non_zero_requested);
+        }
+        let nothing_more = vec![0; self.scorer.pod_requests_len()];
+        self.scorer
+            .score(&nothing_more, &sum)
+            .map_err(|s| s.message())
+    }
+}
