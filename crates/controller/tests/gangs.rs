@@ -270,6 +270,47 @@ async fn a_gang_preempts_a_whole_low_priority_group() {
     support::stop_controller(running.stop, running.task).await;
 }
 
+/// A single high-priority pod (no group) that needs one node evicts a whole low-priority
+/// group in `all` mode, as upstream's workload-aware preemption: the group's pods on the
+/// other nodes go too, so no half of it keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_pod_preempting_a_group_in_all_mode_evicts_all_of_it() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    for n in ["g0", "g1", "g2"] {
+        server.apply("nodes", &gpu_node(n));
+    }
+    let mut batch = gang("batch", 1);
+    batch["spec"]["priority"] = json!(10);
+    batch["spec"]["disruptionMode"] = json!({"all": {}});
+    server.apply("podgroups", &batch);
+    for (i, n) in ["g0", "g1", "g2"].iter().enumerate() {
+        let mut p = member(&format!("batch-{i}"), "batch");
+        p["spec"]["nodeName"] = json!(n);
+        p["spec"]["priority"] = json!(10);
+        server.apply("pods", &p);
+    }
+    let mut urgent = member("urgent", "none");
+    urgent["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("schedulingGroup");
+    urgent["spec"]["priority"] = json!(100);
+    server.apply("pods", &urgent);
+    let running = start(&server).await;
+    wait_for("the pod bound after preemption", || {
+        server.node_of("ml", "urgent").is_some()
+    })
+    .await;
+    for i in 0..3 {
+        assert!(
+            server.get("pods", "ml", &format!("batch-{i}")).is_none(),
+            "batch-{i} evicted with its group"
+        );
+    }
+    support::stop_controller(running.stop, running.task).await;
+}
+
 /// The controller with PodGroup claims on (`--feature-gates=DRAWorkloadResourceClaims=true`).
 async fn start_with_group_claims(server: &FakeApiServer) -> support::Started {
     start_with_gates(server, true, false).await

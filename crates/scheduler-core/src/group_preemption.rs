@@ -394,6 +394,43 @@ fn candidate_units(
     singles
 }
 
+/// The disruption units among the bound pods of `snapshot`, for a single pod's preemption
+/// ([`DisruptionUnits`](crate::plugins::default_preemption::DisruptionUnits)). Nothing to
+/// look at when no PodGroup or CompositePodGroup asks for `disruptionMode: all`.
+pub fn disruption_units(
+    groups: &PodGroups,
+    snapshot: &Snapshot,
+) -> crate::plugins::default_preemption::DisruptionUnits {
+    let mut out = crate::plugins::default_preemption::DisruptionUnits::default();
+    if !groups.groups().any(|g| g.disrupt_all) && !groups.composites().any(|c| c.disrupt_all) {
+        return out;
+    }
+    // ((node, pod)s, highest priority, a pod terminating) per unit.
+    type Found = (Vec<(String, Arc<PodInfo>)>, i32, bool);
+    let mut units: BTreeMap<TreeNode, Found> = BTreeMap::new();
+    for node in snapshot.node_infos() {
+        for p in &node.pods {
+            let Some(g) = p.pod_group.as_deref().and_then(|k| groups.get(k)) else {
+                continue;
+            };
+            let Some(unit) = disruption_unit(groups, g) else {
+                continue;
+            };
+            let priority = g.priority.unwrap_or(p.priority);
+            let u = units
+                .entry(unit)
+                .or_insert_with(|| (Vec::new(), priority, false));
+            u.0.push((node.name.clone(), Arc::clone(p)));
+            u.1 = u.1.max(priority);
+            u.2 |= p.is_terminating;
+        }
+    }
+    for (pods, priority, terminating) in units.into_values() {
+        out.add(pods, priority, terminating);
+    }
+    out
+}
+
 /// What a pod of `group` is evicted with (upstream): the subtree of its highest ancestor
 /// whose `disruptionMode` is `all` (a CompositePodGroup, with the gate on, or the PodGroup
 /// itself); `None`: the pod goes alone.

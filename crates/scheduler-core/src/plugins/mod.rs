@@ -35,13 +35,15 @@ pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
-/// Makes the registry's group plugins (GangScheduling, Coscheduling) read `groups`, the
+/// Makes the registry's group plugins (GangScheduling, Coscheduling, and DefaultPreemption
+/// for victims' disruption modes) read `groups`, the
 /// PodGroups and members the caller keeps current.
 pub fn register_group_plugins(
     registry: &mut crate::framework::Registry,
     groups: Arc<crate::pod_group_manager::PodGroupManager>,
 ) {
     gang_scheduling::register(registry, Arc::clone(&groups));
+    default_preemption::register(registry, Arc::clone(&groups));
     coscheduling::register(registry, groups);
 }
 

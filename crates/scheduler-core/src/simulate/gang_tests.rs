@@ -274,6 +274,18 @@ fn scheduler_plugins_config_runs_coscheduling_groups_all_or_nothing() {
 /// Four 8-GPU nodes held by a low-priority batch gang (one pod per node); a high-priority
 /// gang of `size` arrives.
 fn preemption_dump(batch_mode: &str, size: usize) -> String {
+    let mut text = batch_dump(batch_mode);
+    text.push_str(&format!(
+        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: ml}}\nspec:\n  priority: 100\n  schedulingPolicy: {{gang: {{minCount: {size}}}}}\n"
+    ));
+    for i in 0..size {
+        text.push_str(&member(&format!("train-{i}"), "train", 100));
+    }
+    text
+}
+
+/// Four 8-GPU nodes, each held by a pod of the low-priority `batch` group.
+fn batch_dump(batch_mode: &str) -> String {
     let mut text = gpu_nodes(4, 0);
     text.push_str(&format!(
         "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: batch, namespace: ml}}\nspec:\n  priority: 10\n  disruptionMode: {{{batch_mode}: {{}}}}\n  schedulingPolicy: {{gang: {{minCount: 1}}}}\n"
@@ -282,12 +294,6 @@ fn preemption_dump(batch_mode: &str, size: usize) -> String {
         text.push_str(&format!(
             "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: batch-{i}, namespace: ml}}\nspec:\n  nodeName: gpu-{i}\n  priority: 10\n  schedulingGroup: {{podGroupName: batch}}\n  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '8'}}}}}}]\n"
         ));
-    }
-    text.push_str(&format!(
-        "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: ml}}\nspec:\n  priority: 100\n  schedulingPolicy: {{gang: {{minCount: {size}}}}}\n"
-    ));
-    for i in 0..size {
-        text.push_str(&member(&format!("train-{i}"), "train", 100));
     }
     text
 }
@@ -358,6 +364,45 @@ fn a_gang_spares_the_pods_a_disruption_budget_protects() {
         "{:?}",
         r.outcomes
     );
+}
+
+/// [`preemption_dump`]'s batch group, and one high-priority pod (no group) that needs a
+/// whole node.
+fn single_preemptor_dump(batch_mode: &str) -> String {
+    let mut text = batch_dump(batch_mode);
+    text.push_str(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: urgent, namespace: ml}\nspec:\n  priority: 100\n  containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]\n",
+    );
+    text
+}
+
+#[test]
+fn a_single_pod_evicting_one_member_of_an_all_mode_group_evicts_the_group() {
+    // Upstream's workload-aware preemption for a pod without a group: the victim's group is
+    // in disruptionMode all, so its other three pods go too, on their own nodes.
+    let r = simulate(&single_preemptor_dump("all"));
+    assert!(r.node_of("ml/urgent").is_some(), "{:?}", r.outcomes);
+    assert_eq!(
+        preempted(&r),
+        ["ml/batch-0", "ml/batch-1", "ml/batch-2", "ml/batch-3"]
+    );
+    // In single mode only the pod in the way goes.
+    let r = simulate(&single_preemptor_dump("single"));
+    assert!(r.node_of("ml/urgent").is_some(), "{:?}", r.outcomes);
+    assert_eq!(preempted(&r).len(), 1, "{:?}", preempted(&r));
+}
+
+#[test]
+fn a_group_unit_is_not_a_victim_when_its_priority_is_not_lower() {
+    // The batch PodGroup's spec.priority (100) is what counts, not its pods' (10): the
+    // preemptor (100) cannot evict the group, even one of its pods.
+    let text = single_preemptor_dump("all").replace(
+        "metadata: {name: batch, namespace: ml}\nspec:\n  priority: 10\n",
+        "metadata: {name: batch, namespace: ml}\nspec:\n  priority: 100\n",
+    );
+    let r = simulate(&text);
+    assert!(r.node_of("ml/urgent").is_none(), "{:?}", r.outcomes);
+    assert!(preempted(&r).is_empty(), "{:?}", preempted(&r));
 }
 
 #[test]

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rayon::prelude::*;
 
 use super::{
-    DefaultPreemption, NO_VICTIMS_MSG, NOT_HELPFUL_MSG, NodeVictims, earliest_start_of_top_victims,
-    may_preempt, pod_eligible_to_preempt_others, select_victims_on_node,
+    DefaultPreemption, DisruptionUnits, NO_VICTIMS_MSG, NOT_HELPFUL_MSG, NodeVictims,
+    earliest_start_of_top_victims, may_preempt, pod_eligible_to_preempt_others,
+    select_victims_on_node,
 };
 use crate::cache::Snapshot;
 use crate::explain::{Preemption, PreemptionNode, PreemptionOutcome, Victim};
@@ -150,6 +151,7 @@ impl DefaultPreemption {
             return DryRun::default();
         }
         let (offset, num_candidates) = self.offset_and_num_candidates(potential.len());
+        let units = self.disruption_units(ctx.snapshot);
         dry_run_preemption(
             fw,
             state,
@@ -157,6 +159,7 @@ impl DefaultPreemption {
             &potential,
             ctx.nominated,
             ctx.snapshot.pdbs(),
+            &units,
             offset,
             num_candidates,
         )
@@ -230,6 +233,7 @@ pub(crate) fn dry_run_preemption(
     potential: &[&Arc<NodeInfo>],
     nominated: &NominatedPods,
     pdbs: &[Arc<PdbInfo>],
+    units: &DisruptionUnits,
     offset: usize,
     num_candidates: usize,
 ) -> DryRun {
@@ -247,7 +251,7 @@ pub(crate) fn dry_run_preemption(
             .into_par_iter()
             .map(|i| {
                 let node = potential[(offset + i) % n];
-                let (o, copied) = check_node(fw, state, pod, node, nominated, pdbs);
+                let (o, copied) = check_node(fw, state, pod, node, nominated, pdbs, units);
                 (i, o, copied)
             })
             .collect();
@@ -298,6 +302,7 @@ fn check_node(
     node: &Arc<NodeInfo>,
     nominated: &NominatedPods,
     pdbs: &[Arc<PdbInfo>],
+    units: &DisruptionUnits,
 ) -> (NodeOutcome, bool) {
     // Without a single lower-priority pod the node cannot change: no copy needed.
     if !node.pods.iter().any(|p| may_preempt(pod, p)) {
@@ -315,6 +320,7 @@ fn check_node(
         &mut node_copy,
         nominated.for_node(&node.name),
         pdbs,
+        units,
     ) {
         Ok(v) if v.pods.is_empty() => NodeOutcome::Rejected(Status::error(format!(
             "expected at least one victim pod on node {:?}",

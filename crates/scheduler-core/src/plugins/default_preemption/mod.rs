@@ -8,6 +8,7 @@
 //! (candidate search in parallel, node choice, result) is in [`evaluator`].
 
 use std::cmp::Ordering as CmpOrdering;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::{DefaultPreemptionArgs, PluginArgs};
@@ -16,7 +17,8 @@ use crate::framework::{
     PostFilterResult, Status,
 };
 use crate::plugin_points;
-use crate::types::{NodeInfo, PdbInfo, PodInfo};
+use crate::pod_group_manager::PodGroupManager;
+use crate::types::{NodeInfo, PdbInfo, PodInfo, PodKey};
 
 use super::names::DEFAULT_PREEMPTION;
 
@@ -70,28 +72,69 @@ impl Offsets {
     }
 }
 
-#[derive(Debug)]
 pub struct DefaultPreemption {
     args: DefaultPreemptionArgs,
     offsets: Offsets,
+    /// The PodGroups, when the caller keeps them ([`register`]): a victim in a group whose
+    /// `disruptionMode` is `all` takes its whole group with it ([`DisruptionUnits`]).
+    groups: Option<Arc<PodGroupManager>>,
+}
+
+impl std::fmt::Debug for DefaultPreemption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DefaultPreemption")
+            .field("args", &self.args)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes the registry's DefaultPreemption read `groups` (as GangScheduling does), so a
+/// single pod's preemption evicts `disruptionMode: all` groups whole.
+pub fn register(registry: &mut crate::framework::Registry, groups: Arc<PodGroupManager>) {
+    registry.register_shared(
+        DEFAULT_PREEMPTION,
+        Arc::new(move |args| {
+            let plugin = DefaultPreemption::from_args(args)?.with_groups(Arc::clone(&groups));
+            Ok(Arc::new(plugin) as Arc<dyn Plugin>)
+        }),
+    );
 }
 
 /// The registry factory: `None` means the defaulted args.
 pub fn factory(args: Option<&PluginArgs>) -> Result<Arc<dyn Plugin>, String> {
-    let args = match args {
-        None => DEFAULT_ARGS,
-        Some(PluginArgs::DefaultPreemption(a)) => a.clone(),
-        Some(other) => {
-            return Err(format!(
-                "got args of type {}, want DefaultPreemptionArgs",
-                other.kind()
-            ));
-        }
-    };
-    Ok(Arc::new(DefaultPreemption::new(args)?))
+    Ok(Arc::new(DefaultPreemption::from_args(args)?))
 }
 
 impl DefaultPreemption {
+    /// From the profile's args (`None`: the defaults).
+    pub fn from_args(args: Option<&PluginArgs>) -> Result<Self, String> {
+        let args = match args {
+            None => DEFAULT_ARGS,
+            Some(PluginArgs::DefaultPreemption(a)) => a.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "got args of type {}, want DefaultPreemptionArgs",
+                    other.kind()
+                ));
+            }
+        };
+        DefaultPreemption::new(args)
+    }
+
+    /// Reads the PodGroups for victims' disruption modes.
+    pub fn with_groups(mut self, groups: Arc<PodGroupManager>) -> Self {
+        self.groups = Some(groups);
+        self
+    }
+
+    /// The disruption units of the bound pods in `ctx`'s snapshot.
+    pub(crate) fn disruption_units(&self, snapshot: &crate::cache::Snapshot) -> DisruptionUnits {
+        match &self.groups {
+            Some(g) => crate::group_preemption::disruption_units(&g.read(), snapshot),
+            None => DisruptionUnits::default(),
+        }
+    }
+
     /// Validates the args as upstream's `New` does (config validation reports the same
     /// problems earlier, with positions).
     pub fn new(args: DefaultPreemptionArgs) -> Result<Self, String> {
@@ -118,6 +161,7 @@ impl DefaultPreemption {
         Ok(DefaultPreemption {
             args,
             offsets: Offsets::seeded(DEFAULT_OFFSET_SEED),
+            groups: None,
         })
     }
 
@@ -216,6 +260,73 @@ fn may_preempt(preemptor: &PodInfo, victim: &PodInfo) -> bool {
     victim.priority < preemptor.priority
 }
 
+/// Pods a single pod's preemption evicts together, as upstream's workload-aware preemption
+/// does: the bound pods of a PodGroup whose `disruptionMode` is `all` (or of the
+/// CompositePodGroup tree above it, when that one's is). Choosing any of them as a victim
+/// evicts all of them, wherever they run; they are victims only when the unit's priority
+/// (its PodGroups' `spec.priority`, else its pods') is below the preemptor's, and never
+/// while one of them is already terminating. Built once per preemption attempt
+/// ([`crate::group_preemption::disruption_units`]); empty when no group asks for it, and
+/// then every pod is its own unit as before.
+#[derive(Clone, Debug, Default)]
+pub struct DisruptionUnits {
+    unit_of: HashMap<PodKey, usize>,
+    units: Vec<UnitPods>,
+}
+
+#[derive(Clone, Debug)]
+struct UnitPods {
+    /// (node, pod)
+    pods: Vec<(String, Arc<PodInfo>)>,
+    priority: i32,
+    terminating: bool,
+}
+
+impl DisruptionUnits {
+    /// One unit: its bound pods with their nodes, its priority, and whether one of them is
+    /// terminating.
+    pub fn add(&mut self, pods: Vec<(String, Arc<PodInfo>)>, priority: i32, terminating: bool) {
+        let i = self.units.len();
+        for (_, p) in &pods {
+            self.unit_of.insert(p.key().clone(), i);
+        }
+        self.units.push(UnitPods {
+            pods,
+            priority,
+            terminating,
+        });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty()
+    }
+
+    fn unit(&self, pod: &PodInfo) -> Option<usize> {
+        self.unit_of.get(pod.key()).copied()
+    }
+
+    /// Whether `victim` may be evicted for `preemptor`.
+    fn may_preempt(&self, preemptor: &PodInfo, victim: &PodInfo) -> bool {
+        match self.unit(victim).map(|u| &self.units[u]) {
+            Some(u) => !u.terminating && u.priority < preemptor.priority,
+            None => may_preempt(preemptor, victim),
+        }
+    }
+
+    /// The pods of `victim`'s unit that are not on `node` (none for a pod alone).
+    fn elsewhere(&self, victim: &PodInfo, node: &str) -> Vec<Arc<PodInfo>> {
+        match self.unit(victim) {
+            Some(u) => self.units[u]
+                .pods
+                .iter()
+                .filter(|(n, _)| n != node)
+                .map(|(_, p)| Arc::clone(p))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
 /// Start time for ordering; a pod that has not started counts as starting now, i.e. after
 /// every recorded start (upstream reads the clock; a pure crate cannot).
 fn start_or_now(p: &PodInfo) -> i64 {
@@ -284,7 +395,9 @@ pub struct NodeVictims {
 /// Upstream `SelectVictimsOnNode`, on a private copy of the node and the cycle state: remove
 /// every lower-priority pod; if the preemptor still does not fit, give up with the filter's
 /// status. Otherwise put pods back, most important first (budget-violating ones before the
-/// others so they are spared when possible), keeping each one that still leaves room.
+/// others so they are spared when possible), keeping each one that still leaves room. The
+/// pods of one disruption unit go back together or not at all, and a unit that stays a
+/// victim brings its pods on other nodes (see [`DisruptionUnits`]).
 pub fn select_victims_on_node(
     fw: &Framework,
     state: &mut CycleState,
@@ -292,11 +405,12 @@ pub fn select_victims_on_node(
     node: &mut Arc<NodeInfo>,
     nominated: &[Arc<PodInfo>],
     pdbs: &[Arc<PdbInfo>],
+    units: &DisruptionUnits,
 ) -> Result<NodeVictims, Status> {
     let mut potential: Vec<Arc<PodInfo>> = node
         .pods
         .iter()
-        .filter(|p| may_preempt(pod, p))
+        .filter(|p| units.may_preempt(pod, p))
         .cloned()
         .collect();
     for v in &potential {
@@ -313,24 +427,64 @@ pub fn select_victims_on_node(
     potential.sort_by(|a, b| importance_order(a, b));
     let (violating, non_violating) = filter_pods_with_pdb_violation(potential, pdbs);
     let mixed = !violating.is_empty() && !non_violating.is_empty();
+    let violating_keys: HashSet<PodKey> = violating.iter().map(|p| p.key().clone()).collect();
+    // Each entry is put back whole: a pod alone, or a unit's pods on this node. A unit
+    // breaks a budget when any of its pods does.
+    let entries = |pods: Vec<Arc<PodInfo>>| -> Vec<Vec<Arc<PodInfo>>> {
+        let mut out: Vec<Vec<Arc<PodInfo>>> = Vec::new();
+        let mut at: HashMap<usize, usize> = HashMap::new();
+        for p in pods {
+            match units.unit(&p) {
+                Some(u) => match at.get(&u) {
+                    Some(&i) => out[i].push(p),
+                    None => {
+                        at.insert(u, out.len());
+                        out.push(vec![p]);
+                    }
+                },
+                None => out.push(vec![p]),
+            }
+        }
+        out
+    };
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    for entry in entries(violating.into_iter().chain(non_violating).collect()) {
+        if entry.iter().any(|p| violating_keys.contains(p.key())) {
+            first.push(entry);
+        } else {
+            rest.push(entry);
+        }
+    }
 
     let mut victims = Vec::new();
     let mut num_pdb_violations = 0;
-    for (group_violates, group) in [(true, violating), (false, non_violating)] {
-        for p in group {
-            add_to(fw, state, pod, node, &p)?;
-            if fw
-                .run_filter_with_nominated_pods(state, pod, node, nominated)
-                .is_success()
-            {
-                continue;
-            }
-            remove_from(fw, state, pod, node, &p)?;
-            num_pdb_violations += usize::from(group_violates);
-            victims.push(p);
+    let mut elsewhere = Vec::new();
+    for entry in first.into_iter().chain(rest) {
+        for p in &entry {
+            add_to(fw, state, pod, node, p)?;
         }
+        if fw
+            .run_filter_with_nominated_pods(state, pod, node, nominated)
+            .is_success()
+        {
+            continue;
+        }
+        for p in &entry {
+            remove_from(fw, state, pod, node, p)?;
+        }
+        num_pdb_violations += entry
+            .iter()
+            .filter(|p| violating_keys.contains(p.key()))
+            .count();
+        elsewhere.extend(units.elsewhere(&entry[0], &node.name));
+        victims.extend(entry);
     }
-    if mixed {
+    if !elsewhere.is_empty() {
+        let (broken, _) = filter_pods_with_pdb_violation(elsewhere.clone(), pdbs);
+        num_pdb_violations += broken.len();
+        victims.extend(elsewhere);
+    }
+    if mixed || !units.is_empty() {
         victims.sort_by(|a, b| importance_order(a, b));
     }
     Ok(NodeVictims {

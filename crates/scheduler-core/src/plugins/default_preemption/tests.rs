@@ -693,7 +693,15 @@ fn victims_on(
     assert!(s.is_success());
     let original = snap.get(node).unwrap();
     let mut copy = Arc::new(NodeInfo::clone(original));
-    let v = select_victims_on_node(fw, &mut state, pod, &mut copy, &[], pdbs)?;
+    let v = select_victims_on_node(
+        fw,
+        &mut state,
+        pod,
+        &mut copy,
+        &[],
+        pdbs,
+        &super::DisruptionUnits::default(),
+    )?;
     assert_eq!(
         original.pods.len(),
         snap.get(node).unwrap().pods.len(),
