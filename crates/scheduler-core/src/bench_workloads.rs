@@ -23,7 +23,6 @@ use crate::explain::{Explanation, Record};
 use crate::framework::CycleState;
 use crate::framework::{NominatedPods, ProfileRegistry, QueuedPodInfo, Registry};
 use crate::group_preemption::{GroupPreemption, preempt_for_group};
-use crate::plugins::gang_scheduling;
 use crate::pod_group_manager::PodGroupManager;
 use crate::schedule_group::{
     GroupOutcome, Route, route, schedule_group_and_bind, scheduled_members,
@@ -630,7 +629,7 @@ impl Runner {
     pub fn without_nodes(w: &Workload) -> Self {
         let groups = Arc::new(PodGroupManager::new());
         let mut registry = Registry::in_tree();
-        gang_scheduling::register(&mut registry, Arc::clone(&groups));
+        crate::plugins::register_group_plugins(&mut registry, Arc::clone(&groups));
         let profiles =
             ProfileRegistry::new(&w.config.profiles, &registry).expect("workload config builds");
         for g in &w.pod_groups {
@@ -1031,11 +1030,8 @@ mod tests {
     /// group cycle), a basic group's pods one by one; the last group takes the remainder.
     #[test]
     fn every_group_workload_builds_and_schedules_on_a_small_cluster() {
-        // GangPreemptionPodGroups has a test of its own (its sizes are its own).
-        for name in GROUP_WORKLOADS
-            .iter()
-            .filter(|n| **n != GANG_PREEMPTION_POD_GROUPS)
-        {
+        // The preemption workloads have tests of their own (their sizes are their own).
+        for name in [GANG_SCHEDULING, BASIC_SCHEDULING, TOPOLOGY_AWARE_SCHEDULING] {
             for size in [1, 3, 10] {
                 let w =
                     build_group(name, 20, 6, 10, Some(size)).unwrap_or_else(|| panic!("{name}"));
@@ -1046,7 +1042,7 @@ mod tests {
                 );
                 let stats = run(&w);
                 assert_eq!((stats.measured, stats.scheduled), (10, 10), "{name}/{size}");
-                let attempts = if *name == BASIC_SCHEDULING {
+                let attempts = if name == BASIC_SCHEDULING {
                     10
                 } else {
                     10usize.div_ceil(size)
@@ -1123,6 +1119,81 @@ mod tests {
         let e = check_group_sizes(GANG_PREEMPTION_POD_GROUPS, 20_000, 10, Some(1)).unwrap_err();
         assert!(e.contains("host port"), "{e}");
         assert!(check_group_sizes(GANG_SCHEDULING, 1, 100, Some(100)).is_ok());
+    }
+
+    /// Pods left on each node after a preemption workload: (preemptors, victims).
+    fn survivors(r: &mut Runner) -> Vec<(usize, usize)> {
+        r.cache.update_snapshot(&mut r.snapshot);
+        r.snapshot
+            .node_infos()
+            .iter()
+            .map(|n| {
+                let high = n
+                    .pods
+                    .iter()
+                    .filter(|p| p.priority == PREEMPTOR_PRIORITY)
+                    .count();
+                (high, n.pods.len() - high)
+            })
+            .collect()
+    }
+
+    /// GangPreemptionTopologySpreading: six nodes over three zones full of 300m victims;
+    /// two gangs of three 3970m pods that spread one per zone: each pod lands on a node it
+    /// emptied, and each gang covers the three zones.
+    #[test]
+    fn spreading_gangs_preempt_whole_nodes_one_per_zone() {
+        let w = build_group(GANG_PREEMPTION_TOPOLOGY_SPREADING, 6, 0, 6, Some(3)).unwrap();
+        assert_eq!((w.init_pods.len(), w.measured_pods.len()), (60, 6));
+        let mut r = Runner::new(&w);
+        let (init, measured) = (views(&w.init_pods), views(&w.measured_pods));
+        r.admit(&init);
+        r.admit(&measured);
+        assert_eq!(r.schedule_queue(&init, |_, _| {}), 60);
+        r.confirm_bindings();
+        assert_eq!(r.schedule_queue(&measured, |_, _| {}), 6);
+        r.confirm_bindings();
+        for (high, low) in survivors(&mut r) {
+            assert_eq!((high, low), (1, 0));
+        }
+        for g in ["gang-0", "gang-1"] {
+            let zones: std::collections::BTreeSet<String> = r
+                .snapshot
+                .node_infos()
+                .iter()
+                .filter(|n| {
+                    n.pods
+                        .iter()
+                        .any(|p| p.pod_group.as_ref().is_some_and(|k| k.name == g))
+                })
+                .map(|n| n.labels["topology.kubernetes.io/zone"].clone())
+                .collect();
+            assert_eq!(zones.len(), 3, "{g} in {zones:?}");
+        }
+    }
+
+    /// PreemptionPodGroupDisruptionMode: each preemptor needs a whole node (ten victims).
+    /// Victims alone or in `single` groups: only those ten go. In `all` groups, each victim's
+    /// whole group goes wherever it runs, so more pods are evicted than the node held.
+    #[test]
+    fn disruption_modes_decide_how_many_pods_a_preemptor_evicts() {
+        let evicted = |name: &str| {
+            let w = build_group(name, 10, 0, 2, None).unwrap();
+            let mut r = Runner::new(&w);
+            let (init, measured) = (views(&w.init_pods), views(&w.measured_pods));
+            r.admit(&init);
+            assert_eq!(r.schedule_queue(&init, |_, _| {}), 100, "{name}");
+            r.confirm_bindings();
+            assert_eq!(r.schedule_queue(&measured, |_, _| {}), 2, "{name}");
+            r.confirm_bindings();
+            let left: usize = survivors(&mut r).iter().map(|(_, low)| low).sum();
+            100 - left
+        };
+        assert_eq!(evicted(DISRUPTION_MODE_NO_POD_GROUP), 20);
+        assert_eq!(evicted(DISRUPTION_MODE_SINGLE), 20);
+        let all = evicted(DISRUPTION_MODE_ALL);
+        assert!(all > 20 && all % 10 == 0, "{all}");
+        assert!(check_group_sizes(DISRUPTION_MODE_ALL, 10, 11, None).is_err());
     }
 
     fn groups_of_sizes(sizes: &[usize]) -> (Vec<core::Pod>, Vec<PodGroupInfo>) {
