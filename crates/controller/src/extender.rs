@@ -9,10 +9,13 @@
 //! inline data), no verification when no CA is given or `insecure` is set (as kube-scheduler).
 //! `httpTimeout` bounds each call, connection included.
 //!
-//! Where calls run: the scheduling cycle is synchronous, so [`HttpExtender`]'s filter,
-//! prioritize and preempt calls are started on the tokio runtime and the scheduling thread
-//! waits for the answer (it holds no lock meanwhile: the cycle works on its snapshot). The
-//! bind call runs in the executor's binding task, like a Binding POST.
+//! Where calls run: the [`Extender`] trait is synchronous, so [`HttpExtender`]'s filter,
+//! prioritize and preempt calls are started on the tokio runtime and the calling thread
+//! waits for the answer, holding no lock. For a single pod's filter and prioritize calls
+//! that thread is one of tokio's blocking pool, not the scheduling loop, which goes on with
+//! other pods meanwhile (`scheduler_loop::extenders`); preemption's calls and a gang's
+//! still wait on the scheduling thread. The bind call runs in the executor's binding task,
+//! like a Binding POST.
 //!
 //! The pod and nodes sent are ferrosched's views of them, not the API objects (which the
 //! informers do not keep): a pod's metadata (name, namespace, uid, labels), spec

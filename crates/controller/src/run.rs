@@ -340,6 +340,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         explain,
         record: scheduler_core::explain::Record::new(),
         pod_group_version: pod_groups.workload,
+        waiting: scheduler_loop::Waiting::new(Some(tokio::runtime::Handle::current())),
     };
     let thread = std::thread::Builder::new()
         .name("scheduling-loop".into())

@@ -147,8 +147,10 @@ async fn answer_error() -> axum::Json<Value> {
     axum::Json(json!({"Error": "the extender's cache is not ready"}))
 }
 
-async fn slow() -> axum::Json<Value> {
-    tokio::time::sleep(Duration::from_secs(30)).await;
+/// Answers long after any test's httpTimeout.
+async fn slow(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
+    note(&f, "slow", &body);
+    tokio::time::sleep(Duration::from_secs(60)).await;
     axum::Json(json!({}))
 }
 
@@ -676,12 +678,13 @@ async fn the_benchs_noop_extender_keeps_every_node_and_scores_none() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_extender_times_out_and_the_other_profile_still_schedules() {
+async fn a_slow_extender_times_out_while_the_other_profile_keeps_scheduling() {
     let server = Arc::new(FakeApiServer::start().await);
     server.apply("nodes", &api_node("n1"));
     let fake = Arc::new(Fake::default());
     let addr = serve(Arc::clone(&fake), None).await;
-    // Only pods asking for example.com/slow reach the slow extender.
+    // Only pods asking for example.com/slow reach the slow extender, which never answers
+    // within its httpTimeout.
     let cfg = format!(
         "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -694,7 +697,7 @@ profiles:
 extenders:
 - urlPrefix: http://{addr}/slow
   filterVerb: filter
-  httpTimeout: 300ms
+  httpTimeout: 3s
   managedResources:
   - name: example.com/slow
     ignoredByScheduler: true
@@ -709,16 +712,11 @@ extenders:
             "default-scheduler",
         ),
     );
-    wait_for("FailedScheduling with the timeout", || {
-        server.events_for("default", "stuck").iter().any(|e| {
-            e["reason"] == "FailedScheduling"
-                && e["note"]
-                    .as_str()
-                    .is_some_and(|n| n.contains("context deadline exceeded"))
-        })
+    wait_for("the slow pod's filter call", || {
+        !fake.seen("slow").is_empty()
     })
     .await;
-    // The other profile's pods are scheduled between the slow pod's attempts.
+    // While that call waits, the other profile's pods are scheduled.
     for i in 0..3 {
         server.apply(
             "pods",
@@ -727,6 +725,39 @@ extenders:
     }
     wait_for("the other profile's pods bound", || {
         (0..3).all(|i| server.node_of("default", &format!("ok-{i}")).is_some())
+    })
+    .await;
+    wait_for("FailedScheduling with the timeout", || {
+        server.events_for("default", "stuck").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"].as_str().is_some_and(|n| {
+                    n.contains("context deadline exceeded") && n.contains("httpTimeout 3s")
+                })
+        })
+    })
+    .await;
+    // In the API server's order: every binding of the other profile before the slow
+    // pod's first failure was written (its PodScheduled=False status).
+    let failed_write = |r: &fake_apiserver::RequestRecord| {
+        r.name == "stuck" && r.subresource == "status" && r.verb == "patch"
+    };
+    wait_for("the slow pod's PodScheduled=False", || {
+        server.requests().iter().any(failed_write)
+    })
+    .await;
+    let requests = server.requests();
+    let failed = requests.iter().position(failed_write).unwrap();
+    for i in 0..3 {
+        let name = format!("ok-{i}");
+        let bound = requests
+            .iter()
+            .position(|r| r.name == name && r.subresource == "binding")
+            .expect("bound");
+        assert!(bound < failed, "ok-{i} bound after the slow pod failed");
+    }
+    // Retried after its backoff: the extender is asked again.
+    wait_for("the slow pod's second attempt", || {
+        fake.seen("slow").len() >= 2
     })
     .await;
     assert!(server.node_of("default", "stuck").is_none());

@@ -9,6 +9,7 @@ use scheduler_core::cache::Snapshot;
 use scheduler_core::explain::simulator;
 use scheduler_core::framework::{Diagnosis, Framework, NominatedPods, QueuedPodInfo};
 use scheduler_core::outcome::{Failure, PodOutcome, pod_outcome};
+use scheduler_core::schedule_extenders::{self, ExtenderCalls};
 use scheduler_core::schedule_group::{self, Route};
 use scheduler_core::schedule_one::{Decision, schedule_one, schedule_one_recorded};
 use scheduler_core::types::PodInfo;
@@ -31,6 +32,8 @@ pub(super) enum CycleResult {
     /// Decided: to bind, or to the failure handler (a pod of a gang whose group went away
     /// too, as if PreEnqueue had kept it out).
     Done(QueuedPodInfo, PodOutcome),
+    /// Waiting for its extenders' answers ([`super::extenders`]).
+    Extenders(QueuedPodInfo, ExtenderCalls),
 }
 
 impl SchedulingLoop {
@@ -60,7 +63,17 @@ impl SchedulingLoop {
                 return CycleResult::Done(q, outcome);
             }
         }
+        if schedule_extenders::needs_extender_calls(fw, &q.pod) {
+            // Cut around the extender calls, which run off the loop (unrecorded).
+            let step = schedule_extenders::begin(fw, &mut self.alg, &q.pod, snapshot, &nominated);
+            return self.stepped(q, step, attempt);
+        }
         let decision = self.run_framework(fw, &q.pod, snapshot, &nominated, attempt);
+        self.decided(q, decision)
+    }
+
+    /// A decided cycle: preemption counted, the decision sorted into its outcome.
+    pub(super) fn decided(&self, q: QueuedPodInfo, decision: Decision) -> CycleResult {
         if let Decision::Unschedulable {
             nomination: Some(r),
             ..
