@@ -147,6 +147,21 @@ async fn answer_error() -> axum::Json<Value> {
     axum::Json(json!({"Error": "the extender's cache is not ready"}))
 }
 
+/// Keeps the nodes whose `example.com/team` annotation is the pod's.
+async fn same_team(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
+    note(&f, "same-team", &body);
+    let team = |o: &Value| o["metadata"]["annotations"]["example.com/team"].clone();
+    let pod_team = team(&body["Pod"]);
+    let items: Vec<Value> = body["Nodes"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| !pod_team.is_null() && team(n) == pod_team)
+        .cloned()
+        .collect();
+    axum::Json(json!({"Nodes": {"items": items}}))
+}
+
 /// Answers long after any test's httpTimeout.
 async fn slow(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
     note(&f, "slow", &body);
@@ -164,6 +179,7 @@ fn app(f: Arc<Fake>) -> Router {
         .route("/fail/prioritize", post(fail))
         .route("/error/filter", post(answer_error))
         .route("/slow/filter", post(slow))
+        .route("/team/filter", post(same_team))
         .with_state(f)
 }
 
@@ -761,5 +777,68 @@ extenders:
     })
     .await;
     assert!(server.node_of("default", "stuck").is_none());
+    support::stop_controller(started.stop, started.task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extenders_are_sent_the_api_objects_annotations_and_taints_included() {
+    let server = Arc::new(FakeApiServer::start().await);
+    let team_node = |name: &str, team: &str| {
+        let mut n = api_node(name);
+        n["metadata"]["annotations"] = json!({"example.com/team": team});
+        n
+    };
+    server.apply("nodes", &team_node("n1", "red"));
+    let mut n2 = team_node("n2", "blue");
+    n2["spec"] = json!({"taints": [{"key": "dedicated", "value": "blue", "effect": "NoSchedule"}]});
+    server.apply("nodes", &n2);
+    server.apply("nodes", &api_node("n3"));
+    let fake = Arc::new(Fake::default());
+    let addr = serve(Arc::clone(&fake), None).await;
+    let cfg = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {{leaderElect: false}}
+extenders:
+- urlPrefix: http://{addr}/team
+  filterVerb: filter
+"
+    );
+    let started = support::start(&server, &cfg).await;
+    let mut pod = api_pod("blue", json!({"cpu": "100m"}), "default-scheduler");
+    pod["metadata"]["annotations"] = json!({"example.com/team": "blue"});
+    pod["spec"]["tolerations"] =
+        json!([{"key": "dedicated", "operator": "Equal", "value": "blue", "effect": "NoSchedule"}]);
+    server.apply("pods", &pod);
+    wait_for("the pod bound", || {
+        server.node_of("default", "blue").is_some()
+    })
+    .await;
+    // Only the annotations decide: n2, by the pod's annotation and n2's.
+    assert_eq!(server.node_of("default", "blue").as_deref(), Some("n2"));
+    let body = fake.seen("same-team").remove(0);
+    let sent_pod = &body["Pod"];
+    assert_eq!(
+        sent_pod["metadata"]["annotations"]["example.com/team"],
+        "blue"
+    );
+    assert_eq!(sent_pod["spec"]["tolerations"][0]["key"], "dedicated");
+    assert_eq!(sent_pod["spec"]["containers"][0]["image"], "img");
+    assert!(
+        sent_pod["metadata"].get("managedFields").is_none(),
+        "{sent_pod}"
+    );
+    let nodes = body["Nodes"]["items"].as_array().unwrap();
+    let sent_n2 = nodes
+        .iter()
+        .find(|n| n["metadata"]["name"] == "n2")
+        .expect("n2 sent");
+    assert_eq!(sent_n2["spec"]["taints"][0]["key"], "dedicated");
+    assert_eq!(sent_n2["status"]["allocatable"]["cpu"], "4");
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n["metadata"].get("managedFields").is_none())
+    );
     support::stop_controller(started.stop, started.task).await;
 }
