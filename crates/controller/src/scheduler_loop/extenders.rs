@@ -135,3 +135,49 @@ impl SchedulingLoop {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use scheduler_core::types::PodInfo;
+
+    use super::*;
+
+    fn popped(name: &str, profile: &str) -> Popped {
+        let pod = PodInfo::test("default", name)
+            .scheduler_name(profile)
+            .build();
+        Popped {
+            info: QueuedPodInfo::new(Arc::new(pod), 0),
+            cycle: 0,
+            started: Instant::now(),
+        }
+    }
+
+    fn profile_of(p: &Popped) -> String {
+        p.info.pod.scheduler_name.clone()
+    }
+
+    #[test]
+    fn a_busy_profiles_pods_wait_in_pop_order_and_others_pass() {
+        let mut w = Waiting::new(None);
+        w.busy.insert("slow".into());
+        assert!(w.hold_if_busy(popped("s1", "slow"), "slow").is_none());
+        let passed = w.hold_if_busy(popped("o1", "other"), "other");
+        assert_eq!(
+            passed.map(|p| p.info.pod.name().to_string()).as_deref(),
+            Some("o1")
+        );
+        assert!(w.hold_if_busy(popped("s2", "slow"), "slow").is_none());
+        assert!(
+            w.take_held(profile_of).is_none(),
+            "held while the profile waits"
+        );
+        w.busy.remove("slow");
+        let order: Vec<String> = std::iter::from_fn(|| w.take_held(profile_of))
+            .map(|p| p.info.pod.name().to_string())
+            .collect();
+        assert_eq!(order, ["s1", "s2"]);
+    }
+}
