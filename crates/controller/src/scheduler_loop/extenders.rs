@@ -30,8 +30,8 @@ pub(crate) struct Answered {
 pub(crate) struct Waiting {
     /// Where the calls run; `None`: on the loop's own thread (tests without a runtime).
     runtime: Option<tokio::runtime::Handle>,
-    answers_tx: Sender<Answered>,
-    answers: Receiver<Answered>,
+    answers_tx: Sender<Box<Answered>>,
+    answers: Receiver<Box<Answered>>,
     /// Profiles with a pod waiting for its extenders.
     busy: HashSet<String>,
     /// Pods popped while their profile was busy, in pop order.
@@ -51,7 +51,7 @@ impl Waiting {
     }
 
     /// An answer that came in. Check under the state lock: answers are sent under it.
-    pub(super) fn answered(&self) -> Option<Answered> {
+    pub(super) fn answered(&self) -> Option<Box<Answered>> {
         self.answers.try_recv().ok()
     }
 
@@ -90,7 +90,7 @@ impl SchedulingLoop {
             let answer = calls.call();
             // Sent under the lock: the loop looks for answers under it before it waits.
             let st = shared.lock();
-            let _ = tx.send(Answered { q, attempt, answer });
+            let _ = tx.send(Box::new(Answered { q, attempt, answer }));
             drop(st);
             shared.notify();
         };

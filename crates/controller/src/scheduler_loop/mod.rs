@@ -56,7 +56,7 @@ pub(crate) struct Popped {
 enum Next {
     Pod(Popped),
     /// A pod whose extenders answered: its cycle goes on.
-    Resume(extenders::Answered),
+    Resume(Box<extenders::Answered>),
     /// FailedScheduling reports for pods the queue keeps out ([`State::gate_reports`]).
     ///
     /// [`State::gate_reports`]: crate::state::State::gate_reports
@@ -94,7 +94,7 @@ impl SchedulingLoop {
         while let Some(next) = self.next_pod() {
             match next {
                 Next::Pod(q) => self.schedule(q, &mut snapshot),
-                Next::Resume(a) => self.resume(a, &mut snapshot),
+                Next::Resume(a) => self.resume(*a, &mut snapshot),
                 Next::Reports(actions) => actions.into_iter().for_each(|a| self.send(a)),
             }
         }
@@ -122,7 +122,7 @@ impl SchedulingLoop {
             if let Some(answered) = self.waiting.answered() {
                 return Some(Next::Resume(answered));
             }
-            if let Some(held) = self.waiting.take_held(&profile_of) {
+            if let Some(held) = self.waiting.take_held(profile_of) {
                 return Some(Next::Pod(held));
             }
             if !st.gate_reports.is_empty() {
