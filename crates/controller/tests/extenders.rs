@@ -842,3 +842,39 @@ extenders:
     );
     support::stop_controller(started.stop, started.task).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_ignorable_extender_is_skipped_at_its_timeout() {
+    let server = Arc::new(FakeApiServer::start().await);
+    server.apply("nodes", &api_node("n1"));
+    let fake = Arc::new(Fake::default());
+    let addr = serve(Arc::clone(&fake), None).await;
+    let cfg = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {{leaderElect: false}}
+extenders:
+- urlPrefix: http://{addr}/slow
+  filterVerb: filter
+  httpTimeout: 300ms
+  ignorable: true
+"
+    );
+    let started = support::start(&server, &cfg).await;
+    server.apply(
+        "pods",
+        &api_pod("p", json!({"cpu": "100m"}), "default-scheduler"),
+    );
+    wait_for("the pod bound past the ignorable extender", || {
+        server.node_of("default", "p").is_some()
+    })
+    .await;
+    assert_eq!(fake.seen("slow").len(), 1);
+    assert!(
+        !server
+            .events_for("default", "p")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    );
+    support::stop_controller(started.stop, started.task).await;
+}
