@@ -119,12 +119,6 @@ impl SchedulingLoop {
             if st.shutting_down {
                 return None;
             }
-            if let Some(answered) = self.waiting.answered() {
-                return Some(Next::Resume(answered));
-            }
-            if let Some(held) = self.waiting.take_held(profile_of) {
-                return Some(Next::Pod(held));
-            }
             if !st.gate_reports.is_empty() {
                 let reports = std::mem::take(&mut st.gate_reports);
                 let actions = reports
@@ -139,6 +133,12 @@ impl SchedulingLoop {
                     })
                     .collect();
                 return Some(Next::Reports(actions));
+            }
+            if let Some(answered) = self.waiting.answered() {
+                return Some(Next::Resume(answered));
+            }
+            if let Some(held) = self.waiting.take_held(profile_of) {
+                return Some(Next::Pod(held));
             }
             if st.synced >= INFORMER_COUNT
                 && let Some(info) = st.queue.pop()
