@@ -32,13 +32,14 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::explain::Record;
 use crate::framework::{
     CycleState, Diagnosis, Extender, ExtensionPoint, Framework, HostPriority, NominatedPods,
     Status, call_extender_priorities, calls_extenders, find_nodes_that_pass_extenders,
 };
 use crate::schedule_one::{
     Decision, Extenders, Filtered, SchedulingAlgorithm, effective_pod, not_scheduled,
-    reserve_and_bind, schedule_one, unfit,
+    reserve_and_bind, schedule_one, schedule_one_recorded, unfit,
 };
 use crate::types::{NodeInfo, PodInfo};
 
@@ -140,15 +141,18 @@ pub fn needs_extender_calls(fw: &Framework, pod: &PodInfo) -> bool {
 
 /// Starts `pod`'s cycle on `snapshot`: decided at once when no extender is called (the
 /// cycle of [`schedule_one`]) or no node passes Filter; otherwise the extender calls to
-/// make.
+/// make. With `rec`, the attempt is recorded into it (reset first) as
+/// [`schedule_one_recorded`] does; give the same record to [`resume`], and render it
+/// against the snapshot of the step that decided.
 pub fn begin(
     fw: &Framework,
     alg: &mut SchedulingAlgorithm,
     pod: &Arc<PodInfo>,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
+    rec: Option<&mut Record>,
 ) -> Step {
-    begin_from(fw, alg, pod, snapshot, nominated, true)
+    begin_from(fw, alg, pod, snapshot, nominated, rec, true)
 }
 
 fn begin_from(
@@ -157,17 +161,30 @@ fn begin_from(
     pod: &Arc<PodInfo>,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
+    mut rec: Option<&mut Record>,
     try_first: bool,
 ) -> Step {
     if !needs_extender_calls(fw, pod) {
-        return Step::Decided(schedule_one(fw, alg, pod, snapshot, nominated));
+        return Step::Decided(match rec {
+            Some(r) => schedule_one_recorded(fw, alg, pod, snapshot, nominated, r),
+            None => schedule_one(fw, alg, pod, snapshot, nominated),
+        });
+    }
+    if let Some(r) = rec.as_deref_mut() {
+        r.reset();
     }
     let effective = effective_pod(fw, pod, snapshot).unwrap_or_else(|| Arc::clone(pod));
     let mut state = CycleState::new();
     state.set_plugin_timer(alg.begin_cycle(fw));
     let deferred = Extenders::Deferred { try_first };
     match alg.filter_stage(
-        fw, &mut state, &effective, snapshot, nominated, None, deferred,
+        fw,
+        &mut state,
+        &effective,
+        snapshot,
+        nominated,
+        rec.as_deref_mut(),
+        deferred,
     ) {
         Ok((filtered, _batch)) => Step::Call(ExtenderCalls {
             pod: Arc::clone(pod),
@@ -176,7 +193,7 @@ fn begin_from(
             filtered,
         }),
         Err(e) => Step::Decided(not_scheduled(
-            fw, alg, &state, &effective, snapshot, nominated, None, true, e,
+            fw, alg, &state, &effective, snapshot, nominated, rec, true, e,
         )),
     }
 }
@@ -189,6 +206,7 @@ pub fn resume(
     answer: ExtenderAnswer,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
+    mut rec: Option<&mut Record>,
 ) -> Step {
     let ExtenderAnswer {
         pod,
@@ -210,7 +228,7 @@ pub fn resume(
     if passed.is_empty() && first {
         // The nominated node alone did not pass the extenders: every node now, as the
         // cycle does.
-        return begin_from(fw, alg, &pod, snapshot, nominated, false);
+        return begin_from(fw, alg, &pod, snapshot, nominated, rec, false);
     }
     let mut state = CycleState::new();
     state.set_plugin_timer(alg.begin_cycle(fw));
@@ -219,12 +237,16 @@ pub fn resume(
     alg.point_done(ExtensionPoint::PreFilter, status.code(), start);
     if !status.is_success() {
         // The cluster changed under the pod: its cycle again, from the start.
-        return begin(fw, alg, &pod, snapshot, nominated);
+        return begin(fw, alg, &pod, snapshot, nominated, rec);
     }
     if passed.is_empty() {
+        if let Some(r) = rec.as_deref_mut() {
+            r.diagnosis = diagnosis.clone();
+            r.filtered = true;
+        }
         let e = unfit(&effective, num_all_nodes, diagnosis);
         return Step::Decided(not_scheduled(
-            fw, alg, &state, &effective, snapshot, nominated, None, true, e,
+            fw, alg, &state, &effective, snapshot, nominated, rec, true, e,
         ));
     }
     // The answered nodes as the snapshot has them now; one deleted meanwhile is gone.
@@ -241,16 +263,23 @@ pub fn resume(
     let batch = alg.begin_batch(fw, &effective, false);
     let answered = (!priorities.is_empty()).then_some(priorities.as_slice());
     let result = match alg.score_stage(
-        fw, &mut state, &effective, snapshot, filtered, batch, None, answered,
+        fw,
+        &mut state,
+        &effective,
+        snapshot,
+        filtered,
+        batch,
+        rec.as_deref_mut(),
+        answered,
     ) {
         Ok(r) => r,
         // Every answered node was deleted meanwhile.
         Err(crate::schedule_one::ScheduleError::NoNodes) => {
-            return begin(fw, alg, &pod, snapshot, nominated);
+            return begin(fw, alg, &pod, snapshot, nominated, rec);
         }
         Err(e) => {
             return Step::Decided(not_scheduled(
-                fw, alg, &state, &effective, snapshot, nominated, None, true, e,
+                fw, alg, &state, &effective, snapshot, nominated, rec, true, e,
             ));
         }
     };
@@ -273,7 +302,7 @@ pub fn resume(
         s.is_success()
     });
     if narrowed_out || !fits {
-        return begin(fw, alg, &pod, snapshot, nominated);
+        return begin(fw, alg, &pod, snapshot, nominated, rec);
     }
     Step::Decided(reserve_and_bind(fw, alg, state, &effective, result))
 }

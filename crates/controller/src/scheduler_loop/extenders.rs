@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use scheduler_core::cache::Snapshot;
-use scheduler_core::framework::QueuedPodInfo;
+use scheduler_core::explain::Record;
+use scheduler_core::framework::{Framework, QueuedPodInfo};
 use scheduler_core::schedule_extenders::{self, ExtenderAnswer, ExtenderCalls, Step};
 
 use super::cycle::CycleResult;
@@ -24,6 +25,8 @@ pub(crate) struct Answered {
     q: QueuedPodInfo,
     attempt: Attempt,
     answer: ExtenderAnswer,
+    /// The attempt's record, when `run --explain` records its profile.
+    record: Option<Box<Record>>,
 }
 
 /// The cycles waiting for their extenders and the pods held behind them.
@@ -82,6 +85,7 @@ impl SchedulingLoop {
         q: QueuedPodInfo,
         calls: ExtenderCalls,
         attempt: Attempt,
+        record: Option<Box<Record>>,
     ) {
         self.waiting.busy.insert(attempt.scheduler_name.clone());
         let tx = self.waiting.answers_tx.clone();
@@ -90,7 +94,12 @@ impl SchedulingLoop {
             let answer = calls.call();
             // Sent under the lock: the loop looks for answers under it before it waits.
             let st = shared.lock();
-            let _ = tx.send(Box::new(Answered { q, attempt, answer }));
+            let _ = tx.send(Box::new(Answered {
+                q,
+                attempt,
+                answer,
+                record,
+            }));
             drop(st);
             shared.notify();
         };
@@ -103,7 +112,12 @@ impl SchedulingLoop {
     /// Goes on with the cycle whose extenders answered, on a refreshed snapshot; its
     /// profile's held pods may go next.
     pub(super) fn resume(&mut self, answered: Answered, snapshot: &mut Snapshot) {
-        let Answered { q, attempt, answer } = answered;
+        let Answered {
+            q,
+            attempt,
+            answer,
+            mut record,
+        } = answered;
         self.waiting.busy.remove(&attempt.scheduler_name);
         let profiles = Arc::clone(&self.shared.profiles);
         let Some(fw) = profiles.for_scheduler_name(&q.pod.scheduler_name) else {
@@ -115,23 +129,41 @@ impl SchedulingLoop {
             st.cache.update_snapshot(snapshot);
             st.queue.nominated_pods().clone()
         };
-        let step = schedule_extenders::resume(fw, &mut self.alg, answer, snapshot, &nominated);
-        let result = self.stepped(q, step, &attempt);
+        let step = schedule_extenders::resume(
+            fw,
+            &mut self.alg,
+            answer,
+            snapshot,
+            &nominated,
+            record.as_deref_mut(),
+        );
+        let result = self.stepped(fw, q, step, &attempt, snapshot, record);
         self.carry_out(fw, result, attempt, snapshot);
     }
 
-    /// The cycle's result for a step of a cut cycle.
+    /// The cycle's result for a step of a cut cycle; a decided one recorded in `record`
+    /// is explained as the loop's own recorded attempts are.
     pub(super) fn stepped(
         &mut self,
+        fw: &Framework,
         q: QueuedPodInfo,
         step: Step,
         attempt: &Attempt,
+        snapshot: &Snapshot,
+        record: Option<Box<Record>>,
     ) -> CycleResult {
-        let metrics = &self.shared.metrics;
-        metrics.cycle(&attempt.scheduler_name, &self.alg.take_cycle_timings());
+        let name = &attempt.scheduler_name;
+        self.shared
+            .metrics
+            .cycle(name, &self.alg.take_cycle_timings());
         match step {
-            Step::Call(calls) => CycleResult::Extenders(q, calls),
-            Step::Decided(decision) => self.decided(q, decision),
+            Step::Call(calls) => CycleResult::Extenders(q, calls, record),
+            Step::Decided(decision) => {
+                if let Some(r) = &record {
+                    self.explain_attempt(fw, &q.pod, snapshot, &decision, name, r);
+                }
+                self.decided(q, decision)
+            }
         }
     }
 }

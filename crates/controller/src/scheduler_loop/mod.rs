@@ -188,7 +188,9 @@ impl SchedulingLoop {
         let attempt = &attempt;
         match result {
             CycleResult::Skipped => {}
-            CycleResult::Extenders(q, calls) => self.call_extenders(q, calls, attempt.clone()),
+            CycleResult::Extenders(q, calls, record) => {
+                self.call_extenders(q, calls, attempt.clone(), record)
+            }
             CycleResult::Gang(q, group) => self.schedule_gang(fw, q, &group, attempt, snapshot),
             CycleResult::Tree(q, root) => self.schedule_tree(fw, q, &root, attempt, snapshot),
             CycleResult::Done(q, PodOutcome::Bind(placement)) => {

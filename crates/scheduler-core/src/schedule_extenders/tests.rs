@@ -119,12 +119,12 @@ fn pod() -> Arc<PodInfo> {
 /// begin, call, resume until decided, all on `snap`.
 fn run_cut(fw: &Framework, pod: &Arc<PodInfo>, snap: &Snapshot) -> Decision {
     let mut alg = SchedulingAlgorithm::new(100, 7);
-    let mut step = begin(fw, &mut alg, pod, snap, &Default::default());
+    let mut step = begin(fw, &mut alg, pod, snap, &Default::default(), None);
     loop {
         match step {
             Step::Decided(d) => return d,
             Step::Call(c) => {
-                step = resume(fw, &mut alg, c.call(), snap, &Default::default());
+                step = resume(fw, &mut alg, c.call(), snap, &Default::default(), None);
             }
         }
     }
@@ -210,7 +210,7 @@ fn a_pod_no_extender_wants_is_decided_at_once() {
     let fw = reg.for_scheduler_name("").unwrap();
     let snap = snapshot(vec![node("n1")]);
     let mut alg = SchedulingAlgorithm::new(100, 7);
-    match begin(fw, &mut alg, &pod(), &snap, &Default::default()) {
+    match begin(fw, &mut alg, &pod(), &snap, &Default::default(), None) {
         Step::Decided(d) => assert_eq!(bound_to(&d), "n1"),
         Step::Call(c) => panic!("{c:?}"),
     }
@@ -224,7 +224,7 @@ fn a_chosen_node_filled_meanwhile_is_not_assumed_the_cycle_starts_again() {
     let fw = reg.for_scheduler_name("").unwrap();
     let before = snapshot(vec![node("n1"), node("n2")]);
     let mut alg = SchedulingAlgorithm::new(100, 7);
-    let Step::Call(calls) = begin(fw, &mut alg, &pod(), &before, &Default::default()) else {
+    let Step::Call(calls) = begin(fw, &mut alg, &pod(), &before, &Default::default(), None) else {
         panic!("no calls");
     };
     let answer = calls.call();
@@ -233,11 +233,18 @@ fn a_chosen_node_filled_meanwhile_is_not_assumed_the_cycle_starts_again() {
         node("n1"),
         NodeInfo::test("n2").cpu("4").unschedulable().build(),
     ]);
-    let again = match resume(fw, &mut alg, answer, &after, &Default::default()) {
+    let again = match resume(fw, &mut alg, answer, &after, &Default::default(), None) {
         Step::Call(c) => c,
         Step::Decided(d) => panic!("assumed on a node that no longer fits: {d:?}"),
     };
-    match resume(fw, &mut alg, again.call(), &after, &Default::default()) {
+    match resume(
+        fw,
+        &mut alg,
+        again.call(),
+        &after,
+        &Default::default(),
+        None,
+    ) {
         Step::Decided(d) => assert_eq!(bound_to(&d), "n1"),
         Step::Call(c) => panic!("{c:?}"),
     }
@@ -266,4 +273,57 @@ fn a_nominated_node_the_extender_rejects_sends_every_node_next() {
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!(seen[0], ["n2"]);
     assert_eq!(seen[1].len(), 3, "{seen:?}");
+}
+
+#[test]
+fn a_recorded_cut_cycle_explains_as_the_whole_cycle() {
+    let mut f = Fake::new();
+    f.reject.insert("n1".into());
+    f.scores.insert("n3".into(), 10);
+    let reg = registry(Arc::new(f));
+    let fw = reg.for_scheduler_name("").unwrap();
+    let snap = snapshot((1..=4).map(|i| node(&format!("n{i}"))).collect());
+    let (mut cut_rec, mut whole_rec) = (Record::new(), Record::new());
+    let mut alg = SchedulingAlgorithm::new(100, 7);
+    let mut step = begin(
+        fw,
+        &mut alg,
+        &pod(),
+        &snap,
+        &Default::default(),
+        Some(&mut cut_rec),
+    );
+    let cut = loop {
+        match step {
+            Step::Decided(d) => break d,
+            Step::Call(c) => {
+                let answer = c.call();
+                step = resume(
+                    fw,
+                    &mut alg,
+                    answer,
+                    &snap,
+                    &Default::default(),
+                    Some(&mut cut_rec),
+                );
+            }
+        }
+    };
+    let mut alg = SchedulingAlgorithm::new(100, 7);
+    let whole = crate::schedule_one::schedule_one_recorded(
+        fw,
+        &mut alg,
+        &pod(),
+        &snap,
+        &Default::default(),
+        &mut whole_rec,
+    );
+    let cut_explained = cut_rec.render(fw, &pod(), &snap, &cut);
+    let whole_explained = whole_rec.render(fw, &pod(), &snap, &whole);
+    assert_eq!(
+        serde_json::to_value(&cut_explained).unwrap(),
+        serde_json::to_value(&whole_explained).unwrap()
+    );
+    let text = serde_json::to_string(&cut_explained).unwrap();
+    assert!(text.contains("the extender says no"), "{text}");
 }
