@@ -51,6 +51,10 @@ impl NodeBuilder {
     pub fn zone(self, zone: &str) -> Self {
         self.label("topology.kubernetes.io/zone", zone)
     }
+    pub fn annotate(mut self, key: &str, value: &str) -> Self {
+        self.0["metadata"]["annotations"][key] = json!(value);
+        self
+    }
     pub fn taint(mut self, key: &str, value: &str, effect: &str) -> Self {
         push(
             &mut self.0["spec"]["taints"],

@@ -263,6 +263,12 @@ impl Env {
     /// Starts the scheduler with profiles `(suffix, extra YAML)`: the YAML is placed under
     /// the profile's list item (e.g. `"plugins:\n  score:\n ..."`).
     pub async fn start_scheduler(&mut self, profiles: &[(&str, &str)]) {
+        self.start_scheduler_with(profiles, "").await;
+    }
+
+    /// [`Env::start_scheduler`] with `top_level` YAML added to the configuration (e.g.
+    /// `"extenders:\n- urlPrefix: ..."`).
+    pub async fn start_scheduler_with(&mut self, profiles: &[(&str, &str)], top_level: &str) {
         assert!(self.scheduler.is_none(), "scheduler already running");
         let mut config = String::from(
             "apiVersion: kubescheduler.config.k8s.io/v1
@@ -270,9 +276,10 @@ kind: KubeSchedulerConfiguration
 leaderElection: {leaderElect: false}
 podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 2
-profiles:
 ",
         );
+        config.push_str(top_level);
+        config.push_str("profiles:\n");
         for (suffix, extra) in profiles {
             config.push_str(&format!("- schedulerName: {}\n", self.profile(suffix)));
             for line in extra.lines() {

@@ -988,3 +988,92 @@ async fn a_gang_is_bound_all_or_nothing() {
     assert_eq!(placed, nodes, "one pod per node");
     env.finish().await;
 }
+
+const TEAM: &str = "example.com/team";
+const PREFERRED: &str = "example.com/preferred";
+
+/// A scheduler extender served in-process over HTTP, as an admin's service would be: its
+/// filter keeps the nodes of the pod's team (a node annotation against the pod's, read
+/// from the objects it is sent), its prioritize gives 10 to nodes annotated as preferred.
+async fn serve_team_extender() -> String {
+    use axum::routing::post;
+    let team = |o: &Value| o["metadata"]["annotations"][TEAM].clone();
+    let filter = move |axum::Json(args): axum::Json<Value>| async move {
+        let pod_team = team(&args["Pod"]);
+        let (mut kept, mut failed) = (Vec::new(), serde_json::Map::new());
+        for node in args["Nodes"]["items"].as_array().into_iter().flatten() {
+            if !pod_team.is_null() && team(node) == pod_team {
+                kept.push(node.clone());
+            } else {
+                let name = node["metadata"]["name"].as_str().unwrap_or_default();
+                failed.insert(name.to_string(), json!("not on the pod's team"));
+            }
+        }
+        axum::Json(json!({"Nodes": {"items": kept}, "FailedNodes": failed}))
+    };
+    let prioritize = |axum::Json(args): axum::Json<Value>| async move {
+        let scores: Vec<Value> = args["Nodes"]["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                let preferred = n["metadata"]["annotations"][PREFERRED] == "true";
+                json!({"Host": n["metadata"]["name"], "Score": if preferred { 10 } else { 0 }})
+            })
+            .collect();
+        axum::Json(Value::from(scores))
+    };
+    let app = axum::Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// An HTTP extender's filter and prioritize decide where a pod lands: the plugins alone
+/// would pick the emptiest node, of another team; the extender drops it and prefers the
+/// busiest node of the pod's team. A pod of no team fits nowhere, with the extender's
+/// reason in FailedScheduling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_extender_filters_and_prioritizes() {
+    let mut env = Env::new("extender").await;
+    env.create_node(env.node("red").annotate(TEAM, "red")).await;
+    let blue = env
+        .create_node(env.node("blue").annotate(TEAM, "blue"))
+        .await;
+    let preferred = env
+        .create_node(
+            env.node("preferred")
+                .annotate(TEAM, "blue")
+                .annotate(PREFERRED, "true"),
+        )
+        .await;
+    env.create_pod(env.pod("busy-blue").cpu("1").on_node(&blue))
+        .await;
+    env.create_pod(env.pod("busy-preferred").cpu("2").on_node(&preferred))
+        .await;
+    let url = serve_team_extender().await;
+    env.start_scheduler_with(
+        &[("a", "")],
+        &format!(
+            "extenders:\n- urlPrefix: {url}\n  filterVerb: filter\n  prioritizeVerb: prioritize\n  weight: 5\n"
+        ),
+    )
+    .await;
+    let annotated = |team: &str| json!({"metadata": {"annotations": {TEAM: team}}});
+    env.create_pod(env.pod("web").cpu("500m").merge(annotated("blue")))
+        .await;
+    assert_eq!(env.wait_bound("web").await, preferred);
+    env.create_pod(env.pod("teamless").cpu("500m")).await;
+    env.wait_unschedulable("teamless", |m| m.contains("not on the pod's team"))
+        .await;
+    let ev = env
+        .wait_event("teamless", "FailedScheduling", |n| {
+            n.contains("not on the pod's team")
+        })
+        .await;
+    assert_reported_by(&ev, &env.profile("a"));
+    env.finish().await;
+}

@@ -9,16 +9,25 @@
 //! inline data), no verification when no CA is given or `insecure` is set (as kube-scheduler).
 //! `httpTimeout` bounds each call, connection included.
 //!
-//! Where calls run: the scheduling cycle is synchronous, so [`HttpExtender`]'s filter,
-//! prioritize and preempt calls are started on the tokio runtime and the scheduling thread
-//! waits for the answer (it holds no lock meanwhile: the cycle works on its snapshot). The
-//! bind call runs in the executor's binding task, like a Binding POST.
+//! Where calls run: the [`Extender`] trait is synchronous, so [`HttpExtender`]'s filter,
+//! prioritize and preempt calls are started on the tokio runtime and the calling thread
+//! waits for the answer, holding no lock. For a single pod's filter and prioritize calls
+//! that thread is one of tokio's blocking pool, not the scheduling loop, which goes on with
+//! other pods meanwhile (`scheduler_loop::extenders`); preemption's calls and a gang's
+//! still wait on the scheduling thread. The bind call runs in the executor's binding task,
+//! like a Binding POST.
 //!
-//! The pod and nodes sent are ferrosched's views of them, not the API objects (which the
-//! informers do not keep): a pod's metadata (name, namespace, uid, labels), spec
-//! (schedulerName, priority, nodeSelector, nodeName) and one container carrying the pod's
-//! summed requests (as both requests and limits for extended resources); a node's name,
-//! labels and allocatable (also as capacity). With `nodeCacheCapable` only node names go.
+//! The pod and nodes sent are the API objects, as upstream's (without
+//! `metadata.managedFields`), from the side store [`objects::ApiObjects`] that the
+//! informers fill only when extenders are configured; with `nodeCacheCapable` only node
+//! names go. Where the store has no object (preemption's victims, which are bound pods;
+//! `simulate`, which has no informers) ferrosched's views are sent instead: a pod's
+//! metadata (name, namespace, uid, labels), spec (schedulerName, priority, nodeSelector,
+//! nodeName) and one container carrying the pod's summed requests (as both requests and
+//! limits for extended resources); a node's name, labels and allocatable (also as
+//! capacity).
+
+pub mod objects;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,6 +57,8 @@ pub struct HttpExtender {
     name: &'static str,
     client: Client<Https, Full<Bytes>>,
     runtime: tokio::runtime::Handle,
+    /// The API objects to send, when the informers keep them.
+    objects: Option<Arc<objects::ApiObjects>>,
 }
 
 impl std::fmt::Debug for HttpExtender {
@@ -63,9 +74,21 @@ pub fn build_extenders(
     extenders: &[config::Extender],
     runtime: &tokio::runtime::Handle,
 ) -> Result<Vec<Arc<HttpExtender>>, String> {
+    build_extenders_with(extenders, runtime, None)
+}
+
+/// [`build_extenders`], sending the API objects `objects` keeps.
+pub fn build_extenders_with(
+    extenders: &[config::Extender],
+    runtime: &tokio::runtime::Handle,
+    objects: Option<&Arc<objects::ApiObjects>>,
+) -> Result<Vec<Arc<HttpExtender>>, String> {
     extenders
         .iter()
-        .map(|e| HttpExtender::new(e, runtime.clone()).map(Arc::new))
+        .map(|e| {
+            HttpExtender::new(e, runtime.clone())
+                .map(|h| Arc::new(h.with_objects(objects.cloned())))
+        })
         .collect()
 }
 
@@ -150,7 +173,14 @@ impl HttpExtender {
             cfg: cfg.clone(),
             client,
             runtime,
+            objects: None,
         })
+    }
+
+    /// Sends the API objects `objects` keeps instead of the views.
+    pub fn with_objects(mut self, objects: Option<Arc<objects::ApiObjects>>) -> Self {
+        self.objects = objects;
+        self
     }
 
     /// POSTs `body` to `<urlPrefix>/<verb>` within httpTimeout; the answer as JSON.
@@ -203,13 +233,13 @@ impl HttpExtender {
     fn call_blocking(
         &self,
         verb: &str,
-        body: &Value,
+        body: Vec<u8>,
         action: &'static str,
     ) -> Result<Value, String> {
         let fut = Self::send(
             self.client.clone(),
             self.url(verb),
-            body.to_string().into_bytes(),
+            body,
             self.cfg.http_timeout,
             action,
         );
@@ -221,21 +251,38 @@ impl HttpExtender {
             .unwrap_or_else(|_| Err("the runtime stopped during the extender call".into()))
     }
 
-    fn args(&self, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Value {
-        let mut args = Map::new();
-        args.insert("Pod".into(), pod_json(pod));
-        if self.cfg.node_cache_capable {
-            args.insert(
-                "NodeNames".into(),
-                nodes.iter().map(|n| Value::from(n.name.clone())).collect(),
-            );
-        } else {
-            args.insert(
-                "Nodes".into(),
-                json!({"items": nodes.iter().map(|n| node_json(n)).collect::<Vec<_>>()}),
-            );
+    /// The pod as sent: its API object when kept, else its view.
+    fn pod_text(&self, pod: &PodInfo) -> String {
+        match self.objects.as_ref().and_then(|o| o.pod(&pod.uid)) {
+            Some(json) => json.to_string(),
+            None => pod_json(pod).to_string(),
         }
-        Value::Object(args)
+    }
+
+    /// Upstream's `ExtenderArgs` as JSON text: the pod, and the nodes whole (API objects
+    /// when kept) or, for a `nodeCacheCapable` extender, their names.
+    fn args(&self, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Vec<u8> {
+        let mut body = String::from("{\"Pod\":");
+        body.push_str(&self.pod_text(pod));
+        if self.cfg.node_cache_capable {
+            let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+            body.push_str(",\"NodeNames\":");
+            body.push_str(&Value::from(names).to_string());
+        } else {
+            body.push_str(",\"Nodes\":{\"items\":[");
+            for (i, n) in nodes.iter().enumerate() {
+                if i > 0 {
+                    body.push(',');
+                }
+                match self.objects.as_ref().and_then(|o| o.node(&n.name)) {
+                    Some(json) => body.push_str(&json),
+                    None => body.push_str(&node_json(n).to_string()),
+                }
+            }
+            body.push_str("]}");
+        }
+        body.push('}');
+        body.into_bytes()
     }
 
     /// The bind call (upstream `HTTPExtender.Bind`), from the binding task.
@@ -319,7 +366,7 @@ impl Extender for HttpExtender {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
     ) -> Result<ExtenderFilterResult, String> {
-        let v = self.call_blocking(&self.cfg.filter_verb, &self.args(pod, nodes), "filter")?;
+        let v = self.call_blocking(&self.cfg.filter_verb, self.args(pod, nodes), "filter")?;
         if let Some(e) = get_ci(&v, "Error").and_then(Value::as_str)
             && !e.is_empty()
         {
@@ -360,7 +407,7 @@ impl Extender for HttpExtender {
     ) -> Result<Vec<HostPriority>, String> {
         let v = self.call_blocking(
             &self.cfg.prioritize_verb,
-            &self.args(pod, nodes),
+            self.args(pod, nodes),
             "prioritize",
         )?;
         Ok(v.as_array()
@@ -383,7 +430,9 @@ impl Extender for HttpExtender {
         victims: &BTreeMap<String, ExtenderVictims>,
     ) -> Result<PreemptionAnswer, String> {
         let mut args = Map::new();
-        args.insert("Pod".into(), pod_json(pod));
+        let pod_object =
+            serde_json::from_str(&self.pod_text(pod)).unwrap_or_else(|_| pod_json(pod));
+        args.insert("Pod".into(), pod_object);
         if self.cfg.node_cache_capable {
             let meta: Map<String, Value> = victims
                 .iter()
@@ -409,7 +458,8 @@ impl Extender for HttpExtender {
                 .collect();
             args.insert("NodeNameToVictims".into(), Value::Object(full));
         }
-        let v = self.call_blocking(&self.cfg.preempt_verb, &Value::Object(args), "preempt")?;
+        let body = Value::Object(args).to_string().into_bytes();
+        let v = self.call_blocking(&self.cfg.preempt_verb, body, "preempt")?;
         let mut out = PreemptionAnswer::new();
         if let Some(m) = get_ci(&v, "NodeNameToMetaVictims").and_then(Value::as_object) {
             for (node, mv) in m {

@@ -174,11 +174,15 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         e.register(&mut registry);
     }
     let mut profiles = ProfileRegistry::new(&loaded.profiles, &registry)?;
-    // The extenders' filter, prioritize and preempt calls run on this runtime while the
-    // scheduling thread waits for them; their bind calls run in the binding tasks.
-    let extenders = crate::extender::build_extenders(
+    // The extenders' filter, prioritize and preempt calls run on this runtime while a
+    // thread of its blocking pool (or, for preemption and gangs, the scheduling thread)
+    // waits for them; their bind calls run in the binding tasks. They are sent the API
+    // objects the informers keep for them.
+    let api_objects = crate::extender::objects::ApiObjects::for_extenders(&loaded.config.extenders);
+    let extenders = crate::extender::build_extenders_with(
         &loaded.config.extenders,
         &tokio::runtime::Handle::current(),
+        api_objects.as_ref(),
     )
     .map_err(Error::Config)?;
     profiles.set_extenders(&crate::extender::as_core(&extenders));
@@ -259,7 +263,13 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             g.track_status();
         }
     }
-    let mut background = informers::spawn_all(&client, &shared, taint_rules, &pod_groups);
+    let mut background = informers::spawn_all(
+        &client,
+        &shared,
+        taint_rules,
+        &pod_groups,
+        api_objects.as_ref(),
+    );
     for e in &mut extensions {
         background.extend(e.start(&client, QueueEvents::new(&shared)));
     }
@@ -340,6 +350,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         explain,
         record: scheduler_core::explain::Record::new(),
         pod_group_version: pod_groups.workload,
+        waiting: scheduler_loop::Waiting::new(Some(tokio::runtime::Handle::current())),
     };
     let thread = std::thread::Builder::new()
         .name("scheduling-loop".into())

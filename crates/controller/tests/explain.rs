@@ -51,7 +51,16 @@ async fn start(
     auth: Option<Arc<controller::auth::DelegatedAuth>>,
     explain: ExplainOptions,
 ) -> Running {
-    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    start_with(server, auth, explain, CONFIG).await
+}
+
+async fn start_with(
+    server: &FakeApiServer,
+    auth: Option<Arc<controller::auth::DelegatedAuth>>,
+    explain: ExplainOptions,
+    config: &str,
+) -> Running {
+    let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
     let client = controller::client(Some(&server.kubeconfig()))
         .await
         .unwrap();
@@ -365,6 +374,62 @@ async fn simulator_annotations_are_written_for_the_profiles_named_only() {
     assert!(
         !quiet.keys().any(|k| k.starts_with("scheduler-simulator/")),
         "{quiet:?}"
+    );
+    running.stop().await;
+}
+
+/// A pod every node of which an extender refuses: its cycle waits for the extender off the
+/// scheduling loop, and its kept explanation names the extender's verdict on each node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extenders_verdicts_are_explained() {
+    let server = FakeApiServer::start().await;
+    server.apply("nodes", &node("n1", "4"));
+    server.apply("nodes", &node("n2", "4"));
+    let refuse_all = |axum::Json(args): axum::Json<Value>| async move {
+        let failed: serde_json::Map<String, Value> = args["Nodes"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                let name = n["metadata"]["name"].as_str().unwrap().to_string();
+                (name, json!("reserved for another team"))
+            })
+            .collect();
+        axum::Json(json!({"Nodes": {"items": []}, "FailedNodes": failed}))
+    };
+    let app = axum::Router::new().route("/filter", axum::routing::post(refuse_all));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let config = format!("{CONFIG}extenders:\n- urlPrefix: {url}\n  filterVerb: filter\n");
+    let running = start_with(
+        &server,
+        None,
+        ExplainOptions {
+            serve: true,
+            ..Default::default()
+        },
+        &config,
+    )
+    .await;
+    server.apply("pods", &pod("refused", "100m", "default-scheduler"));
+    let e = explanation(running.health, "default", "refused").await;
+    assert_eq!(e["outcome"], "unschedulable", "{e:#}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("0/2 nodes are available: 2 reserved for another team."),
+        "{message}"
+    );
+    let verdicts: Vec<(&str, &str)> = e["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap(), n["plugin"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [("n1", url.as_str()), ("n2", url.as_str())],
+        "{e:#}"
     );
     running.stop().await;
 }

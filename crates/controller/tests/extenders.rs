@@ -147,8 +147,25 @@ async fn answer_error() -> axum::Json<Value> {
     axum::Json(json!({"Error": "the extender's cache is not ready"}))
 }
 
-async fn slow() -> axum::Json<Value> {
-    tokio::time::sleep(Duration::from_secs(30)).await;
+/// Keeps the nodes whose `example.com/team` annotation is the pod's.
+async fn same_team(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
+    note(&f, "same-team", &body);
+    let team = |o: &Value| o["metadata"]["annotations"]["example.com/team"].clone();
+    let pod_team = team(&body["Pod"]);
+    let items: Vec<Value> = body["Nodes"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| !pod_team.is_null() && team(n) == pod_team)
+        .cloned()
+        .collect();
+    axum::Json(json!({"Nodes": {"items": items}}))
+}
+
+/// Answers long after any test's httpTimeout.
+async fn slow(State(f): S, axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
+    note(&f, "slow", &body);
+    tokio::time::sleep(Duration::from_secs(60)).await;
     axum::Json(json!({}))
 }
 
@@ -162,6 +179,7 @@ fn app(f: Arc<Fake>) -> Router {
         .route("/fail/prioritize", post(fail))
         .route("/error/filter", post(answer_error))
         .route("/slow/filter", post(slow))
+        .route("/team/filter", post(same_team))
         .with_state(f)
 }
 
@@ -676,12 +694,13 @@ async fn the_benchs_noop_extender_keeps_every_node_and_scores_none() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_extender_times_out_and_the_other_profile_still_schedules() {
+async fn a_slow_extender_times_out_while_the_other_profile_keeps_scheduling() {
     let server = Arc::new(FakeApiServer::start().await);
     server.apply("nodes", &api_node("n1"));
     let fake = Arc::new(Fake::default());
     let addr = serve(Arc::clone(&fake), None).await;
-    // Only pods asking for example.com/slow reach the slow extender.
+    // Only pods asking for example.com/slow reach the slow extender, which never answers
+    // within its httpTimeout.
     let cfg = format!(
         "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -694,7 +713,7 @@ profiles:
 extenders:
 - urlPrefix: http://{addr}/slow
   filterVerb: filter
-  httpTimeout: 300ms
+  httpTimeout: 3s
   managedResources:
   - name: example.com/slow
     ignoredByScheduler: true
@@ -709,16 +728,11 @@ extenders:
             "default-scheduler",
         ),
     );
-    wait_for("FailedScheduling with the timeout", || {
-        server.events_for("default", "stuck").iter().any(|e| {
-            e["reason"] == "FailedScheduling"
-                && e["note"]
-                    .as_str()
-                    .is_some_and(|n| n.contains("context deadline exceeded"))
-        })
+    wait_for("the slow pod's filter call", || {
+        !fake.seen("slow").is_empty()
     })
     .await;
-    // The other profile's pods are scheduled between the slow pod's attempts.
+    // While that call waits, the other profile's pods are scheduled.
     for i in 0..3 {
         server.apply(
             "pods",
@@ -729,6 +743,138 @@ extenders:
         (0..3).all(|i| server.node_of("default", &format!("ok-{i}")).is_some())
     })
     .await;
+    wait_for("FailedScheduling with the timeout", || {
+        server.events_for("default", "stuck").iter().any(|e| {
+            e["reason"] == "FailedScheduling"
+                && e["note"].as_str().is_some_and(|n| {
+                    n.contains("context deadline exceeded") && n.contains("httpTimeout 3s")
+                })
+        })
+    })
+    .await;
+    // In the API server's order: every binding of the other profile before the slow
+    // pod's first failure was written (its PodScheduled=False status).
+    let failed_write = |r: &fake_apiserver::RequestRecord| {
+        r.name == "stuck" && r.subresource == "status" && r.verb == "patch"
+    };
+    wait_for("the slow pod's PodScheduled=False", || {
+        server.requests().iter().any(failed_write)
+    })
+    .await;
+    let requests = server.requests();
+    let failed = requests.iter().position(failed_write).unwrap();
+    for i in 0..3 {
+        let name = format!("ok-{i}");
+        let bound = requests
+            .iter()
+            .position(|r| r.name == name && r.subresource == "binding")
+            .expect("bound");
+        assert!(bound < failed, "ok-{i} bound after the slow pod failed");
+    }
+    // Retried after its backoff: the extender is asked again.
+    wait_for("the slow pod's second attempt", || {
+        fake.seen("slow").len() >= 2
+    })
+    .await;
     assert!(server.node_of("default", "stuck").is_none());
+    support::stop_controller(started.stop, started.task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extenders_are_sent_the_api_objects_annotations_and_taints_included() {
+    let server = Arc::new(FakeApiServer::start().await);
+    let team_node = |name: &str, team: &str| {
+        let mut n = api_node(name);
+        n["metadata"]["annotations"] = json!({"example.com/team": team});
+        n
+    };
+    server.apply("nodes", &team_node("n1", "red"));
+    let mut n2 = team_node("n2", "blue");
+    n2["spec"] = json!({"taints": [{"key": "dedicated", "value": "blue", "effect": "NoSchedule"}]});
+    server.apply("nodes", &n2);
+    server.apply("nodes", &api_node("n3"));
+    let fake = Arc::new(Fake::default());
+    let addr = serve(Arc::clone(&fake), None).await;
+    let cfg = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {{leaderElect: false}}
+extenders:
+- urlPrefix: http://{addr}/team
+  filterVerb: filter
+"
+    );
+    let started = support::start(&server, &cfg).await;
+    let mut pod = api_pod("blue", json!({"cpu": "100m"}), "default-scheduler");
+    pod["metadata"]["annotations"] = json!({"example.com/team": "blue"});
+    pod["spec"]["tolerations"] =
+        json!([{"key": "dedicated", "operator": "Equal", "value": "blue", "effect": "NoSchedule"}]);
+    server.apply("pods", &pod);
+    wait_for("the pod bound", || {
+        server.node_of("default", "blue").is_some()
+    })
+    .await;
+    // Only the annotations decide: n2, by the pod's annotation and n2's.
+    assert_eq!(server.node_of("default", "blue").as_deref(), Some("n2"));
+    let body = fake.seen("same-team").remove(0);
+    let sent_pod = &body["Pod"];
+    assert_eq!(
+        sent_pod["metadata"]["annotations"]["example.com/team"],
+        "blue"
+    );
+    assert_eq!(sent_pod["spec"]["tolerations"][0]["key"], "dedicated");
+    assert_eq!(sent_pod["spec"]["containers"][0]["image"], "img");
+    assert!(
+        sent_pod["metadata"].get("managedFields").is_none(),
+        "{sent_pod}"
+    );
+    let nodes = body["Nodes"]["items"].as_array().unwrap();
+    let sent_n2 = nodes
+        .iter()
+        .find(|n| n["metadata"]["name"] == "n2")
+        .expect("n2 sent");
+    assert_eq!(sent_n2["spec"]["taints"][0]["key"], "dedicated");
+    assert_eq!(sent_n2["status"]["allocatable"]["cpu"], "4");
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n["metadata"].get("managedFields").is_none())
+    );
+    support::stop_controller(started.stop, started.task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_ignorable_extender_is_skipped_at_its_timeout() {
+    let server = Arc::new(FakeApiServer::start().await);
+    server.apply("nodes", &api_node("n1"));
+    let fake = Arc::new(Fake::default());
+    let addr = serve(Arc::clone(&fake), None).await;
+    let cfg = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {{leaderElect: false}}
+extenders:
+- urlPrefix: http://{addr}/slow
+  filterVerb: filter
+  httpTimeout: 300ms
+  ignorable: true
+"
+    );
+    let started = support::start(&server, &cfg).await;
+    server.apply(
+        "pods",
+        &api_pod("p", json!({"cpu": "100m"}), "default-scheduler"),
+    );
+    wait_for("the pod bound past the ignorable extender", || {
+        server.node_of("default", "p").is_some()
+    })
+    .await;
+    assert_eq!(fake.seen("slow").len(), 1);
+    assert!(
+        !server
+            .events_for("default", "p")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling")
+    );
     support::stop_controller(started.stop, started.task).await;
 }

@@ -20,6 +20,7 @@ pub mod pod_group_tree;
 pub mod policy;
 pub mod queue;
 mod schedule_batch;
+pub mod schedule_extenders;
 pub mod schedule_group;
 pub mod schedule_one;
 mod schedule_placements;

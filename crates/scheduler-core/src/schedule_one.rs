@@ -12,7 +12,7 @@ use crate::cache::{Cache, CacheError, Snapshot};
 use crate::explain::{Explanation, Preemption, Record};
 use crate::framework::{
     BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
-    NodePluginScores, NominatedPods, OpportunisticBatch, PluginTimer, PointTiming,
+    HostPriority, NodePluginScores, NominatedPods, OpportunisticBatch, PluginTimer, PointTiming,
     PostFilterContext, PostFilterResult, ScoreDetail, ScoreTable, Status,
 };
 use crate::schedule_batch::AttemptBatch;
@@ -238,7 +238,7 @@ impl SchedulingAlgorithm {
     }
 
     /// Starts a cycle's measurements; returns the plugin timer when the cycle is sampled.
-    fn begin_cycle(&mut self, fw: &Framework) -> Option<Arc<PluginTimer>> {
+    pub(crate) fn begin_cycle(&mut self, fw: &Framework) -> Option<Arc<PluginTimer>> {
         self.timings = CycleTimings::default();
         self.plugin_timer = None;
         if !self.record_metrics {
@@ -253,11 +253,11 @@ impl SchedulingAlgorithm {
         self.plugin_timer.clone()
     }
 
-    fn point_start(&self) -> Option<Instant> {
+    pub(crate) fn point_start(&self) -> Option<Instant> {
         self.record_metrics.then(Instant::now)
     }
 
-    fn point_done(&mut self, point: ExtensionPoint, code: Code, start: Option<Instant>) {
+    pub(crate) fn point_done(&mut self, point: ExtensionPoint, code: Code, start: Option<Instant>) {
         if let Some(start) = start {
             self.timings.points.push(PointTiming {
                 point,
@@ -382,6 +382,32 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         mut rec: Option<&mut Record>,
     ) -> Result<ScheduleResult, ScheduleError> {
+        let (filtered, batch) = self.filter_stage(
+            fw,
+            state,
+            pod,
+            snapshot,
+            nominated,
+            rec.as_deref_mut(),
+            Extenders::InCycle,
+        )?;
+        self.score_stage(fw, state, pod, snapshot, filtered, batch, rec, None)
+    }
+
+    /// The first half of [`schedule_pod_explained`](Self::schedule_pod_explained):
+    /// PreFilter and Filter (and the extenders' filter calls, unless deferred). An empty
+    /// result is the `Unfit` error.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn filter_stage(
+        &mut self,
+        fw: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        mut rec: Option<&mut Record>,
+        extenders: Extenders,
+    ) -> Result<(Filtered, AttemptBatch), ScheduleError> {
         self.find_placement_nodes(snapshot);
         if let Some(r) = rec.as_deref_mut() {
             r.scope.placement.clone_from(&self.placement);
@@ -397,7 +423,7 @@ impl SchedulingAlgorithm {
         // Nor with extenders: a reused choice would skip their filter and scores.
         let signable = rec.is_none() && self.placement.is_none() && fw.extenders().is_empty();
         let mut batch = self.begin_batch(fw, pod, signable);
-        let (feasible, diagnosis) = self.find_nodes_that_fit(
+        let (feasible, diagnosis, first) = self.find_nodes_that_fit(
             fw,
             state,
             pod,
@@ -405,6 +431,7 @@ impl SchedulingAlgorithm {
             nominated,
             rec.as_deref_mut().map(|r| &mut r.scope),
             &mut batch,
+            extenders,
         )?;
         if feasible.is_empty() {
             if let Some(r) = rec {
@@ -412,11 +439,39 @@ impl SchedulingAlgorithm {
                 r.diagnosis = diagnosis.clone();
                 r.filtered = true;
             }
-            return Err(ScheduleError::Unfit(Box::new(FitError {
-                pod: pod.key().clone(),
-                num_all_nodes,
-                diagnosis,
-            })));
+            return Err(unfit(pod, num_all_nodes, diagnosis));
+        }
+        let filtered = Filtered {
+            feasible,
+            diagnosis,
+            num_all_nodes,
+            first,
+        };
+        Ok((filtered, batch))
+    }
+
+    /// The second half of [`schedule_pod_explained`](Self::schedule_pod_explained): the
+    /// feasible nodes scored (plugins, then the extenders: called now, or their `answered`
+    /// priorities) and the best one chosen. One feasible node is chosen unscored.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn score_stage(
+        &mut self,
+        fw: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        filtered: Filtered,
+        batch: AttemptBatch,
+        mut rec: Option<&mut Record>,
+        answered: Option<&[Option<Vec<HostPriority>>]>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let Filtered {
+            feasible,
+            diagnosis,
+            ..
+        } = filtered;
+        if feasible.is_empty() {
+            return Err(ScheduleError::NoNodes);
         }
         let evaluated_nodes = feasible.len() + diagnosis.node_to_status.len();
         if let Some(r) = rec.as_deref_mut() {
@@ -441,6 +496,7 @@ impl SchedulingAlgorithm {
             &feasible,
             snapshot,
             rec.as_deref_mut().map(|r| &mut r.detail),
+            answered,
         )?;
         let chosen = self.select_host(&scores.totals);
         if let Some(r) = rec {
@@ -468,7 +524,12 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         scope: Option<&mut crate::explain::FilterScope>,
         batch: &mut AttemptBatch,
-    ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
+        extenders: Extenders,
+    ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis, bool), ScheduleError> {
+        let (call_extenders, try_first) = match extenders {
+            Extenders::InCycle => (!fw.extenders().is_empty(), true),
+            Extenders::Deferred { try_first } => (false, try_first),
+        };
         let mut diagnosis = Diagnosis::default();
         let start = self.point_start();
         let (pre_result, status, narrowed_by) = fw.run_pre_filter(state, pod, snapshot);
@@ -482,7 +543,7 @@ impl SchedulingAlgorithm {
                 diagnosis.unschedulable_plugins.insert(p);
             }
             diagnosis.node_to_status.set_absent(status);
-            return Ok((Vec::new(), diagnosis));
+            return Ok((Vec::new(), diagnosis, false));
         }
 
         let hinted = self.batch_hint(fw, state, pod, snapshot, batch);
@@ -492,13 +553,13 @@ impl SchedulingAlgorithm {
             Some(nnn) => snapshot.get(nnn).cloned(),
             None => hinted,
         }
-        .filter(|n| self.in_placement(n));
+        .filter(|n| try_first && self.in_placement(n));
         if let Some(node) = first {
             let one = [node];
             let mut d = Diagnosis::default();
             let mut feasible =
                 self.find_nodes_that_pass_filters(fw, state, pod, &one, &mut d, nominated, false)?;
-            if !fw.extenders().is_empty() {
+            if call_extenders {
                 feasible = self.run_extender_filters(fw, pod, feasible, &mut d)?;
             }
             if !feasible.is_empty() {
@@ -507,7 +568,7 @@ impl SchedulingAlgorithm {
                 {
                     scope.nominated_fast_path = true;
                 }
-                return Ok((feasible, diagnosis));
+                return Ok((feasible, diagnosis, true));
             }
         }
 
@@ -544,10 +605,10 @@ impl SchedulingAlgorithm {
             nominated,
             true,
         )?;
-        if !fw.extenders().is_empty() {
+        if call_extenders {
             feasible = self.run_extender_filters(fw, pod, feasible, &mut diagnosis)?;
         }
-        Ok((feasible, diagnosis))
+        Ok((feasible, diagnosis, false))
     }
 
     /// The extenders' filter calls after Filter (upstream `findNodesThatPassExtenders`).
@@ -678,6 +739,7 @@ impl SchedulingAlgorithm {
         Ok(feasible)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn prioritize_nodes(
         &mut self,
         fw: &Framework,
@@ -686,8 +748,16 @@ impl SchedulingAlgorithm {
         nodes: &[Arc<NodeInfo>],
         snapshot: &Snapshot,
         mut detail: Option<&mut ScoreDetail>,
+        answered: Option<&[Option<Vec<HostPriority>>]>,
     ) -> Result<ScoreTable, ScheduleError> {
         let extenders = fw.extenders();
+        let add_extenders =
+            |table: &mut ScoreTable, detail: Option<&mut ScoreDetail>| match answered {
+                None => crate::framework::add_extender_scores(extenders, pod, nodes, table, detail),
+                Some(a) => {
+                    crate::framework::add_extender_priorities(extenders, a, nodes, table, detail)
+                }
+            };
         if !fw.has_score_plugins() {
             if extenders.is_empty() {
                 return Ok(ScoreTable {
@@ -697,7 +767,7 @@ impl SchedulingAlgorithm {
                 });
             }
             let mut table = ScoreTable::default();
-            crate::framework::add_extender_scores(extenders, pod, nodes, &mut table, detail);
+            add_extenders(&mut table, detail);
             return Ok(table);
         }
         let start = self.point_start();
@@ -718,7 +788,7 @@ impl SchedulingAlgorithm {
         self.point_done(ExtensionPoint::Score, code, start);
         let mut table = scores.map_err(ScheduleError::Internal)?;
         if !extenders.is_empty() {
-            crate::framework::add_extender_scores(extenders, pod, nodes, &mut table, detail);
+            add_extenders(&mut table, detail);
         }
         Ok(table)
     }
@@ -824,15 +894,11 @@ fn cycle(
     mut explain: Option<&mut Record>,
     post_filter: bool,
 ) -> Decision {
-    let resolved = if fw.resolves_runtime_class() {
-        crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)
-    } else {
-        None
-    };
+    let resolved = effective_pod(fw, pod, snapshot);
     let pod: &Arc<PodInfo> = resolved.as_ref().unwrap_or(pod);
     let mut state = CycleState::new();
     state.set_plugin_timer(alg.begin_cycle(fw));
-    let result = match alg.schedule_pod_explained(
+    match alg.schedule_pod_explained(
         fw,
         &mut state,
         pod,
@@ -840,8 +906,52 @@ fn cycle(
         nominated,
         explain.as_deref_mut(),
     ) {
-        Ok(r) => r,
-        Err(ScheduleError::NoNodes) => {
+        Ok(result) => reserve_and_bind(fw, alg, state, pod, result),
+        Err(e) => not_scheduled(
+            fw,
+            alg,
+            &state,
+            pod,
+            snapshot,
+            nominated,
+            explain,
+            post_filter,
+            e,
+        ),
+    }
+}
+
+/// The pod the plugins see: with its RuntimeClass' overhead when the profile resolves it
+/// (`None`: the pod itself).
+pub(crate) fn effective_pod(
+    fw: &Framework,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+) -> Option<Arc<PodInfo>> {
+    if fw.resolves_runtime_class() {
+        crate::plugins::runtime_class::resolve(pod, snapshot).map(Arc::new)
+    } else {
+        None
+    }
+}
+
+/// What a cycle that found no node decides: no nodes at all, an error, or a pod that fits
+/// nowhere, for which PostFilter (preemption) runs when `post_filter` allows and the
+/// profile has PostFilter plugins.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn not_scheduled(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    state: &CycleState,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    explain: Option<&mut Record>,
+    post_filter: bool,
+    error: ScheduleError,
+) -> Decision {
+    let mut fit = match error {
+        ScheduleError::NoNodes => {
             return Decision::Unschedulable {
                 message: NO_NODES_AVAILABLE_MSG.to_string(),
                 diagnosis: None,
@@ -851,63 +961,72 @@ fn cycle(
                 resolvable: false,
             };
         }
-        Err(ScheduleError::Internal(s)) => {
+        ScheduleError::Internal(s) => {
             return Decision::Error {
                 message: s.message(),
             };
         }
-        Err(ScheduleError::Unfit(mut fit)) => {
-            let resolvable = fit
-                .diagnosis
-                .node_to_status
-                .iter()
-                .any(|(_, s)| s.code() == Code::Unschedulable)
-                || fit
-                    .diagnosis
-                    .node_to_status
-                    .absent()
-                    .is_some_and(|s| s.code() == Code::Unschedulable);
-            let mut nomination = None;
-            let post_filter_ran = post_filter && fw.has_post_filter_plugins();
-            if post_filter_ran {
-                let rec = explain
-                    .as_ref()
-                    .map(|_| std::sync::Mutex::new(Preemption::default()));
-                let ctx = PostFilterContext {
-                    snapshot,
-                    statuses: &fit.diagnosis.node_to_status,
-                    nominated,
-                    framework: fw,
-                    explain: rec.as_ref(),
-                };
-                let start = alg.point_start();
-                let (r, s) = fw.run_post_filter(&state, pod, &ctx);
-                alg.point_done(ExtensionPoint::PostFilter, s.code(), start);
-                let msg = s.message();
-                if !msg.is_empty() {
-                    fit.diagnosis.post_filter_msg = Some(msg);
-                }
-                if let (Some(e), Some(rec)) = (explain, rec) {
-                    let mut p = rec.into_inner().unwrap_or_else(|e| e.into_inner());
-                    p.message.clone_from(&fit.diagnosis.post_filter_msg);
-                    p.nominated_node = r.as_ref().and_then(|r| r.nominated_node_name.clone());
-                    e.preemption = Some(p);
-                }
-                // Upstream hands on any result, whatever the status: a failed preemption
-                // returns one that clears the pod's nomination.
-                nomination = r;
-            }
-            return Decision::Unschedulable {
-                message: fit.to_string(),
-                diagnosis: Some(fit.diagnosis),
-                nomination,
-                post_filter_ran,
-                deallocate: crate::plugins::dynamic_resources::decided_deallocation(&state),
-                resolvable,
-            };
-        }
+        ScheduleError::Unfit(fit) => fit,
     };
+    let resolvable = fit
+        .diagnosis
+        .node_to_status
+        .iter()
+        .any(|(_, s)| s.code() == Code::Unschedulable)
+        || fit
+            .diagnosis
+            .node_to_status
+            .absent()
+            .is_some_and(|s| s.code() == Code::Unschedulable);
+    let mut nomination = None;
+    let post_filter_ran = post_filter && fw.has_post_filter_plugins();
+    if post_filter_ran {
+        let rec = explain
+            .as_ref()
+            .map(|_| std::sync::Mutex::new(Preemption::default()));
+        let ctx = PostFilterContext {
+            snapshot,
+            statuses: &fit.diagnosis.node_to_status,
+            nominated,
+            framework: fw,
+            explain: rec.as_ref(),
+        };
+        let start = alg.point_start();
+        let (r, s) = fw.run_post_filter(state, pod, &ctx);
+        alg.point_done(ExtensionPoint::PostFilter, s.code(), start);
+        let msg = s.message();
+        if !msg.is_empty() {
+            fit.diagnosis.post_filter_msg = Some(msg);
+        }
+        if let (Some(e), Some(rec)) = (explain, rec) {
+            let mut p = rec.into_inner().unwrap_or_else(|e| e.into_inner());
+            p.message.clone_from(&fit.diagnosis.post_filter_msg);
+            p.nominated_node = r.as_ref().and_then(|r| r.nominated_node_name.clone());
+            e.preemption = Some(p);
+        }
+        // Upstream hands on any result, whatever the status: a failed preemption
+        // returns one that clears the pod's nomination.
+        nomination = r;
+    }
+    Decision::Unschedulable {
+        message: fit.to_string(),
+        diagnosis: Some(fit.diagnosis),
+        nomination,
+        post_filter_ran,
+        deallocate: crate::plugins::dynamic_resources::decided_deallocation(state),
+        resolvable,
+    }
+}
 
+/// The end of a cycle that chose a node: Reserve, Permit, PreBind, then the bind decision
+/// (unreserving on any rejection).
+pub(crate) fn reserve_and_bind(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    mut state: CycleState,
+    pod: &Arc<PodInfo>,
+    result: ScheduleResult,
+) -> Decision {
     let node = result.suggested_host.clone();
     let start = alg.point_start();
     let s = fw.run_reserve(&mut state, pod, &node);
@@ -956,6 +1075,34 @@ fn cycle(
             Decision::Error { message }
         }
     }
+}
+
+/// The `Unfit` error for a pod no node fits.
+pub(crate) fn unfit(pod: &PodInfo, num_all_nodes: usize, diagnosis: Diagnosis) -> ScheduleError {
+    ScheduleError::Unfit(Box::new(FitError {
+        pod: pod.key().clone(),
+        num_all_nodes,
+        diagnosis,
+    }))
+}
+
+/// Where a cycle makes the extenders' filter and prioritize calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Extenders {
+    /// In the cycle, as upstream's `schedulePod`.
+    InCycle,
+    /// Not in the cycle: its caller makes them (`schedule_extenders`). `try_first`: try the
+    /// nominated node alone first, as the cycle does.
+    Deferred { try_first: bool },
+}
+
+/// What Filter left for the rest of the cycle.
+pub(crate) struct Filtered {
+    pub(crate) feasible: Vec<Arc<NodeInfo>>,
+    pub(crate) diagnosis: Diagnosis,
+    pub(crate) num_all_nodes: usize,
+    /// `feasible` is the nominated node alone, tried first.
+    pub(crate) first: bool,
 }
 
 /// Records a [`Decision::Bind`] in the cache before the next cycle, as every caller must:

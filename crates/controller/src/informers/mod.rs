@@ -19,6 +19,7 @@
 mod handlers;
 mod lean;
 pub(crate) mod pod_groups;
+mod raw;
 mod taint_rules;
 mod watch;
 
@@ -44,6 +45,9 @@ use crate::client::discovery::PodGroupVersions;
 use crate::state::{Shared, State};
 use handlers::{Fns, Handler, Nodes, Pods, Workloads};
 use lean::Lean;
+use raw::{Raw, RawNodes, RawPods};
+
+use crate::extender::objects::ApiObjects;
 use watch::{Presence, run_informer, run_informer_with};
 
 /// Like upstream's pod informer: terminal pods are not watched at all (a pod that turns
@@ -82,6 +86,32 @@ where
     ))
 }
 
+/// The pod informer; with extenders, pending pods' objects are kept for them.
+fn spawn_pods(
+    client: &Client,
+    shared: &Arc<Shared>,
+    objects: Option<&Arc<ApiObjects>>,
+) -> tokio::task::JoinHandle<()> {
+    let config = watcher::Config::default()
+        .any_semantic()
+        .page_size(LIST_PAGE_SIZE)
+        .fields(POD_FIELD_SELECTOR);
+    match objects {
+        None => tokio::spawn(run_informer(
+            Api::<Lean<Pod>>::all(client.clone()),
+            config,
+            Arc::clone(shared),
+            Pods,
+        )),
+        Some(o) => tokio::spawn(run_informer(
+            Api::<Raw<Lean<Pod>>>::all(client.clone()),
+            config,
+            Arc::clone(shared),
+            RawPods(Arc::clone(o)),
+        )),
+    }
+}
+
 /// A whole-object handler from the state's add/update and delete functions.
 fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> Fns<K> {
     Fns { apply, delete }
@@ -96,21 +126,17 @@ pub(crate) fn spawn_all(
     shared: &Arc<Shared>,
     taint_rules: Option<&str>,
     pod_groups: &PodGroupVersions,
+    objects: Option<&Arc<ApiObjects>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     // CSIDriver and CSIStorageCapacity are optional: VolumeBinding's capacity check works
     // without them on servers that lack the APIs.
     let (req, opt) = (Presence::Required, Presence::Optional);
     let mut informers = vec![
-        tokio::spawn(run_informer(
-            Api::<Lean<Pod>>::all(client.clone()),
-            watcher::Config::default()
-                .any_semantic()
-                .page_size(LIST_PAGE_SIZE)
-                .fields(POD_FIELD_SELECTOR),
-            Arc::clone(shared),
-            Pods,
-        )),
-        spawn::<Lean<Node>, _>(client, shared, req, Nodes),
+        spawn_pods(client, shared, objects),
+        match objects.filter(|o| o.keeps_nodes()) {
+            None => spawn::<Lean<Node>, _>(client, shared, req, Nodes),
+            Some(o) => spawn::<Raw<Lean<Node>>, _>(client, shared, req, RawNodes(Arc::clone(o))),
+        },
         spawn(
             client,
             shared,

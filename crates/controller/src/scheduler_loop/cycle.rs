@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use scheduler_core::cache::Snapshot;
-use scheduler_core::explain::simulator;
+use scheduler_core::explain::{Record, simulator};
 use scheduler_core::framework::{Diagnosis, Framework, NominatedPods, QueuedPodInfo};
 use scheduler_core::outcome::{Failure, PodOutcome, pod_outcome};
+use scheduler_core::schedule_extenders::{self, ExtenderCalls};
 use scheduler_core::schedule_group::{self, Route};
 use scheduler_core::schedule_one::{Decision, schedule_one, schedule_one_recorded};
 use scheduler_core::types::PodInfo;
@@ -31,6 +32,9 @@ pub(super) enum CycleResult {
     /// Decided: to bind, or to the failure handler (a pod of a gang whose group went away
     /// too, as if PreEnqueue had kept it out).
     Done(QueuedPodInfo, PodOutcome),
+    /// Waiting for its extenders' answers ([`super::extenders`]), with the attempt's
+    /// record when `run --explain` records its profile.
+    Extenders(QueuedPodInfo, ExtenderCalls, Option<Box<Record>>),
 }
 
 impl SchedulingLoop {
@@ -60,7 +64,29 @@ impl SchedulingLoop {
                 return CycleResult::Done(q, outcome);
             }
         }
+        if schedule_extenders::needs_extender_calls(fw, &q.pod) {
+            // Cut around the extender calls, which run off the loop. Its own record, as
+            // other pods' attempts use the loop's while it waits.
+            let mut record = self
+                .explain
+                .records(&attempt.scheduler_name)
+                .then(|| Box::new(Record::new()));
+            let step = schedule_extenders::begin(
+                fw,
+                &mut self.alg,
+                &q.pod,
+                snapshot,
+                &nominated,
+                record.as_deref_mut(),
+            );
+            return self.stepped(fw, q, step, attempt, snapshot, record);
+        }
         let decision = self.run_framework(fw, &q.pod, snapshot, &nominated, attempt);
+        self.decided(q, decision)
+    }
+
+    /// A decided cycle: preemption counted, the decision sorted into its outcome.
+    pub(super) fn decided(&self, q: QueuedPodInfo, decision: Decision) -> CycleResult {
         if let Decision::Unschedulable {
             nomination: Some(r),
             ..
@@ -126,20 +152,21 @@ impl SchedulingLoop {
         metrics.cycle(name, &self.alg.take_cycle_timings());
         metrics.batch(name, &self.alg.take_batch_stats());
         if recorded {
-            self.explain_attempt(fw, pod, snapshot, &decision, name);
+            self.explain_attempt(fw, pod, snapshot, &decision, name, &self.record);
         }
         decision
     }
 
-    /// Names and words a recorded attempt only when kept: a pending pod's for
+    /// Names and words a recorded attempt (`record`) only when kept: a pending pod's for
     /// /debug/explain, any pod's for the simulator's annotations.
-    fn explain_attempt(
+    pub(super) fn explain_attempt(
         &self,
         fw: &Framework,
         pod: &Arc<PodInfo>,
         snapshot: &Snapshot,
         decision: &Decision,
         scheduler_name: &str,
+        record: &Record,
     ) {
         let placed = matches!(decision, Decision::Bind { .. });
         let annotate = self.explain.annotates(scheduler_name);
@@ -147,7 +174,7 @@ impl SchedulingLoop {
         if !kept {
             return;
         }
-        let explanation = Arc::new(self.record.render(fw, pod, snapshot, decision));
+        let explanation = Arc::new(record.render(fw, pod, snapshot, decision));
         if annotate {
             self.send(Action::Annotate {
                 pod: PodRef::of(pod),

@@ -13,6 +13,7 @@
 
 mod binding_handoff;
 mod cycle;
+mod extenders;
 mod failure;
 mod gang;
 #[cfg(test)]
@@ -36,6 +37,7 @@ use crate::serving::explain::ExplainOptions;
 use crate::state::Shared;
 use binding_handoff::{Assume, HandOff, hand_off_to_binding};
 use cycle::CycleResult;
+pub(crate) use extenders::Waiting;
 pub(crate) use failure::handle_binding_failure;
 use failure::{Handled, handle_failure, start_preemption};
 
@@ -53,6 +55,8 @@ pub(crate) struct Popped {
 /// What the loop does next.
 enum Next {
     Pod(Popped),
+    /// A pod whose extenders answered: its cycle goes on.
+    Resume(Box<extenders::Answered>),
     /// FailedScheduling reports for pods the queue keeps out ([`State::gate_reports`]).
     ///
     /// [`State::gate_reports`]: crate::state::State::gate_reports
@@ -62,6 +66,7 @@ enum Next {
 /// One attempt, as the failure handler and the binding hand-off need it: the profile, the
 /// queue's scheduling cycle it started in, and when (a group's members share their
 /// attempt).
+#[derive(Clone)]
 pub(crate) struct Attempt {
     pub(crate) scheduler_name: String,
     pub(crate) cycle: u64,
@@ -77,6 +82,8 @@ pub(crate) struct SchedulingLoop {
     pub(crate) record: Record,
     /// The Workload API version serving PodGroups (discovery), for their conditions.
     pub(crate) pod_group_version: Option<&'static str>,
+    /// Cycles waiting for their extenders, and the pods held behind them.
+    pub(crate) waiting: extenders::Waiting,
 }
 
 impl SchedulingLoop {
@@ -87,6 +94,7 @@ impl SchedulingLoop {
         while let Some(next) = self.next_pod() {
             match next {
                 Next::Pod(q) => self.schedule(q, &mut snapshot),
+                Next::Resume(a) => self.resume(*a, &mut snapshot),
                 Next::Reports(actions) => actions.into_iter().for_each(|a| self.send(a)),
             }
         }
@@ -94,10 +102,19 @@ impl SchedulingLoop {
     }
 
     /// Blocks until the queue yields a pod (and every informer has synced) or shutdown:
-    /// upstream's blocking `Pop`. Informer events, flushes and finished bindings notify.
-    /// Pods kept out for good reasons the API server cannot show are reported first.
-    fn next_pod(&self) -> Option<Next> {
-        let mut st = self.shared.lock();
+    /// upstream's blocking `Pop`. Informer events, flushes, finished bindings and extender
+    /// answers notify. Pods kept out for good reasons the API server cannot show are
+    /// reported first, then answered extender calls resumed and held pods taken.
+    fn next_pod(&mut self) -> Option<Next> {
+        let shared = Arc::clone(&self.shared);
+        let profile_of = |p: &Popped| {
+            shared
+                .profiles
+                .for_scheduler_name(&p.info.pod.scheduler_name)
+                .map(|fw| fw.profile_name().to_string())
+                .unwrap_or_default()
+        };
+        let mut st = shared.lock();
         loop {
             if st.shutting_down {
                 return None;
@@ -117,17 +134,28 @@ impl SchedulingLoop {
                     .collect();
                 return Some(Next::Reports(actions));
             }
+            if let Some(answered) = self.waiting.answered() {
+                return Some(Next::Resume(answered));
+            }
+            if let Some(held) = self.waiting.take_held(profile_of) {
+                return Some(Next::Pod(held));
+            }
             if st.synced >= INFORMER_COUNT
                 && let Some(info) = st.queue.pop()
             {
                 let cycle = st.queue.scheduling_cycle();
-                return Some(Next::Pod(Popped {
+                let popped = Popped {
                     info,
                     cycle,
                     started: Instant::now(),
-                }));
+                };
+                let profile = profile_of(&popped);
+                match self.waiting.hold_if_busy(popped, &profile) {
+                    Some(popped) => return Some(Next::Pod(popped)),
+                    None => continue,
+                }
             }
-            st = self.shared.wait_timeout(st, IDLE_WAIT);
+            st = shared.wait_timeout(st, IDLE_WAIT);
         }
     }
 
@@ -144,12 +172,29 @@ impl SchedulingLoop {
             cycle: popped.cycle,
             started: popped.started,
         };
-        match self.scheduling_cycle(fw, popped.info, &attempt, snapshot) {
+        let result = self.scheduling_cycle(fw, popped.info, &attempt, snapshot);
+        self.carry_out(fw, result, attempt, snapshot);
+    }
+
+    /// What follows a scheduling cycle: the group's cycle, the binding hand-off, the
+    /// failure handler, or the wait for the pod's extenders.
+    fn carry_out(
+        &mut self,
+        fw: &Framework,
+        result: CycleResult,
+        attempt: Attempt,
+        snapshot: &mut Snapshot,
+    ) {
+        let attempt = &attempt;
+        match result {
             CycleResult::Skipped => {}
-            CycleResult::Gang(q, group) => self.schedule_gang(fw, q, &group, &attempt, snapshot),
-            CycleResult::Tree(q, root) => self.schedule_tree(fw, q, &root, &attempt, snapshot),
+            CycleResult::Extenders(q, calls, record) => {
+                self.call_extenders(q, calls, attempt.clone(), record)
+            }
+            CycleResult::Gang(q, group) => self.schedule_gang(fw, q, &group, attempt, snapshot),
+            CycleResult::Tree(q, root) => self.schedule_tree(fw, q, &root, attempt, snapshot),
             CycleResult::Done(q, PodOutcome::Bind(placement)) => {
-                self.bind_pod(fw, q, placement, &attempt)
+                self.bind_pod(fw, q, placement, attempt)
             }
             CycleResult::Done(
                 q,
@@ -158,7 +203,7 @@ impl SchedulingLoop {
                     eviction,
                     deallocate,
                 },
-            ) => self.fail_pod(q, failure, eviction, deallocate, &attempt),
+            ) => self.fail_pod(q, failure, eviction, deallocate, attempt),
         }
     }
 

@@ -34,6 +34,7 @@ fn scheduling_loop() -> (SchedulingLoop, Receiver<Action>) {
         explain: ExplainOptions::default(),
         record: Record::new(),
         pod_group_version: None,
+        waiting: super::Waiting::new(None),
     };
     (lp, rx)
 }

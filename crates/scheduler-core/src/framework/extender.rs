@@ -2,8 +2,10 @@
 //! services configured under `extenders:` that filter the feasible nodes after Filter, add
 //! scores after Score, may veto or shrink preemption's victims and may bind the pods they
 //! are interested in. The calls themselves (HTTP, JSON, TLS) are the caller's: scheduler-core
-//! only sees this trait, so it stays free of I/O. A call blocks the cycle until it answers
-//! or its `httpTimeout` passes, as upstream's cycle does.
+//! only sees this trait, so it stays free of I/O. In `schedule_one` a call blocks the cycle
+//! until it answers or its `httpTimeout` passes, as upstream's cycle does;
+//! `schedule_extenders` cuts the cycle around the filter and prioritize calls so that a
+//! caller can make them elsewhere (the controller, off its scheduling loop).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -205,26 +207,55 @@ pub fn add_extender_scores(
     pod: &PodInfo,
     nodes: &[Arc<NodeInfo>],
     table: &mut ScoreTable,
+    detail: Option<&mut ScoreDetail>,
+) {
+    let answers = call_extender_priorities(extenders, pod, nodes);
+    add_extender_priorities(extenders, &answers, nodes, table, detail);
+}
+
+/// The prioritize calls of [`add_extender_scores`], one entry per extender in `extenders`:
+/// `None` for an extender not asked (no prioritize verb, not interested) or whose call
+/// failed.
+pub fn call_extender_priorities(
+    extenders: &[Arc<dyn Extender>],
+    pod: &PodInfo,
+    nodes: &[Arc<NodeInfo>],
+) -> Vec<Option<Vec<HostPriority>>> {
+    extenders
+        .iter()
+        .map(|ext| {
+            let cfg = ext.config();
+            if cfg.prioritize_verb.is_empty() || !is_interested(cfg, pod) {
+                return None;
+            }
+            ext.prioritize(pod, nodes)
+                .inspect_err(|e| {
+                    tracing::debug!(extender = ext.name(), error = %e, "extender prioritize failed; no score from it");
+                })
+                .ok()
+        })
+        .collect()
+}
+
+/// The scoring half of [`add_extender_scores`], pure: the answers of
+/// [`call_extender_priorities`] (made earlier, possibly elsewhere) added to `table` for
+/// `nodes`, matched by node name. A node the answers do not name scores 0.
+pub fn add_extender_priorities(
+    extenders: &[Arc<dyn Extender>],
+    answers: &[Option<Vec<HostPriority>>],
+    nodes: &[Arc<NodeInfo>],
+    table: &mut ScoreTable,
     mut detail: Option<&mut ScoreDetail>,
 ) {
     let n = nodes.len();
     if table.totals.len() != n {
         table.totals = vec![0; n];
     }
-    for ext in extenders {
+    for (ext, list) in extenders.iter().zip(answers) {
+        let Some(list) = list else { continue };
         let cfg = ext.config();
-        if cfg.prioritize_verb.is_empty() || !is_interested(cfg, pod) {
-            continue;
-        }
-        let list = match ext.prioritize(pod, nodes) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::debug!(extender = ext.name(), error = %e, "extender prioritize failed; no score from it");
-                continue;
-            }
-        };
         let mut raw = vec![0i64; n];
-        for hp in &list {
+        for hp in list {
             if let Some(i) = nodes.iter().position(|x| x.name == hp.host) {
                 raw[i] = raw[i].saturating_add(hp.score);
             }
@@ -243,6 +274,16 @@ pub fn add_extender_scores(
             d.weights.push(cfg.weight);
         }
     }
+}
+
+/// Whether a cycle for `pod` calls an extender's filter or prioritize (an interested
+/// extender with either verb): such a cycle can be split around its calls
+/// (`schedule_extenders`).
+pub fn calls_extenders(extenders: &[Arc<dyn Extender>], pod: &PodInfo) -> bool {
+    extenders.iter().any(|e| {
+        let cfg = e.config();
+        (!cfg.filter_verb.is_empty() || !cfg.prioritize_verb.is_empty()) && is_interested(cfg, pod)
+    })
 }
 
 /// Upstream's `callExtenders` in preemption: each interested extender that supports

@@ -29,8 +29,9 @@ pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError, NodeToStatus};
 pub use extender::{
     Extender, ExtenderFilterResult, ExtenderVictims, HostPriority, MAX_EXTENDER_PRIORITY,
-    MAX_NODE_SCORE, PreemptionAnswer, add_extender_scores, binder_for,
-    call_extenders_for_preemption, find_nodes_that_pass_extenders, is_interested,
+    MAX_NODE_SCORE, PreemptionAnswer, add_extender_priorities, add_extender_scores, binder_for,
+    call_extender_priorities, call_extenders_for_preemption, calls_extenders,
+    find_nodes_that_pass_extenders, is_interested,
 };
 pub use extension_point::ExtensionPoint;
 pub use interface::*;
