@@ -490,6 +490,36 @@ fn a_gang_sharing_its_group_claim_gets_one_allocation_on_the_device_node() {
     );
 }
 
+/// A plain claim the members share (their own `resourceClaimName`, not the PodGroup's): the
+/// first member's allocation, assumed in the gang's cycle, is what the second one sees, so
+/// both land with the one NIC and it is allocated once.
+#[test]
+fn gang_members_sharing_a_plain_claim_see_each_others_allocation() {
+    let mut text = nic_cluster(1);
+    text.push_str(&fabric_claim(1));
+    let gang = fabric_gang(2, "resourceClaimName: fabric").replace(
+        "  resourceClaims: [{name: fabric, resourceClaimName: fabric}]\n---",
+        "---",
+    );
+    let group = gang
+        .split("---")
+        .find(|d| d.contains("kind: PodGroup"))
+        .unwrap();
+    assert!(!group.contains("resourceClaims"), "{group}");
+    text.push_str(&gang);
+    let r = simulate(&text);
+    assert_eq!(r.node_of("ml/train-0"), Some("nic-2"), "{:?}", r.outcomes);
+    assert_eq!(r.node_of("ml/train-1"), Some("nic-2"), "{:?}", r.outcomes);
+    let devices: Vec<_> = (0..2)
+        .flat_map(|i| devices_of(&r, &format!("ml/train-{i}")))
+        .collect();
+    assert_eq!(
+        devices.iter().filter(|d| !d.2).count(),
+        1,
+        "one allocation: {devices:?}"
+    );
+}
+
 /// The group's template claim is made once, for the group (as kube-controller-manager
 /// does), owned by it, and shared the same way.
 #[test]
