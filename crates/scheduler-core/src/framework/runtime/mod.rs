@@ -657,18 +657,18 @@ impl Framework {
             d.weights.clear();
             d.weights.extend(active.iter().map(|(_, (_, w))| *w));
         }
-        let mut list: Vec<NodeScore<'_>> = Vec::with_capacity(n);
+        // The names are read once (each is in its node's memory), the scores per plugin.
+        let mut list: Vec<NodeScore<'_>> = nodes
+            .iter()
+            .map(|node| NodeScore {
+                name: &node.name,
+                score: 0,
+            })
+            .collect();
         for (j, (column, (_, (p, w)))) in columns.chunks_mut(n).zip(&active).enumerate() {
-            list.clear();
-            list.extend(
-                nodes
-                    .iter()
-                    .zip(column.iter())
-                    .map(|(node, &score)| NodeScore {
-                        name: &node.name,
-                        score,
-                    }),
-            );
+            for (ns, &score) in list.iter_mut().zip(column.iter()) {
+                ns.score = score;
+            }
             let s = p.plugin.normalize_scores(state, pod, &mut list);
             if !s.is_success() {
                 return Err(Status::error(format!(
