@@ -734,6 +734,7 @@ impl SchedulingAlgorithm {
         Ok(feasible)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn prioritize_nodes(
         &mut self,
         fw: &Framework,
