@@ -256,6 +256,8 @@ pub fn resume(
         .collect();
     let filtered = Filtered {
         feasible: nodes,
+        // The nodes were read anew from the newer snapshot: Score reads them, not summaries.
+        summaries: Vec::new(),
         diagnosis,
         num_all_nodes,
         first,

@@ -68,9 +68,11 @@ fn heap_bytes_per_node_and_per_pod_stay_small() {
     assert!(per_node > 0 && per_pod > 0, "the counter sees the cache");
     // Measured 749 / 78 / 1,027 bytes (1,323 / 78 / 1,893 with BTreeMap labels and every
     // pod part inline); the bounds leave a little room, not a second copy of anything.
+    // The snapshot's 158 B per node since: 78 B of handle and index, plus the node's
+    // 80 B NodeSummary (what Filter and Score read, kept in one array for them).
     assert!(per_node <= 850, "heap per node {per_node} B");
     assert!(
-        per_node_snapshot <= 120,
+        per_node_snapshot <= 200,
         "snapshot heap per node {per_node_snapshot} B: it shares the cache's NodeInfos"
     );
     assert!(per_pod <= 1_150, "heap per bound pod {per_pod} B");

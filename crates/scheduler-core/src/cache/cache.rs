@@ -623,7 +623,7 @@ impl Cache {
                         != info.pods_with_affinity.is_empty()
                         || old.pods_with_required_anti_affinity.is_empty()
                             != info.pods_with_required_anti_affinity.is_empty();
-                    snapshot.node_infos[i] = info.clone();
+                    snapshot.set_node(i, info.clone());
                 }
                 None => rebuild = true,
             }
@@ -633,13 +633,13 @@ impl Cache {
         }
         // A removed node leaves the snapshot with more entries than the tree.
         if rebuild || snapshot.node_infos.len() != self.tree.num_nodes() {
-            snapshot.node_infos = self
-                .tree
-                .list()
-                .into_iter()
-                .map(|n| self.nodes[n].clone())
-                .collect();
-            snapshot.reindex();
+            snapshot.set_nodes(
+                self.tree
+                    .list()
+                    .into_iter()
+                    .map(|n| self.nodes[n].clone())
+                    .collect(),
+            );
             out.rebuilt_node_list = true;
             affinity_changed = true;
         }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::workload_selectors::WorkloadSelectors;
 use crate::types::{
-    CsiNodeInfo, NodeInfo, PdbInfo, PvInfo, PvcInfo, RuntimeClassInfo, StorageClassInfo,
-    VolumeObjects,
+    CsiNodeInfo, NodeInfo, NodeSummary, PdbInfo, PvInfo, PvcInfo, RuntimeClassInfo,
+    StorageClassInfo, VolumeObjects,
 };
 
 /// Nodes in upstream's zone-interleaved order plus the lookups plugins need. Cloning is cheap
@@ -14,6 +14,10 @@ use crate::types::{
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub(crate) node_infos: Vec<Arc<NodeInfo>>,
+    /// `summaries[i]` is `NodeSummary::of(&node_infos[i])`: what Filter and Score read for
+    /// every node, in one array (see [`NodeSummary`]). Only [`Self::set_node`] and
+    /// [`Self::set_nodes`] write either list, so the two never disagree.
+    summaries: Vec<NodeSummary>,
     /// Node name -> position in `node_infos`.
     pub(crate) index: foldhash::HashMap<String, usize>,
     pub(crate) with_affinity: Vec<usize>,
@@ -77,11 +81,10 @@ impl Snapshot {
         }
         let mut s = Snapshot {
             generation: node_infos.iter().map(|n| n.generation).max().unwrap_or(0),
-            node_infos,
             image_num_nodes: Arc::new(images),
             ..Default::default()
         };
-        s.reindex();
+        s.set_nodes(node_infos);
         s.rebuild_affinity_lists();
         s
     }
@@ -206,6 +209,24 @@ impl Snapshot {
         &self.node_infos
     }
 
+    /// Each node's [`NodeSummary`], in the order of [`Self::node_infos`].
+    pub fn summaries(&self) -> &[NodeSummary] {
+        &self.summaries
+    }
+
+    /// Replaces the node at position `i` (same name) and its summary.
+    pub(crate) fn set_node(&mut self, i: usize, node: Arc<NodeInfo>) {
+        self.summaries[i] = NodeSummary::of(&node);
+        self.node_infos[i] = node;
+    }
+
+    /// Replaces every node, in this order, with their summaries, and the name index.
+    pub(crate) fn set_nodes(&mut self, nodes: Vec<Arc<NodeInfo>>) {
+        self.summaries = nodes.iter().map(|n| NodeSummary::of(n)).collect();
+        self.node_infos = nodes;
+        self.reindex();
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.index.get(name).map(|&i| &self.node_infos[i])
     }
@@ -248,7 +269,7 @@ impl Snapshot {
         self.generation
     }
 
-    pub(crate) fn reindex(&mut self) {
+    fn reindex(&mut self) {
         self.index = self
             .node_infos
             .iter()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{CycleState, Framework, QueuedPodInfo, Status};
 use crate::cache::Snapshot;
-use crate::types::{NodeInfo, PodInfo, PodKey};
+use crate::types::{NodeInfo, NodeSummary, PodInfo, PodKey};
 
 /// Highest score a Score plugin may return after normalisation (upstream `MaxNodeScore`).
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -246,6 +246,15 @@ pub trait PreFilterPlugin: Plugin {
 /// Says whether one node can run the pod. Runs in parallel across nodes, so the state is shared.
 pub trait FilterPlugin: Plugin {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+
+    /// Whether the node's [`NodeSummary`] alone shows that [`filter`](Self::filter) would
+    /// return Success. The framework asks this first and calls `filter` only on `false`, so
+    /// a plugin that can answer from the summary never reads the node itself for the nodes
+    /// it passes (rejections, with their reasons, always come from `filter`). `true` must
+    /// never be said of a node `filter` rejects. Default: `false` (always ask `filter`).
+    fn passes(&self, _state: &CycleState, _pod: &PodInfo, _node: &NodeSummary) -> bool {
+        false
+    }
 }
 
 /// What a PostFilter plugin (preemption) decided: a node to nominate and pods to evict.
@@ -320,6 +329,21 @@ pub trait ScorePlugin: Plugin {
             *slot = self.score(state, pod, node)?;
         }
         Ok(())
+    }
+
+    /// [`score_nodes`](Self::score_nodes) given each node's [`NodeSummary`] too
+    /// (`summaries[i]` is `nodes[i]`'s). A plugin overrides it to read the summary, where it
+    /// has what the plugin needs, instead of the node; it must give what `score_nodes`
+    /// gives. Default: `score_nodes`.
+    fn score_summarized(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        _summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        self.score_nodes(state, pod, nodes, out)
     }
 
     /// Maps raw scores into `0..=MAX_NODE_SCORE`. Default: scores are already in range.

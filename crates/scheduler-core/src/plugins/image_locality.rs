@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::cache::ImageSpread;
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, PluginPoints, ScorePlugin, Status};
 use crate::plugin_points;
-use crate::types::{NodeInfo, PodInfo};
+use crate::types::{NodeInfo, NodeSummary, PodInfo};
 
 use super::names::IMAGE_LOCALITY;
 
@@ -107,6 +107,28 @@ impl ScorePlugin for ImageLocality {
         let spread = image_spread(state)?;
         for (slot, node) in out.iter_mut().zip(nodes) {
             *slot = node_score(pod, node, spread);
+        }
+        Ok(())
+    }
+
+    /// A node that reports no image holds none of the pod's: it scores as an empty sum,
+    /// without being read.
+    fn score_summarized(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let spread = image_spread(state)?;
+        let imageless = calculate_priority(0, pod.num_containers);
+        for ((slot, node), summary) in out.iter_mut().zip(nodes).zip(summaries) {
+            *slot = if summary.has_images {
+                node_score(pod, node, spread)
+            } else {
+                imageless
+            };
         }
         Ok(())
     }

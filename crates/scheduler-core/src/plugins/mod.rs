@@ -144,6 +144,8 @@ pub fn in_tree_factories() -> &'static [(&'static str, PluginFactory)] {
 }
 
 #[cfg(test)]
+mod filter_summary_tests;
+#[cfg(test)]
 mod score_nodes_tests;
 
 #[cfg(test)]

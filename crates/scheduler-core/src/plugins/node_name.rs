@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
-use crate::types::{NodeInfo, PodInfo};
+use crate::types::{NodeInfo, NodeSummary, PodInfo};
 
 use super::names::NODE_NAME;
 
@@ -48,6 +48,11 @@ impl FilterPlugin for NodeName {
         } else {
             Status::unresolvable(ERR_REASON)
         }
+    }
+
+    /// A pod that names no node fits every node.
+    fn passes(&self, _state: &CycleState, pod: &PodInfo, _node: &NodeSummary) -> bool {
+        pod.node_name.is_none()
     }
 }
 

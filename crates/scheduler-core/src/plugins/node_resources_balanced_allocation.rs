@@ -13,7 +13,7 @@ use crate::cache::Snapshot;
 use crate::config::{NodeResourcesBalancedAllocationArgs, PluginArgs};
 use crate::framework::{CycleState, Plugin, PluginPoints, PreScorePlugin, ScorePlugin, Status};
 use crate::plugin_points;
-use crate::types::{NodeInfo, PodInfo};
+use crate::types::{NodeInfo, NodeSummary, PodInfo};
 
 use super::names::NODE_RESOURCES_BALANCED_ALLOCATION;
 use super::resource_allocation::{ResourceAllocationScorer, Strategy};
@@ -104,6 +104,22 @@ impl ScorePlugin for NodeResourcesBalancedAllocation {
         out: &mut [i64],
     ) -> Result<(), Status> {
         self.score_nodes_in(state, pod, nodes.iter().map(|n| &**n), out)
+    }
+
+    fn score_summarized(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        match state.read::<PreScoreState>() {
+            Some(s) => self
+                .scorer
+                .score_summarized(&s.pod_requests, nodes, summaries, out),
+            None => self.score_nodes(state, pod, nodes, out),
+        }
     }
 }
 

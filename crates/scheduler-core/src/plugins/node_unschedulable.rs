@@ -9,7 +9,9 @@ use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, Qu
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
 use crate::plugins::helper::hint_if_node_now_passes;
-use crate::types::{NodeInfo, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint};
+use crate::types::{
+    NodeInfo, NodeSummary, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint,
+};
 
 use super::names::NODE_UNSCHEDULABLE;
 
@@ -66,6 +68,10 @@ impl FilterPlugin for NodeUnschedulable {
             return Status::success();
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
+    }
+
+    fn passes(&self, _state: &CycleState, _pod: &PodInfo, node: &NodeSummary) -> bool {
+        !node.unschedulable
     }
 }
 

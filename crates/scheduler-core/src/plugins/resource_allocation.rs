@@ -10,10 +10,81 @@
 
 use crate::config::{ResourceSpec, UtilizationShapePoint};
 use crate::framework::{MAX_NODE_SCORE, Status};
+use std::sync::Arc;
+
 use crate::types::{
-    NodeInfo, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS,
-    ResourceName, is_scalar_resource_name,
+    NodeInfo, NodeSummary, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
+    RESOURCE_PODS, ResourceName, is_scalar_resource_name,
 };
+
+/// What the scorer reads of a node: each resource's allocatable and requested amounts.
+pub trait ScoredNode {
+    /// (allocatable, requested, non-zero requested) milli-CPU.
+    fn cpu(&self) -> (i64, i64, i64);
+    /// (allocatable, requested, non-zero requested) memory.
+    fn memory(&self) -> (i64, i64, i64);
+    /// (allocatable, requested) ephemeral storage.
+    fn ephemeral_storage(&self) -> (i64, i64);
+    /// (allocatable, requested) of a scalar resource.
+    fn scalar(&self, name: &str) -> (i64, i64);
+}
+
+impl ScoredNode for NodeInfo {
+    fn cpu(&self) -> (i64, i64, i64) {
+        (
+            self.allocatable.milli_cpu,
+            self.requested.milli_cpu,
+            self.non_zero_requested.milli_cpu,
+        )
+    }
+    fn memory(&self) -> (i64, i64, i64) {
+        (
+            self.allocatable.memory,
+            self.requested.memory,
+            self.non_zero_requested.memory,
+        )
+    }
+    fn ephemeral_storage(&self) -> (i64, i64) {
+        (
+            self.allocatable.ephemeral_storage,
+            self.requested.ephemeral_storage,
+        )
+    }
+    fn scalar(&self, name: &str) -> (i64, i64) {
+        match self.allocatable.scalar_value(name) {
+            0 => (0, 0),
+            alloc => (alloc, self.requested.scalar_value(name)),
+        }
+    }
+}
+
+/// Scalar resources are not in a summary: the scorer reads summaries only when it scores
+/// none ([`ResourceAllocationScorer::reads_scalars`]), and never calls `scalar` then.
+impl ScoredNode for NodeSummary {
+    fn cpu(&self) -> (i64, i64, i64) {
+        (
+            self.allocatable_milli_cpu,
+            self.requested_milli_cpu,
+            self.non_zero_milli_cpu,
+        )
+    }
+    fn memory(&self) -> (i64, i64, i64) {
+        (
+            self.allocatable_memory,
+            self.requested_memory,
+            self.non_zero_memory,
+        )
+    }
+    fn ephemeral_storage(&self) -> (i64, i64) {
+        (
+            self.allocatable_ephemeral_storage,
+            self.requested_ephemeral_storage,
+        )
+    }
+    fn scalar(&self, _name: &str) -> (i64, i64) {
+        (0, 0)
+    }
+}
 
 /// Highest score a `requestedToCapacityRatio` shape point may give (upstream
 /// `MaxCustomPriorityScore`); shape scores are scaled by `MAX_NODE_SCORE / this`.
@@ -153,42 +224,61 @@ impl ResourceAllocationScorer {
     /// of 0 means "leave this resource out of the score" (upstream
     /// `calculateResourceAllocatableRequest`).
     #[inline]
-    fn allocatable_requested(
+    fn allocatable_requested<N: ScoredNode + ?Sized>(
         &self,
         r: &ScoredResource,
         pod_request: i64,
-        node: &NodeInfo,
+        node: &N,
     ) -> (i64, i64) {
-        let requested = if self.use_requested {
-            &node.requested
-        } else {
-            &node.non_zero_requested
+        let pick = |(alloc, requested, non_zero): (i64, i64, i64)| {
+            let used = if self.use_requested {
+                requested
+            } else {
+                non_zero
+            };
+            (alloc, used.wrapping_add(pod_request))
         };
         match &r.kind {
-            Kind::Cpu => (
-                node.allocatable.milli_cpu,
-                requested.milli_cpu.wrapping_add(pod_request),
-            ),
-            Kind::Memory => (
-                node.allocatable.memory,
-                requested.memory.wrapping_add(pod_request),
-            ),
+            Kind::Cpu => pick(node.cpu()),
+            Kind::Memory => pick(node.memory()),
             // Ephemeral storage has no non-zero default: always the real requests.
-            Kind::EphemeralStorage => (
-                node.allocatable.ephemeral_storage,
-                node.requested.ephemeral_storage.wrapping_add(pod_request),
-            ),
+            Kind::EphemeralStorage => {
+                let (alloc, requested) = node.ephemeral_storage();
+                (alloc, requested.wrapping_add(pod_request))
+            }
             // A scalar resource the pod does not request is not scored at all, so nodes
             // with and without it compare equally.
             Kind::Scalar(_) if pod_request == 0 => (0, 0),
-            Kind::Scalar(name) => match node.allocatable.scalar_value(name) {
-                0 => (0, 0),
-                alloc => (
-                    alloc,
-                    node.requested.scalar_value(name).wrapping_add(pod_request),
-                ),
+            Kind::Scalar(name) => match node.scalar(name) {
+                (0, _) => (0, 0),
+                (alloc, requested) => (alloc, requested.wrapping_add(pod_request)),
             },
             Kind::Pods | Kind::Untracked => (0, 0),
+        }
+    }
+
+    /// Whether scoring reads a scalar resource of the node: one the pod requests among the
+    /// configured ones. Otherwise a node's [`NodeSummary`] has all the scorer reads.
+    pub fn reads_scalars(&self, pod_requests: &[i64]) -> bool {
+        self.resources
+            .iter()
+            .zip(pod_requests)
+            .any(|(r, &q)| matches!(r.kind, Kind::Scalar(_)) && q != 0)
+    }
+
+    /// [`score_nodes`](Self::score_nodes) of `nodes`, reading their `summaries` (same
+    /// order) instead when nothing scalar is scored.
+    pub fn score_summarized(
+        &self,
+        pod_requests: &[i64],
+        nodes: &[Arc<NodeInfo>],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        if self.reads_scalars(pod_requests) {
+            self.score_nodes(pod_requests, nodes.iter().map(|n| &**n), out)
+        } else {
+            self.score_nodes(pod_requests, summaries, out)
         }
     }
 
@@ -200,10 +290,11 @@ impl ResourceAllocationScorer {
     }
 
     /// [`score`](Self::score) of each of `nodes` into `out`, the strategy chosen once.
-    pub fn score_nodes<'a>(
+    /// `N` is [`NodeInfo`], or [`NodeSummary`] when [`Self::reads_scalars`] is false.
+    pub fn score_nodes<'a, N: ScoredNode + 'a>(
         &self,
         pod_requests: &[i64],
-        nodes: impl IntoIterator<Item = &'a NodeInfo>,
+        nodes: impl IntoIterator<Item = &'a N>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         if self.resources.is_empty() {
@@ -211,7 +302,7 @@ impl ResourceAllocationScorer {
         }
         // (weight, requested, allocatable) of every resource the node has; an iterator, so
         // scoring never allocates and Balanced can walk it twice.
-        let present = |node: &'a NodeInfo| {
+        let present = |node: &'a N| {
             self.resources
                 .iter()
                 .zip(pod_requests)
@@ -258,9 +349,9 @@ impl ResourceAllocationScorer {
 
 /// Writes `score` of each node into its slot (a loop per strategy, so the strategy is
 /// matched once per call, not once per node).
-fn fill<'s, 'a>(
-    slots: impl Iterator<Item = (&'s mut i64, &'a NodeInfo)>,
-    score: impl Fn(&'a NodeInfo) -> i64,
+fn fill<'s, 'a, N: 'a>(
+    slots: impl Iterator<Item = (&'s mut i64, &'a N)>,
+    score: impl Fn(&'a N) -> i64,
 ) {
     for (slot, node) in slots {
         *slot = score(node);

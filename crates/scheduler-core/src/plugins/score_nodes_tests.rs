@@ -1,6 +1,7 @@
-//! Score plugins score a run of nodes at once (`ScorePlugin::score_nodes`) on unsampled
-//! cycles and one node at a time (`score`, timed) on sampled ones: both must give the same
-//! table, for every strategy of the resource scorers.
+//! Score plugins score a run of nodes at once (`ScorePlugin::score_nodes`, or
+//! `score_summarized` from the snapshot's node summaries) on unsampled cycles and one node
+//! at a time (`score`, timed) on sampled ones: all must give the same table, for every
+//! strategy of the resource scorers.
 
 use std::sync::Arc;
 
@@ -38,6 +39,9 @@ fn nodes() -> Vec<NodeInfo> {
             if i % 4 == 1 {
                 b = b.image("registry/app:v1", (100 + 37 * i) * MB);
             }
+            if i % 5 == 2 {
+                b = b.allocatable("example.com/gpu", &format!("{}", 1 + i % 4));
+            }
             let mut node = b.build();
             for j in 0..i % 5 {
                 let running = PodInfo::test("ns", &format!("run-{i}-{j}"))
@@ -63,12 +67,31 @@ fn pods() -> Vec<PodInfo> {
             .build(),
         // Best effort: BalancedAllocation skips it, Fit scores the non-zero defaults.
         PodInfo::test("ns", "best-effort").build(),
+        // A scalar resource: scored by the strategy that lists it, read from the nodes.
+        PodInfo::test("ns", "gpu")
+            .container(&[
+                ("cpu", "200m"),
+                ("memory", "512Mi"),
+                ("example.com/gpu", "1"),
+            ])
+            .build(),
     ]
 }
 
-fn table(fw: &Framework, pod: &PodInfo, snapshot: &Snapshot, sampled: bool) -> ScoreTable {
+/// How the framework hands the nodes to the Score plugins.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scoring {
+    /// `score` per node, timed (a sampled cycle).
+    OneByOne,
+    /// `score_nodes` over the run.
+    Runs,
+    /// `score_summarized` over the run, with the snapshot's summaries.
+    Summarized,
+}
+
+fn table(fw: &Framework, pod: &PodInfo, snapshot: &Snapshot, scoring: Scoring) -> ScoreTable {
     let mut state = CycleState::new();
-    if sampled {
+    if scoring == Scoring::OneByOne {
         state.set_plugin_timer(Some(Arc::new(fw.plugin_timer(true))));
     }
     let (_, status, _) = fw.run_pre_filter(&mut state, pod, snapshot);
@@ -76,7 +99,8 @@ fn table(fw: &Framework, pod: &PodInfo, snapshot: &Snapshot, sampled: bool) -> S
     let nodes = snapshot.node_infos();
     let status = fw.run_pre_score(&mut state, pod, nodes, snapshot);
     assert!(status.is_success(), "{status:?}");
-    fw.run_score(&state, pod, nodes, false, None)
+    let summaries = (scoring == Scoring::Summarized).then(|| snapshot.summaries());
+    fw.run_score(&state, pod, nodes, summaries, false, None)
         .expect("scores")
 }
 
@@ -98,14 +122,25 @@ fn scoring_runs_of_nodes_gives_each_nodes_own_score() {
         requestedToCapacityRatio:
           shape: [{utilization: 0, score: 10}, {utilization: 60, score: 2}, {utilization: 100, score: 0}]
 ",
+        "  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: LeastAllocated
+        resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: example.com/gpu, weight: 5}]
+  - name: NodeResourcesBalancedAllocation
+    args:
+      resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: example.com/gpu, weight: 1}]
+",
     ];
     let snapshot = Snapshot::from_node_infos(nodes());
     for plugin_config in strategies {
         let fw = framework(plugin_config);
         for pod in pods() {
-            let runs = table(&fw, &pod, &snapshot, false);
-            let one_by_one = table(&fw, &pod, &snapshot, true);
+            let runs = table(&fw, &pod, &snapshot, Scoring::Runs);
+            let one_by_one = table(&fw, &pod, &snapshot, Scoring::OneByOne);
+            let summarized = table(&fw, &pod, &snapshot, Scoring::Summarized);
             assert_eq!(runs, one_by_one, "{plugin_config} {}", pod.name());
+            assert_eq!(summarized, one_by_one, "{plugin_config} {}", pod.name());
             // The scores differ between nodes, so the comparison covers real values.
             let distinct: std::collections::BTreeSet<_> = runs.totals.iter().collect();
             assert!(

@@ -14,7 +14,7 @@ use crate::framework::{
 use crate::plugin_points;
 use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::{
-    NodeInfo, PodInfo, Taint, TaintEffect, Toleration, find_untolerated_taint,
+    NodeInfo, NodeSummary, PodInfo, Taint, TaintEffect, Toleration, find_untolerated_taint,
     tolerations_tolerate_taint,
 };
 
@@ -89,6 +89,11 @@ impl FilterPlugin for TaintToleration {
             }
         }
     }
+
+    /// A node without taints has none to tolerate.
+    fn passes(&self, _state: &CycleState, _pod: &PodInfo, node: &NodeSummary) -> bool {
+        !node.has_taints
+    }
 }
 
 /// The pod's tolerations that can tolerate a PreferNoSchedule taint: those for that effect
@@ -152,6 +157,26 @@ impl ScorePlugin for TaintToleration {
         let tolerations = prefer_no_schedule_tolerations(state)?;
         for (slot, node) in out.iter_mut().zip(nodes) {
             *slot = count_intolerable_prefer_no_schedule(&node.taints, tolerations);
+        }
+        Ok(())
+    }
+
+    /// Nodes without taints score 0 without being read.
+    fn score_summarized(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let tolerations = prefer_no_schedule_tolerations(state)?;
+        for ((slot, node), summary) in out.iter_mut().zip(nodes).zip(summaries) {
+            *slot = if summary.has_taints {
+                count_intolerable_prefer_no_schedule(&node.taints, tolerations)
+            } else {
+                0
+            };
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ pub mod label_selector;
 pub mod labels;
 pub mod node;
 pub mod node_selector;
+pub mod node_summary;
 pub mod pdb;
 pub mod pod;
 pub mod pod_affinity;
@@ -34,6 +35,7 @@ pub use node_selector::{
     FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
     PreferredSchedulingTerm,
 };
+pub use node_summary::NodeSummary;
 pub use pdb::PdbInfo;
 pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::interface::*;
 use super::{Code, CycleState, ExtensionPoint, PluginEvents, PluginTimer, QueuedPodInfo, Status};
 use crate::cache::Snapshot;
-use crate::types::{NodeInfo, PodInfo};
+use crate::types::{NodeInfo, NodeSummary, PodInfo};
 
 pub use wiring::FrameworkError;
 
@@ -377,9 +377,27 @@ impl Framework {
 
     /// Runs the Filter plugins on one node; the first failure decides, tagged with its plugin.
     pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        self.run_filter_summarized(state, pod, node, None)
+    }
+
+    /// [`run_filter`](Self::run_filter) given the node's summary too (`summary` is
+    /// `NodeSummary::of(node)`): a plugin whose [`FilterPlugin::passes`] says yes for it is
+    /// not called. Same answers; only the node's own memory is read less. Cycles sampled for
+    /// per-plugin metrics ignore the summary, so every call is timed.
+    pub fn run_filter_summarized(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        summary: Option<&NodeSummary>,
+    ) -> Status {
         let timed = state.times_node_plugins();
+        let summary = summary.filter(|_| !timed);
         for i in state.filters_to_run(self.filter.len()) {
             let p = &self.filter[i];
+            if summary.is_some_and(|sm| p.plugin.passes(state, pod, sm)) {
+                continue;
+            }
             let s = if timed {
                 let start = state.node_plugin_start();
                 let s = p.plugin.filter(state, pod, node);
@@ -558,12 +576,14 @@ impl Framework {
     }
 
     /// Scores every node with every active Score plugin in one pass over the nodes,
-    /// normalises each plugin's scores and applies weights.
+    /// normalises each plugin's scores and applies weights. `summaries`, when given, are the
+    /// nodes' summaries in the same order ([`ScorePlugin::score_summarized`]).
     pub fn run_score(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
+        summaries: Option<&[NodeSummary]>,
         parallel: bool,
         mut detail: Option<&mut ScoreDetail>,
     ) -> Result<ScoreTable, Status> {
@@ -585,43 +605,53 @@ impl Framework {
                 totals: vec![0; n],
             });
         }
+        debug_assert!(summaries.is_none_or(|s| s.len() == n));
         // Plugin-major: column j holds the j-th active plugin's score of every node, so a
         // plugin scores a run of nodes in one call.
         let mut columns = vec![0i64; n * k];
         let timed = state.times_node_plugins();
-        let score_run =
-            |j: usize, p: &Named<dyn ScorePlugin>, nodes: &[Arc<NodeInfo>], out: &mut [i64]| {
-                let r = if timed {
-                    // A sampled cycle: time each call, as upstream's per-node metric counts them.
-                    out.iter_mut().zip(nodes).try_for_each(|(slot, node)| {
-                        let start = state.node_plugin_start();
-                        let scored = p.plugin.score(state, pod, node);
-                        let code = scored.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
-                        state.score_done(j, code, start);
-                        *slot = scored?;
-                        Ok(())
-                    })
-                } else {
-                    p.plugin.score_nodes(state, pod, nodes, out)
-                };
-                r.map_err(|s: Status| {
-                    Status::error(format!(
-                        "running Score plugin {:?}: {}",
-                        p.name,
-                        s.message()
-                    ))
-                    .with_plugin(p.name)
+        let score_run = |j: usize,
+                         p: &Named<dyn ScorePlugin>,
+                         nodes: &[Arc<NodeInfo>],
+                         summaries: Option<&[NodeSummary]>,
+                         out: &mut [i64]| {
+            let r = if timed {
+                // A sampled cycle: time each call, as upstream's per-node metric counts them.
+                out.iter_mut().zip(nodes).try_for_each(|(slot, node)| {
+                    let start = state.node_plugin_start();
+                    let scored = p.plugin.score(state, pod, node);
+                    let code = scored.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
+                    state.score_done(j, code, start);
+                    *slot = scored?;
+                    Ok(())
                 })
+            } else if let Some(summaries) = summaries {
+                p.plugin.score_summarized(state, pod, nodes, summaries, out)
+            } else {
+                p.plugin.score_nodes(state, pod, nodes, out)
             };
+            r.map_err(|s: Status| {
+                Status::error(format!(
+                    "running Score plugin {:?}: {}",
+                    p.name,
+                    s.message()
+                ))
+                .with_plugin(p.name)
+            })
+        };
         for (column, &(j, (p, _))) in columns.chunks_mut(n).zip(&active) {
             if parallel {
                 const RUN: usize = 32;
                 column
                     .par_chunks_mut(RUN)
                     .zip(nodes.par_chunks(RUN))
-                    .try_for_each(|(out, run)| score_run(j, p, run, out))?;
+                    .enumerate()
+                    .try_for_each(|(c, (out, run))| {
+                        let sums = summaries.map(|s| &s[c * RUN..c * RUN + run.len()]);
+                        score_run(j, p, run, sums, out)
+                    })?;
             } else {
-                score_run(j, p, nodes, column)?;
+                score_run(j, p, nodes, summaries, column)?;
             }
         }
         if let Some(d) = detail.as_deref_mut() {
@@ -631,18 +661,18 @@ impl Framework {
             d.weights.clear();
             d.weights.extend(active.iter().map(|(_, (_, w))| *w));
         }
-        let mut list: Vec<NodeScore<'_>> = Vec::with_capacity(n);
+        // The names are read once (each is in its node's memory), the scores per plugin.
+        let mut list: Vec<NodeScore<'_>> = nodes
+            .iter()
+            .map(|node| NodeScore {
+                name: &node.name,
+                score: 0,
+            })
+            .collect();
         for (j, (column, (_, (p, w)))) in columns.chunks_mut(n).zip(&active).enumerate() {
-            list.clear();
-            list.extend(
-                nodes
-                    .iter()
-                    .zip(column.iter())
-                    .map(|(node, &score)| NodeScore {
-                        name: &node.name,
-                        score,
-                    }),
-            );
+            for (ns, &score) in list.iter_mut().zip(column.iter()) {
+                ns.score = score;
+            }
             let s = p.plugin.normalize_scores(state, pod, &mut list);
             if !s.is_success() {
                 return Err(Status::error(format!(

@@ -19,8 +19,8 @@ use crate::framework::{
 };
 use crate::plugin_points;
 use crate::types::{
-    NodeInfo, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS,
-    Resource, ResourceName, is_extended_resource_name,
+    NodeInfo, NodeSummary, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
+    RESOURCE_PODS, Resource, ResourceName, is_extended_resource_name,
 };
 
 use super::dynamic_resources::extended::dra_handles_extended_resources;
@@ -64,6 +64,42 @@ struct PreFilterState {
     dra_backed: Vec<ResourceName>,
 }
 
+/// The amounts the fixed checks compare: pods and their limit, (used, allocatable) of cpu,
+/// memory and ephemeral storage; from a node or from its summary.
+struct Fixed {
+    pods: i64,
+    allowed_pods: i64,
+    cpu: (i64, i64),
+    memory: (i64, i64),
+    ephemeral_storage: (i64, i64),
+}
+
+impl Fixed {
+    fn of_node(node: &NodeInfo) -> Self {
+        let (alloc, used) = (&node.allocatable, &node.requested);
+        Fixed {
+            pods: node.pods.len() as i64,
+            allowed_pods: alloc.allowed_pod_number,
+            cpu: (used.milli_cpu, alloc.milli_cpu),
+            memory: (used.memory, alloc.memory),
+            ephemeral_storage: (used.ephemeral_storage, alloc.ephemeral_storage),
+        }
+    }
+
+    fn of_summary(node: &NodeSummary) -> Self {
+        Fixed {
+            pods: node.pod_count(),
+            allowed_pods: node.allowed_pod_number,
+            cpu: (node.requested_milli_cpu, node.allocatable_milli_cpu),
+            memory: (node.requested_memory, node.allocatable_memory),
+            ephemeral_storage: (
+                node.requested_ephemeral_storage,
+                node.allocatable_ephemeral_storage,
+            ),
+        }
+    }
+}
+
 impl PreFilterState {
     fn new(requests: &Resource, ignored: impl Fn(&str) -> bool) -> Self {
         PreFilterState {
@@ -99,45 +135,23 @@ impl PreFilterState {
         self
     }
 
+    /// Whether a node with this summary passes: the pod asks for no scalar resource and
+    /// [`check`](Self::check) would find nothing lacking (the summary has every amount the
+    /// check then reads).
+    fn fits_summary(&self, node: &NodeSummary) -> bool {
+        self.scalars.is_empty() && self.check_fixed(&Fixed::of_summary(node), &mut |_| {}) == 0
+    }
+
     /// Calls `fail` for every resource `node` lacks, in upstream's order: pod count, cpu,
     /// memory, ephemeral storage, then scalar resources (by name). Returns the failure count.
     fn check(&self, node: &NodeInfo, mut fail: impl FnMut(Lack<'_>)) -> usize {
-        let mut n = 0;
+        let mut n = self.check_fixed(&Fixed::of_node(node), &mut fail);
         let mut report = |lack: Lack<'_>| {
             n += 1;
             fail(lack);
         };
         let alloc = &node.allocatable;
         let used = &node.requested;
-        let pods = node.pods.len() as i64;
-        if pods + 1 > alloc.allowed_pod_number {
-            report(Lack {
-                resource: LackOf::Pods,
-                requested: 1,
-                used: pods,
-                capacity: alloc.allowed_pod_number,
-            });
-        }
-        let fixed = [
-            (LackOf::Cpu, self.milli_cpu, used.milli_cpu, alloc.milli_cpu),
-            (LackOf::Memory, self.memory, used.memory, alloc.memory),
-            (
-                LackOf::EphemeralStorage,
-                self.ephemeral_storage,
-                used.ephemeral_storage,
-                alloc.ephemeral_storage,
-            ),
-        ];
-        for (resource, requested, used, capacity) in fixed {
-            if requested > 0 && requested > capacity.wrapping_sub(used) {
-                report(Lack {
-                    resource,
-                    requested,
-                    used,
-                    capacity,
-                });
-            }
-        }
         for (name, requested) in &self.scalars {
             let capacity = alloc.scalar_value(name);
             if capacity == 0 && self.dra_backed.contains(name) {
@@ -148,6 +162,43 @@ impl PreFilterState {
                 report(Lack {
                     resource: LackOf::Scalar(name),
                     requested: *requested,
+                    used,
+                    capacity,
+                });
+            }
+        }
+        n
+    }
+
+    /// [`check`](Self::check)'s pod count, cpu, memory and ephemeral storage part.
+    fn check_fixed(&self, node: &Fixed, fail: &mut impl FnMut(Lack<'_>)) -> usize {
+        let mut n = 0;
+        let mut report = |lack: Lack<'_>| {
+            n += 1;
+            fail(lack);
+        };
+        if node.pods + 1 > node.allowed_pods {
+            report(Lack {
+                resource: LackOf::Pods,
+                requested: 1,
+                used: node.pods,
+                capacity: node.allowed_pods,
+            });
+        }
+        let fixed = [
+            (LackOf::Cpu, self.milli_cpu, node.cpu),
+            (LackOf::Memory, self.memory, node.memory),
+            (
+                LackOf::EphemeralStorage,
+                self.ephemeral_storage,
+                node.ephemeral_storage,
+            ),
+        ];
+        for (resource, requested, (used, capacity)) in fixed {
+            if requested > 0 && requested > capacity.wrapping_sub(used) {
+                report(Lack {
+                    resource,
+                    requested,
                     used,
                     capacity,
                 });
@@ -424,6 +475,12 @@ impl FilterPlugin for NodeResourcesFit {
         });
         Status::with_reasons(code, reasons)
     }
+
+    fn passes(&self, state: &CycleState, _pod: &PodInfo, node: &NodeSummary) -> bool {
+        state
+            .read::<PreFilterState>()
+            .is_some_and(|s| s.fits_summary(node))
+    }
 }
 
 impl PreScorePlugin for NodeResourcesFit {
@@ -463,6 +520,22 @@ impl ScorePlugin for NodeResourcesFit {
             None => self
                 .scorer
                 .score_nodes(&self.scorer.pod_requests(pod), nodes, out),
+        }
+    }
+
+    fn score_summarized(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        match state.read::<PreScoreState>() {
+            Some(s) => self
+                .scorer
+                .score_summarized(&s.pod_requests, nodes, summaries, out),
+            None => self.score_nodes(state, pod, nodes, out),
         }
     }
 }
