@@ -226,13 +226,9 @@ async fn without_the_api_a_pod_naming_a_group_is_never_bound() {
     support::stop_controller(running.stop, running.task).await;
 }
 
-/// A high-priority gang evicts a whole low-priority group in `all` mode and is bound, each
-/// pod where preemption placed it; the victims are deleted by the scheduler (fake API
-/// server: no kubelet, deletion is immediate).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gang_preempts_a_whole_low_priority_group() {
-    let server = FakeApiServer::start().await;
-    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+/// Three GPU nodes, each running a pod of the low-priority (10) `batch` group, whose
+/// `disruptionMode` is `all`.
+fn batch_group_in_all_mode(server: &FakeApiServer) {
     for n in ["g0", "g1", "g2"] {
         server.apply("nodes", &gpu_node(n));
     }
@@ -246,6 +242,16 @@ async fn a_gang_preempts_a_whole_low_priority_group() {
         p["spec"]["priority"] = json!(10);
         server.apply("pods", &p);
     }
+}
+
+/// A high-priority gang evicts a whole low-priority group in `all` mode and is bound, each
+/// pod where preemption placed it; the victims are deleted by the scheduler (fake API
+/// server: no kubelet, deletion is immediate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_preempts_a_whole_low_priority_group() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
+    batch_group_in_all_mode(&server);
     let mut train = gang("train", 2);
     train["spec"]["priority"] = json!(100);
     server.apply("podgroups", &train);
@@ -277,19 +283,7 @@ async fn a_gang_preempts_a_whole_low_priority_group() {
 async fn a_single_pod_preempting_a_group_in_all_mode_evicts_all_of_it() {
     let server = FakeApiServer::start().await;
     server.apply("namespaces", &json!({"metadata": {"name": "ml"}}));
-    for n in ["g0", "g1", "g2"] {
-        server.apply("nodes", &gpu_node(n));
-    }
-    let mut batch = gang("batch", 1);
-    batch["spec"]["priority"] = json!(10);
-    batch["spec"]["disruptionMode"] = json!({"all": {}});
-    server.apply("podgroups", &batch);
-    for (i, n) in ["g0", "g1", "g2"].iter().enumerate() {
-        let mut p = member(&format!("batch-{i}"), "batch");
-        p["spec"]["nodeName"] = json!(n);
-        p["spec"]["priority"] = json!(10);
-        server.apply("pods", &p);
-    }
+    batch_group_in_all_mode(&server);
     let mut urgent = member("urgent", "none");
     urgent["spec"]
         .as_object_mut()
