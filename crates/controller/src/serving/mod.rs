@@ -10,3 +10,5 @@ pub mod explain;
 pub(crate) mod health;
 pub(crate) mod metrics;
 pub mod tls;
+pub mod tls_options;
+pub mod x509;
