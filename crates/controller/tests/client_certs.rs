@@ -4,6 +4,7 @@
 //! in its Organizations' groups, one from another CA is a 401, the front proxy's
 //! certificate makes the `X-Remote-*` headers trusted (and nobody else's does), and the
 //! CAs come from the extension-apiserver-authentication ConfigMap when no flag gives them.
+//! Also the TLS flags: minimum version, TLS 1.2 suites, SNI-selected pairs, `--cert-dir`.
 
 mod support;
 
@@ -18,6 +19,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair,
 };
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -442,4 +444,87 @@ async fn tls_flags_restrict_versions_and_suites() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sni_chooses_the_pair_by_name_and_cert_dir_keeps_its_pair() {
+    use controller::tls_options::{SniResolver, cert_dir_pair, parse_sni_cert_key};
+    let dir = std::env::temp_dir().join(format!("ferrosched-sni-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = Ca::new("serving-ca");
+    let write = |name: &str, sans: Vec<String>| {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(sans)
+            .unwrap()
+            .signed_by(&key, &ca.issuer)
+            .unwrap();
+        let (c, k) = (
+            dir.join(format!("{name}.crt")),
+            dir.join(format!("{name}.key")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (
+            format!("{},{}", c.display(), k.display()),
+            cert.der().clone(),
+        )
+    };
+    // `a` is for a.example by the flag; `b` by the names in it (a wildcard).
+    let (a_files, a_der) = write("a", vec!["ignored.example".into()]);
+    let (b_files, b_der) = write("b", vec!["*.b.example".into()]);
+    let pairs = [
+        parse_sni_cert_key(&format!("{a_files}:a.example")).unwrap(),
+        parse_sni_cert_key(&b_files).unwrap(),
+    ];
+    let (dc, dk) = cert_dir_pair(&dir.join("certs"), &["localhost".into()]).unwrap();
+    let default_der = CertificateDer::pem_file_iter(&dc)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let default = Arc::new(tls::ReloadingCert::new(&dc, &dk).unwrap());
+    let resolver = SniResolver::new(default, &pairs).unwrap();
+    let cfg = tls::secure_port_config(Arc::new(resolver), &tls::TlsOptions::default()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route("/ok", axum::routing::get(|| async { "ok" }));
+    tokio::spawn(tls::serve(
+        listener,
+        Arc::new(cfg),
+        app,
+        std::future::pending(),
+    ));
+    let served = |name: &'static str| async move {
+        let provider = tls::provider();
+        let cfg = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(tls::NoVerify(provider)))
+            .with_no_client_auth();
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let s = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+            .connect(ServerName::try_from(name).unwrap(), tcp)
+            .await
+            .unwrap();
+        s.get_ref().1.peer_certificates().unwrap()[0]
+            .clone()
+            .into_owned()
+    };
+    assert_eq!(served("a.example").await, a_der);
+    assert_eq!(served("x.b.example").await, b_der);
+    // Explicit names replace the certificate's own: `a` is not chosen for them.
+    assert_eq!(served("ignored.example").await, default_der);
+    assert_eq!(served("other.example").await, default_der);
+
+    // --cert-dir: a second start reuses the pair written by the first.
+    let (dc2, _) = cert_dir_pair(&dir.join("certs"), &["localhost".into()]).unwrap();
+    let again = CertificateDer::pem_file_iter(&dc2)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, default_der);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,9 +1,10 @@
 //! HTTPS serving: certificates and the TLS accept loop (`tls`, also used by the
 //! SchedulingPolicy webhook), and `run`'s `/healthz`, `/livez`, `/readyz`, `/metrics` and
-//! `/configz` (`health`, `metrics`, `configz`). Reads the shared state for readiness and metrics; never writes
+//! `/configz`, `/flagz`, `/statusz` (`health`, `metrics`, `configz`, `componentz`). Reads the shared state for readiness and metrics; never writes
 //! to it or to the API server.
 
 pub mod auth;
+pub mod componentz;
 pub mod configz;
 pub mod conn;
 pub mod explain;

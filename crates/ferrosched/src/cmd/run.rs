@@ -332,6 +332,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
             health_tls: tls,
             health_auth,
             health_limits: controller::conn::ServeLimits::secure_port(),
+            // For /flagz: the flags as given after `run`.
+            command_line: std::env::args()
+                .skip_while(|a| a != "run")
+                .skip(1)
+                .collect(),
             extensions,
             explain: controller::explain::ExplainOptions {
                 serve: args.explain,
