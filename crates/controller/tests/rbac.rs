@@ -98,6 +98,19 @@ fn grants(objects: &[Value]) -> Vec<Grant> {
         }
         let ns = b.metadata.namespace.clone().expect("RoleBinding namespace");
         let rules = match b.role_ref.kind.as_str() {
+            // Built into every cluster (the API server creates it): reading its client CAs.
+            "Role"
+                if ns == "kube-system"
+                    && b.role_ref.name == "extension-apiserver-authentication-reader" =>
+            {
+                Some(vec![PolicyRule {
+                    api_groups: Some(vec![String::new()]),
+                    resources: Some(vec!["configmaps".into()]),
+                    resource_names: Some(vec!["extension-apiserver-authentication".into()]),
+                    verbs: vec!["get".into(), "list".into(), "watch".into()],
+                    ..Default::default()
+                }])
+            }
             "Role" => roles
                 .iter()
                 .find(|r| {
