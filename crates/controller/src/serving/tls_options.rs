@@ -330,6 +330,22 @@ mod tests {
     }
 
     #[test]
+    fn only_tls13_suite_names_leave_tls13_served() {
+        // Go's TLS 1.3 names select nothing for TLS 1.2; the config still builds.
+        let suites = parse_cipher_suites(&["TLS_AES_256_GCM_SHA384".into()]).unwrap();
+        assert!(suites.is_empty());
+        let cert = crate::serving::tls::self_signed(&["localhost".into()]).unwrap();
+        let cfg = crate::serving::tls::secure_port_config(
+            Arc::new(cert),
+            &crate::serving::tls::TlsOptions {
+                min_version: None,
+                cipher_suites: Some(suites),
+            },
+        );
+        assert!(cfg.is_ok());
+    }
+
+    #[test]
     fn sni_values_parse_as_upstreams() {
         assert_eq!(
             parse_sni_cert_key("a.crt,a.key:*.Foo.com, foo.com").unwrap(),
