@@ -36,4 +36,4 @@ pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};
 pub use extension::{Extension, FailureReporter, QueueEvents};
 pub use run::{RunOptions, default_instance_id, run};
-pub use serving::{auth, configz, conn, explain, tls};
+pub use serving::{auth, configz, conn, explain, tls, tls_options, x509};

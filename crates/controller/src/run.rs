@@ -47,6 +47,8 @@ pub struct RunOptions {
     /// Timeouts and the connection cap of the TLS health port (default:
     /// [`ServeLimits::secure_port`](crate::serving::conn::ServeLimits::secure_port)).
     pub health_limits: crate::serving::conn::ServeLimits,
+    /// The command line's arguments after the subcommand, shown on /flagz; empty: none.
+    pub command_line: Vec<String>,
     /// Plugins fed from the cluster by other crates (`ferrosched run`: SchedulingPolicy's
     /// gate when a profile enables it); empty: the in-tree plugins only.
     pub extensions: Vec<Box<dyn Extension>>,
@@ -88,6 +90,7 @@ impl RunOptions {
             health_tls: None,
             health_auth: None,
             health_limits: crate::serving::conn::ServeLimits::secure_port(),
+            command_line: Vec::new(),
             extensions: Vec::new(),
             explain: Default::default(),
             opportunistic_batching: true,
@@ -159,6 +162,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         health_tls,
         health_auth,
         health_limits,
+        command_line,
         mut extensions,
         explain,
         opportunistic_batching,
@@ -203,6 +207,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
     }
     let mut shared = state::Shared::new(queue, clock, profiles, groups);
     shared.configz = crate::serving::configz::body(cfg);
+    shared.flagz = crate::serving::componentz::flagz_body(&command_line);
     let shared = Arc::new(shared);
     shared.lock().explain = crate::serving::explain::ExplainStore::new(&explain);
     let mut alg = SchedulingAlgorithm::new(cfg.percentage_of_nodes_to_score.unwrap_or(0), seed);

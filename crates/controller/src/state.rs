@@ -78,6 +78,10 @@ pub(crate) struct Shared {
     pub(crate) leader: crate::leader::Health,
     /// The body of /configz: the effective, defaulted config (set once by `run`).
     pub(crate) configz: String,
+    /// The body of /flagz: the command line's flags (set once by `run`).
+    pub(crate) flagz: String,
+    /// When `run` started, for /statusz.
+    pub(crate) started: std::time::SystemTime,
 }
 
 impl Shared {
@@ -105,6 +109,8 @@ impl Shared {
             metrics: Metrics::new(),
             leader: crate::leader::Health::default(),
             configz: String::new(),
+            flagz: String::new(),
+            started: std::time::SystemTime::now(),
         }
     }
 

@@ -10,6 +10,11 @@
 //! * `--authentication-kubeconfig` / `--authorization-kubeconfig` /
 //!   `--authorization-always-allow-paths`: delegated authentication and authorization of the
 //!   secure port, as kube-scheduler (`controller::auth`);
+//! * client certificates and the front proxy (`--client-ca-file`, `--requestheader-*`,
+//!   `--authentication-tolerate-lookup-failure`, `--authentication-skip-lookup`), and the
+//!   TLS serving flags (`--cert-dir`, `--tls-min-version`, `--tls-cipher-suites`,
+//!   `--tls-sni-cert-key`), as kube-scheduler's secure serving (checked before any network
+//!   call: a bad one is an error naming the flag);
 //! * `--logging-format=text|json` ([`crate::logging`]); `--log-flush-frequency` is accepted
 //!   and validated, with no effect (lines are written unbuffered, each as it is logged);
 //! * `--profiling` / `--contention-profiling`: accepted (`true` or `false`) with no effect:
@@ -96,6 +101,68 @@ pub struct KubeSchedulerFlags {
         default_values_t = controller::auth::DEFAULT_ALWAYS_ALLOW_PATHS.map(String::from)
     )]
     pub authorization_always_allow_paths: Vec<String>,
+    /// CA bundle (PEM) for client certificates: one it signed authenticates as the user of
+    /// its CommonName, in the groups of its Organizations. Without it, the `client-ca-file`
+    /// of the kube-system/extension-apiserver-authentication ConfigMap (as kube-scheduler).
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+    /// CA bundle (PEM) of the front proxy (the API server's aggregator): a request with a
+    /// client certificate it signed is the user the --requestheader-username-headers name.
+    /// Without it, the ConfigMap's `requestheader-*` keys (as kube-scheduler).
+    #[arg(long, value_name = "FILE")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// CommonNames the front proxy's certificate may have (comma separated); empty: any
+    /// certificate the front-proxy CA signed.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+    /// Headers naming the user of a front-proxy request (the first present wins).
+    #[arg(long, value_name = "HEADERS", value_delimiter = ',', default_values_t = ["x-remote-user".to_string()])]
+    pub requestheader_username_headers: Vec<String>,
+    /// Headers listing the groups of a front-proxy request.
+    #[arg(long, value_name = "HEADERS", value_delimiter = ',', default_values_t = ["x-remote-group".to_string()])]
+    pub requestheader_group_headers: Vec<String>,
+    /// Header prefixes of a front-proxy request's extra user attributes.
+    #[arg(long, value_name = "PREFIXES", value_delimiter = ',', default_values_t = ["x-remote-extra-".to_string()])]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// When true (the default, as kube-scheduler), a failed read of the
+    /// extension-apiserver-authentication ConfigMap is a warning (client certificates then
+    /// do not authenticate); when false it stops the scheduler before it serves.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub authentication_tolerate_lookup_failure: bool,
+    /// Do not read the extension-apiserver-authentication ConfigMap at all.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = false,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub authentication_skip_lookup: bool,
+    /// Where the self-signed serving pair (kube-scheduler.crt, kube-scheduler.key) is kept
+    /// when --tls-cert-file is not given: made on first start, reused after a restart.
+    /// Without it, a new pair is made in memory at every start.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+    /// Lowest TLS version served: VersionTLS12 (the default) or VersionTLS13.
+    #[arg(long, value_name = "VERSION")]
+    pub tls_min_version: Option<String>,
+    /// TLS 1.2 cipher suites to offer, Go's names, comma separated (TLS 1.3's are always on).
+    #[arg(long, value_name = "SUITES", value_delimiter = ',')]
+    pub tls_cipher_suites: Vec<String>,
+    /// An extra serving pair chosen by the name the client asks for (SNI):
+    /// `CERT,KEY` (the names in the certificate) or `CERT,KEY:NAME,*.DOMAIN`; repeatable.
+    #[arg(long, value_name = "CERT,KEY[:NAMES]")]
+    pub tls_sni_cert_key: Vec<String>,
     /// Log line format: `text` (default) or `json` (one JSON object per line with ts,
     /// caller, msg, v and the key/values, as kube-scheduler's).
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]

@@ -76,7 +76,8 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
 
     assert_eq!(parse(&["--leader-elect=false"]).leader_elect, Some(false));
     assert_eq!(parse(&["--leader-elect=true"]).leader_elect, Some(true));
-    // Nothing given: nothing set but the always-allowed paths' default.
+    // Nothing given: nothing set but upstream's defaults (always-allowed paths, the front
+    // proxy's header names, lookup failures tolerated).
     assert_eq!(
         parse(&[]),
         KubeSchedulerFlags {
@@ -85,9 +86,32 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
                 "/readyz".into(),
                 "/livez".into()
             ],
+            requestheader_username_headers: vec!["x-remote-user".into()],
+            requestheader_group_headers: vec!["x-remote-group".into()],
+            requestheader_extra_headers_prefix: vec!["x-remote-extra-".into()],
+            authentication_tolerate_lookup_failure: true,
             ..KubeSchedulerFlags::default()
         }
     );
+    let f = parse(&[
+        "--authentication-tolerate-lookup-failure=false",
+        "--requestheader-allowed-names=front-proxy-client,aggregator",
+        "--requestheader-username-headers=X-Remote-User,X-User",
+        "--tls-sni-cert-key=a.crt,a.key",
+        "--tls-sni-cert-key=b.crt,b.key:b.example",
+        "--tls-cipher-suites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    ]);
+    assert!(!f.authentication_tolerate_lookup_failure);
+    assert_eq!(
+        f.requestheader_allowed_names,
+        ["front-proxy-client", "aggregator"]
+    );
+    assert_eq!(
+        f.requestheader_username_headers,
+        ["X-Remote-User", "X-User"]
+    );
+    assert_eq!(f.tls_sni_cert_key, ["a.crt,a.key", "b.crt,b.key:b.example"]);
+    assert_eq!(f.tls_cipher_suites.len(), 2);
     // klog spellings of the verbosity.
     for args in [&["-v=3"][..], &["-v", "3"], &["--v", "3"], &["-v3"]] {
         assert_eq!(parse(args).verbosity, Some(3), "{args:?}");

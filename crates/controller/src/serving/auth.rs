@@ -8,8 +8,20 @@
 //! unless RBAC lets anonymous users in. A token the API server rejects is 401 on every
 //! path. Review results are cached for 10 s, allowed and denied alike (upstream's
 //! defaults), so a scrape every few seconds costs at most one review pair per 10 s.
+//!
+//! Before the token, as upstream's union of authenticators, a client certificate is tried
+//! (the TLS server asks every client for one and accepts any, [`crate::serving::tls`]; it
+//! is verified here): first as the front proxy's ([`RequestHeaderConfig`]: verified
+//! against `--requestheader-client-ca-file`, its CommonName in
+//! `--requestheader-allowed-names` when that is set; then the user is the one the
+//! `X-Remote-User`-style headers name), then against `--client-ca-file` (user = the
+//! certificate's CommonName, groups = its Organizations). Without those flags both CAs come
+//! from the `kube-system/extension-apiserver-authentication` ConfigMap, read once at start
+//! ([`lookup_in_cluster`]). The first method that succeeds wins; when none does and one of
+//! them failed (a certificate no CA signed, a rejected token) the request is 401, when none
+//! applied it is anonymous. Authenticated users are in `system:authenticated`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,9 +33,13 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::time::Instant;
+
+use crate::serving::tls::PeerCertificate;
+use crate::serving::x509::{self, CaBundle};
 
 /// Upstream's default authentication cache TTL (successes and failures).
 pub const AUTHN_CACHE_TTL: Duration = Duration::from_secs(10);
@@ -36,12 +52,225 @@ pub const DEFAULT_ALWAYS_ALLOW_PATHS: [&str; 3] = ["/healthz", "/readyz", "/live
 
 const ANONYMOUS: &str = "system:anonymous";
 const UNAUTHENTICATED: &str = "system:unauthenticated";
+const AUTHENTICATED: &str = "system:authenticated";
+/// Upstream's `AlwaysAllowGroups` default: the API server's own authorizer lets
+/// `system:masters` do anything, so no SubjectAccessReview is sent for them.
+pub const ALWAYS_ALLOW_GROUPS: [&str; 1] = ["system:masters"];
+
+/// Upstream's `--requestheader-username-headers` default.
+pub const DEFAULT_USERNAME_HEADERS: [&str; 1] = ["X-Remote-User"];
+/// Upstream's `--requestheader-group-headers` default.
+pub const DEFAULT_GROUP_HEADERS: [&str; 1] = ["X-Remote-Group"];
+/// Upstream's `--requestheader-extra-headers-prefix` default.
+pub const DEFAULT_EXTRA_HEADERS_PREFIXES: [&str; 1] = ["X-Remote-Extra-"];
+
+/// Where the API server publishes its client CAs for delegated authentication.
+pub const AUTHENTICATION_CONFIGMAP_NAMESPACE: &str = "kube-system";
+/// See [`AUTHENTICATION_CONFIGMAP_NAMESPACE`].
+pub const AUTHENTICATION_CONFIGMAP_NAME: &str = "extension-apiserver-authentication";
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct User {
     name: String,
     uid: String,
     groups: Vec<String>,
+    extra: BTreeMap<String, Vec<String>>,
+}
+
+/// Front-proxy authentication (`--requestheader-*`, or the ConfigMap's
+/// `requestheader-*` keys): a request whose client certificate `ca` verifies (and whose
+/// CommonName is in `allowed_names`, when that is not empty) is the user its headers name.
+#[derive(Clone, Debug)]
+pub struct RequestHeaderConfig {
+    pub ca: CaBundle,
+    pub allowed_names: Vec<String>,
+    pub username_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    pub extra_headers_prefixes: Vec<String>,
+}
+
+impl RequestHeaderConfig {
+    /// `ca` with upstream's default header names and no allowed-names restriction.
+    pub fn with_defaults(ca: CaBundle) -> Self {
+        RequestHeaderConfig {
+            ca,
+            allowed_names: Vec::new(),
+            username_headers: DEFAULT_USERNAME_HEADERS.map(String::from).to_vec(),
+            group_headers: DEFAULT_GROUP_HEADERS.map(String::from).to_vec(),
+            extra_headers_prefixes: DEFAULT_EXTRA_HEADERS_PREFIXES.map(String::from).to_vec(),
+        }
+    }
+
+    /// `Ok(None)`: no certificate, or no user header; `Err`: a certificate that is not the
+    /// front proxy's.
+    fn authenticate(
+        &self,
+        peer: &PeerCertificate,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<Option<User>, String> {
+        let Some(leaf) = &peer.0 else {
+            return Ok(None);
+        };
+        self.ca.verify(leaf, &peer.1)?;
+        if !self.allowed_names.is_empty() {
+            let cn = x509::subject(leaf).unwrap_or_default().common_name;
+            if !self.allowed_names.contains(&cn) {
+                return Err(format!(
+                    "client certificate with CommonName {cn:?} is not in --requestheader-allowed-names"
+                ));
+            }
+        }
+        let values = |name: &str| {
+            headers
+                .get_all(name.trim())
+                .into_iter()
+                .filter_map(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        let Some(name) = self
+            .username_headers
+            .iter()
+            .filter(|h| !h.trim().is_empty())
+            .find_map(|h| values(h).into_iter().next())
+        else {
+            return Ok(None);
+        };
+        let groups = self
+            .group_headers
+            .iter()
+            .filter(|h| !h.trim().is_empty())
+            .flat_map(|h| values(h))
+            .collect();
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for prefix in &self.extra_headers_prefixes {
+            let prefix = prefix.trim().to_ascii_lowercase();
+            if prefix.is_empty() {
+                continue;
+            }
+            for (header, value) in headers {
+                let Some(key) = header.as_str().strip_prefix(prefix.as_str()) else {
+                    continue;
+                };
+                let Ok(value) = value.to_str() else { continue };
+                if !value.is_empty() {
+                    extra
+                        .entry(percent_decode(key).to_ascii_lowercase())
+                        .or_default()
+                        .push(value.to_string());
+                }
+            }
+        }
+        Ok(Some(User {
+            name,
+            uid: String::new(),
+            groups,
+            extra,
+        }))
+    }
+}
+
+/// `%XX` escapes decoded (header names cannot carry every character an extra key may
+/// have; upstream unescapes them the same way); a malformed escape is kept as is.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `--client-ca-file` (or the ConfigMap's `client-ca-file`): a certificate `ca` verifies is
+/// the user named by its CommonName, in the groups of its Organizations.
+fn authenticate_client_cert(ca: &CaBundle, peer: &PeerCertificate) -> Result<Option<User>, String> {
+    let Some(leaf) = &peer.0 else {
+        return Ok(None);
+    };
+    ca.verify(leaf, &peer.1)?;
+    let subject = x509::subject(leaf).ok_or("client certificate: unreadable subject")?;
+    if subject.common_name.is_empty() {
+        return Err("client certificate: the CommonName (user name) is empty".into());
+    }
+    Ok(Some(User {
+        name: subject.common_name,
+        uid: String::new(),
+        groups: subject.organizations,
+        extra: BTreeMap::new(),
+    }))
+}
+
+/// What the ConfigMap `kube-system/extension-apiserver-authentication` says (the API
+/// server writes it): the client CA and the front proxy's settings, each `None` when absent.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterAuthentication {
+    pub client_ca: Option<CaBundle>,
+    pub request_header: Option<RequestHeaderConfig>,
+}
+
+/// Reads the ConfigMap once, as upstream does at start. Not there: nothing configured
+/// (`Ok` with both `None`). Forbidden or unreachable: `Err` (the caller decides with
+/// `--authentication-tolerate-lookup-failure`).
+pub async fn lookup_in_cluster(client: &Client) -> Result<ClusterAuthentication, String> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), AUTHENTICATION_CONFIGMAP_NAMESPACE);
+    let what = format!(
+        "configmap/{AUTHENTICATION_CONFIGMAP_NAME} in {AUTHENTICATION_CONFIGMAP_NAMESPACE}"
+    );
+    let cm = tokio::time::timeout(REVIEW_TIMEOUT, api.get_opt(AUTHENTICATION_CONFIGMAP_NAME))
+        .await
+        .map_err(|_| format!("reading {what}: timed out"))?
+        .map_err(|e| match &e {
+            kube::Error::Api(s) if s.code == 403 => format!(
+                "reading {what}: {e} (usually fixed by binding the Role \
+                 extension-apiserver-authentication-reader in kube-system to the scheduler's \
+                 service account)"
+            ),
+            _ => format!("reading {what}: {e}"),
+        })?;
+    let Some(cm) = cm else {
+        return Ok(ClusterAuthentication::default());
+    };
+    let data = cm.data.unwrap_or_default();
+    let key = |k: &str| data.get(k).filter(|v| !v.trim().is_empty());
+    let list = |k: &str| -> Result<Vec<String>, String> {
+        match key(k) {
+            None => Ok(Vec::new()),
+            Some(v) => serde_json::from_str(v)
+                .map_err(|e| format!("{what}: key {k} is not a JSON list of strings: {e}")),
+        }
+    };
+    let client_ca = key("client-ca-file")
+        .map(|pem| CaBundle::from_pem(pem.as_bytes(), format!("{what} key client-ca-file")))
+        .transpose()?;
+    let request_header = match key("requestheader-client-ca-file") {
+        None => None,
+        Some(pem) => Some(RequestHeaderConfig {
+            ca: CaBundle::from_pem(
+                pem.as_bytes(),
+                format!("{what} key requestheader-client-ca-file"),
+            )?,
+            allowed_names: list("requestheader-allowed-names")?,
+            username_headers: list("requestheader-username-headers")?,
+            group_headers: list("requestheader-group-headers")?,
+            extra_headers_prefixes: list("requestheader-extra-headers-prefix")?,
+        }),
+    };
+    Ok(ClusterAuthentication {
+        client_ca,
+        request_header,
+    })
 }
 
 /// An authorization question: user, verb, path.
@@ -55,6 +284,10 @@ pub struct DelegatedAuth {
     /// SubjectAccessReviews go here; `None`: only always-allowed paths are served.
     authz: Option<Client>,
     always_allow: Vec<String>,
+    /// Verifies client certificates (`--client-ca-file`); `None`: they are not used.
+    client_ca: Option<CaBundle>,
+    /// Front-proxy authentication; `None`: the headers are never trusted.
+    request_header: Option<RequestHeaderConfig>,
     tokens: Mutex<HashMap<String, (Instant, Option<User>)>>,
     decisions: Mutex<HashMap<Decision, (Instant, bool)>>,
 }
@@ -67,9 +300,23 @@ impl DelegatedAuth {
             authn,
             authz,
             always_allow,
+            client_ca: None,
+            request_header: None,
             tokens: Mutex::new(HashMap::new()),
             decisions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Also authenticates client certificates signed by `ca`.
+    pub fn with_client_ca(mut self, ca: Option<CaBundle>) -> Self {
+        self.client_ca = ca;
+        self
+    }
+
+    /// Also authenticates requests from the front proxy.
+    pub fn with_request_header(mut self, config: Option<RequestHeaderConfig>) -> Self {
+        self.request_header = config;
+        self
     }
 
     fn always_allowed(&self, path: &str) -> bool {
@@ -111,6 +358,7 @@ impl DelegatedAuth {
                 name: u.username.unwrap_or_default(),
                 uid: u.uid.unwrap_or_default(),
                 groups: u.groups.unwrap_or_default(),
+                extra: u.extra.unwrap_or_default().into_iter().collect(),
             });
         let mut cache = lock(&self.tokens);
         cache.retain(|_, (at, _)| now.duration_since(*at) < AUTHN_CACHE_TTL);
@@ -134,6 +382,7 @@ impl DelegatedAuth {
                 user: Some(user.name.clone()),
                 uid: (!user.uid.is_empty()).then(|| user.uid.clone()),
                 groups: Some(user.groups.clone()),
+                extra: (!user.extra.is_empty()).then(|| user.extra.clone().into_iter().collect()),
                 non_resource_attributes: Some(NonResourceAttributes {
                     path: Some(path.to_string()),
                     verb: Some(verb.to_string()),
@@ -156,6 +405,56 @@ impl DelegatedAuth {
         cache.insert(key, (now, allowed));
         Ok(allowed)
     }
+}
+
+impl DelegatedAuth {
+    /// Upstream's order: front proxy, client certificate, bearer token; the first that
+    /// succeeds wins. None: anonymous, unless one of them failed (`Err`, a 401).
+    async fn authenticate_request(
+        &self,
+        peer: &PeerCertificate,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<User, String> {
+        let mut errors = Vec::new();
+        if let Some(rh) = &self.request_header {
+            match rh.authenticate(peer, headers) {
+                Ok(Some(user)) => return Ok(authenticated(user)),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if let Some(ca) = &self.client_ca {
+            match authenticate_client_cert(ca, peer) {
+                Ok(Some(user)) => return Ok(authenticated(user)),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if let Some(token) = bearer(headers) {
+            match self.authenticate(token).await {
+                Ok(Some(user)) => return Ok(authenticated(user)),
+                Ok(None) => errors.push("invalid bearer token".into()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot authenticate a request to the secure port");
+                    errors.push(e);
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(anonymous())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
+
+/// Upstream's AuthenticatedGroupAdder: every authenticated user is in
+/// `system:authenticated`.
+fn authenticated(mut user: User) -> User {
+    if user.name != ANONYMOUS && !user.groups.iter().any(|g| g == AUTHENTICATED) {
+        user.groups.push(AUTHENTICATED.into());
+    }
+    user
 }
 
 /// A clear error when `flag`'s kubeconfig `path` does not exist (checked at start, also
@@ -213,11 +512,12 @@ fn anonymous() -> User {
         name: ANONYMOUS.into(),
         uid: String::new(),
         groups: vec![UNAUTHENTICATED.into()],
+        extra: BTreeMap::new(),
     }
 }
 
-fn bearer(req: &Request) -> Option<&str> {
-    let v = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
@@ -239,18 +539,24 @@ pub(crate) async fn guard(
     next: Next,
 ) -> Response {
     let path = req.uri().path().to_string();
-    let user = match bearer(&req) {
-        None => anonymous(),
-        Some(token) => match auth.authenticate(token).await {
-            Ok(Some(user)) => user,
-            Ok(None) => return refuse(StatusCode::UNAUTHORIZED, "Unauthorized\n".into()),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot authenticate a request to the secure port");
-                return refuse(StatusCode::UNAUTHORIZED, "Unauthorized\n".into());
-            }
-        },
+    let peer = req
+        .extensions()
+        .get::<PeerCertificate>()
+        .cloned()
+        .unwrap_or_default();
+    let user = match auth.authenticate_request(&peer, req.headers()).await {
+        Ok(user) => user,
+        Err(e) => {
+            tracing::debug!(error = %e, "request to the secure port not authenticated");
+            return refuse(StatusCode::UNAUTHORIZED, "Unauthorized\n".into());
+        }
     };
-    if auth.always_allowed(&path) {
+    if auth.always_allowed(&path)
+        || user
+            .groups
+            .iter()
+            .any(|g| ALWAYS_ALLOW_GROUPS.contains(&g.as_str()))
+    {
         return next.run(req).await;
     }
     let verb = req.method().as_str().to_ascii_lowercase();

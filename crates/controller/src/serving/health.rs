@@ -1,5 +1,6 @@
-//! `/healthz`, `/livez`, `/readyz`, `/metrics` ([`crate::serving::metrics`]) and `/configz`
-//! ([`crate::serving::configz`]), over HTTPS on
+//! `/healthz`, `/livez`, `/readyz`, `/metrics` ([`crate::serving::metrics`]), `/configz`
+//! ([`crate::serving::configz`]), `/flagz` and `/statusz` ([`crate::serving::componentz`]),
+//! over HTTPS on
 //! `--secure-port` (10259) as kube-scheduler serves them, so its probes (`scheme: HTTPS`)
 //! work unchanged; plain HTTP only for tests. Behind delegated authentication and
 //! authorization ([`crate::serving::auth`]) when given one (`ferrosched run` always does).
@@ -16,7 +17,7 @@ use tokio::net::TcpListener;
 
 use crate::informers::INFORMER_COUNT;
 use crate::serving::auth::{self, DelegatedAuth};
-use crate::serving::{configz, explain, metrics};
+use crate::serving::{componentz, configz, explain, metrics};
 use crate::state::Shared;
 
 /// /healthz and /livez: fail when this process leads but has stopped renewing its lease
@@ -82,6 +83,8 @@ pub(crate) async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/configz", get(configz::serve))
+        .route("/flagz", get(componentz::flagz))
+        .route("/statusz", get(componentz::statusz))
         .route("/debug/explain", get(explain::list))
         .route("/debug/explain/{namespace}/{pod}", get(explain::one))
         .with_state(shared);

@@ -143,6 +143,21 @@ impl ResolvesServerCert for StaticCert {
 /// kube-scheduler makes when it is given no certificate: probes and Prometheus connect
 /// without verifying it.
 pub fn self_signed(hosts: &[String]) -> Result<StaticCert> {
+    let (cert, key) = self_signed_der(hosts)?;
+    let private = PrivateKeyDer::try_from(key.serialize_der())
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    let pair = CertifiedKey::from_der(vec![cert.der().clone()], private, &provider())
+        .map_err(|e| Error::Certificate(e.to_string()))?;
+    Ok(StaticCert(Arc::new(pair)))
+}
+
+/// [`self_signed`]'s certificate and PKCS#8 key as PEM, to write to `--cert-dir`.
+pub fn self_signed_pem(hosts: &[String]) -> Result<(String, String)> {
+    let (cert, key) = self_signed_der(hosts)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+fn self_signed_der(hosts: &[String]) -> Result<(rcgen::Certificate, rcgen::KeyPair)> {
     let key = rcgen::KeyPair::generate().map_err(|e| Error::Certificate(e.to_string()))?;
     let mut params = rcgen::CertificateParams::new(hosts.to_vec())
         .map_err(|e| Error::Certificate(e.to_string()))?;
@@ -159,11 +174,7 @@ pub fn self_signed(hosts: &[String]) -> Result<StaticCert> {
     let cert = params
         .self_signed(&key)
         .map_err(|e| Error::Certificate(e.to_string()))?;
-    let private = PrivateKeyDer::try_from(key.serialize_der())
-        .map_err(|e| Error::Certificate(e.to_string()))?;
-    let pair = CertifiedKey::from_der(vec![cert.der().clone()], private, &provider())
-        .map_err(|e| Error::Certificate(e.to_string()))?;
-    Ok(StaticCert(Arc::new(pair)))
+    Ok((cert, key))
 }
 
 /// A TLS 1.2/1.3 server config (ring) answering with `cert`'s current pair, HTTP/1.1 only.
@@ -211,11 +222,110 @@ pub fn server_config_with_client_ca(
 }
 
 /// What the TLS handshake established about the client, on every request's extensions:
-/// its certificate when it presented one. A server config with a client CA
-/// ([`server_config_with_client_ca`]) accepts only certificates that CA signed, so a
-/// certificate here is a verified one; without a client CA none is asked for.
+/// its certificate when it presented one (`.0`), and the intermediates it sent after it
+/// (`.1`). A server config with a client CA ([`server_config_with_client_ca`]) accepts
+/// only certificates that CA signed, so a certificate there is a verified one; one that
+/// requests any certificate ([`secure_port_config`]) leaves verifying to the handler (it
+/// only checked that the client holds the certificate's key).
 #[derive(Clone, Debug, Default)]
-pub struct PeerCertificate(pub Option<CertificateDer<'static>>);
+pub struct PeerCertificate(
+    pub Option<CertificateDer<'static>>,
+    pub Vec<CertificateDer<'static>>,
+);
+
+/// How `run`'s secure port speaks TLS (`--tls-min-version`, `--tls-cipher-suites`; see
+/// [`crate::serving::tls_options`]).
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// `None`: TLS 1.2 and 1.3.
+    pub min_version: Option<crate::serving::tls_options::MinVersion>,
+    /// The TLS 1.2 suites to offer; `None`: rustls' defaults. TLS 1.3's are always on (Go
+    /// does not let them be configured either).
+    pub cipher_suites: Option<Vec<rustls::SupportedCipherSuite>>,
+}
+
+/// Asks every client for a certificate and accepts any (or none) in the handshake, as Go's
+/// `tls.RequestClientCert`: only the possession of its key is checked there; which CA
+/// signed it is the authenticator's question ([`crate::serving::auth`]), so a client of
+/// another CA is a 401 rather than a failed handshake, and bearer tokens still work.
+#[derive(Debug)]
+struct RequestAnyClientCert(Arc<CryptoProvider>);
+
+impl rustls::server::danger::ClientCertVerifier for RequestAnyClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+    fn verify_client_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `run`'s secure port: `cert`'s pairs, client certificates requested (never required,
+/// verified by the authenticator), the protocol versions and TLS 1.2 suites of `options`,
+/// HTTP/1.1.
+pub fn secure_port_config(
+    cert: Arc<dyn ResolvesServerCert>,
+    options: &TlsOptions,
+) -> Result<rustls::ServerConfig> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if let Some(suites) = &options.cipher_suites {
+        provider
+            .cipher_suites
+            .retain(|s| s.version() == &rustls::version::TLS13 || suites.contains(s));
+    }
+    let versions: &[&'static rustls::SupportedProtocolVersion] = match options.min_version {
+        Some(crate::serving::tls_options::MinVersion::Tls13) => &[&rustls::version::TLS13],
+        _ => rustls::DEFAULT_VERSIONS,
+    };
+    let provider = Arc::new(provider);
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(versions)
+        .map_err(|e| Error::Certificate(e.to_string()))?
+        .with_client_cert_verifier(Arc::new(RequestAnyClientCert(provider)))
+        .with_cert_resolver(cert);
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
 
 /// Serves `app` over TLS on `listener` with the default [`ServeLimits`] until `shutdown`
 /// resolves.
@@ -287,13 +397,14 @@ pub async fn serve_with(
                         return;
                     }
                 };
+            let chain = stream.get_ref().1.peer_certificates().unwrap_or_default();
             let client = PeerCertificate(
-                stream
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|c| c.first())
-                    .map(|c| c.clone().into_owned()),
+                chain.first().map(|c| c.clone().into_owned()),
+                chain
+                    .iter()
+                    .skip(1)
+                    .map(|c| c.clone().into_owned())
+                    .collect(),
             );
             let watch = conn::Watch::new(limits);
             let io = conn::Guarded::new(stream, Arc::clone(&watch));

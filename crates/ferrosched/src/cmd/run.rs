@@ -74,23 +74,128 @@ pub struct RunArgs {
     kube_scheduler: Box<KubeSchedulerFlags>,
 }
 
-/// The health port's TLS config: the given files, or a self-signed certificate for this
-/// host. Errors here (a missing or bad file) end the process before any network call.
-fn health_tls(args: &RunArgs) -> Result<Arc<rustls::ServerConfig>, controller::Error> {
-    use controller::tls;
-    let resolver: Arc<dyn rustls::server::ResolvesServerCert> =
-        match (&args.tls_cert_file, &args.tls_private_key_file) {
-            (Some(cert), Some(key)) => Arc::new(tls::ReloadingCert::new(cert, key)?),
-            _ => {
-                let mut hosts = vec![controller::default_instance_id(), "localhost".to_string()];
-                if !args.bind_address.is_unspecified() {
-                    hosts.push(args.bind_address.to_string());
-                }
-                hosts.push("127.0.0.1".to_string());
-                Arc::new(tls::self_signed(&hosts)?)
-            }
-        };
-    Ok(Arc::new(tls::server_config(resolver)?))
+/// The secure port's TLS config: the given files, else the pair in `--cert-dir` (made on
+/// first start), else a self-signed certificate for this host; `--tls-sni-cert-key` pairs
+/// by name; `--tls-min-version` and `--tls-cipher-suites`; client certificates requested.
+/// Errors here (a missing or bad file, a bad flag) end the process before any network call.
+fn secure_port_tls(args: &RunArgs) -> Result<Arc<rustls::ServerConfig>, String> {
+    use controller::{tls, tls_options};
+    let flags = &args.kube_scheduler;
+    let options = tls::TlsOptions {
+        min_version: flags
+            .tls_min_version
+            .as_deref()
+            .map(tls_options::parse_min_version)
+            .transpose()?,
+        cipher_suites: if flags.tls_cipher_suites.is_empty() {
+            None
+        } else {
+            Some(tls_options::parse_cipher_suites(&flags.tls_cipher_suites)?)
+        },
+    };
+    let sni = flags
+        .tls_sni_cert_key
+        .iter()
+        .map(|v| tls_options::parse_sni_cert_key(v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut hosts = vec![controller::default_instance_id(), "localhost".to_string()];
+    if !args.bind_address.is_unspecified() {
+        hosts.push(args.bind_address.to_string());
+    }
+    hosts.push("127.0.0.1".to_string());
+    let err = |e: controller::Error| e.to_string();
+    let default: Arc<dyn rustls::server::ResolvesServerCert> = match (
+        &args.tls_cert_file,
+        &args.tls_private_key_file,
+        &flags.cert_dir,
+    ) {
+        (Some(cert), Some(key), _) => Arc::new(tls::ReloadingCert::new(cert, key).map_err(err)?),
+        (_, _, Some(dir)) => {
+            let (cert, key) = tls_options::cert_dir_pair(dir, &hosts).map_err(err)?;
+            Arc::new(tls::ReloadingCert::new(cert, key).map_err(|e| format!("--cert-dir: {e}"))?)
+        }
+        _ => Arc::new(tls::self_signed(&hosts).map_err(err)?),
+    };
+    let resolver: Arc<dyn rustls::server::ResolvesServerCert> = if sni.is_empty() {
+        default
+    } else {
+        Arc::new(tls_options::SniResolver::new(default, &sni).map_err(err)?)
+    };
+    Ok(Arc::new(
+        tls::secure_port_config(resolver, &options).map_err(err)?,
+    ))
+}
+
+/// The client CA and the front proxy given on the command line (read now: a bad file
+/// stops the process before any network call).
+fn flag_authentication(
+    flags: &KubeSchedulerFlags,
+) -> Result<controller::auth::ClusterAuthentication, String> {
+    use controller::auth::{ClusterAuthentication, RequestHeaderConfig};
+    use controller::x509::CaBundle;
+    let read = |flag: &str, path: &std::path::Path| {
+        CaBundle::from_file(path).map_err(|e| format!("{flag}: {e}"))
+    };
+    Ok(ClusterAuthentication {
+        client_ca: flags
+            .client_ca_file
+            .as_deref()
+            .map(|p| read("--client-ca-file", p))
+            .transpose()?,
+        request_header: match &flags.requestheader_client_ca_file {
+            None => None,
+            Some(p) => Some(RequestHeaderConfig {
+                ca: read("--requestheader-client-ca-file", p)?,
+                allowed_names: flags.requestheader_allowed_names.clone(),
+                username_headers: flags.requestheader_username_headers.clone(),
+                group_headers: flags.requestheader_group_headers.clone(),
+                extra_headers_prefixes: flags.requestheader_extra_headers_prefix.clone(),
+            }),
+        },
+    })
+}
+
+/// Fills what the flags left out from the extension-apiserver-authentication ConfigMap, as
+/// kube-scheduler: a failed read is a warning with --authentication-tolerate-lookup-failure
+/// (the default), else an error before serving.
+async fn complete_from_cluster(
+    flags: &KubeSchedulerFlags,
+    mut auth: controller::auth::ClusterAuthentication,
+    authn: Option<&kube::Client>,
+) -> Result<controller::auth::ClusterAuthentication, controller::Error> {
+    if flags.authentication_skip_lookup
+        || (auth.client_ca.is_some() && auth.request_header.is_some())
+    {
+        return Ok(auth);
+    }
+    let Some(client) = authn else {
+        tracing::warn!(
+            "no --authentication-kubeconfig and no in-cluster config to read \
+             configmap/extension-apiserver-authentication in kube-system: client certificates \
+             authenticate only with --client-ca-file and --requestheader-client-ca-file"
+        );
+        return Ok(auth);
+    };
+    match controller::auth::lookup_in_cluster(client).await {
+        Ok(found) => {
+            auth.client_ca = auth.client_ca.or(found.client_ca);
+            auth.request_header = auth.request_header.or(found.request_header);
+            Ok(auth)
+        }
+        Err(e) if flags.authentication_tolerate_lookup_failure => {
+            tracing::warn!(
+                error = %e,
+                "cannot look up the in-cluster authentication configuration; continuing \
+                 without it (client certificates may not authenticate; to make this fatal, \
+                 set --authentication-tolerate-lookup-failure=false)"
+            );
+            Ok(auth)
+        }
+        Err(e) => Err(controller::Error::Config(format!(
+            "cannot look up the in-cluster authentication configuration: {e} \
+             (--authentication-tolerate-lookup-failure=false)"
+        ))),
+    }
 }
 
 pub fn run(args: &RunArgs) -> ExitCode {
@@ -155,11 +260,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
         eprintln!("warning: bad log filter {filter:?} ({e}); logging at info");
         "info".into()
     });
-    let tls = if args.secure_port == 0 {
-        None
+    let (tls, flag_authn) = if args.secure_port == 0 {
+        (None, Default::default())
     } else {
-        match health_tls(args) {
-            Ok(t) => Some(t),
+        match secure_port_tls(args).and_then(|t| Ok((Some(t), flag_authentication(flags)?))) {
+            Ok(t) => t,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::FAILURE;
@@ -202,11 +307,16 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 flags.authorization_kubeconfig.as_deref(),
             )
             .await?;
-            Some(Arc::new(controller::auth::DelegatedAuth::new(
-                authn,
-                authz,
-                flags.authorization_always_allow_paths.clone(),
-            )))
+            let certs = complete_from_cluster(flags, flag_authn, authn.as_ref()).await?;
+            Some(Arc::new(
+                controller::auth::DelegatedAuth::new(
+                    authn,
+                    authz,
+                    flags.authorization_always_allow_paths.clone(),
+                )
+                .with_client_ca(certs.client_ca)
+                .with_request_header(certs.request_header),
+            ))
         } else {
             None
         };
@@ -222,6 +332,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
             health_tls: tls,
             health_auth,
             health_limits: controller::conn::ServeLimits::secure_port(),
+            // For /flagz: the flags as given after `run`.
+            command_line: std::env::args()
+                .skip_while(|a| a != "run")
+                .skip(1)
+                .collect(),
             extensions,
             explain: controller::explain::ExplainOptions {
                 serve: args.explain,
