@@ -21,9 +21,13 @@ fn pod(name: &str, cpu: &str, node: Option<&str>) -> serde_json::Value {
 }
 
 async fn explain(server: &FakeApiServer, args: &[&str]) -> std::process::Output {
+    // A file per call: the tests run in parallel, and one must never read another's file
+    // while it is being written.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("ferrosched-explain-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("config.yaml");
+    let cfg = dir.join(format!("config-{call}.yaml"));
     std::fs::write(
         &cfg,
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
