@@ -24,7 +24,7 @@
 //! yet: groups with a topology constraint are not preempted for (as upstream's 1.36).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cache::{Cache, Snapshot};
@@ -405,28 +405,39 @@ pub fn disruption_units(
     if !groups.groups().any(|g| g.disrupt_all) && !groups.composites().any(|c| c.disrupt_all) {
         return out;
     }
-    // ((node, pod)s, highest priority, a pod terminating) per unit.
-    type Found = (Vec<(String, Arc<PodInfo>)>, i32, bool);
-    let mut units: BTreeMap<TreeNode, Found> = BTreeMap::new();
-    for node in snapshot.node_infos() {
-        for p in &node.pods {
-            let Some(g) = p.pod_group.as_deref().and_then(|k| groups.get(k)) else {
-                continue;
-            };
-            let Some(unit) = disruption_unit(groups, g) else {
-                continue;
-            };
-            let priority = g.priority.unwrap_or(p.priority);
-            let u = units
-                .entry(unit)
-                .or_insert_with(|| (Vec::new(), priority, false));
-            u.0.push((node.name.clone(), Arc::clone(p)));
-            u.1 = u.1.max(priority);
-            u.2 |= p.is_terminating;
+    // Each group's unit, found once per group (not per pod): its index and the group's
+    // priority.
+    let mut index: BTreeMap<TreeNode, usize> = BTreeMap::new();
+    let mut unit_of_group: HashMap<&PodGroupKey, (usize, Option<i32>)> = HashMap::new();
+    for g in groups.groups() {
+        if let Some(unit) = disruption_unit(groups, g) {
+            let next = index.len();
+            let u = *index.entry(unit).or_insert(next);
+            unit_of_group.insert(&g.key, (u, g.priority));
         }
     }
-    for (pods, priority, terminating) in units.into_values() {
-        out.add(pods, priority, terminating);
+    // ((node, pod)s, highest priority, a pod terminating) per unit.
+    type Found = (Vec<(Arc<str>, Arc<PodInfo>)>, i32, bool);
+    let mut found: Vec<Found> = vec![(Vec::new(), i32::MIN, false); index.len()];
+    for node in snapshot.node_infos() {
+        let mut name: Option<Arc<str>> = None;
+        for p in &node.pods {
+            let Some(&(u, group_priority)) =
+                p.pod_group.as_deref().and_then(|k| unit_of_group.get(k))
+            else {
+                continue;
+            };
+            let name = name.get_or_insert_with(|| Arc::from(node.name.as_str()));
+            let f = &mut found[u];
+            f.0.push((Arc::clone(name), Arc::clone(p)));
+            f.1 = f.1.max(group_priority.unwrap_or(p.priority));
+            f.2 |= p.is_terminating;
+        }
+    }
+    for (pods, priority, terminating) in found {
+        if !pods.is_empty() {
+            out.add(pods, priority, terminating);
+        }
     }
     out
 }

@@ -50,7 +50,14 @@ pub struct BenchArgs {
     /// pod, gangs kept to one rack of 100 nodes; see --pods-per-group),
     /// GangPreemptionPodGroups (5 low-priority pods per node in gangs, then the measured
     /// high-priority gangs, each pod needing a node with no low-priority pod left: at most
-    /// one measured pod per node; --init-pods is ignored), Churn, ChurnWithoutOldNode,
+    /// one measured pod per node; --init-pods is ignored), GangPreemptionTopologySpreading
+    /// (10 low-priority 300m pods per node, then high-priority gangs of 3970m pods spreading
+    /// over three zones), PreemptionPodGroupDisruptionMode/NoPodGroup,
+    /// PreemptionPodGroupDisruptionMode/PodGroup_DisruptionSingle,
+    /// PreemptionPodGroupDisruptionMode/PodGroup_DisruptionAll (the same victims alone or in
+    /// PodGroups of --pods-per-group in that disruption mode; single high-priority 3970m pods
+    /// that each need a whole node; for these three too, --init-pods is ignored and at most one
+    /// measured pod per node), Churn, ChurnWithoutOldNode,
     /// ChurnWithoutHints (in memory only; report attempts per scheduled pod), IdenticalPods,
     /// IdenticalPodsWithoutBatching (one pod per node, opportunistic batching on and off).
     /// With --kubeconfig the group workloads create their PodGroups (scheduling.k8s.io
@@ -58,7 +65,8 @@ pub struct BenchArgs {
     #[arg(long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
     /// Pods per PodGroup in the group workloads (default: upstream's podsPerGroup, 3; 4
-    /// for TopologyAwareScheduling, 10 for GangPreemptionPodGroups). A gang's minCount is
+    /// for TopologyAwareScheduling, 10 for GangPreemptionPodGroups and the victims' groups of
+    /// PreemptionPodGroupDisruptionMode, 16 for GangPreemptionTopologySpreading). A gang's minCount is
     /// its size.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pods_per_group: Option<u64>,

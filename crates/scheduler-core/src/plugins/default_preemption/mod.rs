@@ -277,7 +277,7 @@ pub struct DisruptionUnits {
 #[derive(Clone, Debug)]
 struct UnitPods {
     /// (node, pod)
-    pods: Vec<(String, Arc<PodInfo>)>,
+    pods: Vec<(Arc<str>, Arc<PodInfo>)>,
     priority: i32,
     terminating: bool,
 }
@@ -285,7 +285,7 @@ struct UnitPods {
 impl DisruptionUnits {
     /// One unit: its bound pods with their nodes, its priority, and whether one of them is
     /// terminating.
-    pub fn add(&mut self, pods: Vec<(String, Arc<PodInfo>)>, priority: i32, terminating: bool) {
+    pub fn add(&mut self, pods: Vec<(Arc<str>, Arc<PodInfo>)>, priority: i32, terminating: bool) {
         let i = self.units.len();
         for (_, p) in &pods {
             self.unit_of.insert(p.key().clone(), i);
@@ -319,7 +319,7 @@ impl DisruptionUnits {
             Some(u) => self.units[u]
                 .pods
                 .iter()
-                .filter(|(n, _)| n != node)
+                .filter(|(n, _)| &**n != node)
                 .map(|(_, p)| Arc::clone(p))
                 .collect(),
             None => Vec::new(),
