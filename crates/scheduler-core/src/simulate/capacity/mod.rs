@@ -20,7 +20,7 @@ mod template;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -208,6 +208,15 @@ fn place_copies(
     };
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     let mut placed = 0;
+    // Names the dump's pods already have in the namespace are skipped (the built-in
+    // example's `web-1` is not a copy of a Deployment `web`).
+    let taken: BTreeSet<&str> = objects
+        .pods
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == template.namespace)
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
+    let mut suffixes = (0..).filter(|i| !taken.contains(format!("{}-{i}", template.name).as_str()));
     let gate = fw.run_pre_enqueue(&base);
     let has_claims = pod
         .spec
@@ -223,9 +232,8 @@ fn place_copies(
             if max.is_some_and(|m| placed >= m) {
                 break Stop::MaxReached;
             }
-            let copy = Arc::new(copy_of(
-                &pod, &base, placed, has_claims, objects, &mut cache,
-            ));
+            let i = suffixes.next().expect("endless");
+            let copy = Arc::new(copy_of(&pod, &base, i, has_claims, objects, &mut cache));
             cache.update_snapshot(&mut snapshot);
             match schedule_one_without_preemption(fw, &mut alg, &copy, &snapshot, &nominated) {
                 Decision::Bind {
@@ -259,7 +267,7 @@ fn place_copies(
     })
 }
 
-/// Copy `i`: `<name>-<i>` with a uid of its own. A pod with DRA claims is made again from
+/// Copy `<name>-<i>`, with a uid of its own. A pod with DRA claims is made again from
 /// the API object (each copy's claims are generated from their templates); any other is
 /// the compact view cloned, renamed.
 fn copy_of(

@@ -306,3 +306,19 @@ fn a_template_for_another_scheduler_or_an_unknown_priority_class_is_an_error() {
     };
     assert_eq!(e.field.as_deref(), Some("spec.priorityClassName"));
 }
+
+#[test]
+fn copies_skip_the_names_of_the_dumps_own_pods() {
+    // The dump has `default/pending`; a template named `pending` would make `pending-0`...
+    // and a dump pod named like a copy must not stop the copies.
+    let dump = format!(
+        "{DUMP}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: small-1, namespace: default}}\nspec:\n  nodeName: n2\n  containers: [{{name: c, image: img, resources: {{requests: {{cpu: 500m}}}}}}]\n"
+    );
+    let objects = load_str(&dump, "dump.yaml").unwrap();
+    let loaded = crate::config::load_str(CONFIG, "config.yaml").unwrap();
+    let t = read_template(SMALL_POD, "template.yaml").unwrap();
+    let r = how_many_fit(&objects, &loaded, 1, &t, None, &[]).unwrap();
+    // small-1 holds 500m of n2: one copy fewer than without it.
+    assert_eq!(r.placed, 6, "{r:?}");
+    assert!(matches!(r.stopped_by, Stop::Unschedulable { .. }), "{r:?}");
+}
