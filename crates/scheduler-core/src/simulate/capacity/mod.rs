@@ -27,9 +27,10 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::{AfterSimulation, ClusterObjects, NAMESPACE_NAME_LABEL, Report, admit, dra};
+use super::{AfterSimulation, ClusterObjects, NAMESPACE_NAME_LABEL, admit, dra};
+use crate::cache::Cache;
 use crate::config::Loaded;
-use crate::framework::{Extender, FrameworkError, Registry};
+use crate::framework::{Extender, Framework, FrameworkError, Registry};
 use crate::schedule_one::{Decision, assume_decision, schedule_one_without_preemption};
 use crate::types::PodInfo;
 
@@ -102,7 +103,8 @@ pub enum CapacityError {
 }
 
 /// Simulates the dump, then places copies of `template` until one does not fit or `max`
-/// are placed. `seed` breaks score ties as in [`super::run`].
+/// are placed. `seed` breaks score ties as in [`super::run`]. The template is checked
+/// against the dump and the config first, so a mistake in it costs no simulation.
 pub fn how_many_fit(
     objects: &ClusterObjects,
     loaded: &Loaded,
@@ -111,6 +113,7 @@ pub fn how_many_fit(
     max: Option<usize>,
     extenders: &[Arc<dyn Extender>],
 ) -> Result<CapacityReport, CapacityError> {
+    let (pod, base) = admit_template(objects, loaded, template)?;
     let (report, state) = super::simulate_keeping_state(
         objects,
         loaded,
@@ -119,16 +122,6 @@ pub fn how_many_fit(
         None,
         extenders,
     )?;
-    place_copies(objects, template, max, &report, state)
-}
-
-fn place_copies(
-    objects: &ClusterObjects,
-    template: &PodTemplate,
-    max: Option<usize>,
-    report: &Report,
-    state: AfterSimulation,
-) -> Result<CapacityReport, CapacityError> {
     let AfterSimulation {
         profiles,
         mut alg,
@@ -136,126 +129,52 @@ fn place_copies(
         mut snapshot,
         nominated,
     } = state;
-    let template_error = |field: &str, message: String, fix: String| TemplateError {
-        source: template.source.clone(),
-        line: None,
-        field: Some(field.to_string()),
-        message,
-        fix,
+    let fw = profiles
+        .for_scheduler_name(&base.scheduler_name)
+        .expect("admit_template checked the profile");
+    add_namespace_if_missing(&mut cache, objects, &template.namespace);
+    let mut copies = Copies {
+        pod: &pod,
+        base: &base,
+        objects,
+        taken: taken_names(objects, &template.namespace),
+        next: 0,
     };
-    let prefix = if template.kind == "Pod" {
-        ""
-    } else {
-        "spec.template."
-    };
-    let pod = admit(&template.pod, objects).map_err(|reason| {
-        template_error(
-            &format!("{prefix}spec.priorityClassName"),
-            reason,
-            "name a PriorityClass the dump holds (dump priorityclasses), or remove the field"
-                .into(),
-        )
-    })?;
-    let base = PodInfo::from_pod(&pod);
-    let Some(fw) = profiles.for_scheduler_name(&base.scheduler_name) else {
-        let names: Vec<&str> = profiles.iter().map(|(n, _)| n).collect();
-        return Err(template_error(
-            &format!("{prefix}spec.schedulerName"),
-            format!(
-                "{:?} is not one of this config's profiles; another scheduler would place the copies",
-                base.scheduler_name
-            ),
-            format!("use one of {}", names.join(", ")),
-        )
-        .into());
-    };
-    if base.pod_group.is_some() {
-        return Err(template_error(
-            &format!("{prefix}spec.schedulingGroup"),
-            "copies of a gang's pod cannot be counted yet".into(),
-            "remove the PodGroup reference to count single pods".into(),
-        )
-        .into());
-    }
-    // The template's namespace, as the API server would have it, when the dump lacks it
-    // (namespace selectors of the cluster's pods may match it).
-    if !objects
-        .namespaces
-        .iter()
-        .any(|n| n.metadata.name.as_deref() == Some(&template.namespace))
-    {
-        cache.add_namespace(&Namespace {
-            metadata: ObjectMeta {
-                name: Some(template.namespace.clone()),
-                labels: Some(BTreeMap::from([(
-                    NAMESPACE_NAME_LABEL.to_string(),
-                    template.namespace.clone(),
-                )])),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        });
-    }
-    let summary = TemplateSummary {
-        kind: template.kind.clone(),
-        name: template.name.clone(),
-        namespace: template.namespace.clone(),
-        profile: fw.profile_name().to_string(),
-    };
-    let pending = PendingSummary {
-        scheduled: report.scheduled(),
-        total: report.outcomes.len(),
-    };
+    let gate = fw.run_pre_enqueue(&base);
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     let mut placed = 0;
-    // Names the dump's pods already have in the namespace are skipped (the built-in
-    // example's `web-1` is not a copy of a Deployment `web`).
-    let taken: BTreeSet<&str> = objects
-        .pods
-        .iter()
-        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == template.namespace)
-        .filter_map(|p| p.metadata.name.as_deref())
-        .collect();
-    let mut suffixes = (0..).filter(|i| !taken.contains(format!("{}-{i}", template.name).as_str()));
-    let gate = fw.run_pre_enqueue(&base);
-    let has_claims = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.resource_claims.as_ref())
-        .is_some_and(|c| !c.is_empty());
-    let stopped_by = if !gate.is_success() {
-        Stop::Gated {
-            message: gate.message(),
-        }
-    } else {
+    let stopped_by = if gate.is_success() {
+        let mut place = |copy: &Arc<PodInfo>, cache: &mut Cache| {
+            cache.update_snapshot(&mut snapshot);
+            let decision =
+                schedule_one_without_preemption(fw, &mut alg, copy, &snapshot, &nominated);
+            bind_copy(fw, decision, cache)
+        };
         loop {
             if max.is_some_and(|m| placed >= m) {
                 break Stop::MaxReached;
             }
-            let i = suffixes.next().expect("endless");
-            let copy = Arc::new(copy_of(&pod, &base, i, has_claims, objects, &mut cache));
-            cache.update_snapshot(&mut snapshot);
-            match schedule_one_without_preemption(fw, &mut alg, &copy, &snapshot, &nominated) {
-                Decision::Bind {
-                    node, pod, state, ..
-                } => {
-                    if let Err(e) = assume_decision(&mut cache, Arc::clone(&pod), &node, &state) {
-                        break Stop::Error {
-                            message: e.to_string(),
-                        };
-                    }
-                    cache.finish_binding(pod.key());
-                    fw.run_post_bind(&state, &pod, &node);
+            let copy = Arc::new(copies.next(&mut cache));
+            match place(&copy, &mut cache) {
+                Ok(node) => {
                     *per_node.entry(node).or_default() += 1;
                     placed += 1;
                 }
-                Decision::Unschedulable { message, .. } => break Stop::Unschedulable { message },
-                Decision::Error { message } => break Stop::Error { message },
+                Err(stop) => break stop,
             }
+        }
+    } else {
+        Stop::Gated {
+            message: gate.message(),
         }
     };
     Ok(CapacityReport {
-        template: summary,
+        template: TemplateSummary {
+            kind: template.kind.clone(),
+            name: template.name.clone(),
+            namespace: template.namespace.clone(),
+            profile: fw.profile_name().to_string(),
+        },
         placed,
         max,
         stopped_by,
@@ -263,24 +182,156 @@ fn place_copies(
             .into_iter()
             .map(|(node, copies)| NodeCopies { node, copies })
             .collect(),
-        pending,
+        pending: PendingSummary {
+            scheduled: report.scheduled(),
+            total: report.outcomes.len(),
+        },
     })
 }
 
-/// Copy `<name>-<i>`, with a uid of its own. A pod with DRA claims is made again from
+/// The template's pod as the API server would admit it (its PriorityClass resolved) and
+/// its compact view; refused, naming the field, when no profile of the config would
+/// schedule it, its PriorityClass is unknown, or it belongs to a gang.
+fn admit_template(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    template: &PodTemplate,
+) -> Result<(Pod, PodInfo), TemplateError> {
+    let prefix = if template.kind == "Pod" {
+        ""
+    } else {
+        "spec.template."
+    };
+    let error = |field: &str, message: String, fix: String| TemplateError {
+        source: template.source.clone(),
+        line: None,
+        field: Some(format!("{prefix}{field}")),
+        message,
+        fix,
+    };
+    let pod = admit(&template.pod, objects).map_err(|reason| {
+        error(
+            "spec.priorityClassName",
+            reason,
+            "name a PriorityClass the dump holds (dump priorityclasses), or remove the field"
+                .into(),
+        )
+    })?;
+    let base = PodInfo::from_pod(&pod);
+    let names: Vec<&str> = loaded
+        .profiles
+        .iter()
+        .map(|p| p.scheduler_name.as_str())
+        .collect();
+    if !names.contains(&base.scheduler_name.as_str()) {
+        return Err(error(
+            "spec.schedulerName",
+            format!(
+                "{:?} is not one of this config's profiles; another scheduler would place the copies",
+                base.scheduler_name
+            ),
+            format!("use one of {}", names.join(", ")),
+        ));
+    }
+    if base.pod_group.is_some() {
+        return Err(error(
+            "spec.schedulingGroup",
+            "copies of a gang's pod cannot be counted yet".into(),
+            "remove the PodGroup reference to count single pods".into(),
+        ));
+    }
+    Ok((pod, base))
+}
+
+/// The template's namespace, as the API server would have it, when the dump lacks it
+/// (namespace selectors of the cluster's pods may match it).
+fn add_namespace_if_missing(cache: &mut Cache, objects: &ClusterObjects, namespace: &str) {
+    if objects
+        .namespaces
+        .iter()
+        .any(|n| n.metadata.name.as_deref() == Some(namespace))
+    {
+        return;
+    }
+    cache.add_namespace(&Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([(
+                NAMESPACE_NAME_LABEL.to_string(),
+                namespace.to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    });
+}
+
+/// The names the dump's pods have in `namespace`: copies skip them (the built-in example's
+/// `web-1` is not a copy of a Deployment `web`).
+fn taken_names<'a>(objects: &'a ClusterObjects, namespace: &str) -> BTreeSet<&'a str> {
+    objects
+        .pods
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect()
+}
+
+/// Assumes a copy the cycle placed, as `simulate` does a pending pod: its node, or what
+/// stops the copies.
+fn bind_copy(fw: &Framework, decision: Decision, cache: &mut Cache) -> Result<String, Stop> {
+    match decision {
+        Decision::Bind {
+            node, pod, state, ..
+        } => {
+            assume_decision(cache, Arc::clone(&pod), &node, &state).map_err(|e| Stop::Error {
+                message: e.to_string(),
+            })?;
+            cache.finish_binding(pod.key());
+            fw.run_post_bind(&state, &pod, &node);
+            Ok(node)
+        }
+        Decision::Unschedulable { message, .. } => Err(Stop::Unschedulable { message }),
+        Decision::Error { message } => Err(Stop::Error { message }),
+    }
+}
+
+/// Makes the copies, one after another.
+struct Copies<'a> {
+    /// The admitted template.
+    pod: &'a Pod,
+    base: &'a PodInfo,
+    objects: &'a ClusterObjects,
+    taken: BTreeSet<&'a str>,
+    next: usize,
+}
+
+impl Copies<'_> {
+    /// The next copy, `<name>-<i>` with the lowest `i` not used yet and not a dump pod's.
+    fn next(&mut self, cache: &mut Cache) -> PodInfo {
+        loop {
+            let i = self.next;
+            self.next += 1;
+            let name = format!("{}-{i}", self.base.name());
+            if !self.taken.contains(name.as_str()) {
+                return copy_of(self.pod, self.base, name, self.objects, cache);
+            }
+        }
+    }
+}
+
+/// The copy named `name`, with a uid of its own. A pod with DRA claims is made again from
 /// the API object (each copy's claims are generated from their templates); any other is
 /// the compact view cloned, renamed.
 fn copy_of(
     pod: &Pod,
     base: &PodInfo,
-    i: usize,
-    has_claims: bool,
+    name: String,
     objects: &ClusterObjects,
-    cache: &mut crate::cache::Cache,
+    cache: &mut Cache,
 ) -> PodInfo {
-    let name = format!("{}-{i}", base.name());
     let uid = format!("ferrosched-capacity-{}-{name}", base.namespace());
-    if has_claims {
+    if !base.resource_claims.is_empty() {
         let mut p = pod.clone();
         p.metadata.name = Some(name);
         p.metadata.uid = Some(uid);

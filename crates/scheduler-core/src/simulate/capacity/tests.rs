@@ -322,3 +322,23 @@ fn copies_skip_the_names_of_the_dumps_own_pods() {
     assert_eq!(r.placed, 6, "{r:?}");
     assert!(matches!(r.stopped_by, Stop::Unschedulable { .. }), "{r:?}");
 }
+
+#[test]
+fn a_template_with_scheduling_gates_places_nothing_and_says_it_is_gated() {
+    let r = ask(
+        "
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/quota}]
+  containers: [{name: c, image: img}]
+",
+        None,
+    );
+    assert_eq!(r.placed, 0);
+    let Stop::Gated { message } = &r.stopped_by else {
+        panic!("{r:?}");
+    };
+    assert!(message.contains("example.com/quota"), "{message}");
+}
