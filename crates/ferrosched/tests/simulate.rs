@@ -381,3 +381,85 @@ fn simulate_calls_the_configs_extenders_or_leaves_them_out_when_asked() {
         "{err}"
     );
 }
+
+/// The README's what-if line: copies of the example Deployment on the built-in example.
+const WEB_TEMPLATE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../examples/web-deployment.yaml"
+);
+
+#[test]
+fn pod_template_counts_copies_as_a_table_and_as_json() {
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--pod-template",
+        WEB_TEMPLATE,
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    let placed = json["placed"].as_u64().unwrap();
+    assert!(placed > 0, "{json}");
+    assert_eq!(json["template"]["kind"], "Deployment");
+    assert_eq!(json["template"]["name"], "web");
+    assert_eq!(json["stoppedBy"]["reason"], "Unschedulable");
+    let message = json["stoppedBy"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("0/15 nodes are available: "),
+        "{message}"
+    );
+    let per_node: u64 = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["copies"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_node, placed);
+
+    let table = stdout(&simulate(&["--pod-template", WEB_TEMPLATE]));
+    assert!(
+        table.contains(&format!(
+            "Deployment default/web (profile default-scheduler): {placed} copies fit.\n"
+        )),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("The next copy does not fit: {message}")),
+        "{table}"
+    );
+}
+
+#[test]
+fn pod_template_max_says_the_limit_stopped_it() {
+    let out = stdout(&simulate(&["--pod-template", WEB_TEMPLATE, "--max", "2"]));
+    assert!(
+        out.contains("Deployment default/web (profile default-scheduler): 2 copies fit (at least; --max reached).\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Stopped by --max 2, not by a failure: more copies may fit."),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_pod_template_of_another_kind_is_refused_naming_file_field_and_fix() {
+    let t = temp_file(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    let o = simulate(&["--pod-template", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {}:2: pod template: kind: \"ConfigMap\" is not a kind whose pods can be copied; use one of Pod, Deployment, Job, ReplicaSet, StatefulSet",
+            t.display()
+        )
+    );
+    // --max means nothing without a template; --explain and a template do not mix.
+    let o = simulate(&["--max", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = simulate(&["--pod-template", WEB_TEMPLATE, "--explain"]);
+    assert_eq!(o.status.code(), Some(2));
+}

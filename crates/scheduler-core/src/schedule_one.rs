@@ -900,6 +900,18 @@ pub fn schedule_one(
     cycle(fw, alg, pod, snapshot, nominated, None, true)
 }
 
+/// [`schedule_one`] without PostFilter: a pod that fits nowhere preempts nothing (what
+/// `simulate --pod-template` places, as cluster-capacity does).
+pub(crate) fn schedule_one_without_preemption(
+    fw: &Framework,
+    alg: &mut SchedulingAlgorithm,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+) -> Decision {
+    cycle(fw, alg, pod, snapshot, nominated, None, false)
+}
+
 /// [`schedule_one`] for one member of a pod group (upstream's pod group cycle evaluates each
 /// pod without single-pod PostFilter: a gang preempts as a group or not at all).
 pub(crate) fn schedule_group_member(

@@ -6,6 +6,7 @@ pub mod explain;
 pub mod output;
 pub mod run;
 pub mod simulate;
+pub mod simulate_capacity;
 pub mod webhook;
 
 /// How many threads a subcommand's async runtime gets.

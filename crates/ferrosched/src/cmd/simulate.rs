@@ -55,6 +55,14 @@ pub struct SimulateArgs {
     /// extenders' filter, prioritize and preempt verbs are called, never bind.
     #[arg(long)]
     ignore_extenders: bool,
+    /// How many copies of a pod fit: after the dump's pending pods, place copies of this
+    /// Pod (or of the pod template of this Deployment, Job, ReplicaSet or StatefulSet) one
+    /// after another until the next does not fit. Copies never preempt.
+    #[arg(long, value_name = "FILE", conflicts_with = "explain")]
+    pod_template: Option<PathBuf>,
+    /// With --pod-template: stop after N copies (the answer is then "at least N").
+    #[arg(long, value_name = "N", requires = "pod_template")]
+    max: Option<usize>,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
@@ -64,6 +72,18 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
+    };
+    let template = match args
+        .pod_template
+        .as_deref()
+        .map(simulate::capacity::load_template)
+    {
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+        Some(Ok(t)) => Some(t),
+        None => None,
     };
     let one = args.explain.as_deref().filter(|p| !p.is_empty());
     let wanted = |key: &str| one.is_none_or(|p| p == key);
@@ -107,6 +127,13 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         runtime = Some(rt);
         controller::extender::as_core(&built)
     };
+    if let Some(template) = template {
+        let answer = simulate::capacity::how_many_fit(
+            &objects, &loaded, args.seed, &template, args.max, &extenders,
+        );
+        drop(runtime);
+        return super::simulate_capacity::print(answer, args.output);
+    }
     let report = simulate::run_with_extenders(&objects, &loaded, args.seed, explain, &extenders);
     drop(runtime);
     let report = match report {

@@ -6,6 +6,7 @@
 //! [`schedule_one`]. Each placement is assumed in the cache before the next pod, exactly as
 //! the controller does, so later pods see earlier ones.
 
+pub mod capacity;
 #[cfg(test)]
 mod composite_tests;
 mod dra;
@@ -209,6 +210,28 @@ fn simulate(
     explain: Option<&dyn Fn(&str) -> bool>,
     extenders: &[Arc<dyn crate::framework::Extender>],
 ) -> Result<Report, FrameworkError> {
+    simulate_keeping_state(objects, loaded, registry, seed, explain, extenders).map(|(r, _)| r)
+}
+
+/// What a simulation leaves behind for questions asked after it (`capacity`): the
+/// frameworks, the cache with every placement assumed, the snapshot and the nominations.
+pub(crate) struct AfterSimulation {
+    pub profiles: ProfileRegistry,
+    pub alg: SchedulingAlgorithm,
+    pub cache: Cache,
+    pub snapshot: Snapshot,
+    pub nominated: NominatedPods,
+}
+
+/// [`simulate`], also returning the state it ended in.
+fn simulate_keeping_state(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    registry: &Registry,
+    seed: u64,
+    explain: Option<&dyn Fn(&str) -> bool>,
+    extenders: &[Arc<dyn crate::framework::Extender>],
+) -> Result<(Report, AfterSimulation), FrameworkError> {
     let explains = |key: &str| explain.is_some_and(|f| f(key));
     // GangScheduling reads the dump's PodGroups and pods.
     let groups = Arc::new(PodGroupManager::new());
@@ -621,11 +644,19 @@ fn simulate(
         .map(|n| node_usage(n))
         .collect();
     nodes.sort_by(|a, b| a.node.cmp(&b.node));
-    Ok(Report {
+    let report = Report {
         outcomes,
         nodes,
         skipped_kinds: objects.skipped_kinds.clone(),
-    })
+    };
+    let state = AfterSimulation {
+        profiles,
+        alg,
+        cache,
+        snapshot,
+        nominated,
+    };
+    Ok((report, state))
 }
 
 /// The dump's PodGroups and `pods` as their members, for the group plugins.

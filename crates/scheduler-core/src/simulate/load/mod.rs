@@ -557,6 +557,37 @@ impl DocCtx<'_> {
     }
 }
 
+/// One invalid quantity of a pod written in `text`: its line (when found at or after
+/// `doc_line`), the field path from the pod's root, the value and upstream's message.
+pub(crate) struct PodQuantityProblem {
+    pub line: Option<u32>,
+    pub path: String,
+    pub value: String,
+    pub message: String,
+}
+
+/// The invalid or negative quantities of `pod` (a Pod's JSON, e.g. a workload's pod
+/// template made into one), as the API server would refuse them.
+pub(crate) fn pod_quantity_problems(
+    pod: &Value,
+    text: &str,
+    doc_line: Option<u32>,
+) -> Vec<PodQuantityProblem> {
+    let bad = checks::bad_quantities("Pod", pod);
+    if bad.is_empty() {
+        return Vec::new();
+    }
+    let starts = checks::line_starts(text);
+    bad.into_iter()
+        .map(|q| PodQuantityProblem {
+            line: doc_line.and_then(|l| checks::line_of(text, &starts, l, &q.key, &q.value)),
+            path: q.path,
+            value: q.value,
+            message: q.message,
+        })
+        .collect()
+}
+
 fn object_name(v: &Value) -> String {
     let meta = v.get("metadata");
     let name = meta

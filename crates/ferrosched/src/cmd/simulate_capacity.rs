@@ -1,0 +1,80 @@
+//! `simulate --pod-template`: the answer to "how many more fit", as a table or JSON/YAML
+//! (the schema is `scheduler_core::simulate::capacity::CapacityReport`, docs/simulate.md).
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use scheduler_core::simulate::capacity::{CapacityError, CapacityReport, Stop};
+
+use super::output::Output;
+
+/// Prints the answer (or the error) and gives the exit code.
+pub fn print(answer: Result<CapacityReport, CapacityError>, output: Output) -> ExitCode {
+    let report = match answer {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match output.serialize(&report) {
+        Some(text) => print!("{text}"),
+        None => print!("{}", table(&report)),
+    }
+    ExitCode::SUCCESS
+}
+
+/// The human-readable answer: the count, per node how many copies, what stopped them.
+pub fn table(r: &CapacityReport) -> String {
+    let mut out = String::new();
+    let t = &r.template;
+    let _ = writeln!(
+        out,
+        "The dump's pending pods first: {} of {} scheduled.",
+        r.pending.scheduled, r.pending.total
+    );
+    let _ = writeln!(
+        out,
+        "{} {}/{} (profile {}): {} cop{} fit{}.",
+        t.kind,
+        t.namespace,
+        t.name,
+        t.profile,
+        r.placed,
+        if r.placed == 1 { "y" } else { "ies" },
+        if matches!(r.stopped_by, Stop::MaxReached) {
+            " (at least; --max reached)"
+        } else {
+            ""
+        },
+    );
+    if !r.nodes.is_empty() {
+        let node_w = r
+            .nodes
+            .iter()
+            .map(|n| n.node.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let _ = writeln!(out, "\n{:node_w$}  {:>6}", "NODE", "COPIES");
+        for n in &r.nodes {
+            let _ = writeln!(out, "{:node_w$}  {:>6}", n.node, n.copies);
+        }
+        out.push('\n');
+    }
+    let _ = match &r.stopped_by {
+        Stop::Unschedulable { message } => {
+            writeln!(out, "The next copy does not fit: {message}")
+        }
+        Stop::MaxReached => writeln!(
+            out,
+            "Stopped by --max {}, not by a failure: more copies may fit.",
+            r.max.unwrap_or(r.placed)
+        ),
+        Stop::Gated { message } => {
+            writeln!(out, "The copies never reach a scheduling cycle: {message}")
+        }
+        Stop::Error { message } => writeln!(out, "The next copy failed with an error: {message}"),
+    };
+    out
+}

@@ -1,0 +1,345 @@
+//! `simulate --pod-template`: how many more copies of a pod fit (kubernetes-sigs/
+//! cluster-capacity's question, answered with ferrosched's decisions).
+//!
+//! ```text
+//! dump + config --simulate--> cache with the pending pods placed
+//!                                  |
+//!     template --copy i--> schedule_one (no PostFilter) --Bind--> assume, next copy
+//!                                  |
+//!                                  +--Unschedulable--> stop: its FailedScheduling text
+//! ```
+//!
+//! The dump's own pending pods are simulated first, exactly as `simulate` does; then copies
+//! of the template are placed one after another, each a fresh pod (`<name>-<i>`, its own
+//! uid) in the profile its schedulerName selects, on the same cache, snapshot and
+//! framework (only the nodes a copy changed are copied into the snapshot; identical copies
+//! reuse the previous one's scored node list through opportunistic batching). Copies never
+//! preempt: like cluster-capacity, the answer is what fits beside what runs now.
+
+mod template;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+
+use super::{AfterSimulation, ClusterObjects, NAMESPACE_NAME_LABEL, admit, dra};
+use crate::cache::Cache;
+use crate::config::Loaded;
+use crate::framework::{Extender, Framework, FrameworkError, Registry};
+use crate::schedule_one::{Decision, assume_decision, schedule_one_without_preemption};
+use crate::types::PodInfo;
+
+pub use template::{PodTemplate, TEMPLATE_KINDS, TemplateError, load_template, read_template};
+
+/// The answer: how many copies were placed, where, and what stopped the next one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityReport {
+    pub template: TemplateSummary,
+    /// Copies placed.
+    pub placed: usize,
+    /// `--max`, when given.
+    pub max: Option<usize>,
+    /// Why no further copy was placed.
+    pub stopped_by: Stop,
+    /// Nodes that got at least one copy, by name, with how many.
+    pub nodes: Vec<NodeCopies>,
+    /// The dump's own pending pods, simulated before the first copy.
+    pub pending: PendingSummary,
+}
+
+/// Which pod was copied and by which profile it was scheduled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateSummary {
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+    pub profile: String,
+}
+
+/// What stopped the copies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason")]
+pub enum Stop {
+    /// The next copy fits nowhere; `message` is its FailedScheduling text
+    /// (`0/N nodes are available: ...`).
+    Unschedulable { message: String },
+    /// `--max` copies were placed; more might fit.
+    MaxReached,
+    /// A PreEnqueue plugin keeps the copies out of the queue (e.g. scheduling gates).
+    Gated { message: String },
+    /// A plugin failed on the next copy (kube-scheduler would retry it).
+    Error { message: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCopies {
+    pub node: String,
+    pub copies: usize,
+}
+
+/// What became of the dump's pending pods before the copies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingSummary {
+    pub scheduled: usize,
+    pub total: usize,
+}
+
+/// Why the question could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum CapacityError {
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
+
+/// Simulates the dump, then places copies of `template` until one does not fit or `max`
+/// are placed. `seed` breaks score ties as in [`super::run`]. The template is checked
+/// against the dump and the config first, so a mistake in it costs no simulation.
+pub fn how_many_fit(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    template: &PodTemplate,
+    max: Option<usize>,
+    extenders: &[Arc<dyn Extender>],
+) -> Result<CapacityReport, CapacityError> {
+    let (pod, base) = admit_template(objects, loaded, template)?;
+    let (report, state) = super::simulate_keeping_state(
+        objects,
+        loaded,
+        &Registry::in_tree(),
+        seed,
+        None,
+        extenders,
+    )?;
+    let AfterSimulation {
+        profiles,
+        mut alg,
+        mut cache,
+        mut snapshot,
+        nominated,
+    } = state;
+    let fw = profiles
+        .for_scheduler_name(&base.scheduler_name)
+        .expect("admit_template checked the profile");
+    add_namespace_if_missing(&mut cache, objects, &template.namespace);
+    let mut copies = Copies {
+        pod: &pod,
+        base: &base,
+        objects,
+        taken: taken_names(objects, &template.namespace),
+        next: 0,
+    };
+    let gate = fw.run_pre_enqueue(&base);
+    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+    let mut placed = 0;
+    let stopped_by = if gate.is_success() {
+        let mut place = |copy: &Arc<PodInfo>, cache: &mut Cache| {
+            cache.update_snapshot(&mut snapshot);
+            let decision =
+                schedule_one_without_preemption(fw, &mut alg, copy, &snapshot, &nominated);
+            bind_copy(fw, decision, cache)
+        };
+        loop {
+            if max.is_some_and(|m| placed >= m) {
+                break Stop::MaxReached;
+            }
+            let copy = Arc::new(copies.next(&mut cache));
+            match place(&copy, &mut cache) {
+                Ok(node) => {
+                    *per_node.entry(node).or_default() += 1;
+                    placed += 1;
+                }
+                Err(stop) => break stop,
+            }
+        }
+    } else {
+        Stop::Gated {
+            message: gate.message(),
+        }
+    };
+    Ok(CapacityReport {
+        template: TemplateSummary {
+            kind: template.kind.clone(),
+            name: template.name.clone(),
+            namespace: template.namespace.clone(),
+            profile: fw.profile_name().to_string(),
+        },
+        placed,
+        max,
+        stopped_by,
+        nodes: per_node
+            .into_iter()
+            .map(|(node, copies)| NodeCopies { node, copies })
+            .collect(),
+        pending: PendingSummary {
+            scheduled: report.scheduled(),
+            total: report.outcomes.len(),
+        },
+    })
+}
+
+/// The template's pod as the API server would admit it (its PriorityClass resolved) and
+/// its compact view; refused, naming the field, when no profile of the config would
+/// schedule it, its PriorityClass is unknown, or it belongs to a gang.
+fn admit_template(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    template: &PodTemplate,
+) -> Result<(Pod, PodInfo), TemplateError> {
+    let prefix = if template.kind == "Pod" {
+        ""
+    } else {
+        "spec.template."
+    };
+    let error = |field: &str, message: String, fix: String| TemplateError {
+        source: template.source.clone(),
+        line: None,
+        field: Some(format!("{prefix}{field}")),
+        message,
+        fix,
+    };
+    let pod = admit(&template.pod, objects).map_err(|reason| {
+        error(
+            "spec.priorityClassName",
+            reason,
+            "name a PriorityClass the dump holds (dump priorityclasses), or remove the field"
+                .into(),
+        )
+    })?;
+    let base = PodInfo::from_pod(&pod);
+    let names: Vec<&str> = loaded
+        .profiles
+        .iter()
+        .map(|p| p.scheduler_name.as_str())
+        .collect();
+    if !names.contains(&base.scheduler_name.as_str()) {
+        return Err(error(
+            "spec.schedulerName",
+            format!(
+                "{:?} is not one of this config's profiles; another scheduler would place the copies",
+                base.scheduler_name
+            ),
+            format!("use one of {}", names.join(", ")),
+        ));
+    }
+    if base.pod_group.is_some() {
+        return Err(error(
+            "spec.schedulingGroup",
+            "copies of a gang's pod cannot be counted yet".into(),
+            "remove the PodGroup reference to count single pods".into(),
+        ));
+    }
+    Ok((pod, base))
+}
+
+/// The template's namespace, as the API server would have it, when the dump lacks it
+/// (namespace selectors of the cluster's pods may match it).
+fn add_namespace_if_missing(cache: &mut Cache, objects: &ClusterObjects, namespace: &str) {
+    if objects
+        .namespaces
+        .iter()
+        .any(|n| n.metadata.name.as_deref() == Some(namespace))
+    {
+        return;
+    }
+    cache.add_namespace(&Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([(
+                NAMESPACE_NAME_LABEL.to_string(),
+                namespace.to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    });
+}
+
+/// The names the dump's pods have in `namespace`: copies skip them (the built-in example's
+/// `web-1` is not a copy of a Deployment `web`).
+fn taken_names<'a>(objects: &'a ClusterObjects, namespace: &str) -> BTreeSet<&'a str> {
+    objects
+        .pods
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect()
+}
+
+/// Assumes a copy the cycle placed, as `simulate` does a pending pod: its node, or what
+/// stops the copies.
+fn bind_copy(fw: &Framework, decision: Decision, cache: &mut Cache) -> Result<String, Stop> {
+    match decision {
+        Decision::Bind {
+            node, pod, state, ..
+        } => {
+            assume_decision(cache, Arc::clone(&pod), &node, &state).map_err(|e| Stop::Error {
+                message: e.to_string(),
+            })?;
+            cache.finish_binding(pod.key());
+            fw.run_post_bind(&state, &pod, &node);
+            Ok(node)
+        }
+        Decision::Unschedulable { message, .. } => Err(Stop::Unschedulable { message }),
+        Decision::Error { message } => Err(Stop::Error { message }),
+    }
+}
+
+/// Makes the copies, one after another.
+struct Copies<'a> {
+    /// The admitted template.
+    pod: &'a Pod,
+    base: &'a PodInfo,
+    objects: &'a ClusterObjects,
+    taken: BTreeSet<&'a str>,
+    next: usize,
+}
+
+impl Copies<'_> {
+    /// The next copy, `<name>-<i>` with the lowest `i` not used yet and not a dump pod's.
+    fn next(&mut self, cache: &mut Cache) -> PodInfo {
+        loop {
+            let i = self.next;
+            self.next += 1;
+            let name = format!("{}-{i}", self.base.name());
+            if !self.taken.contains(name.as_str()) {
+                return copy_of(self.pod, self.base, name, self.objects, cache);
+            }
+        }
+    }
+}
+
+/// The copy named `name`, with a uid of its own. A pod with DRA claims is made again from
+/// the API object (each copy's claims are generated from their templates); any other is
+/// the compact view cloned, renamed.
+fn copy_of(
+    pod: &Pod,
+    base: &PodInfo,
+    name: String,
+    objects: &ClusterObjects,
+    cache: &mut Cache,
+) -> PodInfo {
+    let uid = format!("ferrosched-capacity-{}-{name}", base.namespace());
+    if !base.resource_claims.is_empty() {
+        let mut p = pod.clone();
+        p.metadata.name = Some(name);
+        p.metadata.uid = Some(uid);
+        dra::generate_claims(&mut p, objects, cache);
+        return PodInfo::from_pod(&p);
+    }
+    let mut info = base.clone();
+    info.key.name = name;
+    info.uid = uid;
+    info
+}
