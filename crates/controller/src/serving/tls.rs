@@ -275,12 +275,7 @@ impl rustls::server::danger::ClientCertVerifier for RequestAnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        handshake_signature(&self.0, Tls::V12, message, cert, dss)
     }
     fn verify_tls13_signature(
         &self,
@@ -288,12 +283,7 @@ impl rustls::server::danger::ClientCertVerifier for RequestAnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        handshake_signature(&self.0, Tls::V13, message, cert, dss)
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
@@ -440,12 +430,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        handshake_signature(&self.0, Tls::V12, message, cert, dss)
     }
     fn verify_tls13_signature(
         &self,
@@ -453,14 +438,32 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        handshake_signature(&self.0, Tls::V13, message, cert, dss)
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Which handshake a signature comes from.
+#[derive(Clone, Copy)]
+enum Tls {
+    V12,
+    V13,
+}
+
+/// The handshake's signature checked with `provider`'s algorithms: what every verifier here
+/// does, whatever it decides about the certificate itself.
+fn handshake_signature(
+    provider: &CryptoProvider,
+    version: Tls,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &rustls::DigitallySignedStruct,
+) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+    let algorithms = &provider.signature_verification_algorithms;
+    match version {
+        Tls::V12 => rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms),
+        Tls::V13 => rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms),
     }
 }
