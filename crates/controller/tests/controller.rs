@@ -1739,6 +1739,57 @@ fn scheduled_message(server: &FakeApiServer, pod: &str) -> Option<String> {
         .and_then(|c| c["message"].as_str().map(str::to_string))
 }
 
+/// Consumable capacity through the API: two pods' claims get shares of one NIC that
+/// allows multiple allocations; the status written carries each share's `shareID` and
+/// `consumedCapacity` (rounded to the policy's step), which the API server accepts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_get_shares_of_a_device_allowing_multiple_allocations() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    let mut slice = gpu_slice("n1", &["nic-0"]);
+    slice["spec"]["devices"][0] = json!({
+        "name": "nic-0",
+        "allowMultipleAllocations": true,
+        "capacity": {"bandwidth": {"value": "10G",
+            "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}}}},
+    });
+    server.apply("resourceslices", &slice);
+    for (claim, bw) in [("c1", "4G"), ("c2", "2500M")] {
+        let mut c = gpu_claim(claim, None);
+        c["spec"]["devices"]["requests"][0]["exactly"]["capacity"] =
+            json!({"requests": {"bandwidth": bw}});
+        server.apply("resourceclaims", &c);
+    }
+    for (p, claim) in [("p1", "c1"), ("p2", "c2")] {
+        let with_claim = json!({"resourceClaims": [{"name": "nic", "resourceClaimName": claim}]});
+        server.apply("pods", &pod(p, "100m", with_claim));
+    }
+    let running = start_controller(&server).await;
+    wait_for("both pods bound", || {
+        server.node_of("default", "p1").is_some() && server.node_of("default", "p2").is_some()
+    })
+    .await;
+    let result = |claim: &str| {
+        let c = server.get("resourceclaims", "default", claim).unwrap();
+        c["status"]["allocation"]["devices"]["results"][0].clone()
+    };
+    let (r1, r2) = (result("c1"), result("c2"));
+    assert_eq!(r1["device"], "nic-0", "{r1}");
+    assert_eq!(r2["device"], "nic-0", "{r2}");
+    assert_eq!(r1["consumedCapacity"]["bandwidth"], "4G", "{r1}");
+    assert_eq!(r2["consumedCapacity"]["bandwidth"], "3G", "rounded up: {r2}");
+    let (s1, s2) = (r1["shareID"].as_str().unwrap(), r2["shareID"].as_str().unwrap());
+    assert_eq!(s1.len(), 36, "{s1}");
+    assert_ne!(s1, s2);
+    running.stop().await;
+}
+
 /// A DeviceTaintRule taints a device as if its slice did: a pod whose claim does not
 /// tolerate the taint stays pending with upstream's message, and deleting the rule (a
 /// ResourceSlice update for the queue) schedules it.

@@ -43,6 +43,55 @@ pub(super) fn reserved_for_errors(status: &Value) -> Vec<String> {
     errors
 }
 
+/// Whether a share ID has the form the API server takes: a lowercase UUID (8-4-4-4-12
+/// hex digits).
+fn is_share_id(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
+        && parts
+            .iter()
+            .all(|p| p.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
+/// The field errors of `status.allocation`'s results (consumable capacity): a `shareID`
+/// must be a lowercase UUID, and each `consumedCapacity` amount a quantity, not negative,
+/// and only with a `shareID` (the result of a device allowing multiple allocations).
+pub(super) fn allocation_errors(status: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (i, r) in status["allocation"]["devices"]["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = format!("status.allocation.devices.results[{i}]");
+        let share = r["shareID"].as_str();
+        if let Some(id) = share
+            && !is_share_id(id)
+        {
+            errors.push(format!(
+                "{path}.shareID: Invalid value: {id:?}: must be a lowercase UUID (8-4-4-4-12 hex digits)"
+            ));
+        }
+        let Some(consumed) = r["consumedCapacity"].as_object() else {
+            continue;
+        };
+        if share.is_none() {
+            errors.push(format!(
+                "{path}.consumedCapacity: Forbidden: only allowed with a shareID"
+            ));
+        }
+        for (name, q) in consumed {
+            if super::resource_slices::nanos(q).is_none_or(|n| n < 0) {
+                errors.push(format!(
+                    "{path}.consumedCapacity[{name}]: Invalid value: {q}: must be a quantity, not negative"
+                ));
+            }
+        }
+    }
+    errors
+}
+
 /// The field errors of `status` (empty: valid), worded as the API server words them.
 pub(super) fn device_status_errors(status: &Value) -> Vec<String> {
     let allocated: Vec<(&str, &str, &str)> = status["allocation"]["devices"]["results"]
@@ -118,6 +167,30 @@ mod tests {
         json!({"devices": {"results": [
             {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "d0"}
         ]}})
+    }
+
+    #[test]
+    fn share_ids_and_consumed_capacity_are_checked() {
+        let ok = json!({"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "d", "pool": "p", "device": "nic",
+             "shareID": "0f8b2c4e-1a2b-4c3d-8e9f-00112233aabb",
+             "consumedCapacity": {"bandwidth": "4G"}}
+        ]}}});
+        assert_eq!(allocation_errors(&ok), Vec::<String>::new());
+        let bad = json!({"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "d", "pool": "p", "device": "nic",
+             "shareID": "not-a-uuid", "consumedCapacity": {"bandwidth": "-1"}},
+            {"request": "r", "driver": "d", "pool": "p", "device": "gpu",
+             "consumedCapacity": {"memory": "1Gi"}}
+        ]}}});
+        assert_eq!(
+            allocation_errors(&bad),
+            [
+                "status.allocation.devices.results[0].shareID: Invalid value: \"not-a-uuid\": must be a lowercase UUID (8-4-4-4-12 hex digits)",
+                "status.allocation.devices.results[0].consumedCapacity[bandwidth]: Invalid value: \"-1\": must be a quantity, not negative",
+                "status.allocation.devices.results[1].consumedCapacity: Forbidden: only allowed with a shareID",
+            ]
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod events;
 mod objects;
 mod pod_admission;
 mod pod_groups;
+mod resource_slices;
 mod subresources;
 
 pub use access_review::Grant;

@@ -180,6 +180,9 @@ pub(super) fn create(
     if let Err(e) = super::pod_groups::prepare(r, None, &mut object) {
         return *e;
     }
+    if let Err(e) = super::resource_slices::prepare(r, &object) {
+        return *e;
+    }
     let written = object.clone();
     object["apiVersion"] = json!(r.api_version());
     managed_fields::record(&mut object, manager, &written, None);
@@ -218,6 +221,9 @@ pub(super) fn replace(
     object["metadata"]["uid"] = current["metadata"]["uid"].clone();
     object["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
     if let Err(e) = super::pod_groups::prepare(r, Some(&current), &mut object) {
+        return *e;
+    }
+    if let Err(e) = super::resource_slices::prepare(r, &object) {
         return *e;
     }
     let written = object.clone();

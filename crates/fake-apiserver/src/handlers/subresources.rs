@@ -155,6 +155,7 @@ pub(super) fn patch_status(
         if collection == "resourceclaims" {
             let mut errors = super::claim_status::device_status_errors(&object["status"]);
             errors.extend(super::claim_status::reserved_for_errors(&object["status"]));
+            errors.extend(super::claim_status::allocation_errors(&object["status"]));
             if !errors.is_empty() {
                 return status(
                     StatusCode::UNPROCESSABLE_ENTITY,

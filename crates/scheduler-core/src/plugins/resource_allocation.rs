@@ -257,6 +257,20 @@ impl ResourceAllocationScorer {
         }
     }
 
+    /// The configured scalar resources the pod requests (by [`Self::pod_requests`]).
+    pub fn requested_scalars<'a>(
+        &'a self,
+        pod_requests: &'a [i64],
+    ) -> impl Iterator<Item = &'a ResourceName> + 'a {
+        self.resources
+            .iter()
+            .zip(pod_requests)
+            .filter_map(|(r, &q)| match &r.kind {
+                Kind::Scalar(name) if q != 0 => Some(name),
+                _ => None,
+            })
+    }
+
     /// Whether scoring reads a scalar resource of the node: one the pod requests among the
     /// configured ones. Otherwise a node's [`NodeSummary`] has all the scorer reads.
     pub fn reads_scalars(&self, pod_requests: &[i64]) -> bool {
@@ -344,6 +358,39 @@ impl ResourceAllocationScorer {
             }),
         }
         Ok(())
+    }
+}
+
+/// A node whose extended resources backed by DRA count as allocatable: for a resource the
+/// node does not advertise, the devices of its DeviceClass the node reaches, and those of
+/// them allocated as requested (see `dynamic_resources::extended_score`).
+pub struct WithDraDevices<'a> {
+    pub node: &'a NodeInfo,
+    /// Resource -> node name -> (devices, allocated devices).
+    pub devices: &'a [(ResourceName, std::collections::HashMap<String, (i64, i64)>)],
+}
+
+impl ScoredNode for WithDraDevices<'_> {
+    fn cpu(&self) -> (i64, i64, i64) {
+        self.node.cpu()
+    }
+    fn memory(&self) -> (i64, i64, i64) {
+        self.node.memory()
+    }
+    fn ephemeral_storage(&self) -> (i64, i64) {
+        self.node.ephemeral_storage()
+    }
+    fn scalar(&self, name: &str) -> (i64, i64) {
+        let own = self.node.scalar(name);
+        if own.0 != 0 {
+            return own;
+        }
+        self.devices
+            .iter()
+            .find(|(r, _)| &**r == name)
+            .and_then(|(_, by_node)| by_node.get(&self.node.name))
+            .copied()
+            .unwrap_or(own)
     }
 }
 

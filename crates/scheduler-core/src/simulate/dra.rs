@@ -1,7 +1,10 @@
 //! `simulate`'s DRA part: claims made from templates as the resourceclaim controller makes
 //! them, the devices a placed pod gets, and the DRA objects a pod needs that the dump lacks.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
@@ -30,6 +33,29 @@ pub struct PodDevice {
     /// The claim was allocated before (a shared claim): the pod joins its devices.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    /// A share of a device allowing multiple allocations (consumable capacity): its id
+    /// and what it consumes per capacity.
+    #[serde(rename = "shareID", skip_serializing_if = "Option::is_none")]
+    pub share_id: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumed_capacity: BTreeMap<String, String>,
+}
+
+/// The `shareID` and `consumedCapacity` of the allocation's `i`th result.
+fn share(a: &dra::AllocationResult, i: usize) -> (Option<String>, BTreeMap<String, String>) {
+    let r = a
+        .devices
+        .as_ref()
+        .and_then(|d| d.results.as_ref())
+        .and_then(|r| r.get(i));
+    (
+        r.and_then(|r| r.share_id.clone()),
+        r.and_then(|r| r.consumed_capacity.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.0.clone()))
+            .collect(),
+    )
 }
 
 impl std::fmt::Display for PodDevice {
@@ -41,6 +67,14 @@ impl std::fmt::Display for PodDevice {
         )?;
         if self.shared {
             write!(f, " (shared)")?;
+        }
+        if !self.consumed_capacity.is_empty() {
+            let c: Vec<String> = self
+                .consumed_capacity
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            write!(f, " (share: {})", c.join(", "))?;
         }
         Ok(())
     }
@@ -141,15 +175,20 @@ pub(super) fn pod_devices(pod: &PodInfo, state: &CycleState, dra: &DraObjects) -
     for claim in resolved_claims(pod, dra) {
         let key = claim.key();
         let shared = !allocated_now.contains(&key);
-        for d in claim.allocation.iter().flat_map(|a| &a.devices) {
-            out.push(PodDevice {
-                claim: key.clone(),
-                request: d.request.clone(),
-                driver: d.id.driver.clone(),
-                pool: d.id.pool.clone(),
-                device: d.id.device.clone(),
-                shared,
-            });
+        for a in claim.allocation.iter() {
+            for (i, d) in a.devices.iter().enumerate() {
+                let (share_id, consumed_capacity) = share(&a.raw, i);
+                out.push(PodDevice {
+                    claim: key.clone(),
+                    request: d.request.clone(),
+                    driver: d.id.driver.clone(),
+                    pool: d.id.pool.clone(),
+                    device: d.id.device.clone(),
+                    shared,
+                    share_id,
+                    consumed_capacity,
+                });
+            }
         }
     }
     // The claim the scheduler would create for DRA-backed extended resources.
@@ -157,7 +196,8 @@ pub(super) fn pod_devices(pod: &PodInfo, state: &CycleState, dra: &DraObjects) -
         let (Some(_), Some(a)) = (&w.create, &w.allocation) else {
             continue;
         };
-        for d in ClaimAllocation::from_result(a).devices {
+        for (i, d) in ClaimAllocation::from_result(a).devices.into_iter().enumerate() {
+            let (share_id, consumed_capacity) = share(a, i);
             out.push(PodDevice {
                 claim: format!("{}/{SPECIAL_CLAIM_NAME}", w.namespace),
                 request: d.request,
@@ -165,6 +205,8 @@ pub(super) fn pod_devices(pod: &PodInfo, state: &CycleState, dra: &DraObjects) -
                 pool: d.id.pool,
                 device: d.id.device,
                 shared: false,
+                share_id,
+                consumed_capacity,
             });
         }
     }

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::resource::v1 as dra;
 
 use super::Run;
-use crate::types::dra::{DeviceNodes, ResourceClaimInfo};
+use crate::types::dra::{DeviceId, DeviceNodes, ResourceClaimInfo};
 
 impl Run<'_> {
     pub(super) fn results(&self) -> Vec<dra::AllocationResult> {
@@ -19,8 +19,10 @@ impl Run<'_> {
             .map(|(ci, claim)| {
                 let results = self.results[ci]
                     .iter()
-                    .map(|(cand, request, admin)| {
-                        let c = &self.cands[*cand];
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let (request, admin) = (&p.request, p.admin);
+                        let c = &self.cands[p.cand];
                         let binding = c.dev.binding.as_deref().filter(|_| al.binding_conditions);
                         let list = |l: &Vec<String>| Some(l.clone()).filter(|l| !l.is_empty());
                         dra::DeviceRequestAllocationResult {
@@ -33,6 +35,10 @@ impl Run<'_> {
                             binding_conditions: binding.and_then(|b| list(&b.conditions)),
                             binding_failure_conditions: binding
                                 .and_then(|b| list(&b.failure_conditions)),
+                            share_id: p.share.as_ref().map(|_| share_id(claim, i, request, c.id)),
+                            consumed_capacity: p.share.as_ref().map(|s| {
+                                s.iter().map(|(k, a)| (k.clone(), a.to_k8s())).collect()
+                            }),
                             ..Default::default()
                         }
                     })
@@ -122,8 +128,8 @@ impl Run<'_> {
     /// reach every device.
     fn node_selector(&self, ci: usize) -> Option<k8s::NodeSelector> {
         let mut term = k8s::NodeSelectorTerm::default();
-        for (cand, _, _) in &self.results[ci] {
-            let c = &self.cands[*cand];
+        for p in &self.results[ci] {
+            let c = &self.cands[p.cand];
             let nodes = c.dev.nodes.as_ref().unwrap_or(&c.slice.nodes);
             if c.dev.binds_to_node() {
                 return Some(only_node(self.node));
@@ -147,6 +153,45 @@ impl Run<'_> {
             node_selector_terms: vec![term],
         })
     }
+}
+
+/// The `shareID` of one device share: UUID-shaped (as upstream's random ones), derived
+/// from the claim (uid, or the owning pod for the in-memory claim of extended resources),
+/// the result's position, request and device, so a simulation stays reproducible while two
+/// shares of one device never get the same id.
+fn share_id(claim: &ResourceClaimInfo, index: usize, request: &str, id: &DeviceId) -> String {
+    // FNV-1a, 128 bits.
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    let owner = claim.owner_pod_uid.as_deref().unwrap_or_default();
+    let index = index.to_string();
+    for part in [
+        claim.namespace.as_str(),
+        &claim.name,
+        &claim.uid,
+        owner,
+        &index,
+        request,
+        &id.driver,
+        &id.pool,
+        &id.device,
+    ] {
+        for b in part.bytes().chain(std::iter::once(0)) {
+            h ^= u128::from(b);
+            h = h.wrapping_mul(0x0000000001000000000000000000013B);
+        }
+    }
+    // Version 4, RFC 4122 variant, like a random UUID.
+    h = (h & !(0xf << 76)) | (0x4 << 76);
+    h = (h & !(0x3 << 62)) | (0x2 << 62);
+    let x = format!("{h:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &x[0..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..32]
+    )
 }
 
 /// A selector matching exactly the named node (`metadata.name` field).

@@ -10,15 +10,17 @@
 //! across pods (in the index); request selector results within one call.
 
 use crate::types::LabelSet;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1 as dra;
 
+use crate::types::dra::capacity::{self, Amount};
 use crate::types::dra::cel::{AttrValue, Deadline, EvalError, split_qualified};
 use crate::types::dra::{
     ALLOCATION_RESULTS_MAX_SIZE, AllocationMode, ClaimRequest, DeviceClassInfo, DeviceId,
-    DeviceNodes, DraObjects, RequestSpec, ResourceClaimInfo, ResourceSliceInfo, SliceDevice,
+    DeviceNodes, DraObjects, RequestSpec, ResourceClaimInfo, ResourceSliceInfo, SharedUse,
+    SliceDevice,
 };
 
 use super::device_index::{ClassMatches, DeviceIndex, IndexedSlice};
@@ -45,6 +47,8 @@ pub struct Allocator {
     /// Per class the pod uses: its selectors' results per device, shared likewise.
     class_matches: HashMap<String, Arc<ClassMatches>>,
     allocated: Arc<HashMap<DeviceId, u32>>,
+    /// Shares of devices allowing multiple allocations (consumable capacity).
+    shared: Arc<HashMap<DeviceId, SharedUse>>,
     /// Devices of claims preemption would free (victims'), usable in this attempt.
     freed: HashSet<DeviceId>,
     /// DRADeviceBindingConditions: devices with binding conditions may be allocated.
@@ -86,6 +90,7 @@ impl Allocator {
             index,
             class_matches,
             allocated: objects.allocated.clone(),
+            shared: objects.shared.clone(),
             freed: HashSet::new(),
             binding_conditions: objects.binding_conditions(),
         }
@@ -109,6 +114,20 @@ impl Allocator {
 
     fn in_use(&self, id: &DeviceId) -> bool {
         self.allocated.contains_key(id) && !self.freed.contains(id)
+    }
+
+    /// Whether the device's counters are taken: held whole, or some share of it allocated.
+    fn holds_counters(&self, id: &DeviceId) -> bool {
+        self.in_use(id) || self.shared.contains_key(id)
+    }
+
+    /// What allocated shares of the device consume of a capacity (nano-units).
+    fn shared_use(&self, id: &DeviceId, capacity: &str) -> i128 {
+        self.shared
+            .get(id)
+            .and_then(|u| u.consumed.get(capacity))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// One allocation result per claim, in order, for the node; `Ok(None)` when the devices
@@ -259,6 +278,19 @@ impl ReqData<'_> {
     }
 }
 
+/// One device the search picked for a claim.
+#[derive(Clone)]
+pub(super) struct Picked {
+    cand: usize,
+    /// `request` or `request/subrequest`.
+    request: String,
+    admin: bool,
+    /// A share of a device allowing multiple allocations: what it consumes.
+    share: Option<BTreeMap<String, Amount>>,
+    /// This pick took the device's counters (the device's first share, or a whole device).
+    counters: bool,
+}
+
 struct ConstraintState {
     requests: Vec<String>,
     attribute: String,
@@ -314,10 +346,11 @@ struct Run<'a> {
     /// Per claim, per request: one entry, or one per subrequest.
     reqs: Vec<Vec<Vec<ReqData<'a>>>>,
     constraints: Vec<Vec<ConstraintState>>,
-    /// Candidate index -> claims it is being allocated for.
+    /// Candidate index -> claims it is being allocated for (whole devices only).
     allocating: HashMap<usize, Vec<usize>>,
-    /// Per claim: (candidate, request name, admin access).
-    results: Vec<Vec<(usize, String, bool)>>,
+    /// Candidate index -> what the shares this search picked consume, and how many.
+    allocating_shares: HashMap<usize, (u32, BTreeMap<String, i128>)>,
+    results: Vec<Vec<Picked>>,
     selected_sub: HashMap<(usize, usize), usize>,
     matches: HashMap<(usize, usize, usize, usize), bool>,
     /// Per-attempt use of the pools' shared counters (picks of this search).
@@ -351,6 +384,7 @@ impl<'a> Run<'a> {
             reqs: Vec::new(),
             constraints: Vec::new(),
             allocating: HashMap::new(),
+            allocating_shares: HashMap::new(),
             results: vec![Vec::new(); al.claims.len()],
             selected_sub: HashMap::new(),
             matches: HashMap::new(),
@@ -445,9 +479,7 @@ impl<'a> Run<'a> {
             }
         }
         if let Some(what) = spec.unsupported {
-            return fatal(format!(
-                "uses {what}, which ferrosched does not support yet"
-            ));
+            return fatal(what.to_string());
         }
         if spec.device_class_name.is_empty() {
             return fatal("missing device class name (unsupported request type?)".into());
@@ -489,7 +521,9 @@ impl<'a> Run<'a> {
                     }
                 }
                 for i in 0..self.cands.len() {
-                    if self.selectable(i, ci, (ri, si), &data)? {
+                    if self.selectable(i, ci, (ri, si), &data)?
+                        && self.capacity_share(i, spec).is_some()
+                    {
                         data.all.push(i);
                     }
                 }
@@ -552,6 +586,32 @@ impl<'a> Run<'a> {
                 || check(&data.spec.selectors, &format!("claim {}", kobj(claim)))?);
         self.matches.insert((cand, ci, ri, si), ok);
         Ok(ok)
+    }
+
+    /// Consumable capacity: what one share of the device would consume for the request,
+    /// if it has room for it (upstream checks this for every device: a request's
+    /// `capacity.requests` also filters devices allocated whole). `Some(None)`: nothing to
+    /// record (a device allocated whole). `None`: the device cannot serve the request.
+    fn capacity_share(
+        &self,
+        cand: usize,
+        spec: &RequestSpec,
+    ) -> Option<Option<BTreeMap<String, Amount>>> {
+        let c = &self.cands[cand];
+        let dev = c.dev;
+        if !dev.allow_multiple && spec.capacity.is_none() {
+            return Some(None);
+        }
+        let share = capacity::share_of(spec.capacity.as_ref(), &dev.capacity)?;
+        if !dev.allow_multiple {
+            return capacity::fits(&share, &dev.capacity, |_| 0).then_some(None);
+        }
+        let picked = self.allocating_shares.get(&cand).map(|(_, m)| m);
+        let used = |name: &str| {
+            self.al.shared_use(c.id, name)
+                + picked.and_then(|m| m.get(name)).copied().unwrap_or(0)
+        };
+        capacity::fits(&share, &dev.capacity, used).then_some(Some(share))
     }
 
     fn device_in_use(&self, cand: usize) -> bool {
@@ -642,9 +702,11 @@ impl<'a> Run<'a> {
         }
         for cand in 0..self.cands.len() {
             let busy = if admin {
-                self.allocating
-                    .get(&cand)
-                    .is_some_and(|v| v.contains(&r.claim))
+                !self.cands[cand].dev.allow_multiple
+                    && self
+                        .allocating
+                        .get(&cand)
+                        .is_some_and(|v| v.contains(&r.claim))
             } else {
                 self.device_in_use(cand)
             };
@@ -656,6 +718,12 @@ impl<'a> Run<'a> {
                 Ok(false) => continue,
                 Err(AllocError::Fatal(e)) | Err(AllocError::Node(e)) => return Err(Stop::Fatal(e)),
                 Err(AllocError::TimedOut) => return Err(Stop::TimedOut),
+            }
+            if self
+                .capacity_share(cand, self.reqs[r.claim][r.request][r.sub].spec)
+                .is_none()
+            {
+                continue;
             }
             if !self.allocate_device(r, cand, false)? {
                 continue;
@@ -699,10 +767,13 @@ impl<'a> Run<'a> {
                 d.parent.map(str::to_string),
             )
         };
+        let multiple = self.cands[cand].dev.allow_multiple;
         let busy = if admin {
-            self.allocating
-                .get(&cand)
-                .is_some_and(|v| v.contains(&r.claim))
+            !multiple
+                && self
+                    .allocating
+                    .get(&cand)
+                    .is_some_and(|v| v.contains(&r.claim))
         } else {
             self.device_in_use(cand)
         };
@@ -719,7 +790,16 @@ impl<'a> Run<'a> {
         {
             return Ok(false);
         }
-        if !self.take_counters(cand) {
+        let Some(share) = self.capacity_share(cand, self.reqs[r.claim][r.request][r.sub].spec)
+        else {
+            return Ok(false);
+        };
+        // A device allowing multiple allocations takes its counters once, with its first
+        // share (upstream skips the check while some of its capacity is in use).
+        let counters = !(multiple
+            && (self.al.shared.contains_key(self.cands[cand].id)
+                || self.allocating_shares.contains_key(&cand)));
+        if counters && !self.take_counters(cand) {
             return Ok(false);
         }
         let (base, sub) = match &parent {
@@ -749,7 +829,9 @@ impl<'a> Run<'a> {
             added.push(i);
         }
         if failed {
-            self.give_back_counters(cand);
+            if counters {
+                self.give_back_counters(cand);
+            }
             for j in added {
                 let k = &mut self.constraints[r.claim][j];
                 k.count -= 1;
@@ -767,17 +849,49 @@ impl<'a> Run<'a> {
             }
             return Ok(false);
         }
-        self.allocating.entry(cand).or_default().push(r.claim);
+        if let Some(share) = &share {
+            let e = self.allocating_shares.entry(cand).or_default();
+            e.0 += 1;
+            for (k, a) in share {
+                *e.1.entry(k.clone()).or_default() += a.nanos;
+            }
+        } else {
+            self.allocating.entry(cand).or_default().push(r.claim);
+        }
         let full = match &parent {
             Some(p) => format!("{p}/{name}"),
             None => name,
         };
-        self.results[r.claim].push((cand, full, admin));
+        self.results[r.claim].push(Picked {
+            cand,
+            request: full,
+            admin,
+            share,
+            counters,
+        });
         Ok(true)
     }
 
     fn deallocate(&mut self, r: Pos, cand: usize) {
-        self.give_back_counters(cand);
+        let Some(picked) = self.results[r.claim].pop() else {
+            return;
+        };
+        if picked.counters {
+            self.give_back_counters(cand);
+        }
+        if let Some(share) = &picked.share
+            && let Some(e) = self.allocating_shares.get_mut(&cand)
+        {
+            e.0 -= 1;
+            for (k, a) in share {
+                if let Some(v) = e.1.get_mut(k) {
+                    *v -= a.nanos;
+                }
+            }
+            if e.0 == 0 {
+                self.allocating_shares.remove(&cand);
+            }
+        }
         let (name, parent) = {
             let d = &self.reqs[r.claim][r.request][r.sub];
             (d.spec.name.clone(), d.parent.map(str::to_string))
@@ -794,12 +908,12 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if let Some(v) = self.allocating.get_mut(&cand)
+        if picked.share.is_none()
+            && let Some(v) = self.allocating.get_mut(&cand)
             && let Some(pos) = v.iter().rposition(|c| *c == r.claim)
         {
             v.remove(pos);
         }
-        self.results[r.claim].pop();
     }
 }
 
@@ -812,3 +926,7 @@ pub(super) mod counters;
 #[cfg(test)]
 #[path = "allocator_tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "consumable_capacity_tests.rs"]
+mod consumable_capacity_tests;

@@ -833,10 +833,14 @@ fn errors_name_the_claim_class_and_expression() {
                 }],
             ),
             claim(
-                "capacity",
+                "derived",
                 vec![{
                     let mut r = req("r", "gpu");
-                    r.exactly.as_mut().unwrap().capacity = Some(Default::default());
+                    r.exactly.as_mut().unwrap().derived_attributes =
+                        Some(vec![dra::DeviceDerivedAttribute {
+                            name: "numa".into(),
+                            expression: "1".into(),
+                        }]);
                     r
                 }],
             ),
@@ -896,23 +900,17 @@ fn errors_name_the_claim_class_and_expression() {
         "claim ns/no-cel, request r, selector #0: CEL expression empty (unsupported selector type?)"
     );
     assert_eq!(
-        fatal(run_on(&o, &["capacity"], "n1")),
-        "claim ns/capacity, request r: uses capacity requirements (consumable capacity), which ferrosched does not support yet"
+        fatal(run_on(&o, &["derived"], "n1")),
+        "claim ns/derived, request r: uses derived attributes, which ferrosched does not support yet"
     );
 }
 
 #[test]
-fn devices_using_unsupported_features_are_never_allocated() {
-    let mut tainted = device("tainted", &[]);
-    tainted.allow_multiple_allocations = Some(true);
-    let mut partition = device("partition", &[]);
-    partition.consumes_counters = Some(vec![dra::DeviceCounterConsumption {
-        counter_set: "mem".into(),
-        counters: BTreeMap::new(),
-        compatibility_groups: Some(vec!["a".into()]),
-    }]);
+fn devices_ferrosched_cannot_read_are_never_allocated() {
+    let mut bad = device("bad-capacity", &[]);
+    bad.capacity.as_mut().unwrap().get_mut("memory").unwrap().value = K8sQuantity("lots".into());
     let o = objects(
-        vec![local("n1", vec![tainted, partition, device("plain", &[])])],
+        vec![local("n1", vec![bad, device("plain", &[])])],
         vec![gpu_class()],
         &[
             claim("one", vec![req("r", "gpu")]),

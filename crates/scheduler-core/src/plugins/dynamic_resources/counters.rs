@@ -8,6 +8,11 @@
 //! lives for one allocation on one node:
 //! it works out what is left per pool the first time a device of that pool is tried, then
 //! adds and takes back the consumption of the devices the search picks and drops.
+//!
+//! Compatibility groups (`consumesCounters[].compatibilityGroups`): devices consuming from
+//! the same counter set are allocated together only when the groups of all of them (held
+//! ones and picks) have one in common; a device without groups goes only with others
+//! without groups. Devices on different counter sets are never compared.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -61,6 +66,24 @@ fn add(to: &mut Sets, c: &[CounterConsumption], sign: i128) {
     }
 }
 
+/// Counter set name -> the compatibility groups of each device consuming from it.
+type Groups = HashMap<String, Vec<Vec<String>>>;
+
+/// Whether a device with `groups` may join the devices with `others` on one counter set.
+fn compatible<'a>(groups: &[String], mut others: impl Iterator<Item = &'a Vec<String>>) -> bool {
+    if groups.is_empty() {
+        return others.all(Vec::is_empty);
+    }
+    let mut common: Vec<&String> = groups.iter().collect();
+    for o in others {
+        common.retain(|g| o.contains(g));
+        if common.is_empty() {
+            return false;
+        }
+    }
+    true
+}
+
 /// Counters during one allocation attempt on one node.
 #[derive(Default)]
 pub(crate) struct Tracker {
@@ -68,6 +91,9 @@ pub(crate) struct Tracker {
     available: HashMap<usize, Sets>,
     /// Per pool index: what the devices picked in this attempt consume.
     consumed: HashMap<usize, Sets>,
+    /// Per pool index: the groups of the devices holding counters, and of the picks.
+    held_groups: HashMap<usize, Groups>,
+    picked_groups: HashMap<usize, Groups>,
 }
 
 impl Tracker {
@@ -81,6 +107,31 @@ impl Tracker {
         consumes: &[CounterConsumption],
         in_use: impl Fn(&DeviceId) -> bool,
     ) -> bool {
+        let held = self.held_groups.entry(pool).or_insert_with(|| {
+            let mut g = Groups::new();
+            for (id, c) in &counters.consumers {
+                if in_use(id) {
+                    for k in c {
+                        g.entry(k.counter_set.clone())
+                            .or_default()
+                            .push(k.groups.clone());
+                    }
+                }
+            }
+            g
+        });
+        let picked = self.picked_groups.entry(pool).or_default();
+        let groups_ok = consumes.iter().all(|k| {
+            let others = held
+                .get(&k.counter_set)
+                .into_iter()
+                .chain(picked.get(&k.counter_set))
+                .flatten();
+            compatible(&k.groups, others)
+        });
+        if !groups_ok {
+            return false;
+        }
         let available = self.available.entry(pool).or_insert_with(|| {
             let mut a = counters.sets.clone();
             for (id, c) in &counters.consumers {
@@ -114,6 +165,14 @@ impl Tracker {
         });
         if !fits {
             add(consumed, consumes, -1);
+        } else {
+            let picked = self.picked_groups.entry(pool).or_default();
+            for k in consumes {
+                picked
+                    .entry(k.counter_set.clone())
+                    .or_default()
+                    .push(k.groups.clone());
+            }
         }
         fits
     }
@@ -122,6 +181,15 @@ impl Tracker {
     pub(crate) fn give_back(&mut self, pool: usize, consumes: &[CounterConsumption]) {
         if let Some(c) = self.consumed.get_mut(&pool) {
             add(c, consumes, -1);
+        }
+        if let Some(p) = self.picked_groups.get_mut(&pool) {
+            for k in consumes {
+                if let Some(v) = p.get_mut(&k.counter_set)
+                    && let Some(i) = v.iter().rposition(|g| *g == k.groups)
+                {
+                    v.remove(i);
+                }
+            }
         }
     }
 }
@@ -134,7 +202,7 @@ impl Run<'_> {
         match al.index.counters.get(&c.pool) {
             Some(pc) if !c.dev.consumes.is_empty() => {
                 self.counters
-                    .take(c.pool, pc, &c.dev.consumes, |id| al.in_use(id))
+                    .take(c.pool, pc, &c.dev.consumes, |id| al.holds_counters(id))
             }
             _ => true,
         }

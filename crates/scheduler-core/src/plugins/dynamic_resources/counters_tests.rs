@@ -312,12 +312,113 @@ fn every_counter_of_the_set_must_be_left() {
 #[test]
 fn consumption_ferrosched_cannot_read_is_never_allocated() {
     let bad = consuming("bad-quantity", &[("memory", "lots")]);
-    let mut grouped = consuming("grouped", &[("memory", "1Gi")]);
-    grouped.consumes_counters.as_mut().unwrap()[0].compatibility_groups = Some(vec!["g".into()]);
     let o = objects(
-        vec![pool(vec![bad, grouped], &[("memory", "8Gi")])],
+        vec![pool(vec![bad], &[("memory", "8Gi")])],
         vec![gpu_class()],
         &[claim("one", vec![req("r", "gpu")])],
     );
     assert_eq!(run(&o, &["one"], &[]), Ok(None));
+}
+
+fn grouped(name: &str, groups: &[&str]) -> dra::Device {
+    let mut d = consuming(name, &[("memory", "1Gi")]);
+    d.consumes_counters.as_mut().unwrap()[0].compatibility_groups =
+        Some(groups.iter().map(|g| g.to_string()).collect());
+    d
+}
+
+#[test]
+fn compatibility_groups_decide_which_devices_go_together() {
+    // Plenty of counters: only the groups decide.
+    let devices = vec![
+        grouped("a", &["x"]),
+        grouped("b", &["y"]),
+        grouped("ab", &["x", "y"]),
+        grouped("none", &[]),
+        grouped("none-2", &[]),
+    ];
+    let by_name = |c: &str, names: &[&str]| {
+        let mut r = req("r", "gpu");
+        let list = names
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        r.exactly.as_mut().unwrap().selectors = Some(vec![dra::DeviceSelector {
+            cel: Some(dra::CELDeviceSelector {
+                expression: format!("device.attributes[\"{DRIVER}\"].name in [{list}]"),
+            }),
+        }]);
+        claim(c, vec![count(r, names.len() as i64)])
+    };
+    let mut devices = devices;
+    for d in &mut devices {
+        d.attributes = Some(
+            [(
+                "name".to_string(),
+                dra::DeviceAttribute {
+                    string: Some(d.name.clone()),
+                    ..Default::default()
+                },
+            )]
+            .into(),
+        );
+    }
+    let o = objects(
+        vec![pool(devices, &[("memory", "8Gi")])],
+        vec![gpu_class()],
+        &[
+            by_name("x-and-xy", &["a", "ab"]),
+            by_name("x-and-y", &["a", "b"]),
+            by_name("three-share-none", &["a", "b", "ab"]),
+            by_name("no-groups-together", &["none", "none-2"]),
+            by_name("grouped-and-not", &["a", "none"]),
+        ],
+    );
+    assert_eq!(run(&o, &["x-and-xy"], &[]), want(&[&["a", "ab"]]));
+    assert_eq!(run(&o, &["x-and-y"], &[]), Ok(None), "no common group");
+    assert_eq!(
+        run(&o, &["three-share-none"], &[]),
+        Ok(None),
+        "x and y pairwise with xy, but nothing common to all three"
+    );
+    assert_eq!(
+        run(&o, &["no-groups-together"], &[]),
+        want(&[&["none", "none-2"]])
+    );
+    assert_eq!(run(&o, &["grouped-and-not"], &[]), Ok(None));
+}
+
+#[test]
+fn allocated_devices_count_for_compatibility_groups() {
+    let o = objects(
+        vec![pool(
+            vec![grouped("a", &["x"]), grouped("b", &["y"]), grouped("ab", &["x", "y"])],
+            &[("memory", "8Gi")],
+        )],
+        vec![gpu_class()],
+        &[holding("held", "a"), claim("one", vec![req("r", "gpu")])],
+    );
+    // "a" is held (group x): "b" cannot join it, "ab" can.
+    assert_eq!(run(&o, &["one"], &[]), want(&[&["ab"]]));
+    // Freed by preemption, "a" no longer constrains: the first device that fits wins.
+    assert_eq!(run(&o, &["one"], &["a"]), want(&[&["a"]]));
+}
+
+#[test]
+fn a_shared_device_takes_its_counters_once() {
+    let mut nic = consuming("nic", &[("memory", "6Gi")]);
+    nic.allow_multiple_allocations = Some(true);
+    // Two shares of 1Gi of the device's 40Gi "memory" capacity (device() has it).
+    let mut r = count(req("r", "gpu"), 2);
+    r.exactly.as_mut().unwrap().capacity = Some(dra::CapacityRequirements {
+        requests: Some([("memory".to_string(), K8sQuantity("1Gi".into()))].into()),
+    });
+    let o = objects(
+        vec![pool(vec![nic], &[("memory", "8Gi")])],
+        vec![gpu_class()],
+        &[claim("small-shares", vec![r])],
+    );
+    // 6Gi of the set's 8Gi taken once, not twice.
+    assert_eq!(run(&o, &["small-shares"], &[]), want(&[&["nic", "nic"]]));
 }

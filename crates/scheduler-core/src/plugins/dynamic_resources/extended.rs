@@ -189,7 +189,10 @@ impl ExtendedState {
                 let (requests, mappings) =
                     requests_and_mappings(&pod.extended_requests, &set, class_of);
                 let mut all = claims.to_vec();
-                all.push(Arc::new(special_claim(pod.namespace(), &requests)));
+                let mut special = special_claim(pod.namespace(), &requests);
+                // Keeps the share IDs of different pods' claims apart.
+                special.owner_pod_uid = Some(pod.uid.clone());
+                all.push(Arc::new(special));
                 NodeClaim {
                     allocator: Arc::new(Allocator::with_index(index.get(objects), objects, all)),
                     requests: Arc::new(requests),

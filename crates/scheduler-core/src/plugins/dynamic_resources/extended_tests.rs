@@ -463,3 +463,52 @@ fn a_claim_left_by_an_earlier_attempt_is_deleted_first() {
         );
     }
 }
+
+/// A claim holding `device` of `node`'s pool (allocated earlier).
+fn holding(name: &str, node: &str, device: &str) -> dra::ResourceClaim {
+    let mut c = claim(name, vec![req("r", "gpu")]);
+    c.status = Some(dra::ResourceClaimStatus {
+        allocation: Some(dra::AllocationResult {
+            devices: Some(dra::DeviceAllocationResult {
+                results: Some(vec![dra::DeviceRequestAllocationResult {
+                    request: "r".into(),
+                    driver: super::super::allocator::tests::DRIVER.into(),
+                    pool: node.into(),
+                    device: device.into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    c
+}
+
+#[test]
+fn dra_backed_extended_resources_are_scored_by_their_devices() {
+    // Neither node advertises the resource: n1 has four devices, two of them allocated;
+    // n2 two free ones. With the pod's one, n1 would be 3/4 used, n2 1/2.
+    let mut o = objects(true, 4);
+    o.update_slice(&local("n2", gpus(2)));
+    o.update_claim(&holding("a", "n1", "gpu-0"));
+    o.update_claim(&holding("b", "n1", "gpu-1"));
+    let mut s = Snapshot::from_node_infos(vec![
+        NodeInfo::test("n1").pods(10).build(),
+        NodeInfo::test("n2").pods(10).build(),
+    ])
+    .with_dra_api_served(true);
+    s.dra = o;
+    let strategy = |t: &str| {
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+             profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: {t}\n        resources:\n        - name: {GPU}\n          weight: 1\n"
+        )
+    };
+    let pod = gpu_pod(GPU, "1");
+    let least = super::super::tests::framework(Some(&strategy("LeastAllocated")));
+    assert_eq!(outcome(run(&least, &pod, &s)), "bound to n2", "1/2 used beats 3/4");
+    let most = super::super::tests::framework(Some(&strategy("MostAllocated")));
+    assert_eq!(outcome(run(&most, &pod, &s)), "bound to n1", "3/4 used beats 1/2");
+}

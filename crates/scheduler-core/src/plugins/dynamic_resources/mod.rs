@@ -40,13 +40,16 @@
 //! Filter's search per node stops at `filterTimeout`. DeviceTaintRules reach the allocator
 //! as taints in the slices (`types/dra/taint_rules.rs`). Device binding conditions are
 //! [`binding_conditions`]'s (Filter's check of allocated claims, Reserve's wait decision;
-//! the controller waits). Not done yet: consumable capacity (a device or request using it
-//! is never allocated).
+//! the controller waits). Consumable capacity (devices with `allowMultipleAllocations`
+//! handing out shares, `types/dra/capacity.rs`) and counter compatibility groups are the
+//! allocator's; the cache sums the shares' consumption per device (`DraObjects::shared`).
+//! Preemption frees only devices held whole: a victim's shares stay counted.
 
 pub mod allocator;
 pub mod binding_conditions;
 mod device_index;
 pub mod extended;
+pub mod extended_score;
 mod hints;
 
 use crate::framework::Signing;
@@ -643,7 +646,8 @@ fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
         .filter(|c| c.reserved_for.iter().all(|r| r.uid == pod.uid))
         .filter_map(|c| c.allocation.as_ref())
         .flat_map(|a| &a.devices)
-        .filter(|d| !d.admin_access)
+        // Shares of a device allowing multiple allocations are not freed (yet).
+        .filter(|d| !d.admin_access && d.share_id.is_none())
         .map(|d| d.id.clone())
         .collect()
 }

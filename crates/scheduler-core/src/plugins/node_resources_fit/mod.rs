@@ -7,7 +7,7 @@
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -25,7 +25,8 @@ use crate::types::{
 
 use super::dynamic_resources::extended::dra_handles_extended_resources;
 use super::names::NODE_RESOURCES_FIT;
-use super::resource_allocation::{ResourceAllocationScorer, Strategy};
+use super::dynamic_resources::extended_score::extended_resource_devices;
+use super::resource_allocation::{ResourceAllocationScorer, Strategy, WithDraDevices};
 use crate::types::dra::extended::is_dra_extended_resource_name;
 
 /// The node already runs as many pods as its `pods` allocatable allows.
@@ -276,6 +277,9 @@ pub fn fits(pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PreScoreState {
     pod_requests: Vec<i64>,
+    /// Extended resources backed by DRA the pod requests and the strategy scores: per node,
+    /// (devices of the resource's DeviceClass it reaches, allocated ones).
+    dra_devices: Vec<(ResourceName, HashMap<String, (i64, i64)>)>,
 }
 
 pub struct NodeResourcesFit {
@@ -488,11 +492,29 @@ impl PreScorePlugin for NodeResourcesFit {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        _snapshot: &Snapshot,
+        nodes: &[Arc<NodeInfo>],
+        snapshot: &Snapshot,
     ) -> Status {
+        let pod_requests = self.scorer.pod_requests(pod);
+        // Upstream 1.37: a DRA-backed extended resource is scored on nodes without it in
+        // their allocatable by the devices its DeviceClass offers there.
+        let mut dra_devices = Vec::new();
+        if dra_handles_extended_resources(state)
+            && pod.extended_requests.is_set()
+            && snapshot.dra_api_served()
+        {
+            for name in self.scorer.requested_scalars(&pod_requests) {
+                if !is_dra_extended_resource_name(name) {
+                    continue;
+                }
+                if let Some(m) = extended_resource_devices(snapshot.dra(), name, nodes) {
+                    dra_devices.push((name.clone(), m));
+                }
+            }
+        }
         state.write(PreScoreState {
-            pod_requests: self.scorer.pod_requests(pod),
+            pod_requests,
+            dra_devices,
         });
         Status::success()
     }
@@ -501,6 +523,16 @@ impl PreScorePlugin for NodeResourcesFit {
 impl ScorePlugin for NodeResourcesFit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         match state.read::<PreScoreState>() {
+            Some(s) if !s.dra_devices.is_empty() => {
+                let mut out = [0];
+                let n = WithDraDevices {
+                    node,
+                    devices: &s.dra_devices,
+                };
+                self.scorer
+                    .score_nodes(&s.pod_requests, [&n], &mut out)
+                    .map(|()| out[0])
+            }
             Some(s) => self.scorer.score(&s.pod_requests, node),
             // Like upstream, work without PreScore (slower: computed per node).
             None => self.scorer.score(&self.scorer.pod_requests(pod), node),
@@ -514,6 +546,19 @@ impl ScorePlugin for NodeResourcesFit {
         nodes: &[Arc<NodeInfo>],
         out: &mut [i64],
     ) -> Result<(), Status> {
+        match state.read::<PreScoreState>() {
+            Some(s) if !s.dra_devices.is_empty() => {
+                let wrapped: Vec<WithDraDevices<'_>> = nodes
+                    .iter()
+                    .map(|n| WithDraDevices {
+                        node: n,
+                        devices: &s.dra_devices,
+                    })
+                    .collect();
+                return self.scorer.score_nodes(&s.pod_requests, &wrapped, out);
+            }
+            _ => {}
+        }
         let nodes = nodes.iter().map(|n| &**n);
         match state.read::<PreScoreState>() {
             Some(s) => self.scorer.score_nodes(&s.pod_requests, nodes, out),
@@ -532,10 +577,10 @@ impl ScorePlugin for NodeResourcesFit {
         out: &mut [i64],
     ) -> Result<(), Status> {
         match state.read::<PreScoreState>() {
-            Some(s) => self
+            Some(s) if s.dra_devices.is_empty() => self
                 .scorer
                 .score_summarized(&s.pod_requests, nodes, summaries, out),
-            None => self.score_nodes(state, pod, nodes, out),
+            _ => self.score_nodes(state, pod, nodes, out),
         }
     }
 }

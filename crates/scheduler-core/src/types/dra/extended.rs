@@ -332,6 +332,7 @@ pub fn special_claim(namespace: &str, requests: &[ExtendedDeviceRequest]) -> Res
                     selectors: Vec::new(),
                     admin_access: false,
                     tolerations: Vec::new(),
+                    capacity: None,
                     unsupported: None,
                 })
             })

@@ -7,6 +7,7 @@
 //! allocated or reserved but whose status write is still in flight (assumed claims).
 
 pub mod binding;
+pub mod capacity;
 pub mod cel;
 mod cel_budget;
 mod cel_estimate;
@@ -27,7 +28,7 @@ use super::Quantity;
 use super::node_selector::NodeSelector;
 use super::quantity::parse_quantity;
 
-pub use objects::{ClaimDeallocation, ClaimStatusWrite, DraObjects, GroupWrite};
+pub use objects::{ClaimDeallocation, ClaimStatusWrite, DraObjects, GroupWrite, SharedUse};
 
 /// The finalizer the scheduler puts on a claim it allocates (upstream `resourceapi.Finalizer`).
 pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
@@ -59,8 +60,12 @@ pub struct RequestSpec {
     pub admin_access: bool,
     /// Device taints the request tolerates (copied into its allocation results).
     pub tolerations: Vec<dra::DeviceToleration>,
-    /// A request field this version does not implement yet (consumable capacity, derived
-    /// attributes): such a request is an allocation error, never allocated ignoring it.
+    /// `capacity.requests` (consumable capacity): what each device must still have; None
+    /// when unset.
+    pub capacity: Option<BTreeMap<String, capacity::Amount>>,
+    /// A request field this version does not implement yet (derived attributes), or a
+    /// capacity request that does not parse: such a request is an allocation error, never
+    /// allocated ignoring it.
     pub unsupported: Option<&'static str>,
 }
 
@@ -85,6 +90,7 @@ impl RequestSpec {
             selectors: compile_selectors(selectors),
             admin_access,
             tolerations: Vec::new(),
+            capacity: None,
             unsupported: None,
         }
     }
@@ -92,10 +98,25 @@ impl RequestSpec {
     fn with(
         mut self,
         tolerations: Option<&Vec<dra::DeviceToleration>>,
-        unsupported: Option<&'static str>,
+        capacity: Option<&dra::CapacityRequirements>,
+        derived: Option<&Vec<dra::DeviceDerivedAttribute>>,
     ) -> Self {
         self.tolerations = tolerations.cloned().unwrap_or_default();
-        self.unsupported = unsupported;
+        let requests = capacity.map(|c| {
+            c.requests
+                .iter()
+                .flatten()
+                .map(|(k, v)| capacity::Amount::parse(v).map(|a| (k.clone(), a)))
+                .collect::<Option<BTreeMap<_, _>>>()
+        });
+        self.unsupported = if derived.is_some_and(|d| !d.is_empty()) {
+            Some("uses derived attributes, which ferrosched does not support yet")
+        } else if requests.as_ref().is_some_and(Option::is_none) {
+            Some("capacity.requests: a quantity does not parse")
+        } else {
+            None
+        };
+        self.capacity = requests.flatten();
         self
     }
 }
@@ -164,6 +185,10 @@ pub struct AllocatedDevice {
     pub id: DeviceId,
     /// Admin access does not take the device away from others.
     pub admin_access: bool,
+    /// `shareID`: one share of a device allowing multiple allocations, which takes only
+    /// `consumed` of its capacity (nano-units per capacity name).
+    pub share_id: Option<String>,
+    pub consumed: Vec<(String, i128)>,
 }
 
 /// `status.allocation` of a claim.
@@ -193,6 +218,15 @@ impl ClaimAllocation {
                         device: r.device.clone(),
                     },
                     admin_access: r.admin_access == Some(true),
+                    share_id: r.share_id.clone().filter(|s| !s.is_empty()),
+                    consumed: r
+                        .consumed_capacity
+                        .iter()
+                        .flatten()
+                        .filter_map(|(k, v)| {
+                            parse_quantity(&v.0).ok().map(|q| (k.clone(), q.nanos()))
+                        })
+                        .collect(),
                 })
                 .collect(),
             node_selector: a.node_selector.as_ref().map(NodeSelector::from_k8s),
@@ -384,7 +418,8 @@ fn request_view(r: &dra::DeviceRequest) -> ClaimRequest {
             )
             .with(
                 e.tolerations.as_ref(),
-                unsupported_request(e.capacity.is_some(), e.derived_attributes.as_ref()),
+                e.capacity.as_ref(),
+                e.derived_attributes.as_ref(),
             ),
         );
     }
@@ -404,7 +439,8 @@ fn request_view(r: &dra::DeviceRequest) -> ClaimRequest {
                     )
                     .with(
                         s.tolerations.as_ref(),
-                        unsupported_request(s.capacity.is_some(), s.derived_attributes.as_ref()),
+                        s.capacity.as_ref(),
+                        s.derived_attributes.as_ref(),
                     )
                 })
                 .collect(),
@@ -412,19 +448,6 @@ fn request_view(r: &dra::DeviceRequest) -> ClaimRequest {
         _ => ClaimRequest::Unknown {
             name: r.name.clone(),
         },
-    }
-}
-
-fn unsupported_request(
-    capacity: bool,
-    derived: Option<&Vec<dra::DeviceDerivedAttribute>>,
-) -> Option<&'static str> {
-    if capacity {
-        Some("capacity requirements (consumable capacity)")
-    } else if derived.is_some_and(|d| !d.is_empty()) {
-        Some("derived attributes")
-    } else {
-        None
     }
 }
 
@@ -547,9 +570,13 @@ pub struct SliceDevice {
     /// Taints with an effect that keeps the device from being allocated (NoSchedule,
     /// NoExecute) unless a request tolerates them.
     pub taints: Vec<DeviceTaintView>,
-    /// Why this version never allocates the device (a feature it does not implement yet:
-    /// multiple allocations, compatibility groups); None: usable.
+    /// Why this version never allocates the device (a quantity that does not parse);
+    /// None: usable.
     pub unsupported: Option<&'static str>,
+    /// `allowMultipleAllocations`: each allocation is a share consuming part of `capacity`.
+    pub allow_multiple: bool,
+    /// `capacity`, with the request policies (consumable capacity).
+    pub capacity: BTreeMap<String, capacity::CapacityView>,
     /// `bindingConditions`, `bindingFailureConditions` and `bindsToNode` (device binding
     /// conditions); None for the usual device without them.
     pub binding: Option<Box<DeviceBinding>>,
@@ -605,6 +632,9 @@ pub struct ResourceSliceInfo {
 pub struct CounterConsumption {
     pub counter_set: String,
     pub counters: Vec<(String, i128)>,
+    /// `compatibilityGroups`: devices on the same counter set are allocated together only
+    /// when all of theirs share a group (none: only with others having none).
+    pub groups: Vec<String>,
 }
 
 /// Counter amounts as nano-units; None if one does not parse.
@@ -672,20 +702,15 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
             counter_amounts(&c.counters).map(|counters| CounterConsumption {
                 counter_set: c.counter_set.clone(),
                 counters,
+                groups: c.compatibility_groups.clone().unwrap_or_default(),
             })
         })
         .collect();
-    let groups = d.consumes_counters.iter().flatten().any(|c| {
-        c.compatibility_groups
-            .as_ref()
-            .is_some_and(|g| !g.is_empty())
-    });
+    let views = capacity::capacity_views(d.capacity.as_ref());
     let unsupported = if consumes.is_none() {
         Some("a consumed counter whose quantity does not parse")
-    } else if groups {
-        Some("counter compatibility groups")
-    } else if d.allow_multiple_allocations == Some(true) {
-        Some("consumable capacity (allowMultipleAllocations)")
+    } else if views.is_none() {
+        Some("a capacity whose quantity does not parse")
     } else {
         None
     };
@@ -703,6 +728,8 @@ fn device_view(driver: &str, d: &dra::Device, per_device: bool) -> SliceDevice {
         attributes,
         taints,
         unsupported,
+        allow_multiple: d.allow_multiple_allocations == Some(true),
+        capacity: views.unwrap_or_default(),
         binding: device_binding(d),
         consumes: consumes.unwrap_or_default(),
     }

@@ -29,6 +29,9 @@ pub struct DraObjects {
     /// Devices held by some claim's allocation (admin access excluded), with how many claims
     /// hold each (more than one only if the API let two allocations overlap).
     pub(crate) allocated: Arc<HashMap<DeviceId, u32>>,
+    /// Devices allowing multiple allocations with shares held by claims (allocation results
+    /// with a `shareID`): what the shares consume, summed per capacity.
+    pub(crate) shared: Arc<HashMap<DeviceId, SharedUse>>,
     /// Assumed claims -> the informer's latest copy and how far the write got.
     pub(crate) assumed: Arc<HashMap<String, Assumed>>,
     /// DRADeviceBindingConditions turned off: devices with binding conditions are never
@@ -43,6 +46,14 @@ pub struct DraObjects {
     /// in its API server; `ferrosched run` follows `--feature-gates` (upstream's default:
     /// off).
     pub(crate) workload_claims_off: bool,
+}
+
+/// The shares of one device allowing multiple allocations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedUse {
+    pub shares: u32,
+    /// Capacity name -> nano-units consumed by all shares.
+    pub consumed: BTreeMap<String, i128>,
 }
 
 /// An assumed claim (upstream's in-flight allocations plus its assume cache).
@@ -123,8 +134,29 @@ impl ClaimStatusWrite {
     }
 }
 
-fn count(allocated: &mut HashMap<DeviceId, u32>, a: Option<&ClaimAllocation>, add: bool) {
+fn count(
+    allocated: &mut HashMap<DeviceId, u32>,
+    shared: &mut HashMap<DeviceId, SharedUse>,
+    a: Option<&ClaimAllocation>,
+    add: bool,
+) {
     for d in a.into_iter().flat_map(|a| &a.devices) {
+        if d.share_id.is_some() {
+            let sign = if add { 1 } else { -1 };
+            let u = shared.entry(d.id.clone()).or_default();
+            for (name, n) in &d.consumed {
+                *u.consumed.entry(name.clone()).or_default() += sign * n;
+            }
+            if add {
+                u.shares += 1;
+            } else {
+                u.shares = u.shares.saturating_sub(1);
+                if u.shares == 0 {
+                    shared.remove(&d.id);
+                }
+            }
+            continue;
+        }
         if d.admin_access {
             continue;
         }
@@ -229,6 +261,11 @@ impl DraObjects {
         &self.allocated
     }
 
+    /// Shares of devices allowing multiple allocations, with what they consume.
+    pub fn shared_devices(&self) -> &HashMap<DeviceId, SharedUse> {
+        &self.shared
+    }
+
     fn put_claim(&mut self, key: String, v: Option<Arc<ResourceClaimInfo>>) {
         let old = match &v {
             Some(v) => Arc::make_mut(&mut self.claims).insert(key, v.clone()),
@@ -239,8 +276,9 @@ impl DraObjects {
         let new_alloc = v.as_ref().and_then(|n| n.allocation.as_ref());
         if old_alloc != new_alloc {
             let allocated = Arc::make_mut(&mut self.allocated);
-            count(allocated, old_alloc, false);
-            count(allocated, new_alloc, true);
+            let shared = Arc::make_mut(&mut self.shared);
+            count(allocated, shared, old_alloc, false);
+            count(allocated, shared, new_alloc, true);
         }
     }
 
@@ -460,6 +498,9 @@ impl DraObjects {
         }
         if !Arc::ptr_eq(&self.allocated, &other.allocated) {
             self.allocated = other.allocated.clone();
+        }
+        if !Arc::ptr_eq(&self.shared, &other.shared) {
+            self.shared = other.shared.clone();
         }
         if !Arc::ptr_eq(&self.assumed, &other.assumed) {
             self.assumed = other.assumed.clone();
