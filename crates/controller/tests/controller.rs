@@ -1783,8 +1783,14 @@ async fn claims_get_shares_of_a_device_allowing_multiple_allocations() {
     assert_eq!(r1["device"], "nic-0", "{r1}");
     assert_eq!(r2["device"], "nic-0", "{r2}");
     assert_eq!(r1["consumedCapacity"]["bandwidth"], "4G", "{r1}");
-    assert_eq!(r2["consumedCapacity"]["bandwidth"], "3G", "rounded up: {r2}");
-    let (s1, s2) = (r1["shareID"].as_str().unwrap(), r2["shareID"].as_str().unwrap());
+    assert_eq!(
+        r2["consumedCapacity"]["bandwidth"], "3G",
+        "rounded up: {r2}"
+    );
+    let (s1, s2) = (
+        r1["shareID"].as_str().unwrap(),
+        r2["shareID"].as_str().unwrap(),
+    );
     assert_eq!(s1.len(), 36, "{s1}");
     assert_ne!(s1, s2);
     running.stop().await;

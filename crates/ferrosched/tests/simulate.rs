@@ -473,8 +473,7 @@ const SHARED_NIC: &str = concat!(
 #[test]
 fn shared_nic_example_hands_out_shares_until_the_bandwidth_is_used() {
     let out: serde_json::Value =
-        serde_json::from_str(&stdout(&simulate(&["--cluster", SHARED_NIC, "-o", "json"])))
-            .unwrap();
+        serde_json::from_str(&stdout(&simulate(&["--cluster", SHARED_NIC, "-o", "json"]))).unwrap();
     let device = |pod: &str| {
         let o = out["outcomes"]
             .as_array()
@@ -484,23 +483,31 @@ fn shared_nic_example_hands_out_shares_until_the_bandwidth_is_used() {
             .unwrap_or_else(|| panic!("no outcome for {pod}: {out}"));
         assert_eq!(o["node"], "n1", "{o}");
         let d = &o["devices"][0];
-        let id = d["shareID"].as_str().unwrap_or_else(|| panic!("no shareID: {d}"));
+        let id = d["shareID"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no shareID: {d}"));
         assert_eq!(id.len(), 36, "{id}");
         (
             id.to_string(),
-            format!("{}:{}", d["device"].as_str().unwrap(), d["consumedCapacity"]["bandwidth"].as_str().unwrap()),
+            format!(
+                "{}:{}",
+                d["device"].as_str().unwrap(),
+                d["consumedCapacity"]["bandwidth"].as_str().unwrap()
+            ),
         )
     };
     let (a, b, c) = (device("net/a"), device("net/b"), device("net/c"));
     assert_eq!(a.1, "nic-0:4G");
     assert_eq!(b.1, "nic-0:5G");
-    assert_eq!(c.1, "nic-1:3G", "2500M rounded up to the 1G step; nic-0 has 1G left");
+    assert_eq!(
+        c.1, "nic-1:3G",
+        "2500M rounded up to the 1G step; nic-0 has 1G left"
+    );
     assert!(a.0 != b.0 && b.0 != c.0);
 
     // The same seed gives the same share IDs; the table shows the shares.
     let again: serde_json::Value =
-        serde_json::from_str(&stdout(&simulate(&["--cluster", SHARED_NIC, "-o", "json"])))
-            .unwrap();
+        serde_json::from_str(&stdout(&simulate(&["--cluster", SHARED_NIC, "-o", "json"]))).unwrap();
     assert_eq!(out, again);
     let table = stdout(&simulate(&["--cluster", SHARED_NIC]));
     assert!(table.contains("(share: bandwidth=3G)"), "{table}");

@@ -48,9 +48,10 @@ pub(super) fn reserved_for_errors(status: &Value) -> Vec<String> {
 fn is_share_id(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
-        && parts
-            .iter()
-            .all(|p| p.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        && parts.iter().all(|p| {
+            p.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
 }
 
 /// The field errors of `status.allocation`'s results (consumable capacity): a `shareID`

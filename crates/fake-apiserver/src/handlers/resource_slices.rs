@@ -70,7 +70,10 @@ pub(super) fn nanos(v: &Value) -> Option<i128> {
     };
     let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
     if (whole.is_empty() && frac.is_empty())
-        || !whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
     {
         return None;
     }
@@ -125,7 +128,9 @@ fn policy_errors(path: &str, p: &Value, value: i128, errors: &mut Vec<String>) {
         }
         match nanos(v) {
             Some(n) if n < 0 => {
-                errors.push(format!("{path}.{field}: Invalid value: {v}: must not be negative"));
+                errors.push(format!(
+                    "{path}.{field}: Invalid value: {v}: must not be negative"
+                ));
                 None
             }
             Some(n) if n > value => {
@@ -136,7 +141,9 @@ fn policy_errors(path: &str, p: &Value, value: i128, errors: &mut Vec<String>) {
             }
             Some(n) => Some(n),
             None => {
-                errors.push(format!("{path}.{field}: Invalid value: {v}: must be a quantity"));
+                errors.push(format!(
+                    "{path}.{field}: Invalid value: {v}: must be a quantity"
+                ));
                 None
             }
         }
@@ -273,7 +280,10 @@ mod tests {
             json!({"default": "2G", "validRange": {"min": "1G", "max": "8G", "step": "1G"}}),
         );
         assert_eq!(capacity_errors(&ok), Vec::<String>::new());
-        let values = slice(true, json!({"default": "4G", "validValues": ["1G", "4G", "8G"]}));
+        let values = slice(
+            true,
+            json!({"default": "4G", "validValues": ["1G", "4G", "8G"]}),
+        );
         assert_eq!(capacity_errors(&values), Vec::<String>::new());
 
         let p = "spec.devices[0].capacity[bandwidth].requestPolicy";
@@ -285,7 +295,9 @@ mod tests {
         );
         assert_eq!(
             capacity_errors(&slice(true, json!({"validRange": {"min": "1G"}}))),
-            [format!("{p}.default: Required value: a validRange needs a default")]
+            [format!(
+                "{p}.default: Required value: a validRange needs a default"
+            )]
         );
         assert_eq!(
             capacity_errors(&slice(
@@ -306,8 +318,13 @@ mod tests {
             )]
         );
         assert_eq!(
-            capacity_errors(&slice(true, json!({"default": "3G", "validValues": ["1G", "4G"]}))),
-            [format!("{p}.default: Invalid value: \"3G\": must be one of validValues")]
+            capacity_errors(&slice(
+                true,
+                json!({"default": "3G", "validValues": ["1G", "4G"]})
+            )),
+            [format!(
+                "{p}.default: Invalid value: \"3G\": must be one of validValues"
+            )]
         );
         assert_eq!(
             capacity_errors(&slice(true, json!({"default": "20G"}))),

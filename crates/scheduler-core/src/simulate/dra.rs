@@ -196,7 +196,11 @@ pub(super) fn pod_devices(pod: &PodInfo, state: &CycleState, dra: &DraObjects) -
         let (Some(_), Some(a)) = (&w.create, &w.allocation) else {
             continue;
         };
-        for (i, d) in ClaimAllocation::from_result(a).devices.into_iter().enumerate() {
+        for (i, d) in ClaimAllocation::from_result(a)
+            .devices
+            .into_iter()
+            .enumerate()
+        {
             let (share_id, consumed_capacity) = share(a, i);
             out.push(PodDevice {
                 claim: format!("{}/{SPECIAL_CLAIM_NAME}", w.namespace),

@@ -36,9 +36,10 @@ impl Run<'_> {
                             binding_failure_conditions: binding
                                 .and_then(|b| list(&b.failure_conditions)),
                             share_id: p.share.as_ref().map(|_| share_id(claim, i, request, c.id)),
-                            consumed_capacity: p.share.as_ref().map(|s| {
-                                s.iter().map(|(k, a)| (k.clone(), a.to_k8s())).collect()
-                            }),
+                            consumed_capacity: p
+                                .share
+                                .as_ref()
+                                .map(|s| s.iter().map(|(k, a)| (k.clone(), a.to_k8s())).collect()),
                             ..Default::default()
                         }
                     })

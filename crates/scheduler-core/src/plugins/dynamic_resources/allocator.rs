@@ -608,8 +608,7 @@ impl<'a> Run<'a> {
         }
         let picked = self.allocating_shares.get(&cand).map(|(_, m)| m);
         let used = |name: &str| {
-            self.al.shared_use(c.id, name)
-                + picked.and_then(|m| m.get(name)).copied().unwrap_or(0)
+            self.al.shared_use(c.id, name) + picked.and_then(|m| m.get(name)).copied().unwrap_or(0)
         };
         capacity::fits(&share, &dev.capacity, used).then_some(Some(share))
     }

@@ -908,7 +908,12 @@ fn errors_name_the_claim_class_and_expression() {
 #[test]
 fn devices_ferrosched_cannot_read_are_never_allocated() {
     let mut bad = device("bad-capacity", &[]);
-    bad.capacity.as_mut().unwrap().get_mut("memory").unwrap().value = K8sQuantity("lots".into());
+    bad.capacity
+        .as_mut()
+        .unwrap()
+        .get_mut("memory")
+        .unwrap()
+        .value = K8sQuantity("lots".into());
     let o = objects(
         vec![local("n1", vec![bad, device("plain", &[])])],
         vec![gpu_class()],

@@ -31,7 +31,12 @@ fn nic(name: &str, value: &str, policy: Option<dra::CapacityRequestPolicy>) -> d
     d
 }
 
-fn range(default: &str, min: &str, max: Option<&str>, step: Option<&str>) -> dra::CapacityRequestPolicy {
+fn range(
+    default: &str,
+    min: &str,
+    max: Option<&str>,
+    step: Option<&str>,
+) -> dra::CapacityRequestPolicy {
     dra::CapacityRequestPolicy {
         default: Some(q(default)),
         valid_range: Some(dra::CapacityRequestPolicyRange {
@@ -112,7 +117,10 @@ fn allocate_and_store(o: &mut DraObjects, c: &dra::ResourceClaim) -> Vec<String>
 #[test]
 fn claims_share_a_device_until_its_capacity_is_used_up() {
     let mut o = objects(
-        vec![local("n1", vec![nic("nic-0", "10G", None), nic("nic-1", "10G", None)])],
+        vec![local(
+            "n1",
+            vec![nic("nic-0", "10G", None), nic("nic-1", "10G", None)],
+        )],
         vec![gpu_class()],
         &[],
     );
@@ -120,8 +128,16 @@ fn claims_share_a_device_until_its_capacity_is_used_up() {
     let b = claim("b", vec![wants("r", Some("6G"))]);
     let c = claim("c", vec![wants("r", Some("1G"))]);
     assert_eq!(allocate_and_store(&mut o, &a), ["nic-0:4G"]);
-    assert_eq!(allocate_and_store(&mut o, &b), ["nic-0:6G"], "4G + 6G fit 10G");
-    assert_eq!(allocate_and_store(&mut o, &c), ["nic-1:1G"], "nic-0 is full");
+    assert_eq!(
+        allocate_and_store(&mut o, &b),
+        ["nic-0:6G"],
+        "4G + 6G fit 10G"
+    );
+    assert_eq!(
+        allocate_and_store(&mut o, &c),
+        ["nic-1:1G"],
+        "nic-0 is full"
+    );
     let nic0 = DeviceId {
         driver: DRIVER.into(),
         pool: "n1".into(),
@@ -168,10 +184,7 @@ fn one_claim_may_take_several_shares_of_one_device() {
         assert_eq!(parts, [8, 4, 4, 4, 12], "UUID-shaped: {id}");
     }
     assert_eq!(allocate(&o, &["three"]), Ok(None), "15G > 10G");
-    assert_eq!(
-        shares(&allocate(&o, &["mixed"])),
-        ["nic-0:3G", "nic-0:7G"]
-    );
+    assert_eq!(shares(&allocate(&o, &["mixed"])), ["nic-0:3G", "nic-0:7G"]);
 }
 
 #[test]
@@ -191,10 +204,7 @@ fn without_an_amount_a_share_takes_the_default_or_everything() {
         ],
     );
     // The first share takes all of "plain"; the second gets 2G of "policy".
-    assert_eq!(
-        shares(&allocate(&o, &["two"])),
-        ["plain:10G", "policy:2G"]
-    );
+    assert_eq!(shares(&allocate(&o, &["two"])), ["plain:10G", "policy:2G"]);
     // 10G + 5 x 2G.
     assert_eq!(
         shares(&allocate(&o, &["six"])).len(),
@@ -214,13 +224,16 @@ fn request_policy_rounds_amounts_up_or_refuses_them() {
             claim("off-step", vec![wants("r", Some("12G"))]),
             claim("on-step", vec![wants("r", Some("20G"))]),
             claim("above-max", vec![wants("r", Some("51G"))]),
-            claim("unknown-capacity", vec![{
-                let mut r = wants("r", None);
-                r.exactly.as_mut().unwrap().capacity = Some(dra::CapacityRequirements {
-                    requests: Some([("latency".to_string(), q("1"))].into()),
-                });
-                r
-            }]),
+            claim(
+                "unknown-capacity",
+                vec![{
+                    let mut r = wants("r", None);
+                    r.exactly.as_mut().unwrap().capacity = Some(dra::CapacityRequirements {
+                        requests: Some([("latency".to_string(), q("1"))].into()),
+                    });
+                    r
+                }],
+            ),
         ],
     );
     assert_eq!(shares(&allocate(&o, &["below-min"])), ["nic-0:10G"]);
@@ -267,7 +280,11 @@ fn devices_allocated_whole_are_filtered_by_capacity_requests() {
         &[ask("fits", "16Gi"), ask("too-big", "48Gi")],
     );
     let got = allocate(&o, &["fits"]);
-    assert_eq!(shares(&got), ["gpu-0:-"], "no consumedCapacity for a whole device");
+    assert_eq!(
+        shares(&got),
+        ["gpu-0:-"],
+        "no consumedCapacity for a whole device"
+    );
     assert!(devices(&got.unwrap().unwrap()[0])[0].share_id.is_none());
     assert_eq!(allocate(&o, &["too-big"]), Ok(None));
 }

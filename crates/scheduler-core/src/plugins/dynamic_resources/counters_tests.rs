@@ -393,7 +393,11 @@ fn compatibility_groups_decide_which_devices_go_together() {
 fn allocated_devices_count_for_compatibility_groups() {
     let o = objects(
         vec![pool(
-            vec![grouped("a", &["x"]), grouped("b", &["y"]), grouped("ab", &["x", "y"])],
+            vec![
+                grouped("a", &["x"]),
+                grouped("b", &["y"]),
+                grouped("ab", &["x", "y"]),
+            ],
             &[("memory", "8Gi")],
         )],
         vec![gpu_class()],

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::types::dra::{DeviceNodes, DraObjects};
 use crate::types::NodeInfo;
+use crate::types::dra::{DeviceNodes, DraObjects};
 
 use super::device_index::DeviceIndex;
 
@@ -26,15 +26,16 @@ pub fn extended_resource_devices(
     let mut out = HashMap::with_capacity(nodes.len());
     for node in nodes {
         let (mut total, mut used) = (0i64, 0i64);
-        let slices = index.local.get(&node.name).into_iter().flatten().chain(
+        let slices =
             index
-                .shared
-                .iter()
-                .filter(|e| match &e.slice.nodes {
+                .local
+                .get(&node.name)
+                .into_iter()
+                .flatten()
+                .chain(index.shared.iter().filter(|e| match &e.slice.nodes {
                     DeviceNodes::PerDevice => true,
                     n => n.reaches(&node.name, &node.labels),
-                }),
-        );
+                }));
         for e in slices {
             let pool = &index.pools[e.pool];
             if pool.incomplete || pool.invalid.is_some() {
@@ -42,8 +43,7 @@ pub fn extended_resource_devices(
             }
             for (i, d) in e.slice.devices.iter().enumerate() {
                 if d.unsupported.is_some()
-                    || d
-                        .nodes
+                    || d.nodes
                         .as_ref()
                         .is_some_and(|n| !n.reaches(&node.name, &node.labels))
                 {

@@ -508,7 +508,15 @@ fn dra_backed_extended_resources_are_scored_by_their_devices() {
     };
     let pod = gpu_pod(GPU, "1");
     let least = super::super::tests::framework(Some(&strategy("LeastAllocated")));
-    assert_eq!(outcome(run(&least, &pod, &s)), "bound to n2", "1/2 used beats 3/4");
+    assert_eq!(
+        outcome(run(&least, &pod, &s)),
+        "bound to n2",
+        "1/2 used beats 3/4"
+    );
     let most = super::super::tests::framework(Some(&strategy("MostAllocated")));
-    assert_eq!(outcome(run(&most, &pod, &s)), "bound to n1", "3/4 used beats 1/2");
+    assert_eq!(
+        outcome(run(&most, &pod, &s)),
+        "bound to n1",
+        "3/4 used beats 1/2"
+    );
 }

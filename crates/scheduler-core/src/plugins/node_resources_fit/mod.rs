@@ -24,8 +24,8 @@ use crate::types::{
 };
 
 use super::dynamic_resources::extended::dra_handles_extended_resources;
-use super::names::NODE_RESOURCES_FIT;
 use super::dynamic_resources::extended_score::extended_resource_devices;
+use super::names::NODE_RESOURCES_FIT;
 use super::resource_allocation::{ResourceAllocationScorer, Strategy, WithDraDevices};
 use crate::types::dra::extended::is_dra_extended_resource_name;
 
@@ -577,9 +577,10 @@ impl ScorePlugin for NodeResourcesFit {
         out: &mut [i64],
     ) -> Result<(), Status> {
         match state.read::<PreScoreState>() {
-            Some(s) if s.dra_devices.is_empty() => self
-                .scorer
-                .score_summarized(&s.pod_requests, nodes, summaries, out),
+            Some(s) if s.dra_devices.is_empty() => {
+                self.scorer
+                    .score_summarized(&s.pod_requests, nodes, summaries, out)
+            }
             _ => self.score_nodes(state, pod, nodes, out),
         }
     }

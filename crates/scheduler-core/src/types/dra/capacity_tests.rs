@@ -105,7 +105,10 @@ fn a_share_needs_every_named_capacity_and_room_left() {
 #[test]
 fn computed_amounts_print_like_quantities() {
     assert_eq!(Amount::computed(15_000_000_000 * 1_000_000_000).text, "15G");
-    assert_eq!(Amount::computed(3 * 1024 * 1024 * 1_000_000_000).text, "3Mi");
+    assert_eq!(
+        Amount::computed(3 * 1024 * 1024 * 1_000_000_000).text,
+        "3Mi"
+    );
     assert_eq!(Amount::computed(1500 * 1_000_000_000).text, "1500");
     assert_eq!(Amount::computed(500_000_000).text, "0.5");
 }
