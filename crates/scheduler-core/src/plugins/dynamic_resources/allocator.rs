@@ -51,6 +51,8 @@ pub struct Allocator {
     shared: Arc<HashMap<DeviceId, SharedUse>>,
     /// Devices of claims preemption would free (victims'), usable in this attempt.
     freed: HashSet<DeviceId>,
+    /// Shares of claims preemption would free: per device, how many and what they consume.
+    freed_shares: HashMap<DeviceId, SharedUse>,
     /// DRADeviceBindingConditions: devices with binding conditions may be allocated.
     binding_conditions: bool,
 }
@@ -92,6 +94,7 @@ impl Allocator {
             allocated: objects.allocated.clone(),
             shared: objects.shared.clone(),
             freed: HashSet::new(),
+            freed_shares: HashMap::new(),
             binding_conditions: objects.binding_conditions(),
         }
     }
@@ -112,22 +115,63 @@ impl Allocator {
         }
     }
 
+    /// Treats the shares as given back in this attempt (preemption: the victims' claims).
+    pub fn free_shares(
+        &mut self,
+        shares: impl IntoIterator<Item = (DeviceId, Vec<(String, i128)>)>,
+    ) {
+        for (id, consumed) in shares {
+            let u = self.freed_shares.entry(id).or_default();
+            u.shares += 1;
+            for (k, n) in consumed {
+                *u.consumed.entry(k).or_default() += n;
+            }
+        }
+    }
+
+    /// Takes the shares again (a victim added back).
+    pub fn unfree_shares(
+        &mut self,
+        shares: impl IntoIterator<Item = (DeviceId, Vec<(String, i128)>)>,
+    ) {
+        for (id, consumed) in shares {
+            let Some(u) = self.freed_shares.get_mut(&id) else {
+                continue;
+            };
+            u.shares = u.shares.saturating_sub(1);
+            for (k, n) in consumed {
+                *u.consumed.entry(k).or_default() -= n;
+            }
+            if u.shares == 0 {
+                self.freed_shares.remove(&id);
+            }
+        }
+    }
+
     fn in_use(&self, id: &DeviceId) -> bool {
         self.allocated.contains_key(id) && !self.freed.contains(id)
     }
 
     /// Whether the device's counters are taken: held whole, or some share of it allocated.
     fn holds_counters(&self, id: &DeviceId) -> bool {
-        self.in_use(id) || self.shared.contains_key(id)
+        self.in_use(id) || self.has_shares(id)
+    }
+
+    /// Whether shares of the device are allocated (and not all freed by preemption).
+    fn has_shares(&self, id: &DeviceId) -> bool {
+        let freed = self.freed_shares.get(id).map_or(0, |u| u.shares);
+        self.shared.get(id).is_some_and(|u| u.shares > freed)
     }
 
     /// What allocated shares of the device consume of a capacity (nano-units).
     fn shared_use(&self, id: &DeviceId, capacity: &str) -> i128 {
-        self.shared
-            .get(id)
-            .and_then(|u| u.consumed.get(capacity))
-            .copied()
-            .unwrap_or(0)
+        let of = |m: &HashMap<DeviceId, SharedUse>| {
+            m.get(id)
+                .and_then(|u| u.consumed.get(capacity))
+                .copied()
+                .unwrap_or(0)
+        };
+        of(&self.shared) - of(&self.freed_shares)
     }
 
     /// One allocation result per claim, in order, for the node; `Ok(None)` when the devices
@@ -796,7 +840,7 @@ impl<'a> Run<'a> {
         // A device allowing multiple allocations takes its counters once, with its first
         // share (upstream skips the check while some of its capacity is in use).
         let counters = !(multiple
-            && (self.al.shared.contains_key(self.cands[cand].id)
+            && (self.al.has_shares(self.cands[cand].id)
                 || self.allocating_shares.contains_key(&cand)));
         if counters && !self.take_counters(cand) {
             return Ok(false);

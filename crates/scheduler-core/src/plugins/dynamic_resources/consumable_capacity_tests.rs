@@ -315,3 +315,34 @@ fn a_device_held_whole_is_not_shared() {
     );
     assert_eq!(allocate(&o, &["new"]), Ok(None));
 }
+
+#[test]
+fn preemption_gives_a_victims_share_back_in_the_attempt() {
+    let mut o = objects(
+        vec![local("n1", vec![nic("nic-0", "10G", None)])],
+        vec![gpu_class()],
+        &[],
+    );
+    let victim = claim("victim", vec![wants("r", Some("8G"))]);
+    assert_eq!(allocate_and_store(&mut o, &victim), ["nic-0:8G"]);
+    o.update_claim(&claim("new", vec![wants("r", Some("5G"))]));
+    let nic0 = DeviceId {
+        driver: DRIVER.into(),
+        pool: "n1".into(),
+        device: "nic-0".into(),
+    };
+    let labels: BTreeMap<String, String> = BTreeMap::new();
+    let mut a = Allocator::new(&o, vec![o.claim("ns", "new").unwrap().clone()]);
+    assert_eq!(a.allocate("n1", &labels), Ok(None), "8G + 5G > 10G");
+    let share = vec![(
+        nic0,
+        vec![("bandwidth".to_string(), 8_000_000_000 * 1_000_000_000)],
+    )];
+    a.free_shares(share.clone());
+    assert!(
+        a.allocate("n1", &labels).unwrap().is_some(),
+        "the victim's 8G freed"
+    );
+    a.unfree_shares(share);
+    assert_eq!(a.allocate("n1", &labels), Ok(None), "added back");
+}

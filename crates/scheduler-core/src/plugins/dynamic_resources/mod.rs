@@ -43,7 +43,7 @@
 //! the controller waits). Consumable capacity (devices with `allowMultipleAllocations`
 //! handing out shares, `types/dra/capacity.rs`) and counter compatibility groups are the
 //! allocator's; the cache sums the shares' consumption per device (`DraObjects::shared`).
-//! Preemption frees only devices held whole: a victim's shares stay counted.
+//! A victim of preemption frees its whole devices and its shares in the attempt.
 
 pub mod allocator;
 pub mod binding_conditions;
@@ -609,9 +609,11 @@ impl PreFilterPlugin for DynamicResources {
         let Some(s) = state.read_mut::<StateData>() else {
             return Status::success();
         };
-        let ids = exclusive_devices(to_add, &s.objects);
-        if let (Some(a), false) = (&mut s.allocator, ids.is_empty()) {
-            Arc::make_mut(a).unfree_devices(ids);
+        let (ids, shares) = victim_devices(to_add, &s.objects);
+        if let (Some(a), false) = (&mut s.allocator, ids.is_empty() && shares.is_empty()) {
+            let a = Arc::make_mut(a);
+            a.unfree_devices(ids);
+            a.unfree_shares(shares);
         }
         Status::success()
     }
@@ -626,19 +628,25 @@ impl PreFilterPlugin for DynamicResources {
         let Some(s) = state.read_mut::<StateData>() else {
             return Status::success();
         };
-        let ids = exclusive_devices(to_remove, &s.objects);
-        if let (Some(a), false) = (&mut s.allocator, ids.is_empty()) {
-            Arc::make_mut(a).free_devices(ids);
+        let (ids, shares) = victim_devices(to_remove, &s.objects);
+        if let (Some(a), false) = (&mut s.allocator, ids.is_empty() && shares.is_empty()) {
+            let a = Arc::make_mut(a);
+            a.free_devices(ids);
+            a.free_shares(shares);
         }
         Status::success()
     }
 }
 
+/// A device share a victim's claim holds: the device and what the share consumes.
+type Share = (DeviceId, Vec<(String, i128)>);
+
 /// Devices of a pod's claims that only it uses (reserved for it alone, not admin access):
-/// gone with the pod, since the claim gets deallocated once its last consumer is.
-fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
+/// gone with the pod, since the claim gets deallocated once its last consumer is. Whole
+/// devices, then shares of devices allowing multiple allocations.
+fn victim_devices(pod: &PodInfo, objects: &DraObjects) -> (Vec<DeviceId>, Vec<Share>) {
     let Ok(PodClaims { claims, .. }) = pod_claims(pod, objects) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     // A claim reserved for the victim's PodGroup stays with the group's other pods.
     claims
@@ -646,10 +654,15 @@ fn exclusive_devices(pod: &PodInfo, objects: &DraObjects) -> Vec<DeviceId> {
         .filter(|c| c.reserved_for.iter().all(|r| r.uid == pod.uid))
         .filter_map(|c| c.allocation.as_ref())
         .flat_map(|a| &a.devices)
-        // Shares of a device allowing multiple allocations are not freed (yet).
-        .filter(|d| !d.admin_access && d.share_id.is_none())
-        .map(|d| d.id.clone())
-        .collect()
+        .filter(|d| d.share_id.is_some() || !d.admin_access)
+        .fold((Vec::new(), Vec::new()), |(mut ids, mut shares), d| {
+            if d.share_id.is_some() {
+                shares.push((d.id.clone(), d.consumed.clone()));
+            } else {
+                ids.push(d.id.clone());
+            }
+            (ids, shares)
+        })
 }
 
 impl FilterPlugin for DynamicResources {
