@@ -361,13 +361,16 @@ impl ResourceAllocationScorer {
     }
 }
 
+/// Per extended resource backed by DRA: node name -> (devices, allocated devices).
+pub type DraDevices = Vec<(ResourceName, std::collections::HashMap<String, (i64, i64)>)>;
+
 /// A node whose extended resources backed by DRA count as allocatable: for a resource the
 /// node does not advertise, the devices of its DeviceClass the node reaches, and those of
 /// them allocated as requested (see `dynamic_resources::extended_score`).
 pub struct WithDraDevices<'a> {
     pub node: &'a NodeInfo,
     /// Resource -> node name -> (devices, allocated devices).
-    pub devices: &'a [(ResourceName, std::collections::HashMap<String, (i64, i64)>)],
+    pub devices: &'a DraDevices,
 }
 
 impl ScoredNode for WithDraDevices<'_> {

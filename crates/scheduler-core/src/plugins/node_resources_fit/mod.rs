@@ -7,7 +7,7 @@
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -26,7 +26,7 @@ use crate::types::{
 use super::dynamic_resources::extended::dra_handles_extended_resources;
 use super::dynamic_resources::extended_score::extended_resource_devices;
 use super::names::NODE_RESOURCES_FIT;
-use super::resource_allocation::{ResourceAllocationScorer, Strategy, WithDraDevices};
+use super::resource_allocation::{DraDevices, ResourceAllocationScorer, Strategy, WithDraDevices};
 use crate::types::dra::extended::is_dra_extended_resource_name;
 
 /// The node already runs as many pods as its `pods` allocatable allows.
@@ -279,7 +279,7 @@ struct PreScoreState {
     pod_requests: Vec<i64>,
     /// Extended resources backed by DRA the pod requests and the strategy scores: per node,
     /// (devices of the resource's DeviceClass it reaches, allocated ones).
-    dra_devices: Vec<(ResourceName, HashMap<String, (i64, i64)>)>,
+    dra_devices: DraDevices,
 }
 
 pub struct NodeResourcesFit {

@@ -42,11 +42,18 @@ impl Amount {
 }
 
 /// As a binary-SI quantity prints: whole numbers with the largest binary suffix dividing
-/// them, otherwise the largest decimal one (`15G`), fractions as plain decimals.
+/// them, otherwise the largest decimal one (`15G`), fractions in milli, micro or nano
+/// units (`500m`).
 fn canonical(nanos: i128) -> String {
     const UNIT: i128 = 1_000_000_000;
     if nanos % UNIT != 0 {
-        return super::super::Quantity::from_nanos(nanos).to_string();
+        return if nanos % 1_000_000 == 0 {
+            format!("{}m", nanos / 1_000_000)
+        } else if nanos % 1_000 == 0 {
+            format!("{}u", nanos / 1_000)
+        } else {
+            format!("{nanos}n")
+        };
     }
     let mut v = nanos / UNIT;
     if v == 0 {

@@ -110,5 +110,6 @@ fn computed_amounts_print_like_quantities() {
         "3Mi"
     );
     assert_eq!(Amount::computed(1500 * 1_000_000_000).text, "1500");
-    assert_eq!(Amount::computed(500_000_000).text, "0.5");
+    assert_eq!(Amount::computed(500_000_000).text, "500m");
+    assert_eq!(Amount::computed(1_500).text, "1500n");
 }

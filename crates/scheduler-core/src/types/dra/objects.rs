@@ -276,7 +276,16 @@ impl DraObjects {
         let new_alloc = v.as_ref().and_then(|n| n.allocation.as_ref());
         if old_alloc != new_alloc {
             let allocated = Arc::make_mut(&mut self.allocated);
-            let shared = Arc::make_mut(&mut self.shared);
+            // The shares' map is copied only when a share changes hands.
+            let has_shares = |a: Option<&ClaimAllocation>| {
+                a.is_some_and(|a| a.devices.iter().any(|d| d.share_id.is_some()))
+            };
+            let mut no_shares = HashMap::new();
+            let shared = if has_shares(old_alloc) || has_shares(new_alloc) {
+                Arc::make_mut(&mut self.shared)
+            } else {
+                &mut no_shares
+            };
             count(allocated, shared, old_alloc, false);
             count(allocated, shared, new_alloc, true);
         }
