@@ -510,7 +510,13 @@ fn drain_of_two_nodes_reports_pods_that_do_not_fit_and_the_budget_it_breaks() {
     let dump = temp_file("drain.yaml", DRAIN_DUMP);
     let dump = dump.to_str().unwrap();
     let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
-        "--cluster", dump, "--drain", "n1", "n2", "-o", "json",
+        "--cluster",
+        dump,
+        "--drain",
+        "n1",
+        "n2",
+        "-o",
+        "json",
     ])))
     .unwrap();
     assert_eq!(json["nodes"], serde_json::json!(["n1", "n2"]));
@@ -537,17 +543,28 @@ fn drain_of_two_nodes_reports_pods_that_do_not_fit_and_the_budget_it_breaks() {
             "{message}"
         );
     }
-    assert_eq!((json["placed"].as_u64(), json["notPlaced"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        (json["placed"].as_u64(), json["notPlaced"].as_u64()),
+        (Some(1), Some(2))
+    );
     assert_eq!(json["staying"][0]["pod"], "shop/agent-n1");
     assert_eq!(json["staying"][0]["reason"], "DaemonSet");
     let pdb = &json["pdbViolations"][0];
     assert_eq!(pdb["pdb"], "shop/web-pdb");
     assert_eq!(pdb["budget"], "minAvailable: 2");
     assert_eq!(pdb["disruptionsAllowed"], 0);
-    assert_eq!(pdb["exceeding"], serde_json::json!(["shop/web-a", "shop/web-b"]));
+    assert_eq!(
+        pdb["exceeding"],
+        serde_json::json!(["shop/web-a", "shop/web-b"])
+    );
 
     // The same drain by label, as a table.
-    let table = stdout(&simulate(&["--cluster", dump, "--drain-selector", "pool=old"]));
+    let table = stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--drain-selector",
+        "pool=old",
+    ]));
     assert!(
         table.contains("Draining n1, n2: 3 pod(s) evicted, 1 placed elsewhere, 2 not placed."),
         "{table}"
@@ -556,7 +573,10 @@ fn drain_of_two_nodes_reports_pods_that_do_not_fit_and_the_budget_it_breaks() {
         table.contains("shop/web-pdb (minAvailable: 2; 2 expected, 2 healthy, 2 must stay: 0 disruption(s) allowed)"),
         "{table}"
     );
-    assert!(table.contains("Not evicted: shop/agent-n1 (DaemonSet, n1)."), "{table}");
+    assert!(
+        table.contains("Not evicted: shop/agent-n1 (DaemonSet, n1)."),
+        "{table}"
+    );
 
     // A name the dump lacks is an error naming it.
     let o = simulate(&["--cluster", dump, "--drain", "n1", "n9"]);
@@ -577,15 +597,26 @@ fn compress_names_the_node_that_cannot_go() {
     let out = stdout(&simulate(&["--cluster", dump, "--compress"]));
     // n3 (50% CPU) is the emptiest, then n1 (55%), then n2 (95%); n3's filler (1 CPU)
     // finds 900m free on n1 and 100m on n2: n3 cannot go, so nothing can.
-    assert!(out.contains("0 of 3 candidate node(s) can be removed.\n"), "{out}");
-    assert!(out.contains("n3      50%       0%\nn1      55%       0%\nn2      95%       0%\n"), "{out}");
+    assert!(
+        out.contains("0 of 3 candidate node(s) can be removed.\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("n3     50%      0%\nn1     55%      0%\nn2     95%      0%\n"),
+        "{out}"
+    );
     assert!(
         out.contains("\nn3 cannot go:\n  shop/filler is not placed: 0/2 nodes are available: 2 Insufficient cpu."),
         "{out}"
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&stdout(&simulate(&["--cluster", dump, "--compress", "-o", "json"])))
-            .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--compress",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
     assert_eq!(json["removable"], serde_json::json!([]));
     assert_eq!(json["stoppedBy"]["node"], "n3");
 }
@@ -629,7 +660,10 @@ fn add_nodes_finds_the_smallest_count_and_one_fewer_leaves_a_pod_pending() {
     assert_eq!(fewer["allPlaced"], false, "{fewer}");
     assert_eq!(fewer["leftOver"].as_array().unwrap().len(), 1);
     let reason = fewer["leftOver"][0]["reason"].as_str().unwrap();
-    assert!(reason.starts_with("0/2 nodes are available: 2 Insufficient cpu."), "{reason}");
+    assert!(
+        reason.starts_with("0/2 nodes are available: 2 Insufficient cpu."),
+        "{reason}"
+    );
 
     let table = stdout(&simulate(&["--cluster", dump, "--add-nodes", node]));
     assert!(
@@ -639,13 +673,16 @@ fn add_nodes_finds_the_smallest_count_and_one_fewer_leaves_a_pod_pending() {
         "{table}"
     );
     // --count needs --add-nodes; a template that is not a Node is refused, naming it.
-    assert_eq!(simulate(&["--cluster", dump, "--count", "2"]).status.code(), Some(2));
+    assert_eq!(
+        simulate(&["--cluster", dump, "--count", "2"]).status.code(),
+        Some(2)
+    );
     let o = simulate(&["--cluster", dump, "--add-nodes", dump]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.starts_with(&format!(
-            "error: {dump}: node template: kind: the file holds 1 Node(s) and 4 other object(s)"
+            "error: {dump}: node template: kind: the file holds 4 object(s) besides the Node; give the Node alone"
         )),
         "{err}"
     );

@@ -167,9 +167,23 @@ fn evicted_rows(out: &mut String, evicted: &[EvictedPod]) {
         let _ = writeln!(out, "No pod to evict.");
         return;
     }
-    let pod_w = evicted.iter().map(|e| e.pod.len()).max().unwrap_or(3).max(3);
-    let from_w = evicted.iter().map(|e| e.from.len()).max().unwrap_or(4).max(4);
-    let _ = writeln!(out, "{:pod_w$}  {:from_w$}  {:>8}  RESULT", "POD", "FROM", "PRIORITY");
+    let pod_w = evicted
+        .iter()
+        .map(|e| e.pod.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let from_w = evicted
+        .iter()
+        .map(|e| e.from.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:pod_w$}  {:from_w$}  {:>8}  RESULT",
+        "POD", "FROM", "PRIORITY"
+    );
     for e in evicted {
         let result = match &e.result {
             PodResult::Scheduled { node, preempted } if preempted.is_empty() => {
@@ -178,10 +192,7 @@ fn evicted_rows(out: &mut String, evicted: &[EvictedPod]) {
             PodResult::Scheduled { node, preempted } => {
                 format!("-> {node} (preempted {})", preempted.join(", "))
             }
-            other => format!(
-                "not placed: {}",
-                why_not_placed(other).unwrap_or_default()
-            ),
+            other => format!("not placed: {}", why_not_placed(other).unwrap_or_default()),
         };
         let _ = writeln!(
             out,
