@@ -145,6 +145,13 @@ pub fn read_node_template(text: &str, source: &str) -> Result<NodeTemplate, What
             "give status.allocatable with cpu, memory and pods (e.g. {cpu: '4', memory: 16Gi, pods: '110'})",
         ));
     }
+    if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+        return Err(err(
+            "spec.unschedulable",
+            "true: the copies would be cordoned and take no pod".into(),
+            "remove spec.unschedulable from the template",
+        ));
+    }
     Ok(NodeTemplate {
         source: source.to_string(),
         name,
@@ -284,15 +291,16 @@ struct Outcome {
 
 impl Outcome {
     fn of(report: Report, names: Vec<String>) -> Self {
-        let mut per_node: BTreeMap<String, usize> =
-            names.iter().map(|n| (n.clone(), 0)).collect();
+        let mut per_node: BTreeMap<String, usize> = names.iter().map(|n| (n.clone(), 0)).collect();
         let mut left_over = Vec::new();
         let mut not_counted = Vec::new();
         let mut pending = 0;
         let mut placed = 0;
         for o in &report.outcomes {
             match &o.result {
-                PodResult::Gated { .. } | PodResult::Ignored { .. } | PodResult::Rejected { .. } => {
+                PodResult::Gated { .. }
+                | PodResult::Ignored { .. }
+                | PodResult::Rejected { .. } => {
                     not_counted.push(LeftOver {
                         pod: o.pod.clone(),
                         reason: why_not_placed(&o.result).unwrap_or_default(),

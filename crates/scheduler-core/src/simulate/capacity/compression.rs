@@ -111,9 +111,12 @@ pub fn compress(
                 pod: e.key.clone(),
                 from: e.from.clone(),
                 priority: e.priority,
-                result: after.outcome_of(&e.key).cloned().unwrap_or(PodResult::Error {
-                    message: "the simulation did not attempt it".into(),
-                }),
+                result: after
+                    .outcome_of(&e.key)
+                    .cloned()
+                    .unwrap_or(PodResult::Error {
+                        message: "the simulation did not attempt it".into(),
+                    }),
                 notes: e.notes.clone(),
             })
             .collect();

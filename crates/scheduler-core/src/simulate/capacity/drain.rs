@@ -148,9 +148,12 @@ pub fn drain(
             pod: e.key.clone(),
             from: e.from.clone(),
             priority: e.priority,
-            result: after.outcome_of(&e.key).cloned().unwrap_or(PodResult::Error {
-                message: "the simulation did not attempt it".into(),
-            }),
+            result: after
+                .outcome_of(&e.key)
+                .cloned()
+                .unwrap_or(PodResult::Error {
+                    message: "the simulation did not attempt it".into(),
+                }),
             notes: e.notes.clone(),
         })
         .collect();
@@ -203,12 +206,7 @@ pub fn select_nodes(
     objects: &ClusterObjects,
     choice: &NodeChoice,
 ) -> Result<Vec<String>, WhatIfError> {
-    let names = || {
-        objects
-            .nodes
-            .iter()
-            .filter_map(|n| n.metadata.name.clone())
-    };
+    let names = || objects.nodes.iter().filter_map(|n| n.metadata.name.clone());
     match choice {
         NodeChoice::Names(wanted) => {
             let known: BTreeSet<String> = names().collect();
@@ -380,8 +378,7 @@ pub(super) fn pod_key(p: &Pod) -> String {
 
 /// Whether a drain leaves the pod where it is, and why.
 pub(super) fn stays(p: &Pod) -> Option<&'static str> {
-    if p
-        .metadata
+    if p.metadata
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(MIRROR_POD_ANNOTATION))
@@ -522,7 +519,10 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
 /// expected pods. Evicting a pod that is not healthy spends nothing.
 pub(super) fn pdb_violations(dump: &ClusterObjects, keys: &[&str]) -> Vec<PdbViolation> {
     let by_key: BTreeMap<String, &Pod> = dump.pods.iter().map(|p| (pod_key(p), p)).collect();
-    let pods: Vec<&Pod> = keys.iter().filter_map(|k| by_key.get(*k).copied()).collect();
+    let pods: Vec<&Pod> = keys
+        .iter()
+        .filter_map(|k| by_key.get(*k).copied())
+        .collect();
     let mut out = Vec::new();
     for pdb in &dump.pdbs {
         let ns = pdb.metadata.namespace.as_deref().unwrap_or("default");
@@ -535,11 +535,7 @@ pub(super) fn pdb_violations(dump: &ClusterObjects, keys: &[&str]) -> Vec<PdbVio
             p.metadata.namespace.as_deref().unwrap_or("default") == ns
                 && selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))
         };
-        let matching: Vec<&Pod> = dump
-            .pods
-            .iter()
-            .filter(|p| covers(p) && !is_terminal(p))
-            .collect();
+        let matching: Vec<&Pod> = dump.pods.iter().filter(|p| covers(p)).collect();
         let evicted: Vec<String> = pods
             .iter()
             .filter(|p| covers(p) && is_healthy(p))
@@ -570,10 +566,15 @@ pub(super) fn pdb_violations(dump: &ClusterObjects, keys: &[&str]) -> Vec<PdbVio
                     scaled(min, expected),
                 )
             }
-            // Neither: the API server defaults minAvailable to 1.
-            (None, None) => ("minAvailable: 1".into(), matching.len() as i32, 1),
+            // Neither: the disruption controller expects no pod, so allows nothing.
+            (None, None) => ("neither minAvailable nor maxUnavailable".into(), 0, 0),
         };
-        let allowed = (healthy - desired).max(0);
+        // No expected pod (e.g. none has a controller): nothing may be disrupted.
+        let allowed = if expected <= 0 {
+            0
+        } else {
+            (healthy - desired).max(0)
+        };
         if evicted.len() as i32 <= allowed {
             continue;
         }
@@ -610,15 +611,13 @@ fn scaled(v: &IntOrString, total: i32) -> i32 {
 }
 
 /// How many pods the budget expects: the replicas of the pods' controllers where the dump
-/// holds them (ReplicaSet, StatefulSet, ReplicationController), otherwise the pods
-/// themselves, each counted once.
+/// holds them (ReplicaSet, StatefulSet, ReplicationController), otherwise the controller's
+/// pods the dump holds. Pods without a controller count for nothing (as upstream).
 fn expected_scale(dump: &ClusterObjects, pods: &[&Pod]) -> i32 {
     let mut owners: BTreeMap<(String, String), i32> = BTreeMap::new();
-    let mut alone = 0;
     for p in pods {
         let ns = p.metadata.namespace.as_deref().unwrap_or("default");
         let Some(o) = controller_of(p) else {
-            alone += 1;
             continue;
         };
         let same = |m: &meta::ObjectMeta| {
@@ -643,15 +642,13 @@ fn expected_scale(dump: &ClusterObjects, pods: &[&Pod]) -> i32 {
                 .map(|r| r.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)),
             _ => None,
         };
-        let entry = owners
-            .entry((o.kind.clone(), o.name.clone()))
-            .or_insert(0);
+        let entry = owners.entry((o.kind.clone(), o.name.clone())).or_insert(0);
         match replicas {
             Some(r) => *entry = r,
             None => *entry += 1,
         }
     }
-    alone + owners.values().sum::<i32>()
+    owners.values().sum::<i32>()
 }
 
 /// Running, Ready (or reporting no Ready condition at all, as hand-written dumps often do)

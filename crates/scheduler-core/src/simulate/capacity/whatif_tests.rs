@@ -344,10 +344,7 @@ fn compression_takes_the_emptiest_nodes_until_a_pod_has_nowhere_to_go() {
     assert_eq!(
         kept,
         [
-            (
-                "s",
-                "runs the static (mirror) pod kube-system/static-s"
-            ),
+            ("s", "runs the static (mirror) pod kube-system/static-s"),
             (
                 "u",
                 "default/bare has no controller: nothing would recreate it elsewhere"
@@ -369,7 +366,9 @@ fn compression_takes_the_emptiest_nodes_until_a_pod_has_nowhere_to_go() {
     assert_eq!(stop.not_placed.len(), 1, "{stop:?}");
     assert_eq!(stop.not_placed[0].pod, "default/on-b");
     assert!(
-        stop.not_placed[0].message.starts_with("0/4 nodes are available: "),
+        stop.not_placed[0]
+            .message
+            .starts_with("0/4 nodes are available: "),
         "{}",
         stop.not_placed[0].message
     );
@@ -486,8 +485,11 @@ spec:
 
 #[test]
 fn node_templates_are_checked() {
-    let e = read_node_template("apiVersion: v1\nkind: Node\nmetadata: {name: x}\n", "n.yaml")
-        .unwrap_err();
+    let e = read_node_template(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: x}\n",
+        "n.yaml",
+    )
+    .unwrap_err();
     assert!(
         e.to_string()
             .starts_with("n.yaml: node template: status.allocatable: missing"),
@@ -499,6 +501,12 @@ fn node_templates_are_checked() {
     );
     let e = read_node_template(&two, "n.yaml").unwrap_err();
     assert!(e.to_string().contains("2 Node(s)"), "{e}");
+    let cordoned = TEMPLATE.replace("status:", "spec: {unschedulable: true}\nstatus:");
+    let e = read_node_template(&cordoned, "n.yaml").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "n.yaml: node template: spec.unschedulable: true: the copies would be cordoned and take no pod; remove spec.unschedulable from the template"
+    );
     let t = read_node_template(TEMPLATE, "n.yaml").unwrap();
     let copies = super::add_nodes::node_copies(&t, 2, &pending_dump(""));
     let labels = copies[1].metadata.labels.as_ref().unwrap();
