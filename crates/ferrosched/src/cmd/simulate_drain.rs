@@ -299,5 +299,13 @@ pub fn compression_table(r: &CompressionReport) -> String {
             let _ = writeln!(out, "  {}: {}", k.node, k.reason);
         }
     }
+    if !r.tried.is_empty() {
+        let tried: Vec<String> = r
+            .tried
+            .iter()
+            .map(|t| format!("{} ({})", t.nodes, if t.ok { "ok" } else { "failed" }))
+            .collect();
+        let _ = writeln!(out, "\nCounts simulated: {}.", tried.join(", "));
+    }
     out
 }

@@ -514,3 +514,93 @@ fn node_templates_are_checked() {
     assert_eq!(labels["kubernetes.io/hostname"], "pool-1");
     assert_eq!(labels["zone"], "z1");
 }
+
+#[test]
+fn a_budget_that_expects_no_pod_allows_no_disruption() {
+    // Two pods without a controller: maxUnavailable counts controllers' replicas, so it
+    // expects none and allows nothing; a budget with neither field allows nothing either.
+    let mut text = node("n1", "4", "") + &node("n2", "4", "");
+    text += &pod("solo-a", "n1", "1", "app: solo", "");
+    text += &pod("solo-b", "n1", "1", "app: solo", "");
+    text += "---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: half, namespace: default}
+spec: {maxUnavailable: 50%, selector: {matchLabels: {app: solo}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: bare, namespace: default}
+spec: {selector: {matchLabels: {app: solo}}}
+";
+    let objects = load_str(&text, "dump.yaml").unwrap();
+    let r = drain_of(&objects, names(&["n1"]));
+    let got: Vec<(&str, &str, i32, i32)> = r
+        .pdb_violations
+        .iter()
+        .map(|v| {
+            (
+                v.pdb.as_str(),
+                v.budget.as_str(),
+                v.expected_pods,
+                v.disruptions_allowed,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("default/half", "maxUnavailable: 50%", 0, 0),
+            (
+                "default/bare",
+                "neither minAvailable nor maxUnavailable",
+                0,
+                0
+            ),
+        ]
+    );
+    // Both are evicted with a note: nothing recreates them.
+    assert!(
+        r.evicted
+            .iter()
+            .all(|e| e.notes[0].starts_with("no controller"))
+    );
+}
+
+#[test]
+fn compression_doubles_then_bisects_and_checks_one_more_fails() {
+    // s0..s6 (4 CPU, 1 used each) and big (16 CPU, 10 used). Without s0..s5 their six
+    // pods fit (6 CPU free on big, 3 on s6); without s6 too, seven pods need 7 CPU and
+    // only big's 6 are left.
+    let mut text = node("big", "16", "");
+    text += &pod("on-big", "big", "10", "app: big", "ReplicaSet/big");
+    for i in 0..7 {
+        text += &node(&format!("s{i}"), "4", "");
+        text += &pod(
+            &format!("on-s{i}"),
+            &format!("s{i}"),
+            "1",
+            "app: s",
+            "ReplicaSet/s",
+        );
+    }
+    let objects = load_str(&text, "dump.yaml").unwrap();
+    let r = compress(&objects, &loaded(), 1, &[]).unwrap();
+    assert_eq!(r.removable, ["s0", "s1", "s2", "s3", "s4", "s5"]);
+    assert_eq!(r.moves.len(), 6);
+    let stop = r.stopped_by.unwrap();
+    assert_eq!(stop.node, "s6");
+    assert_eq!(stop.not_placed.len(), 1, "{stop:?}");
+    let tried: Vec<(usize, bool)> = r.tried.iter().map(|t| (t.nodes, t.ok)).collect();
+    assert_eq!(
+        tried,
+        [
+            (1, true),
+            (2, true),
+            (4, true),
+            (8, false),
+            (6, true),
+            (7, false)
+        ]
+    );
+}
