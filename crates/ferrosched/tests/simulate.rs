@@ -512,3 +512,227 @@ fn shared_nic_example_hands_out_shares_until_the_bandwidth_is_used() {
     let table = stdout(&simulate(&["--cluster", SHARED_NIC]));
     assert!(table.contains("(share: bandwidth=3G)"), "{table}");
 }
+
+/// A hand-made dump for the drain: n1, n2, n3 (2 CPU each). n1 runs web-a (1 CPU) and a
+/// DaemonSet pod; n2 runs web-b (1 CPU) and big (900m); n3 runs filler (1 CPU), so only
+/// 1 CPU is free outside n1 and n2. web-pdb keeps both web pods.
+const DRAIN_DUMP: &str = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1, pool: old}}, status: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2, pool: old}}, status: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n3, labels: {kubernetes.io/hostname: n3, pool: new}}, status: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-a, namespace: shop, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: u1, controller: true}]}
+  spec: {nodeName: n1, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}
+  status: {phase: Running, conditions: [{type: Ready, status: 'True'}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: agent-n1, namespace: shop, ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: u2, controller: true}]}
+  spec: {nodeName: n1, containers: [{name: c, image: i, resources: {requests: {cpu: 100m}}}]}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-b, namespace: shop, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: u1, controller: true}]}
+  spec: {nodeName: n2, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}
+  status: {phase: Running, conditions: [{type: Ready, status: 'True'}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: big, namespace: shop, labels: {app: big}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: big, uid: u3, controller: true}]}
+  spec: {nodeName: n2, containers: [{name: c, image: i, resources: {requests: {cpu: 900m}}}]}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: filler, namespace: shop, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: filler, uid: u4, controller: true}]}
+  spec: {nodeName: n3, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}
+  status: {phase: Running}
+- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata: {name: web-pdb, namespace: shop}
+  spec: {minAvailable: 2, selector: {matchLabels: {app: web}}}
+";
+
+#[test]
+fn drain_of_two_nodes_reports_pods_that_do_not_fit_and_the_budget_it_breaks() {
+    let dump = temp_file("drain.yaml", DRAIN_DUMP);
+    let dump = dump.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--drain",
+        "n1",
+        "n2",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(json["nodes"], serde_json::json!(["n1", "n2"]));
+    let result = |pod: &str| {
+        json["evicted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["pod"] == pod)
+            .unwrap_or_else(|| panic!("{pod} not evicted: {json}"))
+            .clone()
+    };
+    // web-a takes n3's free CPU; web-b and big fit nowhere.
+    assert_eq!(result("shop/web-a")["result"], "scheduled");
+    assert_eq!(result("shop/web-a")["node"], "n3");
+    for pod in ["shop/web-b", "shop/big"] {
+        let r = result(pod);
+        assert_eq!(r["result"], "unschedulable", "{r}");
+        let message = r["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(
+                "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable."
+            ),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        (json["placed"].as_u64(), json["notPlaced"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(json["staying"][0]["pod"], "shop/agent-n1");
+    assert_eq!(json["staying"][0]["reason"], "DaemonSet");
+    let pdb = &json["pdbViolations"][0];
+    assert_eq!(pdb["pdb"], "shop/web-pdb");
+    assert_eq!(pdb["budget"], "minAvailable: 2");
+    assert_eq!(pdb["disruptionsAllowed"], 0);
+    assert_eq!(
+        pdb["exceeding"],
+        serde_json::json!(["shop/web-a", "shop/web-b"])
+    );
+
+    // The same drain by label, as a table.
+    let table = stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--drain-selector",
+        "pool=old",
+    ]));
+    assert!(
+        table.contains("Draining n1, n2: 3 pod(s) evicted, 1 placed elsewhere, 2 not placed."),
+        "{table}"
+    );
+    assert!(
+        table.contains("shop/web-pdb (minAvailable: 2; 2 expected, 2 healthy, 2 must stay: 0 disruption(s) allowed)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Not evicted: shop/agent-n1 (DaemonSet, n1)."),
+        "{table}"
+    );
+
+    // A name the dump lacks is an error naming it.
+    let o = simulate(&["--cluster", dump, "--drain", "n1", "n9"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "error: --drain: no node named n9 in the dump; its nodes are: n1, n2, n3"
+    );
+    // One question per run.
+    let o = simulate(&["--cluster", dump, "--drain", "n1", "--compress"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn compress_names_the_node_that_cannot_go() {
+    let dump = temp_file("compress.yaml", DRAIN_DUMP);
+    let dump = dump.to_str().unwrap();
+    let out = stdout(&simulate(&["--cluster", dump, "--compress"]));
+    // n3 (50% CPU) is the emptiest, then n1 (55%), then n2 (95%); n3's filler (1 CPU)
+    // finds 900m free on n1 and 100m on n2: n3 cannot go, so nothing can.
+    assert!(
+        out.contains("0 of 3 candidate node(s) can be removed.\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("n3     50%      0%\nn1     55%      0%\nn2     95%      0%\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nn3 cannot go:\n  shop/filler is not placed: 0/2 nodes are available: 2 Insufficient cpu."),
+        "{out}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--compress",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(json["removable"], serde_json::json!([]));
+    assert_eq!(json["stoppedBy"]["node"], "n3");
+}
+
+/// n1 (1 CPU) and four pending 1-CPU pods: n1 takes one, three are left.
+const PENDING_DUMP: &str = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}, status: {allocatable: {cpu: '1', memory: 8Gi, pods: '110'}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p0, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p1, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p2, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p3, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+";
+
+#[test]
+fn add_nodes_finds_the_smallest_count_and_one_fewer_leaves_a_pod_pending() {
+    let dump = temp_file("pending.yaml", PENDING_DUMP);
+    let dump = dump.to_str().unwrap();
+    let node = temp_file(
+        "node.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: big, labels: {kubernetes.io/hostname: big, zone: z1}}\nstatus: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}\n",
+    );
+    let node = node.to_str().unwrap();
+    let ask = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--cluster", dump, "--add-nodes", node, "-o", "json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&stdout(&simulate(&args))).unwrap()
+    };
+    let json = ask(&[]);
+    assert_eq!(json["nodesAdded"], 2, "{json}");
+    assert_eq!(json["allPlaced"], true);
+    assert_eq!(json["oneFewer"]["leftOver"], 1);
+    // Asked independently: N places every pod, N - 1 leaves exactly one pending.
+    let n = json["nodesAdded"].as_u64().unwrap();
+    let exact = ask(&["--count", &n.to_string()]);
+    assert_eq!(exact["allPlaced"], true, "{exact}");
+    assert_eq!(exact["placed"], 4);
+    let fewer = ask(&["--count", &(n - 1).to_string()]);
+    assert_eq!(fewer["allPlaced"], false, "{fewer}");
+    assert_eq!(fewer["leftOver"].as_array().unwrap().len(), 1);
+    let reason = fewer["leftOver"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("0/2 nodes are available: 2 Insufficient cpu."),
+        "{reason}"
+    );
+
+    let table = stdout(&simulate(&["--cluster", dump, "--add-nodes", node]));
+    assert!(
+        table.starts_with(
+            "2 node(s) like big place all 4 pending pod(s); with 1 node(s), 1 would be left over.\n"
+        ),
+        "{table}"
+    );
+    // --count needs --add-nodes; a template that is not a Node is refused, naming it.
+    assert_eq!(
+        simulate(&["--cluster", dump, "--count", "2"]).status.code(),
+        Some(2)
+    );
+    let o = simulate(&["--cluster", dump, "--add-nodes", dump]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: {dump}: node template: kind: the file holds 4 object(s) besides the Node; give the Node alone"
+        )),
+        "{err}"
+    );
+}

@@ -6,7 +6,9 @@ pub mod explain;
 pub mod output;
 pub mod run;
 pub mod simulate;
+pub mod simulate_add_nodes;
 pub mod simulate_capacity;
+pub mod simulate_drain;
 pub mod webhook;
 
 /// How many threads a subcommand's async runtime gets.

@@ -63,6 +63,8 @@ pub struct SimulateArgs {
     /// With --pod-template: stop after N copies (the answer is then "at least N").
     #[arg(long, value_name = "N", requires = "pod_template")]
     max: Option<usize>,
+    #[command(flatten)]
+    what_if: super::simulate_drain::WhatIfArgs,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
@@ -84,6 +86,13 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         }
         Some(Ok(t)) => Some(t),
         None => None,
+    };
+    let node_template = match args.what_if.check() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
     };
     let one = args.explain.as_deref().filter(|p| !p.is_empty());
     let wanted = |key: &str| one.is_none_or(|p| p == key);
@@ -133,6 +142,18 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         );
         drop(runtime);
         return super::simulate_capacity::print(answer, args.output);
+    }
+    if args.what_if.asked() {
+        let code = args.what_if.answer(
+            &objects,
+            &loaded,
+            args.seed,
+            node_template,
+            &extenders,
+            args.output,
+        );
+        drop(runtime);
+        return code;
     }
     let report = simulate::run_with_extenders(&objects, &loaded, args.seed, explain, &extenders);
     drop(runtime);

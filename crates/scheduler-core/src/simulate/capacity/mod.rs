@@ -16,9 +16,14 @@
 //! reuse the previous one's scored node list through opportunistic batching). Copies never
 //! preempt: like cluster-capacity, the answer is what fits beside what runs now.
 
+pub mod add_nodes;
+pub mod compression;
+pub mod drain;
 mod template;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod whatif_tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

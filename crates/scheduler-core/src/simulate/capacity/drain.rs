@@ -1,0 +1,669 @@
+//! `simulate --drain`: what a `kubectl drain` of some nodes would do to their pods.
+//!
+//! ```text
+//! dump --simulate--> settled dump (its pending pods bound where simulate put them)
+//!        --cordon the nodes, unbind their evictable pods--> simulate again
+//!        --> where each evicted pod lands (or its FailedScheduling text),
+//!            and the PodDisruptionBudgets the evictions exceed
+//! ```
+//!
+//! The evicted pods are the same pods, unbound (as their controllers would recreate them):
+//! same spec, labels, owner references and priority, scheduled by the same queue, with
+//! preemption as `simulate` does it (the pods it pushes out are reported). DaemonSet pods
+//! and mirror (static) pods stay; pods in a terminal phase are simply gone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Serialize;
+
+use super::PendingSummary;
+use crate::config::Loaded;
+use crate::framework::{Extender, FrameworkError};
+use crate::simulate::{ClusterObjects, PodResult, Report, run_with_extenders};
+use crate::types::label_selector::LabelSelector;
+
+/// The annotation the kubelet puts on the API copy of a static pod.
+pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+/// Which nodes to drain: by name, or by a label selector (`kubectl drain -l`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeChoice {
+    Names(Vec<String>),
+    Selector(String),
+}
+
+/// The answer to `--drain`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainReport {
+    /// The drained (cordoned) nodes.
+    pub nodes: Vec<String>,
+    /// The dump's own pending pods, simulated (and bound) before the drain.
+    pub pending: PendingSummary,
+    /// Every evicted pod, in eviction order, with where it lands.
+    pub evicted: Vec<EvictedPod>,
+    /// Pods a drain leaves where they are (DaemonSet and mirror pods).
+    pub staying: Vec<StayingPod>,
+    /// Evicted pods placed elsewhere.
+    pub placed: usize,
+    /// Evicted pods that fit nowhere (or failed otherwise).
+    pub not_placed: usize,
+    /// Running pods the evicted ones preempted: they would be pending after the drain.
+    pub preempted: Vec<String>,
+    /// PodDisruptionBudgets the evictions exceed.
+    pub pdb_violations: Vec<PdbViolation>,
+}
+
+/// One evicted pod and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictedPod {
+    pub pod: String,
+    /// The node it was evicted from.
+    pub from: String,
+    pub priority: i32,
+    #[serde(flatten)]
+    pub result: PodResult,
+    /// What `kubectl drain` would need or lose for this pod (no controller, emptyDir).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A pod a drain does not evict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StayingPod {
+    pub pod: String,
+    pub node: String,
+    /// `DaemonSet` or `mirror pod`.
+    pub reason: String,
+}
+
+/// A PodDisruptionBudget that the evictions exceed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PdbViolation {
+    /// `namespace/name`.
+    pub pdb: String,
+    /// `minAvailable: X` or `maxUnavailable: X`, as written.
+    pub budget: String,
+    /// The pods the budget counts (controllers' replicas where the dump holds them).
+    pub expected_pods: i32,
+    /// Matching pods running and ready now.
+    pub current_healthy: i32,
+    /// How many must stay healthy.
+    pub desired_healthy: i32,
+    /// `currentHealthy - desiredHealthy`, at least 0.
+    pub disruptions_allowed: i32,
+    /// The healthy pods it covers that the drain evicts, in eviction order.
+    pub evicted: Vec<String>,
+    /// The evictions past the budget: the API server would refuse these (429).
+    pub exceeding: Vec<String>,
+}
+
+/// Why a what-if question could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum WhatIfError {
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+    #[error("--drain: no node named {} in the dump; its nodes are: {}", .unknown.join(", "), .known)]
+    UnknownNodes { unknown: Vec<String>, known: String },
+    #[error(
+        "--drain-selector {selector:?}: {message}; write it as kubectl does, e.g. `pool=batch,zone in (a,b),!gpu`"
+    )]
+    BadSelector { selector: String, message: String },
+    #[error("--drain-selector {0:?}: no node of the dump has matching labels; nothing to drain")]
+    NoNodeMatches(String),
+    #[error("{file}: node template: {field}: {message}; {fix}")]
+    NodeTemplate {
+        file: String,
+        field: String,
+        message: String,
+        fix: String,
+    },
+}
+
+/// Drains `choice` from the dump: cordons the nodes, evicts their pods and reschedules
+/// them on the rest. `seed` breaks score ties as in [`crate::simulate::run`].
+pub fn drain(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    choice: &NodeChoice,
+    extenders: &[Arc<dyn Extender>],
+) -> Result<DrainReport, WhatIfError> {
+    let nodes = select_nodes(objects, choice)?;
+    let (settled, before) = settle(objects, loaded, seed, extenders)?;
+    let drained: BTreeSet<&str> = nodes.iter().map(String::as_str).collect();
+    let plan = evict(&settled, &drained, false);
+    let after = run_with_extenders(&plan.objects, loaded, seed, None, extenders)?;
+    let evicted: Vec<EvictedPod> = plan
+        .evicted
+        .iter()
+        .map(|e| EvictedPod {
+            pod: e.key.clone(),
+            from: e.from.clone(),
+            priority: e.priority,
+            result: after
+                .outcome_of(&e.key)
+                .cloned()
+                .unwrap_or(PodResult::Error {
+                    message: "the simulation did not attempt it".into(),
+                }),
+            notes: e.notes.clone(),
+        })
+        .collect();
+    let placed = evicted
+        .iter()
+        .filter(|e| matches!(e.result, PodResult::Scheduled { .. }))
+        .count();
+    let keys: Vec<&str> = plan.evicted.iter().map(|e| e.key.as_str()).collect();
+    Ok(DrainReport {
+        nodes,
+        pending: PendingSummary {
+            scheduled: before.scheduled(),
+            total: before.outcomes.len(),
+        },
+        not_placed: evicted.len() - placed,
+        placed,
+        preempted: preempted_by(&evicted),
+        evicted,
+        staying: plan.staying,
+        pdb_violations: pdb_violations(objects, &keys),
+    })
+}
+
+/// Why a pod was not placed (its FailedScheduling text, or what kept it from a cycle);
+/// `None` when it was.
+pub fn why_not_placed(r: &PodResult) -> Option<String> {
+    match r {
+        PodResult::Scheduled { .. } => None,
+        PodResult::Unschedulable { message } => Some(message.clone()),
+        PodResult::Gated { message } => Some(format!("gated: {message}")),
+        PodResult::Ignored { reason } => Some(format!("not scheduled by this config: {reason}")),
+        PodResult::Rejected { reason } => Some(format!("admission would reject it: {reason}")),
+        PodResult::Error { message } => Some(format!("error: {message}")),
+    }
+}
+
+/// The pods `evicted` pushed out, in order.
+pub(super) fn preempted_by(evicted: &[EvictedPod]) -> Vec<String> {
+    evicted
+        .iter()
+        .flat_map(|e| match &e.result {
+            PodResult::Scheduled { preempted, .. } => preempted.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The nodes `choice` names, in the dump's order; unknown names (all of them) are an error.
+pub fn select_nodes(
+    objects: &ClusterObjects,
+    choice: &NodeChoice,
+) -> Result<Vec<String>, WhatIfError> {
+    let names = || objects.nodes.iter().filter_map(|n| n.metadata.name.clone());
+    match choice {
+        NodeChoice::Names(wanted) => {
+            let known: BTreeSet<String> = names().collect();
+            let unknown: Vec<String> = wanted
+                .iter()
+                .filter(|w| !known.contains(*w))
+                .cloned()
+                .collect();
+            if !unknown.is_empty() {
+                let mut list: Vec<String> = known.into_iter().take(20).collect();
+                if objects.nodes.len() > list.len() {
+                    list.push(format!("... ({} in all)", objects.nodes.len()));
+                }
+                return Err(WhatIfError::UnknownNodes {
+                    unknown,
+                    known: if list.is_empty() {
+                        "none".into()
+                    } else {
+                        list.join(", ")
+                    },
+                });
+            }
+            let wanted: BTreeSet<&String> = wanted.iter().collect();
+            Ok(names().filter(|n| wanted.contains(n)).collect())
+        }
+        NodeChoice::Selector(text) => {
+            let bad = |message: String| WhatIfError::BadSelector {
+                selector: text.clone(),
+                message,
+            };
+            let raw = parse_selector(text).map_err(bad)?;
+            let selector = LabelSelector::from_k8s(Some(&raw)).map_err(bad)?;
+            let empty = BTreeMap::new();
+            let chosen: Vec<String> = objects
+                .nodes
+                .iter()
+                .filter(|n| selector.matches(n.metadata.labels.as_ref().unwrap_or(&empty)))
+                .filter_map(|n| n.metadata.name.clone())
+                .collect();
+            if chosen.is_empty() {
+                return Err(WhatIfError::NoNodeMatches(text.clone()));
+            }
+            Ok(chosen)
+        }
+    }
+}
+
+/// A label selector as kubectl reads `-l`: comma-separated `key=value`, `key==value`,
+/// `key!=value`, `key`, `!key`, `key in (a,b)`, `key notin (a,b)`.
+pub fn parse_selector(text: &str) -> Result<meta::LabelSelector, String> {
+    let mut terms = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                terms.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    terms.push(&text[start..]);
+    let mut exprs = Vec::new();
+    let expr = |key: &str, op: &str, values: Option<Vec<String>>| {
+        let key = key.trim();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(format!("{key:?} is not a label key"));
+        }
+        Ok(meta::LabelSelectorRequirement {
+            key: key.to_string(),
+            operator: op.to_string(),
+            values,
+        })
+    };
+    for term in terms.iter().map(|t| t.trim()) {
+        if term.is_empty() {
+            if text.trim().is_empty() {
+                return Err("empty selector".into());
+            }
+            return Err("an empty term between commas".into());
+        }
+        let set = |rest: &str| -> Result<Vec<String>, String> {
+            let inner = rest
+                .trim()
+                .strip_prefix('(')
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(|| format!("{term:?}: the values must be in parentheses"))?;
+            let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
+            if values.iter().any(String::is_empty) {
+                return Err(format!("{term:?}: an empty value in the set"));
+            }
+            Ok(values)
+        };
+        let e = if let Some(key) = term.strip_prefix('!') {
+            expr(key, "DoesNotExist", None)?
+        } else if let Some((k, v)) = term.split_once("!=") {
+            expr(k, "NotIn", Some(vec![v.trim().to_string()]))?
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            expr(k, "In", Some(vec![v.trim().to_string()]))?
+        } else if let Some((k, rest)) = term.split_once(" notin ") {
+            expr(k, "NotIn", Some(set(rest)?))?
+        } else if let Some((k, rest)) = term.split_once(" in ") {
+            expr(k, "In", Some(set(rest)?))?
+        } else {
+            expr(term, "Exists", None)?
+        };
+        exprs.push(e);
+    }
+    Ok(meta::LabelSelector {
+        match_expressions: Some(exprs),
+        match_labels: None,
+    })
+}
+
+/// Runs `simulate` on the dump and returns the dump as it would then be: every pod the
+/// simulation placed bound to its node, its victims gone, and the pending pods it could
+/// not place left out (they would stay pending whatever is drained).
+pub(super) fn settle(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    extenders: &[Arc<dyn Extender>],
+) -> Result<(ClusterObjects, Report), FrameworkError> {
+    let report = run_with_extenders(objects, loaded, seed, None, extenders)?;
+    let mut settled = objects.clone();
+    let victims: BTreeSet<&str> = report
+        .outcomes
+        .iter()
+        .flat_map(|o| match &o.result {
+            PodResult::Scheduled { preempted, .. } => preempted.as_slice(),
+            _ => &[],
+        })
+        .map(String::as_str)
+        .collect();
+    let outcomes: BTreeMap<&str, &PodResult> = report
+        .outcomes
+        .iter()
+        .map(|o| (o.pod.as_str(), &o.result))
+        .collect();
+    settled.pods.retain_mut(|p| {
+        let key = pod_key(p);
+        if victims.contains(key.as_str()) {
+            return false;
+        }
+        match outcomes.get(key.as_str()) {
+            Some(PodResult::Scheduled { node, .. }) => {
+                p.spec.get_or_insert_with(Default::default).node_name = Some(node.clone());
+                true
+            }
+            // Pending pods that stay pending, and pods of another scheduler.
+            Some(_) => false,
+            None => true,
+        }
+    });
+    Ok((settled, report))
+}
+
+/// `namespace/name`.
+pub(super) fn pod_key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or("default"),
+        p.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+/// Whether a drain leaves the pod where it is, and why.
+pub(super) fn stays(p: &Pod) -> Option<&'static str> {
+    if p.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(MIRROR_POD_ANNOTATION))
+    {
+        return Some("mirror pod");
+    }
+    if controller_of(p).is_some_and(|o| o.kind == "DaemonSet") {
+        return Some("DaemonSet");
+    }
+    None
+}
+
+/// The owner reference with `controller: true`.
+pub(super) fn controller_of(p: &Pod) -> Option<&meta::OwnerReference> {
+    p.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+}
+
+/// Whether the pod has an emptyDir volume (its data goes with the node).
+pub(super) fn has_empty_dir(p: &Pod) -> bool {
+    p.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|v| v.empty_dir.is_some())
+}
+
+pub(super) fn is_terminal(p: &Pod) -> bool {
+    matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// An evicted pod and where it was.
+pub(super) struct Eviction {
+    pub key: String,
+    pub from: String,
+    pub priority: i32,
+    pub notes: Vec<String>,
+}
+
+/// The dump after the drain, with what was evicted and what stayed.
+pub(super) struct DrainPlan {
+    pub objects: ClusterObjects,
+    pub evicted: Vec<Eviction>,
+    pub staying: Vec<StayingPod>,
+}
+
+/// `settled` with `drained` cordoned (or, with `remove`, gone with the pods that stay on
+/// them) and their evictable pods unbound: pending copies of themselves, no status. Pods
+/// in a terminal phase are dropped. Evictions are in node order, then the dump's order.
+pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: bool) -> DrainPlan {
+    let mut objects = settled.clone();
+    if remove {
+        objects
+            .nodes
+            .retain(|n| !drained.contains(n.metadata.name.as_deref().unwrap_or("")));
+    } else {
+        for n in &mut objects.nodes {
+            if drained.contains(n.metadata.name.as_deref().unwrap_or("")) {
+                n.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
+            }
+        }
+    }
+    let node_of = |p: &Pod| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| drained.contains(n.as_str()))
+    };
+    let order: BTreeMap<&str, usize> = settled
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.metadata.name.as_deref().map(|name| (name, i)))
+        .collect();
+    let mut staying = Vec::new();
+    let mut evicted = Vec::new();
+    let mut pods = Vec::with_capacity(objects.pods.len());
+    for p in std::mem::take(&mut objects.pods) {
+        let Some(node) = node_of(&p) else {
+            pods.push(p);
+            continue;
+        };
+        if is_terminal(&p) {
+            continue;
+        }
+        if let Some(reason) = stays(&p) {
+            staying.push(StayingPod {
+                pod: pod_key(&p),
+                node: node.clone(),
+                reason: reason.into(),
+            });
+            if !remove {
+                pods.push(p);
+            }
+            continue;
+        }
+        let mut notes = Vec::new();
+        if controller_of(&p).is_none() {
+            notes.push(
+                "no controller: kubectl drain needs --force, and nothing recreates the pod".into(),
+            );
+        }
+        if has_empty_dir(&p) {
+            notes.push("emptyDir data is lost (kubectl drain needs --delete-emptydir-data)".into());
+        }
+        let mut copy = p;
+        if let Some(s) = copy.spec.as_mut() {
+            s.node_name = None;
+        }
+        copy.status = None;
+        evicted.push(Eviction {
+            key: pod_key(&copy),
+            from: node,
+            priority: copy.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+            notes,
+        });
+        pods.push(copy);
+    }
+    objects.pods = pods;
+    evicted.sort_by_key(|e| order.get(e.from.as_str()).copied().unwrap_or(usize::MAX));
+    staying.sort_by_key(|s| order.get(s.node.as_str()).copied().unwrap_or(usize::MAX));
+    DrainPlan {
+        objects,
+        evicted,
+        staying,
+    }
+}
+
+/// The budgets evicting the dump's pods `keys` (in this order) exceeds. Budgets are computed as the
+/// disruption controller does, from the dump: matching pods in the budget's namespace
+/// (`spec.selector`; an empty selector matches all of them), healthy when running and
+/// Ready, `minAvailable`/`maxUnavailable` as numbers or percentages (rounded up) of the
+/// expected pods. Evicting a pod that is not healthy spends nothing.
+pub(super) fn pdb_violations(dump: &ClusterObjects, keys: &[&str]) -> Vec<PdbViolation> {
+    let by_key: BTreeMap<String, &Pod> = dump.pods.iter().map(|p| (pod_key(p), p)).collect();
+    let pods: Vec<&Pod> = keys
+        .iter()
+        .filter_map(|k| by_key.get(*k).copied())
+        .collect();
+    let mut out = Vec::new();
+    for pdb in &dump.pdbs {
+        let ns = pdb.metadata.namespace.as_deref().unwrap_or("default");
+        let spec = pdb.spec.clone().unwrap_or_default();
+        let Ok(selector) = LabelSelector::from_k8s(spec.selector.as_ref()) else {
+            continue;
+        };
+        let empty = BTreeMap::new();
+        let covers = |p: &Pod| {
+            p.metadata.namespace.as_deref().unwrap_or("default") == ns
+                && selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))
+        };
+        let matching: Vec<&Pod> = dump.pods.iter().filter(|p| covers(p)).collect();
+        let evicted: Vec<String> = pods
+            .iter()
+            .filter(|p| covers(p) && is_healthy(p))
+            .map(|p| pod_key(p))
+            .collect();
+        if evicted.is_empty() {
+            continue;
+        }
+        let healthy = matching.iter().filter(|p| is_healthy(p)).count() as i32;
+        let (budget, expected, desired) = match (&spec.max_unavailable, &spec.min_available) {
+            (Some(max), _) => {
+                let expected = expected_scale(dump, &matching);
+                let max_n = scaled(max, expected);
+                (
+                    format!("maxUnavailable: {}", show(max)),
+                    expected,
+                    (expected - max_n).max(0),
+                )
+            }
+            (None, Some(IntOrString::Int(n))) => {
+                (format!("minAvailable: {n}"), matching.len() as i32, *n)
+            }
+            (None, Some(min)) => {
+                let expected = expected_scale(dump, &matching);
+                (
+                    format!("minAvailable: {}", show(min)),
+                    expected,
+                    scaled(min, expected),
+                )
+            }
+            // Neither: the disruption controller expects no pod, so allows nothing.
+            (None, None) => ("neither minAvailable nor maxUnavailable".into(), 0, 0),
+        };
+        // No expected pod (e.g. none has a controller): nothing may be disrupted.
+        let allowed = if expected <= 0 {
+            0
+        } else {
+            (healthy - desired).max(0)
+        };
+        if evicted.len() as i32 <= allowed {
+            continue;
+        }
+        out.push(PdbViolation {
+            pdb: format!("{ns}/{}", pdb.metadata.name.as_deref().unwrap_or("")),
+            budget,
+            expected_pods: expected,
+            current_healthy: healthy,
+            desired_healthy: desired,
+            disruptions_allowed: allowed,
+            exceeding: evicted[allowed as usize..].to_vec(),
+            evicted,
+        });
+    }
+    out
+}
+
+fn show(v: &IntOrString) -> String {
+    match v {
+        IntOrString::Int(n) => n.to_string(),
+        IntOrString::String(s) => s.clone(),
+    }
+}
+
+/// A number, or a percentage of `total` rounded up.
+fn scaled(v: &IntOrString, total: i32) -> i32 {
+    match v {
+        IntOrString::Int(n) => *n,
+        IntOrString::String(s) => match s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) {
+            Some(pct) => ((pct * i64::from(total) + 99) / 100) as i32,
+            None => s.parse().unwrap_or(0),
+        },
+    }
+}
+
+/// How many pods the budget expects: the replicas of the pods' controllers where the dump
+/// holds them (ReplicaSet, StatefulSet, ReplicationController), otherwise the controller's
+/// pods the dump holds. Pods without a controller count for nothing (as upstream).
+fn expected_scale(dump: &ClusterObjects, pods: &[&Pod]) -> i32 {
+    let mut owners: BTreeMap<(String, String), i32> = BTreeMap::new();
+    for p in pods {
+        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+        let Some(o) = controller_of(p) else {
+            continue;
+        };
+        let same = |m: &meta::ObjectMeta| {
+            m.name.as_deref() == Some(o.name.as_str())
+                && m.namespace.as_deref().unwrap_or("default") == ns
+        };
+        let replicas = match o.kind.as_str() {
+            "ReplicaSet" => dump
+                .replica_sets
+                .iter()
+                .find(|r| same(&r.metadata))
+                .map(|r| r.spec.replicas.unwrap_or(1)),
+            "StatefulSet" => dump
+                .stateful_sets
+                .iter()
+                .find(|r| same(&r.metadata))
+                .map(|r| r.spec.replicas.unwrap_or(1)),
+            "ReplicationController" => dump
+                .replication_controllers
+                .iter()
+                .find(|r| same(&r.metadata))
+                .map(|r| r.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)),
+            _ => None,
+        };
+        let entry = owners.entry((o.kind.clone(), o.name.clone())).or_insert(0);
+        match replicas {
+            Some(r) => *entry = r,
+            None => *entry += 1,
+        }
+    }
+    owners.values().sum::<i32>()
+}
+
+/// Running, Ready (or reporting no Ready condition at all, as hand-written dumps often do)
+/// and not being deleted.
+pub(super) fn is_healthy(p: &Pod) -> bool {
+    let Some(status) = p.status.as_ref() else {
+        return false;
+    };
+    if p.metadata.deletion_timestamp.is_some() || status.phase.as_deref() != Some("Running") {
+        return false;
+    }
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .is_none_or(|c| c.status == "True")
+}
