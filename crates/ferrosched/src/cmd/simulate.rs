@@ -10,6 +10,7 @@ use scheduler_core::explain;
 use scheduler_core::simulate::{self, PodResult, Report};
 
 use super::output::Output;
+use super::report::{self as report, SimulateOutput};
 
 #[derive(Args, Debug)]
 #[command(after_help = format!(
@@ -29,9 +30,9 @@ pub struct SimulateArgs {
     /// below. Without it, the built-in GPU case study runs.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     cluster: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, short, value_enum, default_value_t = Output::Table)]
-    output: Output,
+    /// Output format; html is one self-contained page (docs/simulate.md).
+    #[arg(long, short, value_enum, default_value_t = SimulateOutput::Table)]
+    output: SimulateOutput,
     /// Explain each decision: every node's verdict (the first filter plugin that rejected
     /// it, or its weighted score per plugin), the choice, preemption and what would have to
     /// change. With NAMESPACE/POD, only that pod (its explanation alone with -o json|yaml);
@@ -63,9 +64,19 @@ pub struct SimulateArgs {
     /// With --pod-template: stop after N copies (the answer is then "at least N").
     #[arg(long, value_name = "N", requires = "pod_template")]
     max: Option<usize>,
+    /// Run the same dump (and --pod-template copies) under this second config too and
+    /// compare: pods placed differently, per-node usage, empty nodes, fragmentation.
+    #[arg(long, value_name = "FILE", conflicts_with = "explain")]
+    compare_config: Option<PathBuf>,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
+    if args.output == SimulateOutput::Html && args.explain.is_some() {
+        eprintln!(
+            "error: -o html does not show explanations; use --explain with -o table, json or yaml"
+        );
+        return ExitCode::FAILURE;
+    }
     let (objects, loaded) = match load(args) {
         Ok(x) => x,
         Err(e) => {
@@ -127,12 +138,33 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         runtime = Some(rt);
         controller::extender::as_core(&built)
     };
+    let config_name = match (&args.config, args.cluster.is_empty()) {
+        (Some(f), _) => f.display().to_string(),
+        (None, true) => "the built-in example's config".to_string(),
+        (None, false) => "kube-scheduler's default config".to_string(),
+    };
+    let request = report::Request {
+        objects: &objects,
+        loaded: &loaded,
+        config_name,
+        compare_config: args.compare_config.as_deref(),
+        template: template.as_ref(),
+        max: args.max,
+        seed: args.seed,
+        extenders: &extenders,
+        output: args.output,
+    };
+    if let Some(code) = report::answer(&request) {
+        drop(runtime);
+        return code;
+    }
+    let output = args.output.plain().unwrap_or(Output::Table);
     if let Some(template) = template {
         let answer = simulate::capacity::how_many_fit(
             &objects, &loaded, args.seed, &template, args.max, &extenders,
         );
         drop(runtime);
-        return super::simulate_capacity::print(answer, args.output);
+        return super::simulate_capacity::print(answer, output);
     }
     let report = simulate::run_with_extenders(&objects, &loaded, args.seed, explain, &extenders);
     drop(runtime);
@@ -144,9 +176,9 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         }
     };
     if let Some(pod) = one {
-        return explain_one(&report, pod, args);
+        return explain_one(&report, pod, args, output);
     }
-    match args.output {
+    match output {
         Output::Table if args.explain.is_some() => {
             print!("{}", table(&report));
             for o in &report.outcomes {
@@ -169,7 +201,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
 }
 
 /// Prints one pod's explanation, or says why there is none.
-fn explain_one(report: &Report, pod: &str, args: &SimulateArgs) -> ExitCode {
+fn explain_one(report: &Report, pod: &str, args: &SimulateArgs, output: Output) -> ExitCode {
     let Some(o) = report.outcomes.iter().find(|o| o.pod == pod) else {
         let pending: Vec<&str> = report.outcomes.iter().map(|o| o.pod.as_str()).collect();
         eprintln!(
@@ -194,7 +226,7 @@ fn explain_one(report: &Report, pod: &str, args: &SimulateArgs) -> ExitCode {
         eprintln!("error: {pod} has no explanation: {why}");
         return ExitCode::FAILURE;
     };
-    match args.output {
+    match output {
         Output::Table => print!("{}", explain::render::render(e, args.explain_rows)),
         Output::Json => println!("{}", serde_json::to_string_pretty(e).expect("serializes")),
         Output::Yaml => print!("{}", serde_saphyr::to_string(e).expect("serializes")),
