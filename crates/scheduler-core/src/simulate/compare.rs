@@ -114,8 +114,9 @@ pub struct Fragmentation {
 #[error("{config}: {source}")]
 pub struct CompareError {
     pub config: String,
+    /// Boxed: the error is rare and large.
     #[source]
-    pub source: CapacityError,
+    pub source: Box<CapacityError>,
 }
 
 /// Runs the dump under both configs (with `template`, then as many copies as fit, up to
@@ -133,7 +134,7 @@ pub fn compare(
     for side in sides {
         let fail = |source: CapacityError| CompareError {
             config: side.name.clone(),
-            source,
+            source: Box::new(source),
         };
         let run = match template {
             Some(t) => {
