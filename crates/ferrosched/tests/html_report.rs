@@ -217,3 +217,23 @@ fn reports_render_in_a_real_headless_browser() {
     assert!(dom.contains("data-nodes=\"15\""));
     assert!(dom.contains("Pods on other nodes"));
 }
+
+#[test]
+fn an_unreadable_second_config_is_named_with_its_field() {
+    let o = Command::new(BIN)
+        .args([
+            "simulate",
+            "--compare-config",
+            &repo("config/broken-example.yaml"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: --compare-config: "), "{err}");
+    assert!(
+        err.contains("broken-example.yaml:12:5: profiles[1].schedulerNmae"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
