@@ -4,6 +4,7 @@ pub mod bench;
 pub mod config;
 pub mod explain;
 pub mod output;
+pub mod report;
 pub mod run;
 pub mod simulate;
 pub mod simulate_add_nodes;

@@ -10,6 +10,7 @@ use scheduler_core::explain;
 use scheduler_core::simulate::{self, PodResult, Report};
 
 use super::output::Output;
+use super::report::{self as report, SimulateOutput};
 
 #[derive(Args, Debug)]
 #[command(after_help = format!(
@@ -29,9 +30,9 @@ pub struct SimulateArgs {
     /// below. Without it, the built-in GPU case study runs.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     cluster: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, short, value_enum, default_value_t = Output::Table)]
-    output: Output,
+    /// Output format; html is one self-contained page (docs/simulate.md).
+    #[arg(long, short, value_enum, default_value_t = SimulateOutput::Table)]
+    output: SimulateOutput,
     /// Explain each decision: every node's verdict (the first filter plugin that rejected
     /// it, or its weighted score per plugin), the choice, preemption and what would have to
     /// change. With NAMESPACE/POD, only that pod (its explanation alone with -o json|yaml);
@@ -65,9 +66,29 @@ pub struct SimulateArgs {
     max: Option<usize>,
     #[command(flatten)]
     what_if: super::simulate_drain::WhatIfArgs,
+    /// Run the same dump (and --pod-template copies) under this second config too and
+    /// compare: pods placed differently, per-node usage, empty nodes, fragmentation.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["explain", "drain", "drain_selector", "compress", "add_nodes"]
+    )]
+    compare_config: Option<PathBuf>,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
+    if args.output == SimulateOutput::Html && args.explain.is_some() {
+        eprintln!(
+            "error: -o html does not show explanations; use --explain with -o table, json or yaml"
+        );
+        return ExitCode::FAILURE;
+    }
+    if args.what_if.asked() && args.output == SimulateOutput::Html {
+        eprintln!(
+            "error: -o html does not show --drain, --compress or --add-nodes answers yet; use -o table, json or yaml"
+        );
+        return ExitCode::FAILURE;
+    }
     let (objects, loaded) = match load(args) {
         Ok(x) => x,
         Err(e) => {
@@ -136,12 +157,33 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         runtime = Some(rt);
         controller::extender::as_core(&built)
     };
+    let config_name = match (&args.config, args.cluster.is_empty()) {
+        (Some(f), _) => f.display().to_string(),
+        (None, true) => "the built-in example's config".to_string(),
+        (None, false) => "kube-scheduler's default config".to_string(),
+    };
+    let request = report::Request {
+        objects: &objects,
+        loaded: &loaded,
+        config_name,
+        compare_config: args.compare_config.as_deref(),
+        template: template.as_ref(),
+        max: args.max,
+        seed: args.seed,
+        extenders: &extenders,
+        output: args.output,
+    };
+    if let Some(code) = report::answer(&request) {
+        drop(runtime);
+        return code;
+    }
+    let output = args.output.plain().unwrap_or(Output::Table);
     if let Some(template) = template {
         let answer = simulate::capacity::how_many_fit(
             &objects, &loaded, args.seed, &template, args.max, &extenders,
         );
         drop(runtime);
-        return super::simulate_capacity::print(answer, args.output);
+        return super::simulate_capacity::print(answer, output);
     }
     if args.what_if.asked() {
         let code = args.what_if.answer(
@@ -165,9 +207,9 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         }
     };
     if let Some(pod) = one {
-        return explain_one(&report, pod, args);
+        return explain_one(&report, pod, args, output);
     }
-    match args.output {
+    match output {
         Output::Table if args.explain.is_some() => {
             print!("{}", table(&report));
             for o in &report.outcomes {
@@ -190,7 +232,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
 }
 
 /// Prints one pod's explanation, or says why there is none.
-fn explain_one(report: &Report, pod: &str, args: &SimulateArgs) -> ExitCode {
+fn explain_one(report: &Report, pod: &str, args: &SimulateArgs, output: Output) -> ExitCode {
     let Some(o) = report.outcomes.iter().find(|o| o.pod == pod) else {
         let pending: Vec<&str> = report.outcomes.iter().map(|o| o.pod.as_str()).collect();
         eprintln!(
@@ -215,7 +257,7 @@ fn explain_one(report: &Report, pod: &str, args: &SimulateArgs) -> ExitCode {
         eprintln!("error: {pod} has no explanation: {why}");
         return ExitCode::FAILURE;
     };
-    match args.output {
+    match output {
         Output::Table => print!("{}", explain::render::render(e, args.explain_rows)),
         Output::Json => println!("{}", serde_json::to_string_pretty(e).expect("serializes")),
         Output::Yaml => print!("{}", serde_saphyr::to_string(e).expect("serializes")),

@@ -7,6 +7,7 @@
 //! the controller does, so later pods see earlier ones.
 
 pub mod capacity;
+pub mod compare;
 #[cfg(test)]
 mod composite_tests;
 mod dra;
@@ -638,12 +639,7 @@ fn simulate_keeping_state(
     }
 
     cache.update_snapshot(&mut snapshot);
-    let mut nodes: Vec<NodeUsage> = snapshot
-        .node_infos()
-        .iter()
-        .map(|n| node_usage(n))
-        .collect();
-    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    let nodes = nodes_usage(&snapshot);
     let report = Report {
         outcomes,
         nodes,
@@ -947,6 +943,33 @@ fn outcome(pod: &PodInfo, profile: Option<&str>, result: PodResult) -> PodOutcom
         devices: Vec::new(),
         explanation: None,
     }
+}
+
+/// Every node's usage in `snapshot`, sorted by name.
+pub(crate) fn nodes_usage(snapshot: &Snapshot) -> Vec<NodeUsage> {
+    let mut nodes: Vec<NodeUsage> = snapshot
+        .node_infos()
+        .iter()
+        .map(|n| node_usage(n))
+        .collect();
+    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    nodes
+}
+
+/// Requested vs allocatable per node as the dump has it: only its bound pods, before
+/// anything is scheduled (the "before" of a report).
+pub fn usage_before(objects: &ClusterObjects) -> Vec<NodeUsage> {
+    let mut cache = cluster_cache(objects);
+    for raw in &objects.pods {
+        let bound = raw.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        if bound && !is_terminal(raw) {
+            // A pod the dump holds twice, or on an absent node, is reported by `simulate`.
+            let _ = cache.add_pod(Arc::new(PodInfo::from_pod(raw)));
+        }
+    }
+    let mut snapshot = Snapshot::new();
+    cache.update_snapshot(&mut snapshot);
+    nodes_usage(&snapshot)
 }
 
 fn node_usage(n: &crate::types::NodeInfo) -> NodeUsage {

@@ -118,6 +118,30 @@ pub fn how_many_fit(
     max: Option<usize>,
     extenders: &[Arc<dyn Extender>],
 ) -> Result<CapacityReport, CapacityError> {
+    how_many_fit_detailed(objects, loaded, seed, template, max, extenders).map(|(r, _)| r)
+}
+
+/// What [`how_many_fit_detailed`] also tells, for reports (`-o html`, `--compare-config`):
+/// the dump's own simulation, every copy's node, and the nodes' usage after the copies.
+#[derive(Clone, Debug)]
+pub struct CapacityDetails {
+    /// The plain `simulate` of the dump's pending pods, before any copy.
+    pub simulation: super::Report,
+    /// `(copy, node)` in the order the copies were placed.
+    pub copies: Vec<(String, String)>,
+    /// Requested vs allocatable per node once the copies are placed, sorted by name.
+    pub nodes_after: Vec<super::NodeUsage>,
+}
+
+/// [`how_many_fit`], with the details behind the answer.
+pub fn how_many_fit_detailed(
+    objects: &ClusterObjects,
+    loaded: &Loaded,
+    seed: u64,
+    template: &PodTemplate,
+    max: Option<usize>,
+    extenders: &[Arc<dyn Extender>],
+) -> Result<(CapacityReport, CapacityDetails), CapacityError> {
     let (pod, base) = admit_template(objects, loaded, template)?;
     let (report, state) = super::simulate_keeping_state(
         objects,
@@ -148,6 +172,7 @@ pub fn how_many_fit(
     let gate = fw.run_pre_enqueue(&base);
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     let mut placed = 0;
+    let mut copy_nodes: Vec<(String, String)> = Vec::new();
     let stopped_by = if gate.is_success() {
         let mut place = |copy: &Arc<PodInfo>, cache: &mut Cache| {
             cache.update_snapshot(&mut snapshot);
@@ -162,6 +187,7 @@ pub fn how_many_fit(
             let copy = Arc::new(copies.next(&mut cache));
             match place(&copy, &mut cache) {
                 Ok(node) => {
+                    copy_nodes.push((copy.key().to_string(), node.clone()));
                     *per_node.entry(node).or_default() += 1;
                     placed += 1;
                 }
@@ -173,7 +199,9 @@ pub fn how_many_fit(
             message: gate.message(),
         }
     };
-    Ok(CapacityReport {
+    cache.update_snapshot(&mut snapshot);
+    let nodes_after = super::nodes_usage(&snapshot);
+    let answer = CapacityReport {
         template: TemplateSummary {
             kind: template.kind.clone(),
             name: template.name.clone(),
@@ -191,7 +219,13 @@ pub fn how_many_fit(
             scheduled: report.scheduled(),
             total: report.outcomes.len(),
         },
-    })
+    };
+    let details = CapacityDetails {
+        simulation: report,
+        copies: copy_nodes,
+        nodes_after,
+    };
+    Ok((answer, details))
 }
 
 /// The template's pod as the API server would admit it (its PriorityClass resolved) and

@@ -1,0 +1,239 @@
+//! `simulate -o html` as a user opens it: one self-contained page that a real headless
+//! browser (Debian's chromium) renders without errors, and `--compare-config` as a table
+//! and JSON. Without /usr/bin/chromium the browser test says why it skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn repo(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+fn simulate(args: &[&str]) -> String {
+    let o: Output = Command::new(BIN)
+        .arg("simulate")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+const NODES: [&str; 15] = [
+    "cpu-1", "cpu-2", "cpu-3", "cpu-4", "cpu-5", "cpu-6", "cpu-7", "cpu-8", "cpu-9", "gpu-1",
+    "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6",
+];
+
+/// Nothing in the page reaches out: no URL, no external script, style, font or image.
+fn assert_self_contained(page: &str) {
+    for bad in [
+        "http://", "https://", "src=", "<link", "@import", "url(", "//cdn",
+    ] {
+        assert!(!page.contains(bad), "page contains {bad:?}");
+    }
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn the_simulate_page_has_every_node_bar_and_every_pending_pod_with_its_reason() {
+    let page = simulate(&["-o", "html"]);
+    assert_self_contained(&page);
+    for node in NODES {
+        assert!(page.contains(&format!("<tr><td>{node}</td>")), "{node}");
+    }
+    // The GPU nodes have a GPU column; the built-in example leaves 4 of 20 pods pending.
+    assert!(page.contains("<th>nvidia.com/gpu</th>"));
+    assert!(page.contains("<h2>Pending pods (4)</h2>"), "pending count");
+    assert!(page.contains("<tr><td>ml/train-huge</td><td>0/15 nodes are available"));
+    assert!(page.contains("16 of 20 pending pod(s) scheduled."));
+}
+
+#[test]
+fn the_capacity_page_answers_the_question_with_copies_per_node() {
+    let page = simulate(&[
+        "--pod-template",
+        &repo("examples/web-deployment.yaml"),
+        "-o",
+        "html",
+    ]);
+    assert_self_contained(&page);
+    assert!(page.contains("How many copies of Deployment default/web fit"));
+    assert!(
+        page.contains("<p>87 copies fit.</p>"),
+        "same count as the table"
+    );
+    assert!(page.contains("<tr><td>cpu-1</td><td>15</td></tr>"));
+    // The copy that did not fit is listed with the pending pods, with upstream's reason.
+    assert!(page.contains(
+        "default/web (the next copy)</td><td>0/15 nodes are available: 7 Insufficient cpu"
+    ));
+}
+
+#[test]
+fn compare_shows_the_packing_config_leaving_nodes_empty() {
+    let packing = repo("config/most-allocated.yaml");
+    let json: serde_json::Value =
+        serde_json::from_str(&simulate(&["--compare-config", &packing, "-o", "json"])).unwrap();
+    let configs = json["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    assert_eq!(configs[0]["name"], "the built-in example's config");
+    assert_eq!(configs[1]["name"], packing.as_str());
+    let empty = |i: usize| configs[i]["emptyNodes"].as_array().unwrap().len();
+    // The example's default profile spreads; packing it leaves more nodes empty.
+    assert!(empty(1) > empty(0), "{} vs {}", empty(0), empty(1));
+    assert!(!json["moved"].as_array().unwrap().is_empty());
+    for m in json["moved"].as_array().unwrap() {
+        assert_ne!(m["first"], m["second"]);
+    }
+    assert!(configs[0]["fragmentation"]["cpuPercent"].is_number());
+    assert_eq!(configs[0]["nodes"].as_array().unwrap().len(), 15);
+
+    let table = simulate(&["--compare-config", &packing]);
+    assert!(table.contains("pending pods placed"), "{table}");
+    assert!(table.contains(&format!(
+        "Placed differently: {} pod(s) on other nodes",
+        json["moved"].as_array().unwrap().len()
+    )));
+    assert!(table.contains("NODE") && table.contains("CPU SECOND"));
+}
+
+/// A dump of `n` 16-CPU nodes, each running one pod, plus 50 pending pods.
+fn big_dump(n: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-{i:05}, labels: {{kubernetes.io/hostname: node-{i:05}}}}}\nstatus: {{allocatable: {{cpu: '16', memory: 64Gi, pods: '110'}}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: run-{i}, namespace: default}}\nspec:\n  nodeName: node-{i:05}\n  containers: [{{name: c, image: i, resources: {{requests: {{cpu: '2', memory: 4Gi}}}}}}]\n"
+        ));
+    }
+    for i in 0..50 {
+        s.push_str(&format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p-{i}, namespace: default}}\nspec:\n  containers: [{{name: c, image: i, resources: {{requests: {{cpu: 500m}}}}}}]\n"));
+    }
+    s
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ferrosched-html-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_5000_node_report_stays_under_5_mb() {
+    let dir = scratch("big");
+    let dump = dir.join("dump.yaml");
+    std::fs::write(&dump, big_dump(5_000)).unwrap();
+    let page = simulate(&["--cluster", dump.to_str().unwrap(), "-o", "html"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_self_contained(&page);
+    assert!(page.contains("<h2>Nodes (5000)</h2>"));
+    assert!(page.contains("<tr><td>node-04999</td>"));
+    assert!(page.len() < 5 * 1024 * 1024, "{} bytes", page.len());
+}
+
+/// Opens `page` in headless chromium and returns the DOM after its script ran, failing on
+/// any script error the browser logs.
+fn render_in_chromium(page: &str, name: &str) -> String {
+    let dir = scratch(name);
+    let file = dir.join("report.html");
+    std::fs::write(&file, page).unwrap();
+    let profile = dir.join("profile");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "chromium exit {:?}: {stderr}",
+        out.status.code()
+    );
+    for line in stderr.lines().filter(|l| l.contains("CONSOLE")) {
+        assert!(
+            !line.contains("Uncaught") && !line.contains("Error"),
+            "{line}"
+        );
+    }
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn reports_render_in_a_real_headless_browser() {
+    if !Path::new(CHROMIUM).exists() {
+        eprintln!(
+            "skipped: {CHROMIUM} is missing, so the pages are not opened in a browser (apt-get install chromium; .ci/run installs it)"
+        );
+        return;
+    }
+    let dom = render_in_chromium(&simulate(&["-o", "html"]), "simulate");
+    assert!(
+        dom.contains("data-rendered=\"ok\""),
+        "script did not finish:\n{dom}"
+    );
+    assert!(dom.contains("data-nodes=\"15\""));
+    assert!(dom.contains("data-pending=\"4\""));
+    for node in NODES {
+        assert!(dom.contains(&format!("<td>{node}</td>")), "{node}");
+    }
+
+    let packing = repo("config/most-allocated.yaml");
+    let dom = render_in_chromium(
+        &simulate(&["--compare-config", &packing, "-o", "html"]),
+        "compare",
+    );
+    assert!(
+        dom.contains("data-rendered=\"ok\""),
+        "script did not finish:\n{dom}"
+    );
+    assert!(dom.contains("data-nodes=\"15\""));
+    assert!(dom.contains("Pods on other nodes"));
+}
+
+#[test]
+fn an_unreadable_second_config_is_named_with_its_field() {
+    let o = Command::new(BIN)
+        .args([
+            "simulate",
+            "--compare-config",
+            &repo("config/broken-example.yaml"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: --compare-config: "), "{err}");
+    assert!(
+        err.contains("broken-example.yaml:12:5: profiles[1].schedulerNmae"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
