@@ -197,3 +197,68 @@ fn broken_bodies_are_errors_not_panics() {
     assert!(meta::unwrap_envelope(&gzip).is_ok());
     assert!(meta::unwrap_envelope(&with_encoding).is_err());
 }
+
+/// The source against the fake API server (which serves nodes in protobuf when asked):
+/// `Init`, the listed nodes, `InitDone`, then the watch's changes in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_source_lists_then_watches_in_protobuf_and_in_json() {
+    use futures::StreamExt;
+    use kube::runtime::watcher::Event as W;
+    let names = |e: &W<Lean<Node>>| match e {
+        W::Init => "init".to_string(),
+        W::InitDone => "done".to_string(),
+        W::InitApply(n) => format!("list {}", n.0.metadata.name.as_deref().unwrap_or("")),
+        W::Apply(n) => format!(
+            "apply {} taints {}",
+            n.0.metadata.name.as_deref().unwrap_or(""),
+            n.0.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .map_or(0, Vec::len)
+        ),
+        W::Delete(n) => format!("delete {}", n.0.metadata.name.as_deref().unwrap_or("")),
+    };
+    for (accept, protobuf) in [(ACCEPT, true), ("application/json", false)] {
+        let server = fake_apiserver::FakeApiServer::start().await;
+        let node = |name: &str, taints: serde_json::Value| {
+            serde_json::json!({"metadata": {"name": name}, "spec": {"taints": taints},
+                "status": {"allocatable": {"cpu": "1"}}})
+        };
+        server.apply("nodes", &node("a", serde_json::json!([])));
+        server.apply("nodes", &node("b", serde_json::json!([])));
+        let client = crate::client::client(Some(&server.kubeconfig()))
+            .await
+            .unwrap();
+        let events = source::events(source::Source {
+            client,
+            accept: accept.to_string(),
+            path: "/api/v1/nodes",
+            page_size: 100,
+            decode: super::node::node,
+        });
+        futures::pin_mut!(events);
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(names(&events.next().await.unwrap()));
+        }
+        assert_eq!(got, ["init", "list a", "list b", "done"], "{accept}");
+        server.apply(
+            "nodes",
+            &node(
+                "c",
+                serde_json::json!([{"key": "k", "effect": "NoSchedule"}]),
+            ),
+        );
+        server.delete("nodes", "", "a");
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            let e = tokio::time::timeout(std::time::Duration::from_secs(10), events.next())
+                .await
+                .expect("a watch event within 10 s")
+                .unwrap();
+            got.push(names(&e));
+        }
+        assert_eq!(got, ["apply c taints 1", "delete a"], "{accept}");
+        assert_eq!(server.protobuf_served("nodes") >= 2, protobuf, "{accept}");
+    }
+}

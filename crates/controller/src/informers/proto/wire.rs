@@ -76,11 +76,6 @@ impl<'a> Fields<'a> {
         Fields { buf }
     }
 
-    /// Bytes not yet read.
-    pub(crate) fn remaining(&self) -> usize {
-        self.buf.len()
-    }
-
     fn varint(&mut self) -> Result<u64> {
         let mut v: u64 = 0;
         for (i, &b) in self.buf.iter().enumerate().take(10) {
