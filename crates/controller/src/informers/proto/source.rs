@@ -11,7 +11,8 @@
 //! The first list request asks for resourceVersion 0, as client-go's reflector does (kube's
 //! watcher leaves it out when it pages): kube-apiserver then answers from its watch cache,
 //! every object in one response (v1.28 ignores `limit` there), instead of paging through
-//! etcd. A protobuf list is decoded as its body streams in, one item at a time as the
+//! etcd. A relist after a 410 asks for the latest version, page by page, as the reflector
+//! does, so it never goes back in time. A protobuf list is decoded as its body streams in, one item at a time as the
 //! informer applies it, so neither the whole body (40 MB at 50,000 nodes) nor the list's
 //! objects are ever held at once.
 
@@ -114,6 +115,10 @@ struct State<K> {
     backoff: Duration,
     /// The list's resourceVersion, taken from its first page.
     list_version: String,
+    /// The resourceVersion a (re)list asks for, as client-go's reflector: "0" (the watch
+    /// cache, any version) at first; "" (a consistent read, paged from etcd) after the
+    /// server said the last version is gone, so a relist never goes back in time.
+    relist_from: &'static str,
 }
 
 /// The events of `source`, forever (the informer task is aborted to stop it).
@@ -131,6 +136,7 @@ where
         queue: VecDeque::new(),
         backoff: BACKOFF_MIN,
         list_version: String::new(),
+        relist_from: "0",
     };
     futures::stream::unfold(state, |mut s| async move {
         let e = s.next().await;
@@ -204,6 +210,9 @@ where
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
             }
         }
+        if matches!(f, Failure::Gone) {
+            self.relist_from = "";
+        }
         if relist || matches!(f, Failure::Gone) {
             self.queue.clear();
             self.phase = Phase::List {
@@ -219,9 +228,11 @@ where
         match &mut self.phase {
             Phase::List { continue_token } => {
                 let first = continue_token.is_none();
-                let query = match continue_token {
-                    None => format!("resourceVersion=0&limit={}", self.source.page_size),
-                    Some(c) => format!("limit={}&continue={c}", self.source.page_size),
+                let limit = self.source.page_size;
+                let query = match (continue_token, self.relist_from) {
+                    (Some(c), _) => format!("limit={limit}&continue={c}"),
+                    (None, "") => format!("limit={limit}"),
+                    (None, rv) => format!("resourceVersion={rv}&limit={limit}"),
                 };
                 let (protobuf, body) = get(&self.source, &query).await?;
                 if first {
