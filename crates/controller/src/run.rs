@@ -268,8 +268,10 @@ pub async fn run(opts: RunOptions) -> Result<()> {
             g.track_status();
         }
     }
+    let accept = informers::accept_header(&loaded.config.client_connection);
     let mut background = informers::spawn_all(
         &client,
+        &accept,
         &shared,
         taint_rules,
         &pod_groups,

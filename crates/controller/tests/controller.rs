@@ -2092,31 +2092,40 @@ async fn dra_claims_are_allocated_and_reserved_before_the_binding() {
     running.stop().await;
 }
 
-/// The initial lists come in pages. A `resourceVersion=0` list is served whole, ignoring
-/// `limit` (kube-apiserver does so from its watch cache; the fake server copies it), but
-/// kube's watcher leaves `resourceVersion=0` out of a list that has a page size, so
-/// `any_semantic` still lists page by page from the newest version. ferrosched asks for 100
-/// objects a page (kube's default is 500: its decoded pages were ~9 MB of the heap peak at
-/// 5,000 nodes), so the node list of 1,200 takes twelve requests, and every page counts
-/// (only the last node has room for the pod).
+/// How the initial lists are asked for. Nodes: one request at `resourceVersion=0`, which
+/// kube-apiserver (and the fake, copying v1.28) serves whole from its watch cache, in
+/// protobuf, decoded as it streams (client-go's reflector asks the same way). Pods: kube's
+/// watcher leaves `resourceVersion=0` out of a list with a page size, so they come page by
+/// page, 100 objects a page (kube's default is 500: its decoded pages were ~9 MB of the
+/// heap peak at 5,000 nodes). Every node and page counts: only the last node has room for
+/// the pod.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_initial_lists_come_in_pages() {
+async fn the_initial_lists_come_whole_from_the_cache_or_in_pages() {
     let server = FakeApiServer::start().await;
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
     for i in 0..1200 {
         let cpu = if i == 1199 { "8" } else { "1" };
         server.apply("nodes", &node(&format!("n{i:04}"), cpu, json!({})));
     }
+    for i in 0..250 {
+        let mut p = pod(&format!("bound-{i}"), "1m", json!({}));
+        p["spec"]["nodeName"] = json!("n0000");
+        server.apply("pods", &p);
+    }
     server.apply("pods", &pod("wide", "4", json!({})));
     let running = start_controller(&server).await;
     wait_for("wide bound", || server.node_of("default", "wide").is_some()).await;
     assert_eq!(server.node_of("default", "wide").as_deref(), Some("n1199"));
-    let node_lists = server
-        .requests()
-        .iter()
-        .filter(|r| r.verb == "list" && r.resource == "nodes")
-        .count();
-    assert_eq!(node_lists, 12, "1,200 nodes in pages of 100");
+    let lists = |resource: &str| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.verb == "list" && r.resource == resource)
+            .count()
+    };
+    assert_eq!(lists("nodes"), 1, "1,200 nodes in one response");
+    assert!(server.protobuf_served("nodes") >= 1);
+    assert_eq!(lists("pods"), 3, "251 pods in pages of 100");
     running.stop().await;
 }
 
@@ -2468,4 +2477,79 @@ async fn shutdown_gives_up_a_binding_waiting_for_its_volume_and_releases_the_lea
     })
     .await;
     b.stop().await;
+}
+
+/// Nodes travel in protobuf when the server offers it (kube-apiserver does, and the fake does
+/// for nodes) and as JSON when `clientConnection.contentType` asks for JSON. Either way a
+/// node added, changed and deleted after start-up reaches the scheduler through the watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_are_read_in_protobuf_or_json_as_the_client_connection_says() {
+    for (extra, protobuf) in [
+        ("", true),
+        ("clientConnection: {contentType: application/json}\n", false),
+    ] {
+        let server = FakeApiServer::start().await;
+        server.apply("nodes", &node("first", "1", json!({"zone": "a"})));
+        let running = start_with(&server, &format!("{CONFIG}{extra}"), "test-host").await;
+        server.apply("pods", &pod("one", "500m", json!({})));
+        wait_for("one bound to the listed node", || {
+            server.node_of("default", "one").as_deref() == Some("first")
+        })
+        .await;
+
+        // Added after the list, tainted: a pod that tolerates the taint goes there.
+        let mut second = node("second", "4", json!({"zone": "b"}));
+        second["spec"] = json!({"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]});
+        server.apply("nodes", &second);
+        let tolerant = json!({"tolerations": [{"key": "k", "operator": "Exists"}]});
+        server.apply("pods", &pod("tolerant", "1", tolerant));
+        wait_for("tolerant bound to the watched node", || {
+            server.node_of("default", "tolerant").as_deref() == Some("second")
+        })
+        .await;
+        // Only that node has room for "two", which does not tolerate the taint.
+        server.apply("pods", &pod("two", "2", json!({})));
+        wait_for("two refused for the taint", || {
+            server.events_for("default", "two").iter().any(|e| {
+                e["reason"] == "FailedScheduling"
+                    && e["note"]
+                        .as_str()
+                        .is_some_and(|n| n.contains("untolerated taint"))
+            })
+        })
+        .await;
+        // The taint is removed (a MODIFIED event): "two" goes there.
+        second["spec"] = json!({});
+        server.apply("nodes", &second);
+        wait_for("two bound once the taint is gone", || {
+            server.node_of("default", "two").as_deref() == Some("second")
+        })
+        .await;
+
+        // The node is deleted (a DELETED event): a pod only it had room for stays pending.
+        server.delete("nodes", "", "second");
+        wait_for_metric(
+            running.health,
+            "scheduler_event_handling_duration_seconds_count{event=\"NodeDelete\"}",
+            1.0,
+        )
+        .await;
+        server.apply("pods", &pod("three", "600m", json!({})));
+        wait_for("three refused by the one node left", || {
+            server.events_for("default", "three").iter().any(|e| {
+                e["reason"] == "FailedScheduling"
+                    && e["note"].as_str().is_some_and(|n| {
+                        n.starts_with("0/1 nodes are available: 1 Insufficient cpu.")
+                    })
+            })
+        })
+        .await;
+        running.stop().await;
+        assert_eq!(server.node_of("default", "three"), None);
+        assert_eq!(
+            server.protobuf_served("nodes") >= 2,
+            protobuf,
+            "list and watch in protobuf: {protobuf} ({extra:?})"
+        );
+    }
 }

@@ -85,6 +85,7 @@ mod admission;
 mod faults;
 mod handlers;
 mod managed_fields;
+mod protobuf;
 mod requests;
 mod selectors;
 mod store;
@@ -268,6 +269,13 @@ impl FakeApiServer {
     /// Requests served per HTTP version, as `{:?}` prints it (`HTTP/1.1`, `HTTP/2.0`).
     pub fn http_versions(&self) -> std::collections::BTreeMap<String, usize> {
         self.inner.store.lock().unwrap().http_versions.clone()
+    }
+
+    /// Lists and watches of `collection` answered in protobuf (the client asked for it;
+    /// only nodes are encoded, see the crate's `protobuf` module).
+    pub fn protobuf_served(&self, collection: &str) -> usize {
+        let st = self.inner.store.lock().unwrap();
+        st.protobuf_served.get(collection).copied().unwrap_or(0)
     }
 
     /// TCP connections accepted so far (counted by [`FakeApiServer::start_tls`]'s servers).

@@ -238,6 +238,8 @@ pub(crate) struct Store {
     pub(crate) requests: Vec<RequestRecord>,
     /// Requests received per HTTP version (`HTTP/1.1`, `HTTP/2.0`).
     pub(crate) http_versions: BTreeMap<String, usize>,
+    /// Lists and watches answered in protobuf, per collection.
+    pub(crate) protobuf_served: BTreeMap<String, usize>,
     /// TCP connections accepted (HTTPS servers only; see `tls`).
     pub(crate) connections: usize,
     /// Collections answered with 404, as by a server without that API.

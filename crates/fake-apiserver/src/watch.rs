@@ -54,8 +54,31 @@ pub(crate) fn watch(
     collection: &'static str,
     filter: Filter,
     params: &BTreeMap<String, String>,
+    protobuf: bool,
 ) -> Response {
     let r = resource(collection);
+    let content_type = if protobuf {
+        crate::protobuf::WATCH_CONTENT_TYPE
+    } else {
+        "application/json"
+    };
+    // One event as the client asked: a JSON line, or a protobuf frame. A node the fake
+    // cannot encode becomes an ERROR event naming the field, never a silent omission.
+    let encode = move |type_: &str, object: &serde_json::Value| -> Bytes {
+        if !protobuf {
+            let mut s = json!({"type": type_, "object": object}).to_string();
+            s.push('\n');
+            return Bytes::from(s);
+        }
+        let frame = crate::protobuf::watch_frame(type_, object).unwrap_or_else(|| {
+            let why = crate::protobuf::node(object).err().unwrap_or_default();
+            let status = json!({"kind": "Status", "status": "Failure", "code": 500,
+                "reason": "InternalError",
+                "message": format!("fake API server: no protobuf encoding for {why}")});
+            crate::protobuf::watch_frame("ERROR", &status).unwrap_or_default()
+        });
+        Bytes::from(frame)
+    };
     let since: u64 = params
         .get("resourceVersion")
         .and_then(|s| s.parse().ok())
@@ -66,19 +89,22 @@ pub(crate) fn watch(
     let mut gen_rx = inner.generation.subscribe();
     gen_rx.mark_unchanged();
     let (backlog, now) = {
-        let st = inner.store.lock().unwrap();
+        let mut st = inner.store.lock().unwrap();
+        if protobuf {
+            *st.protobuf_served
+                .entry(collection.to_string())
+                .or_default() += 1;
+        }
         if since < st.compacted {
             // What a real API server sends: HTTP 200, then an ERROR event with 410.
-            let body = json!({"type": "ERROR", "object": {
+            let status = json!({
                 "apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410,
                 "reason": "Expired",
                 "message": format!("too old resource version: {since} ({})", st.compacted),
-            }})
-            .to_string()
-                + "\n";
+            });
             return Response::builder()
-                .header("content-type", "application/json")
-                .body(Body::from(body))
+                .header("content-type", content_type)
+                .body(Body::from(encode("ERROR", &status)))
                 .unwrap();
         }
         let backlog: Vec<WatchEvent> = st
@@ -92,21 +118,17 @@ pub(crate) fn watch(
     let last = backlog.last().map_or(since, |e| e.rv);
     let line = move |e: &WatchEvent| -> Option<Result<Bytes, Infallible>> {
         let type_ = filter.view(e)?;
-        let mut s = json!({"type": type_, "object": e.object}).to_string();
-        s.push('\n');
-        Some(Ok(Bytes::from(s)))
+        Some(Ok(encode(type_, &e.object)))
     };
     let mut first: Vec<Result<Bytes, Infallible>> = backlog.iter().filter_map(&line).collect();
     if bookmarks {
         // A bookmark after the backlog: the client may resume from `now` even if none of
         // the events since matched its selector.
-        let mut s = json!({"type": "BOOKMARK", "object": {
+        let object = json!({
             "apiVersion": r.api_version(), "kind": r.kind,
             "metadata": {"resourceVersion": now.to_string()},
-        }})
-        .to_string();
-        s.push('\n');
-        first.push(Ok(Bytes::from(s)));
+        });
+        first.push(Ok(encode("BOOKMARK", &object)));
     }
     let live = futures::stream::unfold((rx, gen_rx), move |(mut rx, mut gen_rx)| async move {
         loop {
@@ -129,7 +151,7 @@ pub(crate) fn watch(
     })
     .filter_map(move |e| futures::future::ready(line(&e)));
     Response::builder()
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .body(Body::from_stream(futures::stream::iter(first).chain(live)))
         .unwrap()
 }

@@ -19,6 +19,7 @@
 mod handlers;
 mod lean;
 pub(crate) mod pod_groups;
+mod proto;
 mod raw;
 mod taint_rules;
 mod watch;
@@ -112,6 +113,37 @@ fn spawn_pods(
     }
 }
 
+/// The node informer: protobuf list and watch where the server speaks it (see [`proto`]).
+fn spawn_nodes(client: &Client, accept: &str, shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
+    let events = proto::source::events(proto::source::Source {
+        client: client.clone(),
+        accept: accept.to_string(),
+        path: "/api/v1/nodes",
+        page_size: LIST_PAGE_SIZE,
+        decode: proto::node::node,
+    });
+    tokio::spawn(watch::run_events(
+        futures::StreamExt::map(events, Ok),
+        Presence::Required,
+        Arc::clone(shared),
+        Nodes,
+    ))
+}
+
+/// The Accept header of the node informer's requests, from `clientConnection` as client-go
+/// builds it: `acceptContentTypes` when set, else `contentType` (protobuf by default). With
+/// protobuf first, JSON is accepted too, so a server (or kind) without protobuf still
+/// answers; the answer is decoded by its Content-Type either way.
+pub(crate) fn accept_header(cc: &scheduler_core::config::ClientConnectionConfiguration) -> String {
+    if !cc.accept_content_types.is_empty() {
+        cc.accept_content_types.clone()
+    } else if cc.content_type.is_empty() || cc.content_type.starts_with(proto::PROTOBUF) {
+        proto::ACCEPT.to_string()
+    } else {
+        cc.content_type.clone()
+    }
+}
+
 /// A whole-object handler from the state's add/update and delete functions.
 fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> Fns<K> {
     Fns { apply, delete }
@@ -123,6 +155,7 @@ fn fns<K>(apply: fn(&mut State, Option<&K>, &K), delete: fn(&mut State, &K)) -> 
 /// `taint_rules` and `pod_groups`: the versions the server serves (discovery).
 pub(crate) fn spawn_all(
     client: &Client,
+    accept: &str,
     shared: &Arc<Shared>,
     taint_rules: Option<&str>,
     pod_groups: &PodGroupVersions,
@@ -134,7 +167,7 @@ pub(crate) fn spawn_all(
     let mut informers = vec![
         spawn_pods(client, shared, objects),
         match objects.filter(|o| o.keeps_nodes()) {
-            None => spawn::<Lean<Node>, _>(client, shared, req, Nodes),
+            None => spawn_nodes(client, accept, shared),
             Some(o) => spawn::<Raw<Lean<Node>>, _>(client, shared, req, RawNodes(Arc::clone(o))),
         },
         spawn(

@@ -78,6 +78,23 @@ pub(crate) async fn run_informer_with<K, H>(
     H: Handler<K>,
     K::DynamicType: Default,
 {
+    let stream = watcher(api, config).default_backoff();
+    run_events(stream, presence, shared, handler).await
+}
+
+/// Applies a stream of watcher events (kube's watcher, or [`super::proto::source`]) through
+/// `handler`, until the stream or the task ends.
+pub(crate) async fn run_events<K, H, S>(
+    stream: S,
+    presence: Presence,
+    shared: Arc<Shared>,
+    handler: H,
+) where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    H: Handler<K>,
+    K::DynamicType: Default,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
     let kind = K::kind(&Default::default()).to_string();
     let mut store: foldhash::HashMap<String, H::View> = Default::default();
     // Keys seen by the (re)list in progress. Listed objects are applied as they arrive;
@@ -85,7 +102,6 @@ pub(crate) async fn run_informer_with<K, H>(
     // while the watch was down (expired resourceVersion) are not lost.
     let mut listed: Option<foldhash::HashSet<String>> = None;
     let mut synced = false;
-    let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
     while let Some(item) = stream.next().await {
         let event = match item {

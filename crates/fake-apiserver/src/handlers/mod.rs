@@ -158,7 +158,12 @@ pub(crate) async fn dispatch(
     match (method, t.name, t.subresource.as_deref()) {
         (Method::GET, None, None) => {
             let namespace = t.namespace.filter(|_| r.namespaced);
-            objects::list_or_watch(Arc::clone(&inner), collection, namespace, params).await
+            let protobuf = collection == "nodes"
+                && crate::protobuf::wanted(
+                    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+                );
+            objects::list_or_watch(Arc::clone(&inner), collection, namespace, params, protobuf)
+                .await
         }
         (Method::GET, Some(name), None) => match inner.get(collection, &ns, &name) {
             Some(o) => axum::Json(o).into_response(),

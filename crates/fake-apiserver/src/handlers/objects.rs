@@ -21,6 +21,7 @@ pub(super) async fn list_or_watch(
     collection: &'static str,
     namespace: Option<String>,
     params: BTreeMap<String, String>,
+    protobuf: bool,
 ) -> Response {
     let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     let filter = Filter {
@@ -29,9 +30,9 @@ pub(super) async fn list_or_watch(
         labels: LabelSelector::parse(params.get("labelSelector")),
     };
     if !watch {
-        return list(&inner, collection, &filter, &params);
+        return list(&inner, collection, &filter, &params, protobuf);
     }
-    watch::watch(&inner, collection, filter, &params)
+    watch::watch(&inner, collection, filter, &params, protobuf)
 }
 
 /// LIST, paged with `limit` and `continue` (except at `resourceVersion=0`, see below).
@@ -40,6 +41,7 @@ fn list(
     collection: &'static str,
     filter: &Filter,
     params: &BTreeMap<String, String>,
+    protobuf: bool,
 ) -> Response {
     let r = resource(collection);
     let mut st = inner.store.lock().unwrap();
@@ -91,8 +93,24 @@ fn list(
         }
     }
     let more = matching.peek().is_some();
+    let token = last.filter(|_| more);
+    if protobuf
+        && let Ok(body) = crate::protobuf::node_list(&items, &list_rv.to_string(), token.as_deref())
+    {
+        *st.protobuf_served
+            .entry(collection.to_string())
+            .or_default() += 1;
+        return (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                crate::protobuf::CONTENT_TYPE,
+            )],
+            body,
+        )
+            .into_response();
+    }
     let mut metadata = json!({"resourceVersion": list_rv.to_string()});
-    if more && let Some(t) = last {
+    if let Some(t) = token {
         metadata["continue"] = json!(t);
     }
     let body = json!({

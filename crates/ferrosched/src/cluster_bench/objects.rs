@@ -414,7 +414,28 @@ pub async fn cleanup(
             .map(|_| ()),
     );
     let nodes: Api<Node> = Api::all(client.clone());
-    note("nodes", nodes.delete_collection(&dp, &lp).await.map(|_| ()));
+    let first = nodes.delete_collection(&dp, &lp).await.map(|_| ());
+    // Tens of thousands of nodes outlast a request's timeout (the server goes on deleting):
+    // the next run must not start beside this run's nodes, so wait until none is left,
+    // asking again while the server still answers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(900);
+    let mut last = first;
+    loop {
+        let left = nodes.list_metadata(&lp.clone().limit(1)).await;
+        match left {
+            Ok(l) if l.items.is_empty() => {
+                last = Ok(());
+                break;
+            }
+            _ if std::time::Instant::now() > deadline => break,
+            _ => {}
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        if last.is_err() {
+            last = nodes.delete_collection(&dp, &lp).await.map(|_| ());
+        }
+    }
+    note("nodes", last);
     let classes: Api<PriorityClass> = Api::all(client.clone());
     note(
         "priorityclasses",
