@@ -742,12 +742,24 @@ fn add_nodes_finds_the_smallest_count_and_one_fewer_leaves_a_pod_pending() {
 /// their answers yet (an error saying so, exit 1).
 #[test]
 fn what_if_questions_refuse_what_they_cannot_answer() {
-    let o = simulate(&["--compress", "--compare-config", "config/most-allocated.yaml"]);
+    let o = simulate(&[
+        "--compress",
+        "--compare-config",
+        "config/most-allocated.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let o = simulate(&["--drain", "n1", "--compare-config", "config/most-allocated.yaml"]);
+    let o = simulate(&[
+        "--drain",
+        "n1",
+        "--compare-config",
+        "config/most-allocated.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let o = simulate(&["--compress", "-o", "html"]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("-o html does not show --drain, --compress or --add-nodes"), "{err}");
+    assert!(
+        err.contains("-o html does not show --drain, --compress or --add-nodes"),
+        "{err}"
+    );
 }
