@@ -192,7 +192,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             args.seed,
             node_template,
             &extenders,
-            args.output,
+            output,
         );
         drop(runtime);
         return code;
