@@ -3,7 +3,8 @@
 //!
 //! * leader election (`--leader-elect*`): an explicitly given flag overrides the config's
 //!   `leaderElection` field, with or without `--config` (upstream `ApplyLeaderElectionTo`);
-//! * `--kube-api-qps` / `--kube-api-burst`: deprecated upstream and, as there, applied only
+//! * `--kube-api-qps` / `--kube-api-burst` / `--kube-api-content-type`: deprecated upstream
+//!   and, as there, applied only
 //!   without `--config` (upstream `ApplyDeprecated`); with `--config` they are ignored (with a
 //!   warning here);
 //! * `-v` / `--v=N`: klog verbosity mapped to a tracing filter (`RUST_LOG` wins when set);
@@ -79,6 +80,11 @@ pub struct KubeSchedulerFlags {
     /// sets clientConnection.burst.
     #[arg(long, value_name = "BURST")]
     pub kube_api_burst: Option<i32>,
+    /// Deprecated (as in kube-scheduler): the content type of API requests; only without
+    /// --config, where it sets clientConnection.contentType (`application/json` reads nodes
+    /// as JSON instead of protobuf).
+    #[arg(long, value_name = "TYPE")]
+    pub kube_api_content_type: Option<String>,
     /// klog-style log verbosity (`-v=4`, `--v=4`): 0-2 info, 3-4 debug, 5 trace for
     /// ferrosched's crates, 6-7 also debug for the Kubernetes client, 8+ trace for
     /// everything. RUST_LOG, when set, wins.
@@ -241,8 +247,12 @@ impl KubeSchedulerFlags {
         }
     }
 
-    /// Upstream `ApplyDeprecated` (the part ferrosched has): `--kube-api-qps`/`--kube-api-burst`.
+    /// Upstream `ApplyDeprecated` (the part ferrosched has): `--kube-api-qps`,
+    /// `--kube-api-burst`, `--kube-api-content-type`.
     pub fn apply_client_connection_to(&self, cc: &mut ClientConnectionConfiguration) {
+        if let Some(t) = self.kube_api_content_type.as_ref().filter(|t| !t.is_empty()) {
+            cc.content_type = t.clone();
+        }
         if let Some(q) = self.kube_api_qps {
             cc.qps = q;
         }
@@ -264,6 +274,11 @@ impl KubeSchedulerFlags {
             for (given, flag, field) in [
                 (self.kube_api_qps.is_some(), "--kube-api-qps", "qps"),
                 (self.kube_api_burst.is_some(), "--kube-api-burst", "burst"),
+                (
+                    self.kube_api_content_type.is_some(),
+                    "--kube-api-content-type",
+                    "contentType",
+                ),
             ] {
                 if given {
                     warnings.push(format!(

@@ -261,6 +261,24 @@ fn kube_api_qps_and_burst_apply_only_without_a_config_file() {
     );
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("--kube-api-qps is ignored with --config"));
+
+    // --kube-api-content-type likewise (it chooses the node informer's encoding).
+    let f = parse(&["--kube-api-content-type=application/json"]);
+    let mut defaults = config::from_flags(None, None).unwrap().config;
+    assert_eq!(
+        defaults.client_connection.content_type,
+        "application/vnd.kubernetes.protobuf"
+    );
+    assert!(f.apply(&mut defaults, false).unwrap().is_empty());
+    assert_eq!(defaults.client_connection.content_type, "application/json");
+    let mut cfg = from_file();
+    let before = cfg.client_connection.content_type.clone();
+    let warnings = f.apply(&mut cfg, true).unwrap();
+    assert_eq!(cfg.client_connection.content_type, before);
+    assert!(
+        warnings[0].contains("--kube-api-content-type is ignored with --config"),
+        "{warnings:?}"
+    );
 }
 
 #[test]
