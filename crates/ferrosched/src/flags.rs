@@ -250,7 +250,11 @@ impl KubeSchedulerFlags {
     /// Upstream `ApplyDeprecated` (the part ferrosched has): `--kube-api-qps`,
     /// `--kube-api-burst`, `--kube-api-content-type`.
     pub fn apply_client_connection_to(&self, cc: &mut ClientConnectionConfiguration) {
-        if let Some(t) = self.kube_api_content_type.as_ref().filter(|t| !t.is_empty()) {
+        if let Some(t) = self
+            .kube_api_content_type
+            .as_ref()
+            .filter(|t| !t.is_empty())
+        {
             cc.content_type = t.clone();
         }
         if let Some(q) = self.kube_api_qps {
