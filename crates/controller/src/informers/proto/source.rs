@@ -240,16 +240,7 @@ where
                 }
                 if protobuf {
                     // Items are applied as they are decoded (see `next`), then `page_done`.
-                    self.listing = Some(ListStream {
-                        body,
-                        buf: Vec::new(),
-                        start: 0,
-                        stage: Stage::Magic,
-                        raw_left: 0,
-                        first,
-                        resource_version: String::new(),
-                        continue_token: None,
-                    });
+                    self.listing = Some(ListStream::new(body, first));
                     return Ok(());
                 }
                 let body = body.collect().await?.to_bytes();
@@ -370,6 +361,19 @@ fn version_of<K: Resource>(o: &K) -> String {
 }
 
 impl ListStream {
+    fn new(body: kube::client::Body, first: bool) -> Self {
+        ListStream {
+            body,
+            buf: Vec::new(),
+            start: 0,
+            stage: Stage::Magic,
+            raw_left: 0,
+            first,
+            resource_version: String::new(),
+            continue_token: None,
+        }
+    }
+
     /// The next item of the list, decoded; None once the response is read whole (its
     /// resourceVersion and continue token are then set).
     async fn next_item<K>(
@@ -509,16 +513,7 @@ mod tests {
     use crate::informers::proto::wire::encode::Msg;
 
     fn stream(first: bool) -> ListStream {
-        ListStream {
-            body: kube::client::Body::empty(),
-            buf: Vec::new(),
-            start: 0,
-            stage: Stage::Magic,
-            raw_left: 0,
-            first,
-            resource_version: String::new(),
-            continue_token: None,
-        }
+        ListStream::new(kube::client::Body::empty(), first)
     }
 
     fn name(b: &[u8]) -> crate::informers::proto::wire::Result<String> {

@@ -17,12 +17,12 @@ use serde::Serialize;
 
 use super::PendingSummary;
 use super::drain::{
-    EvictedPod, PdbViolation, WhatIfError, controller_of, evict, is_terminal, pdb_violations,
-    pod_key, preempted_by, settle, stays, why_not_placed,
+    EvictedPod, PdbViolation, WhatIfError, controller_of, evict, is_terminal, outcomes,
+    pdb_violations, pod_key, preempted_by, settle, stays, why_not_placed,
 };
 use crate::config::Loaded;
 use crate::framework::Extender;
-use crate::simulate::{ClusterObjects, NodeUsage, PodResult, run_with_extenders};
+use crate::simulate::{ClusterObjects, NodeUsage, run_with_extenders};
 use crate::types::label_selector::LabelSelector;
 
 /// A node annotated with this (`"true"`) is never a candidate.
@@ -116,22 +116,7 @@ pub fn compress(
         let trying: BTreeSet<&str> = candidates[..k].iter().map(|c| c.node.as_str()).collect();
         let plan = evict(&settled, &trying, true);
         let after = run_with_extenders(&plan.objects, loaded, seed, None, extenders)?;
-        let evicted: Vec<EvictedPod> = plan
-            .evicted
-            .iter()
-            .map(|e| EvictedPod {
-                pod: e.key.clone(),
-                from: e.from.clone(),
-                priority: e.priority,
-                result: after
-                    .outcome_of(&e.key)
-                    .cloned()
-                    .unwrap_or(PodResult::Error {
-                        message: "the simulation did not attempt it".into(),
-                    }),
-                notes: e.notes.clone(),
-            })
-            .collect();
+        let evicted = outcomes(&plan, &after);
         let keys: Vec<&str> = plan.evicted.iter().map(|e| e.key.as_str()).collect();
         let violations = pdb_violations(objects, &keys);
         let preempted = preempted_by(&evicted);

@@ -141,22 +141,7 @@ pub fn drain(
     let drained: BTreeSet<&str> = nodes.iter().map(String::as_str).collect();
     let plan = evict(&settled, &drained, false);
     let after = run_with_extenders(&plan.objects, loaded, seed, None, extenders)?;
-    let evicted: Vec<EvictedPod> = plan
-        .evicted
-        .iter()
-        .map(|e| EvictedPod {
-            pod: e.key.clone(),
-            from: e.from.clone(),
-            priority: e.priority,
-            result: after
-                .outcome_of(&e.key)
-                .cloned()
-                .unwrap_or(PodResult::Error {
-                    message: "the simulation did not attempt it".into(),
-                }),
-            notes: e.notes.clone(),
-        })
-        .collect();
+    let evicted = outcomes(&plan, &after);
     let placed = evicted
         .iter()
         .filter(|e| matches!(e.result, PodResult::Scheduled { .. }))
@@ -433,6 +418,25 @@ pub(super) struct DrainPlan {
 /// `settled` with `drained` cordoned (or, with `remove`, gone with the pods that stay on
 /// them) and their evictable pods unbound: pending copies of themselves, no status. Pods
 /// in a terminal phase are dropped. Evictions are in node order, then the dump's order.
+/// What became of each pod `plan` evicted, in the simulation `after` it.
+pub(super) fn outcomes(plan: &DrainPlan, after: &Report) -> Vec<EvictedPod> {
+    plan.evicted
+        .iter()
+        .map(|e| EvictedPod {
+            pod: e.key.clone(),
+            from: e.from.clone(),
+            priority: e.priority,
+            result: after
+                .outcome_of(&e.key)
+                .cloned()
+                .unwrap_or(PodResult::Error {
+                    message: "the simulation did not attempt it".into(),
+                }),
+            notes: e.notes.clone(),
+        })
+        .collect()
+}
+
 pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: bool) -> DrainPlan {
     let mut objects = settled.clone();
     if remove {
