@@ -296,3 +296,67 @@ async fn explains_a_pending_gang_by_its_group() {
     assert_eq!(verbs.into_iter().collect::<Vec<_>>(), vec!["list"]);
     assert!(server.bindings().is_empty());
 }
+
+/// `simulate --kubeconfig` reads a live cluster as `explain` does (lists only) and answers
+/// the what-if questions on it: here how many copies of a 1-CPU pod still fit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulate_reads_a_live_cluster_without_writing() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "3"));
+    server.apply("nodes", &node("n2", "2"));
+    server.apply("pods", &pod("running", "1", Some("n1")));
+    server.apply("pods", &pod("pending", "1", None));
+    let dir = std::env::temp_dir().join(format!("ferrosched-sim-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+    )
+    .unwrap();
+    let template = dir.join("copy.yaml");
+    std::fs::write(
+        &template,
+        serde_json::to_string(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "copy", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": "1"}}}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.arg("simulate")
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--pod-template")
+        .arg(&template)
+        .args(["-o", "json"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 5 CPUs, 1 running, 1 pending placed first: 3 copies fit.
+    assert_eq!(v["placed"], 3, "{v}");
+    let verbs: std::collections::BTreeSet<String> =
+        server.requests().into_iter().map(|r| r.verb).collect();
+    assert_eq!(verbs.into_iter().collect::<Vec<_>>(), vec!["list"]);
+    assert_eq!(
+        server.node_of("default", "pending"),
+        None,
+        "nothing was bound"
+    );
+    // A dump and a live cluster at once is refused.
+    let o = std::process::Command::new(BIN)
+        .args(["simulate", "--cluster", "x.yaml", "--kubeconfig", "y"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

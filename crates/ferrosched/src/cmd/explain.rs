@@ -101,12 +101,27 @@ pub fn run(args: &ExplainArgs) -> ExitCode {
 
 /// Lists every kind the scheduler reads, and loads the config.
 async fn fetch(args: &ExplainArgs) -> Result<(ClusterObjects, config::Loaded), String> {
-    let client = controller::client(args.kubeconfig.as_deref())
+    fetch_cluster(
+        args.kubeconfig.as_deref(),
+        args.config.as_deref(),
+        &args.config_map,
+    )
+    .await
+}
+
+/// A live cluster as `simulate` reads a dump, read only (lists, and the scheduler's
+/// ConfigMap when no config file is given): for `explain` and `simulate --kubeconfig`.
+pub(super) async fn fetch_cluster(
+    kubeconfig: Option<&std::path::Path>,
+    config_file: Option<&std::path::Path>,
+    config_map: &str,
+) -> Result<(ClusterObjects, config::Loaded), String> {
+    let client = controller::client(kubeconfig)
         .await
         .map_err(|e| e.to_string())?;
-    let loaded = match &args.config {
+    let loaded = match config_file {
         Some(f) => config::load_file(f).map_err(|e| e.to_string())?,
-        None => config_from_map(&client, &args.config_map).await?,
+        None => config_from_map(&client, config_map).await?,
     };
     let c = &client;
     let objects = ClusterObjects {

@@ -74,6 +74,20 @@ pub struct SimulateArgs {
         conflicts_with_all = ["explain", "drain", "drain_selector", "compress", "add_nodes"]
     )]
     compare_config: Option<PathBuf>,
+    /// Read the cluster live instead of a dump: every kind `simulate` reads is listed once
+    /// (read only, as `explain`), and without --config the running scheduler's config is
+    /// read from --config-map.
+    #[arg(long, value_name = "FILE", conflicts_with = "cluster")]
+    kubeconfig: Option<PathBuf>,
+    /// With --kubeconfig and no --config: the ConfigMap holding the running scheduler's
+    /// config, as NAMESPACE/NAME:KEY.
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME:KEY",
+        default_value = "kube-system/ferrosched-config:config.yaml",
+        requires = "kubeconfig"
+    )]
+    config_map: String,
 }
 
 pub fn run(args: &SimulateArgs) -> ExitCode {
@@ -159,6 +173,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     };
     let config_name = match (&args.config, args.cluster.is_empty()) {
         (Some(f), _) => f.display().to_string(),
+        (None, _) if args.kubeconfig.is_some() => format!("the config in {}", args.config_map),
         (None, true) => "the built-in example's config".to_string(),
         (None, false) => "kube-scheduler's default config".to_string(),
     };
@@ -266,6 +281,23 @@ fn explain_one(report: &Report, pod: &str, args: &SimulateArgs, output: Output) 
 }
 
 fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded), String> {
+    if args.kubeconfig.is_some() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("error: starting a runtime to read the cluster: {e}"))?;
+        let (objects, loaded) = rt
+            .block_on(super::explain::fetch_cluster(
+                args.kubeconfig.as_deref(),
+                args.config.as_deref(),
+                &args.config_map,
+            ))
+            .map_err(|e| format!("error: reading the cluster: {e}"))?;
+        for w in &loaded.warnings {
+            eprintln!("{w}");
+        }
+        return Ok((objects, loaded));
+    }
     let builtin = args.cluster.is_empty();
     let objects = if builtin {
         simulate::load_str(simulate::CASE_STUDY_CLUSTER, "<built-in case study>")
