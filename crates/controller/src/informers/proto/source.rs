@@ -435,6 +435,11 @@ impl ListStream {
                 self.stage = Stage::Items;
                 continue;
             }
+            // One object (or envelope field) larger than this is a broken body: never wait
+            // for, or buffer, more of it.
+            if len > MAX_ITEM {
+                return Err(WireError(format!("a list field of {len} bytes")).into());
+            }
             if rest.len() < header + len {
                 return Ok(None);
             }
@@ -466,6 +471,9 @@ impl ListStream {
         }
     }
 }
+
+/// The largest list item read (the watch's limit on a frame, see `Frames`).
+const MAX_ITEM: usize = 64 << 20;
 
 /// A length-delimited field's number, header size and payload length, if the buffer holds
 /// its header; any other wire type is an error (lists and envelopes have none).
@@ -570,6 +578,19 @@ mod tests {
             assert_eq!(items, ["rich-node-a"]);
             assert_eq!((rv.as_str(), next), ("50252", None));
         }
+    }
+
+    #[test]
+    fn an_item_larger_than_the_limit_is_refused_before_it_is_buffered() {
+        // Magic, the envelope's raw field (the list, any size), then an item that says it
+        // is 1 GiB long: refused at its header, with only the header read.
+        let mut body = MAGIC.to_vec();
+        body.extend_from_slice(&[(2 << 3) | 2, 0x80, 0x80, 0x80, 0x80, 0x04]);
+        body.extend_from_slice(&[(2 << 3) | 2, 0x80, 0x80, 0x80, 0x80, 0x04]);
+        let mut l = stream(true);
+        l.buf.extend_from_slice(&body);
+        let e = l.parse(name).map(|_| ()).unwrap_err();
+        assert!(format!("{e:?}").contains("1073741824 bytes"), "{e:?}");
     }
 
     #[test]
