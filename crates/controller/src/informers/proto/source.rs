@@ -12,7 +12,8 @@
 //! watcher leaves it out when it pages): kube-apiserver then answers from its watch cache,
 //! every object in one response (v1.28 ignores `limit` there), instead of paging through
 //! etcd. A relist after a 410 asks for the latest version, page by page, as the reflector
-//! does, so it never goes back in time. A protobuf list is decoded as its body streams in, one item at a time as the
+//! does, so it never goes back in time. When protobuf is not accepted (`contentType:
+//! application/json`), every list pages through etcd: a whole JSON list is not streamed. A protobuf list is decoded as its body streams in, one item at a time as the
 //! informer applies it, so neither the whole body (40 MB at 50,000 nodes) nor the list's
 //! objects are ever held at once.
 
@@ -127,6 +128,11 @@ where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
     K::DynamicType: Default,
 {
+    let relist_from = if source.accept.contains(super::PROTOBUF) {
+        "0"
+    } else {
+        ""
+    };
     let state = State {
         source,
         phase: Phase::List {
@@ -136,7 +142,10 @@ where
         queue: VecDeque::new(),
         backoff: BACKOFF_MIN,
         list_version: String::new(),
-        relist_from: "0",
+        // Only a protobuf list is decoded as it streams: a whole JSON list from the cache
+        // is held and decoded at once (437 MiB peak at 50,000 nodes, against 130 MiB in
+        // protobuf), so JSON lists page through etcd as kube's watcher does.
+        relist_from,
     };
     futures::stream::unfold(state, |mut s| async move {
         let e = s.next().await;

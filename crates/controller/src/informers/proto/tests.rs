@@ -262,3 +262,45 @@ async fn the_source_lists_then_watches_in_protobuf_and_in_json() {
         assert_eq!(server.protobuf_served("nodes") >= 2, protobuf, "{accept}");
     }
 }
+
+/// With protobuf accepted the first list reads the watch cache whole (resourceVersion 0);
+/// as JSON it pages through etcd (a whole JSON list is not streamed), 100 nodes a page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_protobuf_list_is_read_whole_from_the_cache() {
+    use futures::StreamExt;
+    for (accept, lists) in [(ACCEPT, 1), ("application/json", 3)] {
+        let server = fake_apiserver::FakeApiServer::start().await;
+        for i in 0..250 {
+            server.apply(
+                "nodes",
+                &serde_json::json!({"metadata": {"name": format!("n{i:03}")}}),
+            );
+        }
+        let client = crate::client::client(Some(&server.kubeconfig()))
+            .await
+            .unwrap();
+        let events = source::events(source::Source {
+            client,
+            accept: accept.to_string(),
+            path: "/api/v1/nodes",
+            page_size: 100,
+            decode: super::node::node,
+        });
+        futures::pin_mut!(events);
+        let mut listed = 0;
+        loop {
+            match events.next().await.unwrap() {
+                kube::runtime::watcher::Event::InitApply(_) => listed += 1,
+                kube::runtime::watcher::Event::InitDone => break,
+                _ => {}
+            }
+        }
+        assert_eq!(listed, 250, "{accept}");
+        let requests = server
+            .requests()
+            .iter()
+            .filter(|r| r.verb == "list" && r.resource == "nodes")
+            .count();
+        assert_eq!(requests, lists, "{accept}");
+    }
+}
