@@ -25,3 +25,8 @@ impl Output {
         }
     }
 }
+
+/// A table column's width: its widest cell, and at least `min` (the header's width).
+pub fn column_width(cells: impl Iterator<Item = usize>, min: usize) -> usize {
+    cells.max().unwrap_or(min).max(min)
+}

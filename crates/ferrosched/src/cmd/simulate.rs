@@ -320,20 +320,13 @@ fn load(args: &SimulateArgs) -> Result<(simulate::ClusterObjects, config::Loaded
 /// The human-readable report: one line per pod, then per-node utilisation.
 pub fn table(r: &Report) -> String {
     let mut out = String::new();
-    let pod_w = r
-        .outcomes
-        .iter()
-        .map(|o| o.pod.len())
-        .max()
-        .unwrap_or(3)
-        .max(3);
-    let prof_w = r
-        .outcomes
-        .iter()
-        .map(|o| o.profile.as_deref().unwrap_or("-").len())
-        .max()
-        .unwrap_or(7)
-        .max(7);
+    let pod_w = crate::cmd::output::column_width(r.outcomes.iter().map(|o| o.pod.len()), 3);
+    let prof_w = crate::cmd::output::column_width(
+        r.outcomes
+            .iter()
+            .map(|o| o.profile.as_deref().unwrap_or("-").len()),
+        7,
+    );
     let _ = writeln!(
         out,
         "{:pod_w$}  {:prof_w$}  {:>8}  RESULT",
@@ -378,13 +371,7 @@ pub fn table(r: &Report) -> String {
         r.outcomes.len()
     );
 
-    let node_w = r
-        .nodes
-        .iter()
-        .map(|n| n.node.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let node_w = crate::cmd::output::column_width(r.nodes.iter().map(|n| n.node.len()), 4);
     let _ = writeln!(
         out,
         "{:node_w$}  {:>9}  {:>19}  {:>24}  EXTENDED",

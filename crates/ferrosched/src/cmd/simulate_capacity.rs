@@ -49,13 +49,7 @@ pub fn table(r: &CapacityReport) -> String {
         },
     );
     if !r.nodes.is_empty() {
-        let node_w = r
-            .nodes
-            .iter()
-            .map(|n| n.node.len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
+        let node_w = crate::cmd::output::column_width(r.nodes.iter().map(|n| n.node.len()), 4);
         let _ = writeln!(out, "\n{:node_w$}  {:>6}", "NODE", "COPIES");
         for n in &r.nodes {
             let _ = writeln!(out, "{:node_w$}  {:>6}", n.node, n.copies);

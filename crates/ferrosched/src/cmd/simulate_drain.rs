@@ -167,18 +167,8 @@ fn evicted_rows(out: &mut String, evicted: &[EvictedPod]) {
         let _ = writeln!(out, "No pod to evict.");
         return;
     }
-    let pod_w = evicted
-        .iter()
-        .map(|e| e.pod.len())
-        .max()
-        .unwrap_or(3)
-        .max(3);
-    let from_w = evicted
-        .iter()
-        .map(|e| e.from.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let pod_w = crate::cmd::output::column_width(evicted.iter().map(|e| e.pod.len()), 3);
+    let from_w = crate::cmd::output::column_width(evicted.iter().map(|e| e.from.len()), 4);
     let _ = writeln!(
         out,
         "{:pod_w$}  {:from_w$}  {:>8}  RESULT",
@@ -244,13 +234,7 @@ pub fn compression_table(r: &CompressionReport) -> String {
         r.removable.join(", ")
     );
     if !r.candidates.is_empty() {
-        let w = r
-            .candidates
-            .iter()
-            .map(|c| c.node.len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
+        let w = crate::cmd::output::column_width(r.candidates.iter().map(|c| c.node.len()), 4);
         let _ = writeln!(out, "\nCandidates, emptiest first:");
         let _ = writeln!(out, "{:w$}  {:>4}  {:>6}", "NODE", "CPU", "MEMORY");
         for c in &r.candidates {

@@ -141,20 +141,8 @@ pub fn table(c: &Comparison) -> String {
     let _ = writeln!(out, "{}\n", reference_line(c));
     let _ = writeln!(out, "{}", differences_line(c));
     if !c.moved.is_empty() {
-        let pw = c
-            .moved
-            .iter()
-            .map(|m| m.pod.len())
-            .max()
-            .unwrap_or(3)
-            .max(3);
-        let fw = c
-            .moved
-            .iter()
-            .map(|m| m.first.len())
-            .max()
-            .unwrap_or(5)
-            .max(5);
+        let pw = crate::cmd::output::column_width(c.moved.iter().map(|m| m.pod.len()), 3);
+        let fw = crate::cmd::output::column_width(c.moved.iter().map(|m| m.first.len()), 5);
         let _ = writeln!(out, "\n{:pw$}  {:fw$}  SECOND", "POD", "FIRST");
         for m in c.moved.iter().take(TABLE_ROWS) {
             let _ = writeln!(out, "{:pw$}  {:fw$}  {}", m.pod, m.first, m.second);
@@ -195,13 +183,7 @@ pub fn table(c: &Comparison) -> String {
         }
     }
     let [a, b] = [&c.configs[0], &c.configs[1]];
-    let nw = a
-        .nodes
-        .iter()
-        .map(|n| n.node.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let nw = crate::cmd::output::column_width(a.nodes.iter().map(|n| n.node.len()), 4);
     let _ = writeln!(
         out,
         "\n{:nw$}  {:>15}  {:>15}  {:>19}  {:>19}",
