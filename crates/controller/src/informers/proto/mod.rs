@@ -23,8 +23,6 @@ pub(crate) mod wire;
 
 use kube::Resource;
 
-#[cfg(test)]
-use meta::list_meta;
 use meta::{status, unwrap_envelope};
 use wire::{Fields, Result, WireError};
 
@@ -33,36 +31,6 @@ pub(crate) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// What every request accepts, in order of preference (client-go's for protobuf clients).
 pub(crate) const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
-
-/// One page of a list: its items, resourceVersion and continue token (tests; the informer
-/// decodes items lazily, see `source`).
-#[cfg(test)]
-pub(crate) struct Page<K> {
-    pub(crate) items: Vec<K>,
-    pub(crate) resource_version: String,
-    pub(crate) continue_token: Option<String>,
-}
-
-/// Decodes a protobuf list body (`k8s\0` + Unknown{ XList{ metadata = 1, items = 2 } }).
-#[cfg(test)]
-pub(crate) fn list<K>(body: &[u8], item: fn(&[u8]) -> Result<K>) -> Result<Page<K>> {
-    let (_, raw) = unwrap_envelope(body)?;
-    let mut page = Page {
-        items: Vec::new(),
-        resource_version: String::new(),
-        continue_token: None,
-    };
-    for f in Fields::new(raw) {
-        match f? {
-            (1, v) => {
-                (page.resource_version, page.continue_token) = list_meta(v.bytes("metadata")?)?
-            }
-            (2, v) => page.items.push(item(v.bytes("items")?)?),
-            _ => {}
-        }
-    }
-    Ok(page)
-}
 
 /// One watch event, decoded.
 #[derive(Debug)]

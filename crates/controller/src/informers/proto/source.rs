@@ -524,6 +524,31 @@ fn json_event<K: DeserializeOwned>(line: &[u8]) -> Result<Event<K>, Failure> {
     )
 }
 
+/// Decodes a whole protobuf list body fed in chunks of `chunk` bytes, as the informer does
+/// (tests: the items, resourceVersion and continue token; an error for a broken or
+/// truncated body).
+#[cfg(test)]
+pub(super) fn decode_list<K>(
+    body: &[u8],
+    chunk: usize,
+    decode: fn(&[u8]) -> super::wire::Result<K>,
+) -> Result<(Vec<K>, String, Option<String>), String> {
+    let mut l = ListStream::new(kube::client::Body::empty(), true);
+    let mut items = Vec::new();
+    for c in body.chunks(chunk) {
+        l.buf.drain(..l.start);
+        l.start = 0;
+        l.buf.extend_from_slice(c);
+        while let Some(step) = l.parse(decode).map_err(|e| format!("{e:?}"))? {
+            items.extend(step);
+        }
+    }
+    if l.stage != Stage::Trailer || l.start != l.buf.len() {
+        return Err("the list ended early".into());
+    }
+    Ok((items, l.resource_version, l.continue_token))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,21 +568,7 @@ mod tests {
 
     /// Feeds `body` in chunks of `chunk` bytes; returns the items and the list's metadata.
     fn read(body: &[u8], chunk: usize) -> (Vec<String>, String, Option<String>) {
-        let mut l = stream(true);
-        let mut items = Vec::new();
-        for c in body.chunks(chunk) {
-            l.buf.drain(..l.start);
-            l.start = 0;
-            l.buf.extend_from_slice(c);
-            while let Some(step) = l.parse(name).unwrap() {
-                items.push(step.expect("items only before the end"));
-            }
-        }
-        assert!(
-            l.stage == Stage::Trailer && l.start == l.buf.len(),
-            "read whole"
-        );
-        (items, l.resource_version, l.continue_token)
+        decode_list(body, chunk, name).unwrap()
     }
 
     #[test]

@@ -23,14 +23,15 @@ fn node(b: &[u8]) -> wire::Result<Lean<Node>> {
 
 #[test]
 fn a_listed_node_decodes_from_protobuf_exactly_as_from_json() {
-    let page = list(LIST_PB, node).unwrap();
+    let (items, resource_version, continue_token) =
+        source::decode_list(LIST_PB, 4096, node).unwrap();
     let json: ObjectList<Lean<Node>> = serde_json::from_str(LIST_JSON).unwrap();
-    assert_eq!(page.items.len(), 1);
-    assert_eq!(page.items, json.items);
-    assert_eq!(Some(page.resource_version), json.metadata.resource_version);
-    assert_eq!(page.continue_token, None);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items, json.items);
+    assert_eq!(Some(resource_version), json.metadata.resource_version);
+    assert_eq!(continue_token, None);
     // The decode kept what the scheduler reads (not just empty values on both sides).
-    let n = &page.items[0].0;
+    let n = &items[0].0;
     let spec = n.spec.as_ref().unwrap();
     assert_eq!(spec.unschedulable, Some(true));
     let taints = spec.taints.as_ref().unwrap();
@@ -182,12 +183,12 @@ fn an_added_and_a_deleted_node_and_a_minimal_node() {
 #[test]
 fn broken_bodies_are_errors_not_panics() {
     assert!(
-        list(b"{\"kind\":\"NodeList\"}", node).is_err(),
+        source::decode_list(b"{\"kind\":\"NodeList\"}", 4096, node).is_err(),
         "JSON is not protobuf"
     );
     let mut truncated = LIST_PB.to_vec();
     truncated.truncate(LIST_PB.len() - 10);
-    assert!(list(&truncated, node).is_err());
+    assert!(source::decode_list(&truncated, 4096, node).is_err());
     let mut frames = Frames::default();
     frames.push(&[0xff, 0xff, 0xff, 0xff]);
     assert!(frames.next_frame().is_err(), "a 4 GiB frame");
