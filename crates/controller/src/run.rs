@@ -64,6 +64,11 @@ pub struct RunOptions {
     /// 1.37): on, a pod's claim matching its PodGroup's is reserved for the group and
     /// allocated once for all of its pods; off, every claim is the pod's own.
     pub dra_workload_resource_claims: bool,
+    /// Device compatibility groups (upstream's DRADeviceCompatibilityGroups, alpha and off
+    /// by default in 1.37): on, `consumesCounters[].compatibilityGroups` decide which
+    /// devices of a counter set go together; off, devices declaring them are never
+    /// allocated.
+    pub dra_device_compatibility_groups: bool,
     /// Trees of groups (upstream's CompositePodGroup, alpha and off by default in 1.37): on,
     /// a PodGroup's `parentCompositePodGroupName` is honoured and CompositePodGroups are
     /// watched; off, every PodGroup is its own root.
@@ -96,6 +101,7 @@ impl RunOptions {
             opportunistic_batching: true,
             dra_device_binding_conditions: true,
             dra_workload_resource_claims: false,
+            dra_device_compatibility_groups: false,
             composite_pod_groups: false,
         }
     }
@@ -168,6 +174,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         opportunistic_batching,
         dra_device_binding_conditions,
         dra_workload_resource_claims,
+        dra_device_compatibility_groups,
         composite_pod_groups,
     } = opts;
     let mut registry = Registry::in_tree();
@@ -242,6 +249,11 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         .cache
         .dra_mut()
         .set_workload_claims(dra_workload_resource_claims);
+    shared
+        .lock()
+        .cache
+        .dra_mut()
+        .set_compatibility_groups(dra_device_compatibility_groups);
     // Before any pod is scheduled: a pod naming a group of an API the cluster lacks waits
     // and says why, and a gang is never scheduled without its group.
     let pod_groups = crate::client::discovery::pod_group_versions(&client).await;

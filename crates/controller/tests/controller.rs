@@ -1796,6 +1796,137 @@ async fn claims_get_shares_of_a_device_allowing_multiple_allocations() {
     running.stop().await;
 }
 
+/// One GPU offered as MIG slices and as a vGPU profile on one counter set, the two modes
+/// in different compatibility groups (KEP-5963's example, in our words): the counter set
+/// in a slice of its own, the partitions in a second slice of the pool.
+fn apply_mig_and_vgpu(server: &FakeApiServer) {
+    let part = |name: &str, mode: &str, sm: &str| {
+        json!({"name": name, "attributes": {"mode": {"string": mode}},
+               "consumesCounters": [{"counterSet": "gpu-0", "compatibilityGroups": [mode],
+                                     "counters": {"sm": {"value": sm}}}]})
+    };
+    let pool = json!({"name": "n1", "generation": 1, "resourceSliceCount": 2});
+    server.apply(
+        "resourceslices",
+        &json!({"metadata": {"name": "n1-gpu-counters"},
+                "spec": {"driver": GPU_DRIVER, "pool": pool,
+                         "sharedCounters": [{"name": "gpu-0", "counters": {"sm": {"value": "100"}}}]}}),
+    );
+    server.apply(
+        "resourceslices",
+        &json!({"metadata": {"name": "n1-gpu-devices"},
+                "spec": {"driver": GPU_DRIVER, "pool": pool, "nodeName": "n1",
+                         "devices": [part("mig-0", "mig", "20"), part("vgpu-0", "vgpu", "50"),
+                                     part("mig-1", "mig", "20")]}}),
+    );
+}
+
+/// A claim for one GPU partition in `mode`, and a pod using it.
+fn partition_pod(server: &FakeApiServer, pod_name: &str, mode: &str) {
+    let mut c = gpu_claim(pod_name, None);
+    c["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = json!([{"cel": {"expression":
+        format!("device.attributes[{GPU_DRIVER:?}].mode == {mode:?}")}}]);
+    server.apply("resourceclaims", &c);
+    let with_claim = json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": pod_name}]});
+    server.apply("pods", &pod(pod_name, "100m", with_claim));
+}
+
+/// The controller with the DRADeviceCompatibilityGroups gate as given.
+async fn start_with_compatibility_groups(server: &FakeApiServer, on: bool) -> Running {
+    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = listener.local_addr().unwrap();
+    let task = tokio::spawn(controller::run(controller::RunOptions {
+        health: Some(listener),
+        dra_device_compatibility_groups: on,
+        ..controller::RunOptions::new(
+            client,
+            loaded,
+            Box::pin(async move {
+                let _ = rx.await;
+            }),
+        )
+    }));
+    Running {
+        health,
+        stop: Some(tx),
+        task,
+    }
+}
+
+/// Compatibility groups through the API (gate on): a MIG slice is taken first; a vGPU
+/// claim on the same counter set then finds no compatible device and its pod stays
+/// pending with the DynamicResources reason, while a second MIG claim is placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compatibility_groups_keep_a_gpus_modes_apart() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    apply_mig_and_vgpu(&server);
+    let running = start_with_compatibility_groups(&server, true).await;
+    partition_pod(&server, "first-mig", "mig");
+    wait_for("first-mig bound", || {
+        server.node_of("default", "first-mig").is_some()
+    })
+    .await;
+    partition_pod(&server, "vgpu", "vgpu");
+    // (The first attempt may come before the claim reached the informer: "not found".)
+    wait_for("no compatible device for vgpu", || {
+        scheduled_message(&server, "vgpu").is_some_and(|m| {
+            m.starts_with("0/1 nodes are available: 1 cannot allocate all claims.")
+        })
+    })
+    .await;
+    partition_pod(&server, "second-mig", "mig");
+    wait_for("second-mig bound", || {
+        server.node_of("default", "second-mig").is_some()
+    })
+    .await;
+    let device = |claim: &str| {
+        let c = server.get("resourceclaims", "default", claim).unwrap();
+        c["status"]["allocation"]["devices"]["results"][0]["device"].clone()
+    };
+    assert_eq!(device("first-mig"), "mig-0");
+    assert_eq!(device("second-mig"), "mig-1");
+    assert!(server.node_of("default", "vgpu").is_none());
+    running.stop().await;
+}
+
+/// Gate off (upstream's default in 1.37): devices declaring compatibility groups are never
+/// allocated, so a claim only they could satisfy leaves its pod pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_gate_off_devices_declaring_groups_are_never_allocated() {
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply("nodes", &node("n1", "4", json!({})));
+    server.apply(
+        "deviceclasses",
+        &json!({"metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
+    );
+    apply_mig_and_vgpu(&server);
+    let running = start_with_compatibility_groups(&server, false).await;
+    partition_pod(&server, "mig", "mig");
+    // (The first attempt may come before the claim reached the informer: "not found".)
+    wait_for("no compatible device for mig", || {
+        scheduled_message(&server, "mig").is_some_and(|m| {
+            m.starts_with("0/1 nodes are available: 1 cannot allocate all claims.")
+        })
+    })
+    .await;
+    assert!(server.node_of("default", "mig").is_none());
+    running.stop().await;
+}
+
 /// A DeviceTaintRule taints a device as if its slice did: a pod whose claim does not
 /// tolerate the taint stays pending with upstream's message, and deleting the rule (a
 /// ResourceSlice update for the queue) schedules it.

@@ -513,6 +513,46 @@ fn shared_nic_example_hands_out_shares_until_the_bandwidth_is_used() {
     assert!(table.contains("(share: bandwidth=3G)"), "{table}");
 }
 
+/// The compatibility-groups example: MIG slices and a vGPU profile of one GPU never go
+/// together.
+const GPU_MODES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../examples/dra-gpu-modes.yaml"
+);
+
+#[test]
+fn gpu_modes_example_keeps_mig_and_vgpu_apart() {
+    let out: serde_json::Value =
+        serde_json::from_str(&stdout(&simulate(&["--cluster", GPU_MODES, "-o", "json"]))).unwrap();
+    let outcome = |pod: &str| {
+        out["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["pod"] == pod)
+            .unwrap_or_else(|| panic!("no outcome for {pod}: {out}"))
+            .clone()
+    };
+    let device = |pod: &str| {
+        let o = outcome(pod);
+        assert_eq!(o["node"], "n1", "{o}");
+        o["devices"][0]["device"].as_str().unwrap().to_string()
+    };
+    assert_eq!(device("ml/a"), "gpu-0-mig-0");
+    assert_eq!(
+        device("ml/c"),
+        "gpu-0-mig-1",
+        "a second MIG slice joins the first"
+    );
+    let b = outcome("ml/b");
+    assert!(b["node"].is_null(), "{b}");
+    let text = b.to_string();
+    assert!(
+        text.contains("0/1 nodes are available: 1 cannot allocate all claims."),
+        "{b}"
+    );
+}
+
 /// A hand-made dump for the drain: n1, n2, n3 (2 CPU each). n1 runs web-a (1 CPU) and a
 /// DaemonSet pod; n2 runs web-b (1 CPU) and big (900m); n3 runs filler (1 CPU), so only
 /// 1 CPU is free outside n1 and n2. web-pdb keeps both web pods.

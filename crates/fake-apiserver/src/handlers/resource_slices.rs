@@ -3,12 +3,14 @@
 //! at most one of `validRange` and `validValues`, and then needs a `default` the policy
 //! itself allows; every amount stays within the capacity's value, a range's `max` and
 //! `default` lie on its step from `min`, and valid values are ascending, unique and at
-//! most 10.
+//! most 10. Compatibility groups (KEP-5963): at most 2 per `consumesCounters` entry,
+//! unique, each a DNS label.
 
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
+use super::pod_groups::{LABEL_MSG, is_dns_label};
 use super::status;
 use crate::store::Resource;
 
@@ -20,7 +22,8 @@ pub(super) fn prepare(r: &Resource, obj: &Value) -> Result<(), Box<Response>> {
     if r.collection != "resourceslices" {
         return Ok(());
     }
-    let errors = capacity_errors(obj);
+    let mut errors = capacity_errors(obj);
+    errors.extend(group_errors(obj));
     if errors.is_empty() {
         return Ok(());
     }
@@ -84,6 +87,38 @@ pub(super) fn nanos(v: &Value) -> Option<i128> {
         v = v.checked_add(i128::from(d - b'0') * scale)?;
     }
     Some(if neg { -v } else { v })
+}
+
+/// Upstream `ResourceSliceMaxCompatibilityGroups` (the 1.37 API: "at most 2").
+const MAX_COMPATIBILITY_GROUPS: usize = 2;
+
+fn group_errors(obj: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    let devices = obj["spec"]["devices"].as_array().into_iter().flatten();
+    for (i, d) in devices.enumerate() {
+        let consumes = d["consumesCounters"].as_array().into_iter().flatten();
+        for (j, c) in consumes.enumerate() {
+            let Some(groups) = c["compatibilityGroups"].as_array() else {
+                continue;
+            };
+            let path = format!("spec.devices[{i}].consumesCounters[{j}].compatibilityGroups");
+            if groups.len() > MAX_COMPATIBILITY_GROUPS {
+                errors.push(format!(
+                    "{path}: Too many: {}: must have at most {MAX_COMPATIBILITY_GROUPS} items",
+                    groups.len()
+                ));
+            }
+            for (k, g) in groups.iter().enumerate() {
+                let name = g.as_str().unwrap_or_default();
+                if !is_dns_label(name) {
+                    errors.push(format!("{path}[{k}]: Invalid value: {g}: {LABEL_MSG}"));
+                } else if groups[..k].contains(g) {
+                    errors.push(format!("{path}[{k}]: Duplicate value: {g}"));
+                }
+            }
+        }
+    }
+    errors
 }
 
 fn capacity_errors(obj: &Value) -> Vec<String> {
@@ -262,6 +297,37 @@ mod tests {
             "allowMultipleAllocations": multiple,
             "capacity": {"bandwidth": {"value": "10G", "requestPolicy": policy}}
         }]}})
+    }
+
+    #[test]
+    fn compatibility_groups_are_checked_like_the_registry() {
+        let with = |groups: Value| {
+            json!({"spec": {"devices": [{"name": "mig-0", "consumesCounters": [
+                {"counterSet": "gpu-0", "counters": {"sm": {"value": "1"}},
+                 "compatibilityGroups": groups}]}]}})
+        };
+        assert_eq!(
+            group_errors(&with(json!(["mig", "mps"]))),
+            Vec::<String>::new()
+        );
+        assert_eq!(group_errors(&with(json!([]))), Vec::<String>::new());
+        let p = "spec.devices[0].consumesCounters[0].compatibilityGroups";
+        assert_eq!(
+            group_errors(&with(json!(["a", "b", "c"]))),
+            [format!("{p}: Too many: 3: must have at most 2 items")]
+        );
+        assert_eq!(
+            group_errors(&with(json!(["mig", "mig"]))),
+            [format!("{p}[1]: Duplicate value: \"mig\"")]
+        );
+        let bad = group_errors(&with(json!(["MIG"])));
+        assert_eq!(bad.len(), 1);
+        assert!(
+            bad[0].starts_with(&format!(
+                "{p}[0]: Invalid value: \"MIG\": a lowercase RFC 1123 label"
+            )),
+            "{bad:?}"
+        );
     }
 
     #[test]

@@ -64,8 +64,8 @@ pub struct RunArgs {
     explain_annotations: Vec<String>,
     /// Feature gates, as kube-scheduler's `--feature-gates=Name=bool,...`. ferrosched knows
     /// OpportunisticBatching, DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
-    /// (default true), DRAWorkloadResourceClaims and CompositePodGroup (default false, as
-    /// upstream's 1.37);
+    /// (default true), DRAWorkloadResourceClaims, DRADeviceCompatibilityGroups and
+    /// CompositePodGroup (default false, as upstream's 1.37);
     /// any other name is refused.
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
@@ -347,6 +347,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             dra_device_binding_conditions: gates.dra_device_binding_conditions
                 && gates.dra_resource_claim_device_status,
             dra_workload_resource_claims: gates.dra_workload_resource_claims,
+            dra_device_compatibility_groups: gates.dra_device_compatibility_groups,
             composite_pod_groups: gates.composite_pod_group,
         })
         .await
@@ -401,6 +402,9 @@ struct FeatureGates {
     /// DRAWorkloadResourceClaims (upstream alpha in 1.36, beta but off by default in 1.37):
     /// PodGroup claims reserved for the group and shared by its pods.
     dra_workload_resource_claims: bool,
+    /// DRADeviceCompatibilityGroups (upstream alpha in 1.37, off by default): counter-set
+    /// compatibility groups enforced; off, devices declaring them are skipped.
+    dra_device_compatibility_groups: bool,
     /// CompositePodGroup (upstream alpha in 1.37, off by default): trees of PodGroups.
     composite_pod_group: bool,
 }
@@ -411,6 +415,7 @@ impl FeatureGates {
         "DRADeviceBindingConditions",
         "DRAResourceClaimDeviceStatus",
         "DRAWorkloadResourceClaims",
+        "DRADeviceCompatibilityGroups",
         "CompositePodGroup",
     ];
 
@@ -422,6 +427,7 @@ impl FeatureGates {
             dra_device_binding_conditions: true,
             dra_resource_claim_device_status: true,
             dra_workload_resource_claims: false,
+            dra_device_compatibility_groups: false,
             composite_pod_group: false,
         };
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -445,6 +451,7 @@ impl FeatureGates {
                 "DRADeviceBindingConditions" => gates.dra_device_binding_conditions = on,
                 "DRAResourceClaimDeviceStatus" => gates.dra_resource_claim_device_status = on,
                 "DRAWorkloadResourceClaims" => gates.dra_workload_resource_claims = on,
+                "DRADeviceCompatibilityGroups" => gates.dra_device_compatibility_groups = on,
                 "CompositePodGroup" => gates.composite_pod_group = on,
                 _ => {
                     return Err(format!(
@@ -484,6 +491,17 @@ mod feature_gate_tests {
     }
 
     #[test]
+    fn device_compatibility_groups_follow_upstreams_alpha_default_off() {
+        assert!(
+            !FeatureGates::parse("")
+                .unwrap()
+                .dra_device_compatibility_groups
+        );
+        let g = FeatureGates::parse("DRADeviceCompatibilityGroups=true").unwrap();
+        assert!(g.dra_device_compatibility_groups);
+    }
+
+    #[test]
     fn composite_pod_groups_follow_upstreams_alpha_default_off() {
         assert!(!FeatureGates::parse("").unwrap().composite_pod_group);
         assert!(
@@ -510,7 +528,7 @@ mod feature_gate_tests {
             .unwrap_err();
         assert_eq!(
             e,
-            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRAWorkloadResourceClaims, CompositePodGroup)"
+            "--feature-gates: feature gate \"SchedulerAsyncAPICalls\" is not implemented by ferrosched (known: OpportunisticBatching, DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRAWorkloadResourceClaims, DRADeviceCompatibilityGroups, CompositePodGroup)"
         );
         assert_eq!(
             FeatureGates::parse("OpportunisticBatching").unwrap_err(),

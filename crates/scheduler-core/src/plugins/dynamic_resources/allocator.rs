@@ -55,6 +55,9 @@ pub struct Allocator {
     freed_shares: HashMap<DeviceId, SharedUse>,
     /// DRADeviceBindingConditions: devices with binding conditions may be allocated.
     binding_conditions: bool,
+    /// DRADeviceCompatibilityGroups: groups enforced; off, devices declaring them (and
+    /// devices joining a counter set a held device declared them on) are skipped.
+    pub(super) compatibility_groups: bool,
 }
 
 impl Allocator {
@@ -96,6 +99,7 @@ impl Allocator {
             freed: HashSet::new(),
             freed_shares: HashMap::new(),
             binding_conditions: objects.binding_conditions(),
+            compatibility_groups: objects.compatibility_groups(),
         }
     }
 
@@ -251,6 +255,7 @@ impl Allocator {
             for (i, d) in e.slice.devices.iter().enumerate() {
                 if d.unsupported.is_some()
                     || (!self.binding_conditions && d.has_binding_conditions())
+                    || (!self.compatibility_groups && d.declares_groups())
                 {
                     continue;
                 }

@@ -12,7 +12,11 @@
 //! Compatibility groups (`consumesCounters[].compatibilityGroups`): devices consuming from
 //! the same counter set are allocated together only when the groups of all of them (held
 //! ones and picks) have one in common; a device without groups goes only with others
-//! without groups. Devices on different counter sets are never compared.
+//! without groups. Devices on different counter sets are never compared. The groups of held
+//! devices are read from their slices: the 1.37 API records no snapshot of them in the
+//! claim. With the DRADeviceCompatibilityGroups gate off (upstream's default), devices
+//! declaring groups are never allocated, nor devices joining a counter set on which a held
+//! device declares them.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -106,6 +110,7 @@ impl Tracker {
         counters: &PoolCounters,
         consumes: &[CounterConsumption],
         in_use: impl Fn(&DeviceId) -> bool,
+        enforce_groups: bool,
     ) -> bool {
         let held = self.held_groups.entry(pool).or_insert_with(|| {
             let mut g = Groups::new();
@@ -122,12 +127,19 @@ impl Tracker {
         });
         let picked = self.picked_groups.entry(pool).or_default();
         let groups_ok = consumes.iter().all(|k| {
-            let others = held
+            let mut others = held
                 .get(&k.counter_set)
                 .into_iter()
                 .chain(picked.get(&k.counter_set))
                 .flatten();
-            compatible(&k.groups, others)
+            if enforce_groups {
+                compatible(&k.groups, others)
+            } else {
+                // Gate off (upstream's skew rule): the device itself declares none (the
+                // candidate list left those out); it may not join a set whose groups this
+                // scheduler is not allowed to enforce.
+                others.all(Vec::is_empty)
+            }
         });
         if !groups_ok {
             return false;
@@ -200,10 +212,13 @@ impl Run<'_> {
         let al = self.al;
         let c = &self.cands[cand];
         match al.index.counters.get(&c.pool) {
-            Some(pc) if !c.dev.consumes.is_empty() => {
-                self.counters
-                    .take(c.pool, pc, &c.dev.consumes, |id| al.holds_counters(id))
-            }
+            Some(pc) if !c.dev.consumes.is_empty() => self.counters.take(
+                c.pool,
+                pc,
+                &c.dev.consumes,
+                |id| al.holds_counters(id),
+                al.compatibility_groups,
+            ),
             _ => true,
         }
     }

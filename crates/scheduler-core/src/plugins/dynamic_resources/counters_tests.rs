@@ -410,6 +410,52 @@ fn allocated_devices_count_for_compatibility_groups() {
 }
 
 #[test]
+fn with_the_gate_off_grouped_devices_and_their_counter_sets_are_left_alone() {
+    // The upstream skew rule (DRADeviceCompatibilityGroups off in the scheduler while the
+    // API server keeps the field): what this scheduler may not enforce, it does not touch.
+    let plain = || consuming("plain", &[("memory", "1Gi")]);
+    let free = |on: bool| {
+        let mut o = objects(
+            vec![pool(
+                vec![grouped("a", &["x"]), plain()],
+                &[("memory", "8Gi")],
+            )],
+            vec![gpu_class()],
+            &[claim("one", vec![req("r", "gpu")])],
+        );
+        o.set_compatibility_groups(on);
+        run(&o, &["one"], &[])
+    };
+    assert_eq!(
+        free(true),
+        want(&[&["a"]]),
+        "gate on: the first device fits"
+    );
+    assert_eq!(
+        free(false),
+        want(&[&["plain"]]),
+        "gate off: never a grouped one"
+    );
+
+    // "a" (group x) is held: on, "ax" may join it; off, "ax" declares groups and "plain"
+    // would join a counter set whose groups the scheduler cannot check.
+    let held = |on: bool| {
+        let mut o = objects(
+            vec![pool(
+                vec![grouped("a", &["x"]), grouped("ax", &["x"]), plain()],
+                &[("memory", "8Gi")],
+            )],
+            vec![gpu_class()],
+            &[holding("held", "a"), claim("one", vec![req("r", "gpu")])],
+        );
+        o.set_compatibility_groups(on);
+        run(&o, &["one"], &[])
+    };
+    assert_eq!(held(true), want(&[&["ax"]]));
+    assert_eq!(held(false), Ok(None));
+}
+
+#[test]
 fn a_shared_device_takes_its_counters_once() {
     let mut nic = consuming("nic", &[("memory", "6Gi")]);
     nic.allow_multiple_allocations = Some(true);

@@ -520,3 +520,36 @@ fn dra_backed_extended_resources_are_scored_by_their_devices() {
         "3/4 used beats 1/2"
     );
 }
+
+#[test]
+fn devices_counted_for_scoring_as_upstreams_allocatable_and_requested() {
+    // Upstream's allocatable/requested cases for a DRA-backed resource, in our words: n1
+    // reaches four devices of the class; gpu-0 is held whole and gpu-1 by one share of a
+    // device allowing multiple allocations: each counts once as used. n2 has no slice.
+    let mut o = objects(true, 4);
+    o.update_claim(&holding("whole", "n1", "gpu-0"));
+    let mut share = holding("share", "n1", "gpu-1");
+    let results = share
+        .status
+        .as_mut()
+        .and_then(|s| s.allocation.as_mut())
+        .and_then(|a| a.devices.as_mut())
+        .and_then(|d| d.results.as_mut())
+        .unwrap();
+    results[0].share_id = Some("4f7c1a52-0b6e-4c4e-9a54-2c3c7c1f0e11".into());
+    o.update_claim(&share);
+    let nodes = vec![
+        Arc::new(NodeInfo::test("n1").build()),
+        Arc::new(NodeInfo::test("n2").build()),
+    ];
+    let count = |resource: &str| {
+        super::super::extended_score::extended_resource_devices(&o, resource, &nodes)
+    };
+    let explicit = count(GPU).unwrap();
+    assert_eq!(explicit["n1"], (4, 2));
+    assert_eq!(explicit["n2"], (0, 0), "no devices: nothing to score with");
+    // Every class also backs its implicit name.
+    let implicit = count(&format!("{RESOURCE_DEVICE_CLASS_PREFIX}gpu")).unwrap();
+    assert_eq!(implicit["n1"], (4, 2));
+    assert!(count("example.com/fpga").is_none(), "no class backs it");
+}

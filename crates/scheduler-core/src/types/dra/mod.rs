@@ -605,6 +605,11 @@ impl SliceDevice {
             .is_some_and(|b| !b.conditions.is_empty())
     }
 
+    /// Whether any `consumesCounters` entry names compatibility groups.
+    pub fn declares_groups(&self) -> bool {
+        self.consumes.iter().any(|c| !c.groups.is_empty())
+    }
+
     pub fn binds_to_node(&self) -> bool {
         self.binding.as_ref().is_some_and(|b| b.binds_to_node)
     }

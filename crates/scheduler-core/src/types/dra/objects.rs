@@ -46,6 +46,11 @@ pub struct DraObjects {
     /// in its API server; `ferrosched run` follows `--feature-gates` (upstream's default:
     /// off).
     pub(crate) workload_claims_off: bool,
+    /// DRADeviceCompatibilityGroups turned off (upstream: alpha, off by default in 1.37):
+    /// devices declaring `compatibilityGroups` are never allocated, nor devices joining a
+    /// counter set on which a held device declares them. On unless turned off, as for the
+    /// PodGroup claims above: `ferrosched run` follows `--feature-gates`.
+    pub(crate) compatibility_groups_off: bool,
 }
 
 /// The shares of one device allowing multiple allocations.
@@ -180,6 +185,16 @@ impl DraObjects {
 
     pub fn set_binding_conditions(&mut self, on: bool) {
         self.binding_conditions_off = !on;
+    }
+
+    /// Whether `consumesCounters[].compatibilityGroups` are enforced (the
+    /// DRADeviceCompatibilityGroups feature gate).
+    pub fn compatibility_groups(&self) -> bool {
+        !self.compatibility_groups_off
+    }
+
+    pub fn set_compatibility_groups(&mut self, on: bool) {
+        self.compatibility_groups_off = !on;
     }
 
     /// Whether PodGroup claims are honoured (the DRAWorkloadResourceClaims feature gate).
@@ -519,5 +534,6 @@ impl DraObjects {
         }
         self.binding_conditions_off = other.binding_conditions_off;
         self.workload_claims_off = other.workload_claims_off;
+        self.compatibility_groups_off = other.compatibility_groups_off;
     }
 }
