@@ -13,6 +13,7 @@ pub mod conn;
 pub mod explain;
 pub(crate) mod health;
 pub(crate) mod metrics;
+pub(crate) mod process;
 pub mod tls;
 pub mod tls_options;
 pub mod x509;
