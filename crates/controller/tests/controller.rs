@@ -1539,10 +1539,16 @@ async fn a_volume_binding_timeout_fails_the_attempt_and_the_pod_is_retried() {
 /// a 5Gi claim.
 fn capacity_cluster(server: &FakeApiServer) {
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    // The hostname label as every kubelet sets it: the test provisioner pins each volume to
+    // it, and the binding cycle checks the volume's affinity against the node.
     for (n, zone) in [("in-a", "a"), ("in-b", "b")] {
         server.apply(
             "nodes",
-            &node(n, "4", json!({"topology.kubernetes.io/zone": zone})),
+            &node(
+                n,
+                "4",
+                json!({"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": n}),
+            ),
         );
     }
     server.apply(
