@@ -704,3 +704,42 @@ async fn the_front_proxys_uid_header_is_the_users_uid() {
     assert_eq!(code, 403);
     support::stop_controller(r.stop, r.task).await;
 }
+
+/// `--client-ca-file`'s file is re-read: replacing it (a rotated CA) takes effect without a
+/// restart; a file that does not parse keeps the last bundle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_client_ca_file_is_trusted_after_the_reload() {
+    let server = FakeApiServer::start().await;
+    server.grant(Grant::non_resource("alice", "get", "/metrics"));
+    server.grant(Grant::non_resource("bob", "get", "/metrics"));
+    let old_ca = Ca::new("old-client-ca");
+    let new_ca = Ca::new("new-client-ca");
+    let dir = std::env::temp_dir().join(format!("ferrosched-ca-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("client-ca.crt");
+    std::fs::write(&file, old_ca.pem()).unwrap();
+    let bundle = CaBundle::from_file(&file).unwrap();
+    let path = file.clone();
+    let r = start_shared(&server, move |c| {
+        let auth = Arc::new(delegated(c).with_client_ca(Some(bundle)));
+        auth.reload_ca_files(Some(path), None, std::time::Duration::from_millis(100));
+        auth
+    })
+    .await;
+    let alice = || old_ca.client("alice", &[]);
+    let bob = || new_ca.client("bob", &[]);
+    wait_for_code(r.addr, alice, &[], 200).await;
+    let (code, _) = get(r.addr, "/metrics", Some(bob()), &[]).await;
+    assert_eq!(code, 401);
+    // A half-written file is not used.
+    std::fs::write(&file, "-----BEGIN CERTIFICATE-----\nnot base64\n").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let (code, _) = get(r.addr, "/metrics", Some(alice()), &[]).await;
+    assert_eq!(code, 200, "the last bundle stays");
+    std::fs::write(&file, new_ca.pem()).unwrap();
+    wait_for_code(r.addr, bob, &[], 200).await;
+    let (code, _) = get(r.addr, "/metrics", Some(alice()), &[]).await;
+    assert_eq!(code, 401);
+    support::stop_controller(r.stop, r.task).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

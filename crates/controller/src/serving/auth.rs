@@ -360,6 +360,56 @@ impl DelegatedAuth {
         self
     }
 
+    /// Re-reads the CA files of `--client-ca-file` (`client_ca`) and
+    /// `--requestheader-client-ca-file` (`request_header_ca`) every `period`, as upstream's
+    /// dynamic file CA content: a changed file's bundle replaces the one in force (the
+    /// front proxy keeps its other flags). A file that cannot be read or parsed keeps the
+    /// last bundle (a warning once per content).
+    pub fn reload_ca_files(
+        self: &Arc<Self>,
+        client_ca: Option<std::path::PathBuf>,
+        request_header_ca: Option<std::path::PathBuf>,
+        period: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let auth = Arc::clone(self);
+        let read_now =
+            |p: &Option<std::path::PathBuf>| p.as_ref().and_then(|p| std::fs::read(p).ok());
+        let mut last = [read_now(&client_ca), read_now(&request_header_ca)];
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                for (i, path) in [&client_ca, &request_header_ca].into_iter().enumerate() {
+                    let Some(path) = path else { continue };
+                    let Ok(pem) = std::fs::read(path) else {
+                        // Gone for a moment (a Secret volume's symlink swap): try again later.
+                        continue;
+                    };
+                    if last[i].as_ref() == Some(&pem) {
+                        continue;
+                    }
+                    last[i] = Some(pem.clone());
+                    let bundle = match CaBundle::from_pem(&pem, path.display().to_string()) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "changed CA file not usable; keeping the last bundle");
+                            continue;
+                        }
+                    };
+                    let mut certs = write(&auth.certs);
+                    if i == 0 {
+                        certs.client_ca = Some(Arc::new(bundle));
+                    } else if let Some(rh) = &certs.request_header {
+                        certs.request_header = Some(Arc::new(RequestHeaderConfig {
+                            ca: bundle,
+                            ..RequestHeaderConfig::clone(rh)
+                        }));
+                    }
+                    tracing::info!(file = %path.display(), "CA file reloaded");
+                }
+            }
+        })
+    }
+
     /// Re-reads the extension-apiserver-authentication ConfigMap through `client` every
     /// `period` (upstream watches it), so a CA rotation or a new front-proxy setting takes
     /// effect without a restart. Only what the flags did not set is replaced (`fixed`);

@@ -330,6 +330,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
             );
             // As upstream's dynamic CA controllers: a changed ConfigMap (a rotated client
             // or front-proxy CA) takes effect without a restart.
+            if flags.client_ca_file.is_some() || flags.requestheader_client_ca_file.is_some() {
+                auth.reload_ca_files(
+                    flags.client_ca_file.clone(),
+                    flags.requestheader_client_ca_file.clone(),
+                    controller::auth::CONFIGMAP_RELOAD_PERIOD,
+                );
+            }
             if let Some(client) = reload {
                 auth.reload_from_cluster(
                     client,
