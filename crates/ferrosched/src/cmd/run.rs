@@ -328,8 +328,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 .with_client_ca(certs.client_ca)
                 .with_request_header(certs.request_header),
             );
-            // As upstream's dynamic CA controllers: a changed ConfigMap (a rotated client
-            // or front-proxy CA) takes effect without a restart.
+            // As upstream's dynamic CA controllers: a changed CA file or ConfigMap (a
+            // rotated client or front-proxy CA) takes effect without a restart.
             if flags.client_ca_file.is_some() || flags.requestheader_client_ca_file.is_some() {
                 auth.reload_ca_files(
                     flags.client_ca_file.clone(),
