@@ -17,8 +17,9 @@
 //! - With the beta zone key, requirements on the beta region key become the GA
 //!   `topology.kubernetes.io/region`.
 //!
-//! An EBS volume ID of the URL form (`aws://<zone>/<id>`) whose id is not `vol-...` cannot
-//! be translated: the node gets an error, as upstream's.
+//! An EBS volume ID of the URL form (`aws://<zone>/<id>`) whose id is not `vol-...`, and a
+//! regional GCE PD whose zones are not `<locale>-<region>-<zone>` of one region, cannot be
+//! translated: the node gets an error, as upstream's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -56,6 +57,9 @@ pub fn translate_required_affinity(
 ) -> Result<Option<k8s::NodeSelector>, String> {
     if let Some(id) = ebs_volume_id {
         check_ebs_volume_id(id).map_err(|e| format!("could not translate pv: {e}"))?;
+    }
+    if plugin == GCE_PD_PLUGIN {
+        check_gce_pd_zones(labels).map_err(|e| format!("could not translate pv: {e}"))?;
     }
     let mut required = required.cloned();
     let Some(key) = csi_zone_key(plugin) else {
@@ -136,6 +140,37 @@ fn topology_keys(
     } else {
         (ZONE_GA, REGION_GA)
     }
+}
+
+/// A regional PD (several zones in its zone label, the beta label read first) needs zones of
+/// the form `<locale>-<region>-<zone>` in one region, to name its volume.
+fn check_gce_pd_zones(labels: &BTreeMap<String, String>) -> Result<(), String> {
+    let label = labels
+        .get(ZONE_BETA)
+        .filter(|l| !l.is_empty())
+        .or_else(|| labels.get(ZONE_GA))
+        .map_or("", String::as_str);
+    let zones: Vec<&str> = label.split(MULTI_ZONE_DELIMITER).collect();
+    if zones.len() < 2 {
+        return Ok(());
+    }
+    let mut regions = BTreeSet::new();
+    for zone in &zones {
+        let parts: Vec<&str> = zone.split('-').collect();
+        if parts.len() != 3 {
+            return Err(format!(
+                "failed to get region from zones: zone in unexpected format, expected: \
+                 {{locale}}-{{region}}-{{zone}}, got: {zone}"
+            ));
+        }
+        regions.insert(format!("{}-{}", parts[0], parts[1]));
+    }
+    if regions.len() != 1 {
+        return Err(format!(
+            "failed to get region from zones: multiple or no regions gotten from zones, got: {regions:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// An EBS volume ID of the `aws://` form must end in a `vol-...` id with no `/`.
@@ -279,6 +314,31 @@ mod tests {
             translate_required_affinity(AZURE_DISK_PLUGIN, &labels(&[(ZONE_GA, "z1")]), None, None)
                 .unwrap();
         assert_eq!(t, None);
+    }
+
+    #[test]
+    fn a_regional_pd_needs_zones_of_one_region() {
+        let ok = labels(&[(ZONE_GA, "us-central1-a__us-central1-b")]);
+        let t = translate_required_affinity(GCE_PD_PLUGIN, &ok, None, None).unwrap();
+        assert!(fits(&t, &[("topology.gke.io/zone", "us-central1-b")]));
+        for bad in ["us-central1-a__europe-west1-b", "zone1__zone2"] {
+            let e = translate_required_affinity(
+                GCE_PD_PLUGIN,
+                &labels(&[(ZONE_BETA, bad)]),
+                None,
+                None,
+            )
+            .unwrap_err();
+            assert!(
+                e.starts_with("could not translate pv: failed to get region from zones"),
+                "{e}"
+            );
+        }
+        // One zone names a zonal disk: nothing to check.
+        assert!(
+            translate_required_affinity(GCE_PD_PLUGIN, &labels(&[(ZONE_GA, "zone1")]), None, None)
+                .is_ok()
+        );
     }
 
     #[test]
