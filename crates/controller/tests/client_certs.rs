@@ -121,6 +121,14 @@ async fn start(
     server: &FakeApiServer,
     auth: impl FnOnce(kube::Client) -> DelegatedAuth,
 ) -> Running {
+    start_shared(server, |c| Arc::new(auth(c))).await
+}
+
+/// [`start`] with the authenticator already shared (to reload it meanwhile).
+async fn start_shared(
+    server: &FakeApiServer,
+    auth: impl FnOnce(kube::Client) -> Arc<DelegatedAuth>,
+) -> Running {
     let client = controller::client(Some(&server.kubeconfig()))
         .await
         .unwrap();
@@ -140,7 +148,7 @@ leaderElection: {leaderElect: false}
     let task = tokio::spawn(controller::run(controller::RunOptions {
         health: Some(listener),
         health_tls: Some(Arc::new(tls_cfg)),
-        health_auth: Some(Arc::new(auth(client.clone()))),
+        health_auth: Some(auth(client.clone())),
         ..controller::RunOptions::new(
             client,
             loaded,
@@ -526,5 +534,212 @@ async fn sni_chooses_the_pair_by_name_and_cert_dir_keeps_its_pair() {
         .unwrap()
         .unwrap();
     assert_eq!(again, default_der);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn auth_configmap(data: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"namespace": "kube-system", "name": "extension-apiserver-authentication"},
+        "data": data,
+    })
+}
+
+/// GETs `/metrics` with `identity` until it answers `want` (the reload runs every 100 ms
+/// here); panics after 10 s.
+async fn wait_for_code(
+    addr: SocketAddr,
+    identity: impl Fn() -> Identity,
+    headers: &[(&str, &str)],
+    want: u16,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (code, body) = get(addr, "/metrics", Some(identity()), headers).await;
+        if code == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still {code} (want {want}): {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A client CA added to the ConfigMap after start (a rotation adds the new CA beside the
+/// old) is trusted without a restart; a CA taken out is no longer; a flag's CA is never
+/// replaced by the ConfigMap's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_added_to_the_configmap_later_is_trusted_after_the_reload() {
+    let server = FakeApiServer::start().await;
+    server.grant(Grant::non_resource("alice", "get", "/metrics"));
+    server.grant(Grant::non_resource("bob", "get", "/metrics"));
+    let old_ca = Ca::new("old-client-ca");
+    let new_ca = Ca::new("new-client-ca");
+    server.apply(
+        "configmaps",
+        &auth_configmap(serde_json::json!({"client-ca-file": old_ca.pem()})),
+    );
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let found = controller::auth::lookup_in_cluster(&client).await.unwrap();
+    let version = found.resource_version.clone();
+    assert!(version.is_some());
+    let r = start_shared(&server, move |c| {
+        let auth = Arc::new(delegated(c.clone()).with_client_ca(found.client_ca));
+        auth.reload_from_cluster(
+            c,
+            std::time::Duration::from_millis(100),
+            controller::auth::FixedByFlags::default(),
+            version,
+        );
+        auth
+    })
+    .await;
+    let alice = || old_ca.client("alice", &[]);
+    let bob = || new_ca.client("bob", &[]);
+    let (code, _) = get(r.addr, "/metrics", Some(bob()), &[]).await;
+    assert_eq!(code, 401, "a CA nobody configured yet");
+    wait_for_code(r.addr, alice, &[], 200).await;
+
+    // Rotation, step one: both CAs in the bundle.
+    server.apply(
+        "configmaps",
+        &auth_configmap(serde_json::json!({
+            "client-ca-file": format!("{}{}", old_ca.pem(), new_ca.pem())
+        })),
+    );
+    wait_for_code(r.addr, bob, &[], 200).await;
+    let (code, _) = get(r.addr, "/metrics", Some(alice()), &[]).await;
+    assert_eq!(code, 200);
+    // Step two: the old CA is gone.
+    server.apply(
+        "configmaps",
+        &auth_configmap(serde_json::json!({"client-ca-file": new_ca.pem()})),
+    );
+    wait_for_code(r.addr, alice, &[], 401).await;
+    let (code, _) = get(r.addr, "/metrics", Some(bob()), &[]).await;
+    assert_eq!(code, 200);
+    support::stop_controller(r.stop, r.task).await;
+
+    // With --client-ca-file given, the ConfigMap's client CA is never taken.
+    let flag_ca = old_ca.bundle();
+    let version = controller::auth::lookup_in_cluster(&client)
+        .await
+        .unwrap()
+        .resource_version;
+    let r = start_shared(&server, move |c| {
+        let auth = Arc::new(delegated(c.clone()).with_client_ca(Some(flag_ca)));
+        auth.reload_from_cluster(
+            c,
+            std::time::Duration::from_millis(100),
+            controller::auth::FixedByFlags {
+                client_ca: true,
+                request_header: false,
+            },
+            version,
+        );
+        auth
+    })
+    .await;
+    server.apply(
+        "configmaps",
+        &auth_configmap(serde_json::json!({"client-ca-file": new_ca.pem(), "x": "changed"})),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (code, _) = get(r.addr, "/metrics", Some(alice()), &[]).await;
+    assert_eq!(code, 200, "the flag's CA stays");
+    let (code, _) = get(r.addr, "/metrics", Some(bob()), &[]).await;
+    assert_eq!(code, 401, "the ConfigMap's CA is not taken over the flag's");
+    support::stop_controller(r.stop, r.task).await;
+}
+
+/// `--requestheader-uid-headers` (and the ConfigMap's `requestheader-uid-headers`): the
+/// front proxy's UID header becomes the user's UID, which the SubjectAccessReview carries.
+/// Without the setting (upstream's default) the header is ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_front_proxys_uid_header_is_the_users_uid() {
+    let server = FakeApiServer::start().await;
+    // Only the UID is granted: the review must carry it.
+    server.grant(Grant::non_resource("uid:1234-abcd", "get", "/metrics"));
+    let proxy_ca = Ca::new("front-proxy-ca");
+    server.apply(
+        "configmaps",
+        &auth_configmap(serde_json::json!({
+            "requestheader-client-ca-file": proxy_ca.pem(),
+            "requestheader-username-headers": "[\"X-Remote-User\"]",
+            "requestheader-uid-headers": "[\"X-Remote-Uid\"]",
+        })),
+    );
+    let client = controller::client(Some(&server.kubeconfig()))
+        .await
+        .unwrap();
+    let found = controller::auth::lookup_in_cluster(&client).await.unwrap();
+    let rh = found.request_header.clone().unwrap();
+    assert_eq!(rh.uid_headers, ["X-Remote-Uid"]);
+    let r = start(&server, move |c| delegated(c).with_request_header(Some(rh))).await;
+    let proxy = || Some(proxy_ca.client("front-proxy-client", &[]));
+    let headers = [("X-Remote-User", "dave"), ("X-Remote-Uid", "1234-abcd")];
+    let (code, body) = get(r.addr, "/metrics", proxy(), &headers).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, _) = get(
+        r.addr,
+        "/metrics",
+        proxy(),
+        &[("X-Remote-User", "dave"), ("X-Remote-Uid", "other")],
+    )
+    .await;
+    assert_eq!(code, 403);
+    support::stop_controller(r.stop, r.task).await;
+
+    // Not configured (the flag's default): the header is not read, so dave has no UID.
+    let bundle = proxy_ca.bundle();
+    let r = start(&server, move |c| {
+        delegated(c).with_request_header(Some(RequestHeaderConfig::with_defaults(bundle)))
+    })
+    .await;
+    let (code, _) = get(r.addr, "/metrics", proxy(), &headers).await;
+    assert_eq!(code, 403);
+    support::stop_controller(r.stop, r.task).await;
+}
+
+/// `--client-ca-file`'s file is re-read: replacing it (a rotated CA) takes effect without a
+/// restart; a file that does not parse keeps the last bundle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_client_ca_file_is_trusted_after_the_reload() {
+    let server = FakeApiServer::start().await;
+    server.grant(Grant::non_resource("alice", "get", "/metrics"));
+    server.grant(Grant::non_resource("bob", "get", "/metrics"));
+    let old_ca = Ca::new("old-client-ca");
+    let new_ca = Ca::new("new-client-ca");
+    let dir = std::env::temp_dir().join(format!("ferrosched-ca-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("client-ca.crt");
+    std::fs::write(&file, old_ca.pem()).unwrap();
+    let bundle = CaBundle::from_file(&file).unwrap();
+    let path = file.clone();
+    let r = start_shared(&server, move |c| {
+        let auth = Arc::new(delegated(c).with_client_ca(Some(bundle)));
+        auth.reload_ca_files(Some(path), None, std::time::Duration::from_millis(100));
+        auth
+    })
+    .await;
+    let alice = || old_ca.client("alice", &[]);
+    let bob = || new_ca.client("bob", &[]);
+    wait_for_code(r.addr, alice, &[], 200).await;
+    let (code, _) = get(r.addr, "/metrics", Some(bob()), &[]).await;
+    assert_eq!(code, 401);
+    // A half-written file is not used.
+    std::fs::write(&file, "-----BEGIN CERTIFICATE-----\nnot base64\n").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let (code, _) = get(r.addr, "/metrics", Some(alice()), &[]).await;
+    assert_eq!(code, 200, "the last bundle stays");
+    std::fs::write(&file, new_ca.pem()).unwrap();
+    wait_for_code(r.addr, bob, &[], 200).await;
+    let (code, _) = get(r.addr, "/metrics", Some(alice()), &[]).await;
+    assert_eq!(code, 401);
+    support::stop_controller(r.stop, r.task).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

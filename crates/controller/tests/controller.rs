@@ -1370,6 +1370,59 @@ async fn binds_and_provisions_wait_for_first_consumer_claims_before_binding_the_
     running.stop().await;
 }
 
+/// While the binding cycle waits for a provisioned claim, the volume the provisioner made is
+/// checked against the chosen node: one whose node affinity names another zone fails the
+/// attempt with upstream's message instead of binding the pod where it cannot mount it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provisioned_volume_whose_affinity_misses_the_node_fails_the_binding() {
+    use support::pv_controller::ANN_SELECTED_NODE;
+    let server = FakeApiServer::start().await;
+    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    server.apply(
+        "nodes",
+        &node("n1", "4", json!({"topology.kubernetes.io/zone": "a"})),
+    );
+    server.apply(
+        "storageclasses",
+        &json!({"metadata": {"name": "csi-wffc"}, "provisioner": "csi.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    server.apply("persistentvolumeclaims", &claim("data", "csi-wffc", "1Gi"));
+    server.apply("pods", &pod("db", "100m", uses_claims(&["data"])));
+    let running = start_controller(&server).await;
+
+    wait_for("the claim is given the node", || {
+        server
+            .get("persistentvolumeclaims", "default", "data")
+            .is_some_and(|c| c["metadata"]["annotations"][ANN_SELECTED_NODE] == "n1")
+    })
+    .await;
+    // A provisioner that got the topology wrong: the volume lives in zone b.
+    let pvc = server
+        .get("persistentvolumeclaims", "default", "data")
+        .unwrap();
+    let pv = json!({
+        "metadata": {"name": "pv-in-b"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "storageClassName": "csi-wffc",
+                 "csi": {"driver": "csi.example.com", "volumeHandle": "v1"},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["b"]}]}]}}},
+    });
+    support::pv_controller::bind(&server, pvc, pv);
+    let want = "running PreBind plugin \"VolumeBinding\": binding volumes: pv \"pv-in-b\" \
+                node affinity doesn't match node \"n1\": no matching NodeSelectorTerms";
+    wait_for("FailedScheduling naming the volume and the node", || {
+        server
+            .events_for("default", "db")
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling" && e["note"] == want)
+    })
+    .await;
+    assert_eq!(server.node_of("default", "db"), None);
+    running.stop().await;
+}
+
 /// An unbound Immediate claim makes the pod unschedulable with upstream's message; once the
 /// claim is bound (by the PV controller), the claim's update retries the pod and it binds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1486,10 +1539,16 @@ async fn a_volume_binding_timeout_fails_the_attempt_and_the_pod_is_retried() {
 /// a 5Gi claim.
 fn capacity_cluster(server: &FakeApiServer) {
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
+    // The hostname label as every kubelet sets it: the test provisioner pins each volume to
+    // it, and the binding cycle checks the volume's affinity against the node.
     for (n, zone) in [("in-a", "a"), ("in-b", "b")] {
         server.apply(
             "nodes",
-            &node(n, "4", json!({"topology.kubernetes.io/zone": zone})),
+            &node(
+                n,
+                "4",
+                json!({"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": n}),
+            ),
         );
     }
     server.apply(

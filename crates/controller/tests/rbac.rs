@@ -166,9 +166,10 @@ fn denied<'a>(grants: &[Grant], requests: &'a [RequestRecord]) -> Vec<&'a Reques
         .collect()
 }
 
+/// With the hostname label every kubelet sets (the test provisioner pins volumes to it).
 fn node(name: &str, cpu: &str) -> Value {
     json!({
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
         "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
     })
 }

@@ -124,6 +124,10 @@ pub struct KubeSchedulerFlags {
     /// Headers naming the user of a front-proxy request (the first present wins).
     #[arg(long, value_name = "HEADERS", value_delimiter = ',', default_values_t = ["x-remote-user".to_string()])]
     pub requestheader_username_headers: Vec<String>,
+    /// Headers naming the UID of a front-proxy request's user (the first present wins;
+    /// X-Remote-Uid is usual). Empty by default, as kube-scheduler's (1.32+).
+    #[arg(long, value_name = "HEADERS", value_delimiter = ',')]
+    pub requestheader_uid_headers: Vec<String>,
     /// Headers listing the groups of a front-proxy request.
     #[arg(long, value_name = "HEADERS", value_delimiter = ',', default_values_t = ["x-remote-group".to_string()])]
     pub requestheader_group_headers: Vec<String>,

@@ -97,6 +97,7 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
         "--authentication-tolerate-lookup-failure=false",
         "--requestheader-allowed-names=front-proxy-client,aggregator",
         "--requestheader-username-headers=X-Remote-User,X-User",
+        "--requestheader-uid-headers=X-Remote-Uid",
         "--tls-sni-cert-key=a.crt,a.key",
         "--tls-sni-cert-key=b.crt,b.key:b.example",
         "--tls-cipher-suites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
@@ -110,6 +111,7 @@ fn go_style_bool_duration_and_verbosity_flags_parse() {
         f.requestheader_username_headers,
         ["X-Remote-User", "X-User"]
     );
+    assert_eq!(f.requestheader_uid_headers, ["X-Remote-Uid"]);
     assert_eq!(f.tls_sni_cert_key, ["a.crt,a.key", "b.crt,b.key:b.example"]);
     assert_eq!(f.tls_cipher_suites.len(), 2);
     // klog spellings of the verbosity.

@@ -312,6 +312,7 @@ impl Executor {
                 cycle,
                 started,
             } => {
+                let _binding = self.shared.metrics.binding_started();
                 let attempts = queued.attempts;
                 let first = queued.initial_attempt_timestamp;
                 // DynamicResources' decision (assumed in the cache with the pod).

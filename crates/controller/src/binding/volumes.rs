@@ -12,8 +12,10 @@
 //! 2. the cache is polled (every [`POLL_PERIOD`], up to `bindTimeoutSeconds`) until every
 //!    claim is fully bound (`spec.volumeName` set and `pv.kubernetes.io/bind-completed`), as
 //!    the PV controller / external provisioner report through the informers. Like upstream's
-//!    `checkBindings` it fails early when the pod is gone, a volume's claimRef was dropped or
-//!    the selected-node annotation was removed or changed (provisioning failed), and ignores
+//!    `checkBindings` it fails early when the pod is gone, a volume's claimRef was dropped,
+//!    the selected-node annotation was removed or changed (provisioning failed), or a
+//!    chosen or provisioned volume's node affinity no longer matches the node's labels
+//!    (checked as the CSI volume where the node migrated the in-tree plugin), and ignores
 //!    informer copies older than its own patches. On shutdown the wait is given up at once
 //!    (`context canceled`), so a 600 s `bindTimeoutSeconds` cannot hold the process.
 //!
@@ -200,6 +202,23 @@ pub(crate) fn check_bindings(
         ));
     }
     let vols = st.cache.volumes();
+    let node_info = st
+        .cache
+        .node_info(node)
+        .filter(|n| n.has_node())
+        .ok_or_else(|| format!("failed to get node {node:?}: node {node:?} not found"))?;
+    let csi_node = vols.csi_node(node).map(|n| n.as_ref());
+    // Upstream re-checks each volume's node affinity (translated to CSI where the node
+    // migrated the plugin) while waiting: a node relabelled meanwhile fails the binding.
+    let matches = |pv: &scheduler_core::types::PvInfo| {
+        pv.node_affinity_matches_on(&node_info.labels, csi_node)
+    };
+    let mismatch = |pv: &scheduler_core::types::PvInfo| {
+        format!(
+            "pv {:?} node affinity doesn't match node {node:?}: no matching NodeSelectorTerms",
+            pv.name
+        )
+    };
     // An informer copy older than our own write: wait for ours to arrive.
     let stale = |k: String| {
         patched
@@ -226,6 +245,11 @@ pub(crate) fn check_bindings(
         if stale(pv_version_key(&b.pv)) {
             return Ok(false);
         }
+        match matches(pv) {
+            Ok(true) => {}
+            Ok(false) => return Err(mismatch(pv)),
+            Err(e) => return Err(format!("failed to translate pv to csi: {e}")),
+        }
         if pv.claim_ref.as_ref().is_none_or(|c| c.uid.is_empty()) {
             return Err(format!("ClaimRef got reset for pv {:?}", b.pv));
         }
@@ -246,6 +270,15 @@ pub(crate) fn check_bindings(
         if pvc.selected_node.as_deref() != Some(node) {
             // The provisioner removes the annotation to ask for a new decision.
             return Err(format!("provisioning failed for PVC {name:?}"));
+        }
+        if let Some(pv_name) = &pvc.volume_name {
+            // Not in the informer yet (or deleted, and the claim will be unbound): wait.
+            let Some(pv) = vols.pv(pv_name) else {
+                return Ok(false);
+            };
+            if !matches(pv)? {
+                return Err(mismatch(pv));
+            }
         }
         if !fully_bound(ns, name) {
             return Ok(false);

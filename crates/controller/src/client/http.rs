@@ -52,6 +52,7 @@ pub(super) fn client(config: kube::Config) -> Result<kube::Client, Error> {
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .layer(super::retry_after::RetryAfterLayer)
+        .layer(super::metrics::RestClientMetricsLayer)
         .map_err(BoxError::from)
         .service(hyper);
     Ok(kube::Client::new(service, config.default_namespace))

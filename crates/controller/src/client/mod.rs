@@ -5,6 +5,7 @@
 pub(crate) mod discovery;
 mod error;
 mod http;
+pub(crate) mod metrics;
 pub(crate) mod rate_limit;
 pub(crate) mod retry;
 pub(crate) mod retry_after;

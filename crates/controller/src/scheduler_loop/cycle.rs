@@ -136,6 +136,7 @@ impl SchedulingLoop {
     ) -> Decision {
         let name = &attempt.scheduler_name;
         let recorded = self.explain.records(name);
+        let started = std::time::Instant::now();
         let decision = if recorded {
             schedule_one_recorded(
                 fw,
@@ -149,6 +150,9 @@ impl SchedulingLoop {
             schedule_one(fw, &mut self.alg, pod, snapshot, nominated)
         };
         let metrics = &self.shared.metrics;
+        if matches!(decision, Decision::Bind { .. }) {
+            metrics.algorithm(started.elapsed());
+        }
         metrics.cycle(name, &self.alg.take_cycle_timings());
         metrics.batch(name, &self.alg.take_batch_stats());
         if recorded {

@@ -90,10 +90,11 @@ fn sent(rx: &mut Receiver<Action>) -> Vec<Action> {
 
 /// `scheduler_schedule_attempts_total` for `result`, as /metrics shows it.
 fn attempts(lp: &SchedulingLoop, result: &str) -> u64 {
-    let text = lp
-        .shared
-        .metrics
-        .render(PendingCounts::default(), &QueueCounters::default());
+    let text = lp.shared.metrics.render(
+        PendingCounts::default(),
+        &QueueCounters::default(),
+        crate::serving::metrics::CacheSizes::default(),
+    );
     let series =
         format!("scheduler_schedule_attempts_total{{result=\"{result}\",profile=\"{PROFILE}\"}} ");
     text.lines()

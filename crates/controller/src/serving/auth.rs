@@ -16,13 +16,14 @@
 //! `--requestheader-allowed-names` when that is set; then the user is the one the
 //! `X-Remote-User`-style headers name), then against `--client-ca-file` (user = the
 //! certificate's CommonName, groups = its Organizations). Without those flags both CAs come
-//! from the `kube-system/extension-apiserver-authentication` ConfigMap, read once at start
-//! ([`lookup_in_cluster`]). The first method that succeeds wins; when none does and one of
+//! from the `kube-system/extension-apiserver-authentication` ConfigMap, read at start
+//! ([`lookup_in_cluster`]) and re-read every 10 s ([`DelegatedAuth::reload_from_cluster`]),
+//! so a rotated CA is picked up without a restart. The first method that succeeds wins; when none does and one of
 //! them failed (a certificate no CA signed, a rejected token) the request is 401, when none
 //! applied it is anonymous. Authenticated users are in `system:authenticated`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
@@ -85,6 +86,9 @@ pub struct RequestHeaderConfig {
     pub ca: CaBundle,
     pub allowed_names: Vec<String>,
     pub username_headers: Vec<String>,
+    /// `--requestheader-uid-headers` (kube 1.32+; upstream's default is none): the user's
+    /// UID, passed on in SubjectAccessReviews.
+    pub uid_headers: Vec<String>,
     pub group_headers: Vec<String>,
     pub extra_headers_prefixes: Vec<String>,
 }
@@ -96,6 +100,7 @@ impl RequestHeaderConfig {
             ca,
             allowed_names: Vec::new(),
             username_headers: DEFAULT_USERNAME_HEADERS.map(String::from).to_vec(),
+            uid_headers: Vec::new(),
             group_headers: DEFAULT_GROUP_HEADERS.map(String::from).to_vec(),
             extra_headers_prefixes: DEFAULT_EXTRA_HEADERS_PREFIXES.map(String::from).to_vec(),
         }
@@ -137,6 +142,12 @@ impl RequestHeaderConfig {
         else {
             return Ok(None);
         };
+        let uid = self
+            .uid_headers
+            .iter()
+            .filter(|h| !h.trim().is_empty())
+            .find_map(|h| values(h).into_iter().next())
+            .unwrap_or_default();
         let groups = self
             .group_headers
             .iter()
@@ -164,7 +175,7 @@ impl RequestHeaderConfig {
         }
         Ok(Some(User {
             name,
-            uid: String::new(),
+            uid,
             groups,
             extra,
         }))
@@ -218,9 +229,13 @@ fn authenticate_client_cert(ca: &CaBundle, peer: &PeerCertificate) -> Result<Opt
 pub struct ClusterAuthentication {
     pub client_ca: Option<CaBundle>,
     pub request_header: Option<RequestHeaderConfig>,
+    /// The ConfigMap's resourceVersion (`None` when it does not exist), so a reload can
+    /// tell a change.
+    pub resource_version: Option<String>,
 }
 
-/// Reads the ConfigMap once, as upstream does at start. Not there: nothing configured
+/// Reads the ConfigMap (at start, and again by [`DelegatedAuth::reload_from_cluster`]).
+/// Not there: nothing configured
 /// (`Ok` with both `None`). Forbidden or unreachable: `Err` (the caller decides with
 /// `--authentication-tolerate-lookup-failure`).
 pub async fn lookup_in_cluster(client: &Client) -> Result<ClusterAuthentication, String> {
@@ -242,6 +257,7 @@ pub async fn lookup_in_cluster(client: &Client) -> Result<ClusterAuthentication,
     let Some(cm) = cm else {
         return Ok(ClusterAuthentication::default());
     };
+    let resource_version = cm.metadata.resource_version.clone();
     let data = cm.data.unwrap_or_default();
     let key = |k: &str| data.get(k).filter(|v| !v.trim().is_empty());
     let list = |k: &str| -> Result<Vec<String>, String> {
@@ -263,6 +279,7 @@ pub async fn lookup_in_cluster(client: &Client) -> Result<ClusterAuthentication,
             )?,
             allowed_names: list("requestheader-allowed-names")?,
             username_headers: list("requestheader-username-headers")?,
+            uid_headers: list("requestheader-uid-headers")?,
             group_headers: list("requestheader-group-headers")?,
             extra_headers_prefixes: list("requestheader-extra-headers-prefix")?,
         }),
@@ -270,7 +287,33 @@ pub async fn lookup_in_cluster(client: &Client) -> Result<ClusterAuthentication,
     Ok(ClusterAuthentication {
         client_ca,
         request_header,
+        resource_version,
     })
+}
+
+/// How often [`DelegatedAuth::reload_from_cluster`] re-reads the ConfigMap in `run`.
+pub const CONFIGMAP_RELOAD_PERIOD: Duration = Duration::from_secs(10);
+
+/// Which of the ConfigMap's settings the flags gave (those are never reloaded).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FixedByFlags {
+    pub client_ca: bool,
+    pub request_header: bool,
+}
+
+/// The certificate authenticators in force.
+#[derive(Clone, Default)]
+struct Certs {
+    client_ca: Option<Arc<CaBundle>>,
+    request_header: Option<Arc<RequestHeaderConfig>>,
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// An authorization question: user, verb, path.
@@ -284,10 +327,9 @@ pub struct DelegatedAuth {
     /// SubjectAccessReviews go here; `None`: only always-allowed paths are served.
     authz: Option<Client>,
     always_allow: Vec<String>,
-    /// Verifies client certificates (`--client-ca-file`); `None`: they are not used.
-    client_ca: Option<CaBundle>,
-    /// Front-proxy authentication; `None`: the headers are never trusted.
-    request_header: Option<RequestHeaderConfig>,
+    /// Verifies client certificates (`--client-ca-file`) and authenticates the front
+    /// proxy; replaced when the ConfigMap they came from changes.
+    certs: RwLock<Certs>,
     tokens: Mutex<HashMap<String, (Instant, Option<User>)>>,
     decisions: Mutex<HashMap<Decision, (Instant, bool)>>,
 }
@@ -300,23 +342,126 @@ impl DelegatedAuth {
             authn,
             authz,
             always_allow,
-            client_ca: None,
-            request_header: None,
+            certs: RwLock::new(Certs::default()),
             tokens: Mutex::new(HashMap::new()),
             decisions: Mutex::new(HashMap::new()),
         }
     }
 
     /// Also authenticates client certificates signed by `ca`.
-    pub fn with_client_ca(mut self, ca: Option<CaBundle>) -> Self {
-        self.client_ca = ca;
+    pub fn with_client_ca(self, ca: Option<CaBundle>) -> Self {
+        write(&self.certs).client_ca = ca.map(Arc::new);
         self
     }
 
     /// Also authenticates requests from the front proxy.
-    pub fn with_request_header(mut self, config: Option<RequestHeaderConfig>) -> Self {
-        self.request_header = config;
+    pub fn with_request_header(self, config: Option<RequestHeaderConfig>) -> Self {
+        write(&self.certs).request_header = config.map(Arc::new);
         self
+    }
+
+    /// Re-reads the CA files of `--client-ca-file` (`client_ca`) and
+    /// `--requestheader-client-ca-file` (`request_header_ca`) every `period`, as upstream's
+    /// dynamic file CA content: a changed file's bundle replaces the one in force (the
+    /// front proxy keeps its other flags). A file that cannot be read or parsed keeps the
+    /// last bundle (a warning once per content).
+    pub fn reload_ca_files(
+        self: &Arc<Self>,
+        client_ca: Option<std::path::PathBuf>,
+        request_header_ca: Option<std::path::PathBuf>,
+        period: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let auth = Arc::clone(self);
+        let read_now =
+            |p: &Option<std::path::PathBuf>| p.as_ref().and_then(|p| std::fs::read(p).ok());
+        let mut last = [read_now(&client_ca), read_now(&request_header_ca)];
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                for (i, path) in [&client_ca, &request_header_ca].into_iter().enumerate() {
+                    let Some(path) = path else { continue };
+                    let Ok(pem) = std::fs::read(path) else {
+                        // Gone for a moment (a Secret volume's symlink swap): try again later.
+                        continue;
+                    };
+                    if last[i].as_ref() == Some(&pem) {
+                        continue;
+                    }
+                    last[i] = Some(pem.clone());
+                    let bundle = match CaBundle::from_pem(&pem, path.display().to_string()) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "changed CA file not usable; keeping the last bundle");
+                            continue;
+                        }
+                    };
+                    let mut certs = write(&auth.certs);
+                    if i == 0 {
+                        certs.client_ca = Some(Arc::new(bundle));
+                    } else if let Some(rh) = &certs.request_header {
+                        certs.request_header = Some(Arc::new(RequestHeaderConfig {
+                            ca: bundle,
+                            ..RequestHeaderConfig::clone(rh)
+                        }));
+                    }
+                    tracing::info!(file = %path.display(), "CA file reloaded");
+                }
+            }
+        })
+    }
+
+    /// Re-reads the extension-apiserver-authentication ConfigMap through `client` every
+    /// `period` (upstream watches it), so a CA rotation or a new front-proxy setting takes
+    /// effect without a restart. Only what the flags did not set is replaced (`fixed`);
+    /// a ConfigMap that was deleted takes its settings away; a failed read keeps the last
+    /// ones (a warning when the failure starts, an info line when it ends).
+    pub fn reload_from_cluster(
+        self: &Arc<Self>,
+        client: Client,
+        period: Duration,
+        fixed: FixedByFlags,
+        mut last_version: Option<String>,
+    ) -> tokio::task::JoinHandle<()> {
+        let auth = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut failing = false;
+            loop {
+                tokio::time::sleep(period).await;
+                match lookup_in_cluster(&client).await {
+                    Ok(found) => {
+                        if failing {
+                            tracing::info!(
+                                "the in-cluster authentication configuration can be read again"
+                            );
+                            failing = false;
+                        }
+                        if found.resource_version == last_version {
+                            continue;
+                        }
+                        last_version = found.resource_version.clone();
+                        let mut certs = write(&auth.certs);
+                        if !fixed.client_ca {
+                            certs.client_ca = found.client_ca.map(Arc::new);
+                        }
+                        if !fixed.request_header {
+                            certs.request_header = found.request_header.map(Arc::new);
+                        }
+                        tracing::info!(
+                            resource_version = last_version.as_deref().unwrap_or("(deleted)"),
+                            client_ca = certs.client_ca.is_some(),
+                            request_header = certs.request_header.is_some(),
+                            "reloaded configmap/{AUTHENTICATION_CONFIGMAP_NAME} in {AUTHENTICATION_CONFIGMAP_NAMESPACE}"
+                        );
+                    }
+                    Err(e) => {
+                        if !failing {
+                            tracing::warn!(error = %e, "cannot reload the in-cluster authentication configuration; keeping the last one");
+                            failing = true;
+                        }
+                    }
+                }
+            }
+        })
     }
 
     fn always_allowed(&self, path: &str) -> bool {
@@ -416,14 +561,15 @@ impl DelegatedAuth {
         headers: &axum::http::HeaderMap,
     ) -> Result<User, String> {
         let mut errors = Vec::new();
-        if let Some(rh) = &self.request_header {
+        let certs = read(&self.certs).clone();
+        if let Some(rh) = &certs.request_header {
             match rh.authenticate(peer, headers) {
                 Ok(Some(user)) => return Ok(authenticated(user)),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
             }
         }
-        if let Some(ca) = &self.client_ca {
+        if let Some(ca) = &certs.client_ca {
             match authenticate_client_cert(ca, peer) {
                 Ok(Some(user)) => return Ok(authenticated(user)),
                 Ok(None) => {}

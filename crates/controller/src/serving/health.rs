@@ -58,13 +58,18 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let (pending, counters) = {
+    let (pending, counters, cache) = {
         let st = shared.lock();
-        (st.queue.pending_pods(), st.queue.counters().clone())
+        let cache = metrics::CacheSizes {
+            nodes: st.cache.node_count(),
+            pods: st.cache.pod_count(),
+            assumed_pods: st.cache.assumed_pod_count(),
+        };
+        (st.queue.pending_pods(), st.queue.counters().clone(), cache)
     };
     (
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        shared.metrics.render(pending, &counters),
+        shared.metrics.render(pending, &counters, cache),
     )
 }
 

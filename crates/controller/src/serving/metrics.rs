@@ -39,9 +39,20 @@
 //!   re-score a hinted node.)
 //! - `leader_election_master_status{name}` (client-go's): 1 while this process holds the
 //!   lease `name`, 0 once it lost or released it; absent without leader election.
+//! - `scheduler_scheduling_algorithm_duration_seconds`: the framework run of a scheduling
+//!   cycle that found a node (upstream: `SchedulePod`, observed only on success).
+//! - `scheduler_pod_scheduling_attempts`: attempts a bound pod took, at its binding.
+//! - `scheduler_goroutines{operation="binding"}`: binding cycles in flight (PreBind, Bind).
+//! - `scheduler_scheduler_cache_size{type}`: `nodes`, `pods`, `assumed_pods`, read from the
+//!   cache at scrape time (upstream sets them once a second).
+//! - `rest_client_requests_total` and `rest_client_request_duration_seconds`: every API
+//!   request ([`crate::client::metrics`]).
+//! - `process_*`: from `/proc/self` at scrape time ([`super::process`]).
 
 use std::sync::Mutex;
 use std::time::Duration;
+
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -89,8 +100,88 @@ fn event_handling_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 12))
 }
 
+/// The scheduler cache's counts, read at scrape time.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CacheSizes {
+    pub(crate) nodes: usize,
+    pub(crate) pods: usize,
+    pub(crate) assumed_pods: usize,
+}
+
+/// The `process_*` metrics, set from [`super::process::read`] at each scrape.
+struct ProcessMetrics {
+    cpu: Counter<f64, AtomicU64>,
+    resident: Gauge,
+    virtual_memory: Gauge,
+    start_time: Gauge<f64, AtomicU64>,
+    open_fds: Gauge,
+    max_fds: Gauge,
+}
+
+impl ProcessMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let m = ProcessMetrics {
+            cpu: Counter::default(),
+            resident: Gauge::default(),
+            virtual_memory: Gauge::default(),
+            start_time: Gauge::default(),
+            open_fds: Gauge::default(),
+            max_fds: Gauge::default(),
+        };
+        registry.register(
+            "process_cpu_seconds",
+            "Total user and system CPU time spent in seconds.",
+            m.cpu.clone(),
+        );
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes.",
+            m.resident.clone(),
+        );
+        registry.register(
+            "process_virtual_memory_bytes",
+            "Virtual memory size in bytes.",
+            m.virtual_memory.clone(),
+        );
+        registry.register(
+            "process_start_time_seconds",
+            "Start time of the process since unix epoch in seconds.",
+            m.start_time.clone(),
+        );
+        registry.register(
+            "process_open_fds",
+            "Number of open file descriptors.",
+            m.open_fds.clone(),
+        );
+        registry.register(
+            "process_max_fds",
+            "Maximum number of open file descriptors.",
+            m.max_fds.clone(),
+        );
+        m
+    }
+
+    fn update(&self, s: &super::process::ProcessStats) {
+        let cpu = s.cpu_seconds - self.cpu.get();
+        if cpu > 0.0 {
+            self.cpu.inc_by(cpu);
+        }
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.resident.set(int(s.resident_bytes));
+        self.virtual_memory.set(int(s.virtual_bytes));
+        self.start_time.set(s.start_time_seconds);
+        self.open_fds.set(int(s.open_fds));
+        self.max_fds.set(s.max_fds.map_or(i64::MAX, int));
+    }
+}
+
 pub(crate) struct Metrics {
     registry: Registry,
+    algorithm_duration: Histogram,
+    pod_attempts: Histogram,
+    goroutines: Family<Labels<1>, Gauge>,
+    cache_size: Family<Labels<1>, Gauge>,
+    process: ProcessMetrics,
     /// Serialises [`render`](Self::render)'s catching up of the incoming-pods counters.
     render_lock: Mutex<()>,
     incoming_pods: Family<Labels<2>, Counter>,
@@ -223,7 +314,52 @@ impl Metrics {
             "Counts of cache flushes by reason.",
             batch_cache_flushed.clone(),
         );
+        // Upstream: ExponentialBuckets(0.001, 2, 15), no labels.
+        let algorithm_duration = Histogram::new(exponential_buckets(0.001, 2.0, 15));
+        registry.register(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            algorithm_duration.clone(),
+        );
+        // Upstream: ExponentialBuckets(1, 2, 5).
+        let pod_attempts = Histogram::new(exponential_buckets(1.0, 2.0, 5));
+        registry.register(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            pod_attempts.clone(),
+        );
+        let goroutines = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "scheduler_goroutines",
+            "Number of running goroutines split by the work they do such as binding.",
+            goroutines.clone(),
+        );
+        // Present from the start, as upstream's binding gauge once the first cycle ran.
+        let _ = goroutines.get_or_create(&[("operation", "binding".to_string())]);
+        let cache_size = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "scheduler_scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            cache_size.clone(),
+        );
+        let rest = crate::client::metrics::rest_client_metrics();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            rest.requests.clone(),
+        );
+        registry.register(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            rest.latency.clone(),
+        );
+        let process = ProcessMetrics::register(&mut registry);
         Metrics {
+            algorithm_duration,
+            pod_attempts,
+            goroutines,
+            cache_size,
+            process,
             batch_attempts,
             batch_cache_flushed,
             leader_status,
@@ -309,6 +445,7 @@ impl Metrics {
 
     /// A pod bound after `attempts` attempts, `took` after its first one started.
     pub(crate) fn scheduled_e2e(&self, attempts: u32, took: Duration) {
+        self.pod_attempts.observe(f64::from(attempts));
         let label = if attempts >= 15 {
             "15+".to_string()
         } else {
@@ -317,6 +454,21 @@ impl Metrics {
         self.sli_duration
             .get_or_create(&[("attempts", label)])
             .observe(took.as_secs_f64());
+    }
+
+    /// A scheduling cycle's framework run that found a node.
+    pub(crate) fn algorithm(&self, took: Duration) {
+        self.algorithm_duration.observe(took.as_secs_f64());
+    }
+
+    /// A binding cycle started; the guard ends it when dropped.
+    pub(crate) fn binding_started(&self) -> BindingGuard {
+        let g = self
+            .goroutines
+            .get_or_create(&[("operation", "binding".to_string())])
+            .clone();
+        g.inc();
+        BindingGuard { gauge: g }
     }
 
     pub(crate) fn preemption_attempt(&self) {
@@ -367,8 +519,25 @@ impl Metrics {
 
     /// The exposition, with `scheduler_pending_pods` set from `pending` and the queue's
     /// metrics from `counters`.
-    pub(crate) fn render(&self, pending: PendingCounts, counters: &QueueCounters) -> String {
+    pub(crate) fn render(
+        &self,
+        pending: PendingCounts,
+        counters: &QueueCounters,
+        cache: CacheSizes,
+    ) -> String {
         let guard = self.render_lock.lock().unwrap_or_else(|e| e.into_inner());
+        for (kind, n) in [
+            ("nodes", cache.nodes),
+            ("pods", cache.pods),
+            ("assumed_pods", cache.assumed_pods),
+        ] {
+            self.cache_size
+                .get_or_create(&[("type", kind.to_string())])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        if let Some(stats) = super::process::read() {
+            self.process.update(&stats);
+        }
         for ((kind, event), n) in &counters.incoming {
             let queue = match kind {
                 QueueKind::Active => "active",
@@ -403,6 +572,17 @@ impl Metrics {
         }
         drop(guard);
         out
+    }
+}
+
+/// Counts one binding cycle in `scheduler_goroutines{operation="binding"}` while alive.
+pub(crate) struct BindingGuard {
+    gauge: Gauge,
+}
+
+impl Drop for BindingGuard {
+    fn drop(&mut self) {
+        self.gauge.dec();
     }
 }
 
@@ -472,13 +652,27 @@ mod tests {
             unschedulable: 3,
             gated: 4,
         };
-        m.render(pending, &counters);
+        m.render(pending, &counters, CacheSizes::default());
         // Counters catch up with the queue's counts, never count twice.
         counters
             .incoming
             .insert((QueueKind::Gated, IncomingEvent::ScheduleAttemptFailure), 5);
-        m.render(pending, &counters);
-        let text = m.render(pending, &counters);
+        m.render(pending, &counters, CacheSizes::default());
+        let binding = m.binding_started();
+        assert!(
+            m.render(pending, &counters, CacheSizes::default())
+                .contains("scheduler_goroutines{operation=\"binding\"} 1")
+        );
+        drop(binding);
+        let text = m.render(
+            pending,
+            &counters,
+            CacheSizes {
+                nodes: 3,
+                pods: 5,
+                assumed_pods: 1,
+            },
+        );
         for line in [
             "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"} 1",
             "scheduler_scheduling_attempt_duration_seconds_count{result=\"scheduled\",profile=\"default-scheduler\"} 1",
@@ -496,6 +690,10 @@ mod tests {
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Unschedulable\"} 1",
             "scheduler_batch_attempts_total{profile=\"default-scheduler\",result=\"hint_used\"} 4",
             "scheduler_batch_cache_flushed_total{profile=\"default-scheduler\",reason=\"node_not_full\"} 2",
+            "scheduler_scheduler_cache_size{type=\"nodes\"} 3",
+            "scheduler_scheduler_cache_size{type=\"assumed_pods\"} 1",
+            "scheduler_pod_scheduling_attempts_count 1",
+            "scheduler_goroutines{operation=\"binding\"} 0",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

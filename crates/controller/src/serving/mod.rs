@@ -4,7 +4,7 @@
 //! (`health`, `metrics`, `configz`, `componentz`) behind delegated authentication and
 //! authorization (`auth`, client certificates read by `x509`). Reads the shared state for
 //! readiness and metrics; never writes to it; asks the API server only for reviews and,
-//! once at start, the authentication ConfigMap.
+//! at start and every 10 s after, the authentication ConfigMap.
 
 pub mod auth;
 pub mod componentz;
@@ -13,6 +13,7 @@ pub mod conn;
 pub mod explain;
 pub(crate) mod health;
 pub(crate) mod metrics;
+pub(crate) mod process;
 pub mod tls;
 pub mod tls_options;
 pub mod x509;

@@ -37,7 +37,13 @@ impl Grant {
     fn allows(&self, spec: &Value) -> bool {
         let a = &spec["resourceAttributes"];
         let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        // A grant to `uid:<uid>` matches the reviewed user's UID.
+        let uid_ok = self
+            .subject
+            .strip_prefix("uid:")
+            .is_some_and(|uid| s(&spec["uid"]) == uid);
         let subject = s(&spec["user"]) == self.subject
+            || uid_ok
             || spec["groups"]
                 .as_array()
                 .is_some_and(|gs| gs.iter().any(|g| g.as_str() == Some(&self.subject)));

@@ -148,10 +148,12 @@ fn flag_authentication(
                 ca: read("--requestheader-client-ca-file", p)?,
                 allowed_names: flags.requestheader_allowed_names.clone(),
                 username_headers: flags.requestheader_username_headers.clone(),
+                uid_headers: flags.requestheader_uid_headers.clone(),
                 group_headers: flags.requestheader_group_headers.clone(),
                 extra_headers_prefixes: flags.requestheader_extra_headers_prefix.clone(),
             }),
         },
+        resource_version: None,
     })
 }
 
@@ -180,6 +182,7 @@ async fn complete_from_cluster(
         Ok(found) => {
             auth.client_ca = auth.client_ca.or(found.client_ca);
             auth.request_header = auth.request_header.or(found.request_header);
+            auth.resource_version = found.resource_version;
             Ok(auth)
         }
         Err(e) if flags.authentication_tolerate_lookup_failure => {
@@ -307,8 +310,16 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 flags.authorization_kubeconfig.as_deref(),
             )
             .await?;
+            let fixed = controller::auth::FixedByFlags {
+                client_ca: flag_authn.client_ca.is_some(),
+                request_header: flag_authn.request_header.is_some(),
+            };
             let certs = complete_from_cluster(flags, flag_authn, authn.as_ref()).await?;
-            Some(Arc::new(
+            let reload = authn
+                .clone()
+                .filter(|_| !flags.authentication_skip_lookup)
+                .filter(|_| !(fixed.client_ca && fixed.request_header));
+            let auth = Arc::new(
                 controller::auth::DelegatedAuth::new(
                     authn,
                     authz,
@@ -316,7 +327,25 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 )
                 .with_client_ca(certs.client_ca)
                 .with_request_header(certs.request_header),
-            ))
+            );
+            // As upstream's dynamic CA controllers: a changed CA file or ConfigMap (a
+            // rotated client or front-proxy CA) takes effect without a restart.
+            if flags.client_ca_file.is_some() || flags.requestheader_client_ca_file.is_some() {
+                auth.reload_ca_files(
+                    flags.client_ca_file.clone(),
+                    flags.requestheader_client_ca_file.clone(),
+                    controller::auth::CONFIGMAP_RELOAD_PERIOD,
+                );
+            }
+            if let Some(client) = reload {
+                auth.reload_from_cluster(
+                    client,
+                    controller::auth::CONFIGMAP_RELOAD_PERIOD,
+                    fixed,
+                    certs.resource_version,
+                );
+            }
+            Some(auth)
         } else {
             None
         };

@@ -121,6 +121,11 @@ impl Cache {
         self.pods.len()
     }
 
+    /// Pods assumed on a node whose binding has not come back from the informer yet.
+    pub fn assumed_pod_count(&self) -> usize {
+        self.pods.values().filter(|s| s.assumed).count()
+    }
+
     pub fn node_info(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.nodes.get(name)
     }

@@ -19,8 +19,9 @@
 //! volumes would reach, through `shape`: the volumes to bind there if any, else the claims to
 //! provision, against the CSIStorageCapacity that admitted each.
 //!
-//! Not covered: in-tree volumes migrated to CSI (node affinity of bound in-tree volumes is
-//! checked untranslated).
+//! A bound in-tree volume (EBS, GCE PD, Cinder, ...) on a node whose CSINode lists its
+//! plugin as migrated is checked with the node affinity its CSI driver's volume would have
+//! ([`csi_translation`]), as upstream's binder does.
 
 use crate::framework::Signing;
 use crate::plugins::helper::sign;
@@ -399,18 +400,21 @@ fn find_pod_volumes(s: &StateData, node: &NodeInfo) -> Result<FoundVolumes, Stat
         r
     };
 
+    let csi_node = s.objects.csi_node(&node.name).map(Arc::as_ref);
     for pvc in &s.bound_claims {
         let pv_name = pvc.volume_name.as_deref().unwrap_or_default();
-        match s.objects.pv(pv_name) {
-            None => {
-                bound_pvs_found = false;
-                break;
-            }
-            Some(pv) if !pv.node_affinity_matches(&node.labels) => {
+        let Some(pv) = s.objects.pv(pv_name) else {
+            bound_pvs_found = false;
+            break;
+        };
+        // A migrated in-tree volume is checked as its CSI driver's (csi_translation.rs).
+        match pv.node_affinity_matches_on(&node.labels, csi_node) {
+            Ok(true) => {}
+            Ok(false) => {
                 bound_satisfied = false;
                 break;
             }
-            Some(_) => {}
+            Err(e) => return Err(Status::error(e)),
         }
     }
 
@@ -675,6 +679,7 @@ pub fn decided_claims(v: &PodVolumes) -> Vec<String> {
         .collect()
 }
 
+pub mod csi_translation;
 mod hints;
 #[cfg(test)]
 mod tests;

@@ -552,3 +552,104 @@ fn capacity_and_driver_changes_requeue_pods() {
         );
     }
 }
+
+/// Filter statuses of `pod` on `nodes` with `vols`.
+fn statuses_on(pod: &PodInfo, nodes: Vec<NodeInfo>, vols: VolumeObjects) -> Vec<Status> {
+    let pl = VolumeBinding::new(None).unwrap();
+    let snap = Snapshot::from_node_infos(nodes).with_volumes(vols);
+    let mut state = CycleState::new();
+    let pre = pl.pre_filter(&mut state, pod, &snap);
+    assert!(pre.1.is_success(), "{:?}", pre.1);
+    snap.node_infos()
+        .iter()
+        .map(|n| pl.filter(&state, pod, n))
+        .collect()
+}
+
+#[test]
+fn a_bound_in_tree_ebs_volume_is_checked_as_its_csi_volume_where_migrated() {
+    use crate::types::testing::volumes::{csi_node, csi_node_migrated};
+    use crate::types::volume::AWS_EBS_PLUGIN;
+    const BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
+    const EBS_ZONE: &str = "topology.ebs.csi.aws.com/zone";
+    // The volume was made when nodes carried the beta zone label; the nodes now carry only
+    // the EBS driver's topology label (node "old" still has the beta one).
+    let vols = |migrated_on: &[&str]| {
+        let mut v = store(
+            vec![pvc("ns", "data").bound("ebs-pv").build()],
+            vec![
+                pv("ebs-pv", "", "1Gi")
+                    .aws_ebs("aws://us-east-1a/vol-0123")
+                    .node_affinity(BETA_ZONE, &["us-east-1a"])
+                    .claim("ns", "data")
+                    .build(),
+            ],
+            vec![],
+        );
+        for n in ["csi-a", "csi-b", "old"] {
+            v.put_csi_node(if migrated_on.contains(&n) {
+                csi_node_migrated(n, &[("ebs.csi.aws.com", None)], &[AWS_EBS_PLUGIN])
+            } else {
+                csi_node(n, &[("ebs.csi.aws.com", None)])
+            });
+        }
+        v
+    };
+    let nodes = || {
+        vec![
+            NodeInfo::test("csi-a")
+                .label(EBS_ZONE, "us-east-1a")
+                .build(),
+            NodeInfo::test("csi-b")
+                .label(EBS_ZONE, "us-east-1b")
+                .build(),
+            NodeInfo::test("old").label(BETA_ZONE, "us-east-1a").build(),
+        ]
+    };
+    let pod = PodInfo::test("ns", "p").pvc("data").build();
+    let ok = |s: &Status| s.is_success();
+    let conflict = |s: &Status| s.message() == ERR_REASON_NODE_CONFLICT;
+
+    // Migrated everywhere: the zone is read from the driver's key.
+    let got = statuses_on(&pod, nodes(), vols(&["csi-a", "csi-b", "old"]));
+    assert!(ok(&got[0]), "{got:?}");
+    assert!(conflict(&got[1]), "{got:?}");
+    assert!(conflict(&got[2]), "{got:?}");
+
+    // Not migrated anywhere: the affinity is checked as written.
+    let got = statuses_on(&pod, nodes(), vols(&[]));
+    assert!(conflict(&got[0]), "{got:?}");
+    assert!(conflict(&got[1]), "{got:?}");
+    assert!(ok(&got[2]), "{got:?}");
+
+    // A node without a CSINode is never migrated.
+    let mut v = vols(&["csi-a", "csi-b", "old"]);
+    v.delete_csi_node("csi-a");
+    let got = statuses_on(&pod, nodes(), v);
+    assert!(conflict(&got[0]), "{got:?}");
+}
+
+#[test]
+fn an_untranslatable_in_tree_volume_is_an_error_on_migrated_nodes_only() {
+    use crate::types::testing::volumes::csi_node_migrated;
+    use crate::types::volume::AWS_EBS_PLUGIN;
+    let mut vols = store(
+        vec![pvc("ns", "data").bound("ebs-pv").build()],
+        vec![
+            pv("ebs-pv", "", "1Gi")
+                .aws_ebs("aws://za/not-a-volume-id")
+                .claim("ns", "data")
+                .build(),
+        ],
+        vec![],
+    );
+    vols.put_csi_node(csi_node_migrated("a", &[], &[AWS_EBS_PLUGIN]));
+    let pod = PodInfo::test("ns", "p").pvc("data").build();
+    let got = run(&pod, vols).statuses;
+    assert_eq!(got[0].code(), Code::Error);
+    assert!(
+        got[0].message().contains("could not translate pv"),
+        "{got:?}"
+    );
+    assert!(got[1].is_success(), "{got:?}");
+}

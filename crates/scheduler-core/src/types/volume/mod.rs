@@ -180,6 +180,10 @@ pub struct PvInfo {
     pub csi: Option<(String, String)>,
     /// The source of an in-tree volume whose plugin can be migrated to CSI.
     pub in_tree: Option<InTreeVolume>,
+    /// With `in_tree`: the required node affinity as its CSI driver's volume has it
+    /// (csi-translation-lib), checked on nodes that migrated the plugin; `Err` when the
+    /// volume cannot be translated.
+    pub csi_node_affinity: Option<Result<Option<NodeSelector>, String>>,
     pub deleting: bool,
     pub block_mode: bool,
     pub attributes_class: String,
@@ -189,6 +193,22 @@ impl PvInfo {
     pub fn from_pv(pv: &k8s::PersistentVolume) -> Self {
         let meta = &pv.metadata;
         let spec = pv.spec.clone().unwrap_or_default();
+        let in_tree = pv_in_tree_source(meta, &spec);
+        let required = spec
+            .node_affinity
+            .as_ref()
+            .and_then(|a| a.required.as_ref());
+        let csi_node_affinity = in_tree.as_ref().map(|t| {
+            crate::plugins::volume_binding::csi_translation::translate_required_affinity(
+                t.plugin,
+                meta.labels.as_ref().unwrap_or(&BTreeMap::new()),
+                required,
+                spec.aws_elastic_block_store
+                    .as_ref()
+                    .map(|s| s.volume_id.as_str()),
+            )
+            .map(|sel| sel.as_ref().map(NodeSelector::from_k8s))
+        });
         PvInfo {
             name: meta.name.clone().unwrap_or_default(),
             labels: meta.labels.clone().unwrap_or_default(),
@@ -215,7 +235,8 @@ impl PvInfo {
                 .csi
                 .as_ref()
                 .map(|c| (c.driver.clone(), c.volume_handle.clone())),
-            in_tree: pv_in_tree_source(meta, &spec),
+            in_tree,
+            csi_node_affinity,
             deleting: meta.deletion_timestamp.is_some(),
             block_mode: spec.volume_mode.as_deref() == Some("Block"),
             attributes_class: spec
@@ -244,6 +265,29 @@ impl PvInfo {
         self.node_affinity
             .as_ref()
             .is_none_or(|s| s.matches_labels("", node_labels))
+    }
+
+    /// Upstream's bound-volume check (`tryTranslatePVToCSI`, then `CheckNodeAffinity`): on a
+    /// node whose CSINode (`csi_node`) lists the volume's in-tree plugin as migrated, the
+    /// translated affinity; elsewhere the volume's own. `Err` when translation fails.
+    pub fn node_affinity_matches_on<L: LabelSet + ?Sized>(
+        &self,
+        node_labels: &L,
+        csi_node: Option<&CsiNodeInfo>,
+    ) -> Result<bool, String> {
+        let migrated = self
+            .in_tree
+            .as_ref()
+            .is_some_and(|t| csi_node.is_some_and(|n| n.is_migrated(t.plugin)));
+        match (&self.csi_node_affinity, migrated) {
+            (Some(translated), true) => match translated {
+                Ok(sel) => Ok(sel
+                    .as_ref()
+                    .is_none_or(|s| s.matches_labels("", node_labels))),
+                Err(e) => Err(e.clone()),
+            },
+            _ => Ok(self.node_affinity_matches(node_labels)),
+        }
     }
 
     /// Upstream `IsVolumeBoundToClaim`.
