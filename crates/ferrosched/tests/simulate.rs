@@ -640,6 +640,56 @@ fn drain_of_two_nodes_reports_pods_that_do_not_fit_and_the_budget_it_breaks() {
 }
 
 #[test]
+fn a_pod_two_budgets_cover_is_reported_not_evictable_by_drain_and_keeps_its_node() {
+    // web-a is also selected by a second budget (tier: front): the API server refuses
+    // its eviction.
+    let dump = DRAIN_DUMP.replace(
+        "name: web-a, namespace: shop, labels: {app: web}",
+        "name: web-a, namespace: shop, labels: {app: web, tier: front}",
+    ) + "- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata: {name: front-pdb, namespace: shop}
+  spec: {maxUnavailable: 1, selector: {matchLabels: {tier: front}}}
+";
+    let dump = temp_file("two-budgets.yaml", &dump);
+    let dump = dump.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--drain",
+        "n1",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(json["evicted"], serde_json::json!([]), "{json}");
+    let n = &json["notEvictable"][0];
+    assert_eq!(n["pod"], "shop/web-a");
+    assert_eq!(n["node"], "n1");
+    assert_eq!(
+        n["pdbs"],
+        serde_json::json!(["shop/web-pdb", "shop/front-pdb"])
+    );
+    assert_eq!(json["pdbViolations"], serde_json::json!([]));
+
+    let table = stdout(&simulate(&["--cluster", dump, "--drain", "n1"]));
+    assert!(
+        table.contains("Draining n1: 0 pod(s) evicted, 0 placed elsewhere, 0 not placed; 1 pod(s) cannot be evicted (the drain would not finish)."),
+        "{table}"
+    );
+    assert!(
+        table.contains("Cannot be evicted:\n  shop/web-a (n1): covered by 2 PodDisruptionBudgets (shop/web-pdb, shop/front-pdb)"),
+        "{table}"
+    );
+
+    let out = stdout(&simulate(&["--cluster", dump, "--compress"]));
+    assert!(
+        out.contains("  n1: shop/web-a cannot be evicted: covered by 2 PodDisruptionBudgets (shop/web-pdb, shop/front-pdb)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn compress_names_the_node_that_cannot_go() {
     let dump = temp_file("compress.yaml", DRAIN_DUMP);
     let dump = dump.to_str().unwrap();
@@ -738,8 +788,7 @@ fn add_nodes_finds_the_smallest_count_and_one_fewer_leaves_a_pod_pending() {
 }
 
 /// A what-if question is never silently dropped: `--compare-config` does not combine with
-/// drain, compression or nodes to add (clap refuses, exit 2), and `-o html` cannot show
-/// their answers yet (an error saying so, exit 1).
+/// drain, compression or nodes to add (clap refuses, exit 2).
 #[test]
 fn what_if_questions_refuse_what_they_cannot_answer() {
     let o = simulate(&[
@@ -755,11 +804,4 @@ fn what_if_questions_refuse_what_they_cannot_answer() {
         "config/most-allocated.yaml",
     ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let o = simulate(&["--compress", "-o", "html"]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("-o html does not show --drain, --compress or --add-nodes"),
-        "{err}"
-    );
 }

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod html;
+pub mod whatif;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,6 +53,8 @@ pub struct Request<'a> {
     pub seed: u64,
     pub extenders: &'a [Arc<dyn Extender>],
     pub output: SimulateOutput,
+    /// `--drain`, `--compress` or `--add-nodes` was asked (answered by `simulate_drain`).
+    pub what_if: bool,
 }
 
 /// Answers the request when it is a comparison or asks for HTML; `None` leaves it to
@@ -60,7 +63,7 @@ pub fn answer(req: &Request<'_>) -> Option<ExitCode> {
     if let Some(second) = req.compare_config {
         return Some(compare::run(req, second));
     }
-    if req.output != SimulateOutput::Html {
+    if req.output != SimulateOutput::Html || req.what_if {
         return None;
     }
     let page = match req.template {

@@ -90,6 +90,16 @@ pub struct NodeCopies {
     pub copies: usize,
 }
 
+/// Requested vs allocatable per node before and after a what-if answer, for reports
+/// (`-o html`); not part of the JSON answer. Both lists are sorted by node name. A node
+/// removed by the question (compression) is missing from `after`; a node it added is
+/// missing from `before`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodesBeforeAfter {
+    pub before: Vec<super::NodeUsage>,
+    pub after: Vec<super::NodeUsage>,
+}
+
 /// What became of the dump's pending pods before the copies.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
