@@ -805,3 +805,87 @@ fn what_if_questions_refuse_what_they_cannot_answer() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
+
+/// n1 and n2 with 4 GPUs, n3 with 2.
+const GPU_DUMP: &str = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}, status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '4'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}, status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '4'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n3, labels: {kubernetes.io/hostname: n3}}, status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '2'}}}
+";
+
+/// A gang of two 2-GPU pods: a PodGroup and a Job whose pods name it.
+const GANG_TEMPLATE: &str = "apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: worker, namespace: ml}
+spec:
+  template:
+    spec:
+      schedulingGroup: {podGroupName: train}
+      restartPolicy: Never
+      containers: [{name: c, image: img, resources: {requests: {cpu: '1', nvidia.com/gpu: '2'}}}]
+";
+
+#[test]
+fn a_podgroup_template_counts_whole_gangs() {
+    let dump = temp_file("gpus.yaml", GPU_DUMP);
+    let dump = dump.to_str().unwrap();
+    let gang = temp_file("gang.yaml", GANG_TEMPLATE);
+    let gang = gang.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--pod-template",
+        gang,
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    // Ten GPUs hold five 2-GPU pods: two whole gangs of two.
+    assert_eq!(json["placed"], 2, "{json}");
+    assert_eq!(
+        json["gang"],
+        serde_json::json!({"podGroup": "train", "minCount": 2})
+    );
+    assert_eq!(json["gangs"][1]["podGroup"], "ml/train-1");
+    assert_eq!(json["gangs"][1]["members"][0][0], "ml/train-1-0");
+    assert_eq!(json["stoppedBy"]["reason"], "Unschedulable");
+    let why = json["stoppedBy"]["message"].as_str().unwrap();
+    assert!(why.contains("minCount (2) cannot be satisfied"), "{why}");
+    assert!(why.contains("Insufficient nvidia.com/gpu"), "{why}");
+
+    let table = stdout(&simulate(&["--cluster", dump, "--pod-template", gang]));
+    assert!(
+        table.contains("PodGroup ml/train (a gang of 2 Job pod(s) ml/worker) (profile default-scheduler): 2 whole gang copies fit."),
+        "{table}"
+    );
+    assert!(
+        table.contains("Gangs placed:\n  ml/train-0: train-0-0 -> "),
+        "{table}"
+    );
+    assert!(table.contains("The next gang does not fit: "), "{table}");
+
+    // Pods naming another group: file, line, field and fix.
+    let other = temp_file(
+        "other.yaml",
+        &GANG_TEMPLATE.replace("podGroupName: train", "podGroupName: eval"),
+    );
+    let o = simulate(&["--cluster", dump, "--pod-template", other.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:13: pod template: spec.template.spec.schedulingGroup.podGroupName: the pods name PodGroup \"eval\", not the file's PodGroup \"train\"; set",
+            other.display()
+        )),
+        "{err}"
+    );
+}

@@ -161,8 +161,13 @@ fn capacity_page(req: &Request<'_>, t: &PodTemplate) -> Result<HtmlReport, Strin
         ),
         answer: vec![
             format!(
-                "{} cop{} fit{}.",
+                "{} {}cop{} fit{}.",
                 answer.placed,
+                if answer.gang.is_some() {
+                    "whole gang "
+                } else {
+                    ""
+                },
                 if answer.placed == 1 { "y" } else { "ies" },
                 if matches!(answer.stopped_by, Stop::MaxReached) {
                     " (at least; --max reached)"
@@ -181,15 +186,40 @@ fn capacity_page(req: &Request<'_>, t: &PodTemplate) -> Result<HtmlReport, Strin
             "after the pending pods and the copies".into(),
         ],
         nodes: NodeBars::pair(&before, &details.nodes_after),
-        tables: vec![Table {
-            caption: "Copies per node".into(),
-            header: vec!["Node".into(), "Copies".into()],
-            rows: answer
-                .nodes
-                .iter()
-                .map(|n| vec![n.node.clone(), n.copies.to_string()])
-                .collect(),
-        }],
+        tables: vec![
+            Table {
+                caption: if answer.gang.is_some() {
+                    "Gang pods per node".into()
+                } else {
+                    "Copies per node".into()
+                },
+                header: vec!["Node".into(), "Copies".into()],
+                rows: answer
+                    .nodes
+                    .iter()
+                    .map(|n| vec![n.node.clone(), n.copies.to_string()])
+                    .collect(),
+            },
+            Table {
+                caption: "Gangs placed".into(),
+                header: vec!["PodGroup".into(), "Pods and nodes".into()],
+                rows: answer
+                    .gangs
+                    .iter()
+                    .map(|g| {
+                        let pods: Vec<String> = g
+                            .members
+                            .iter()
+                            .map(|(p, n)| format!("{p} \u{2192} {n}"))
+                            .collect();
+                        vec![g.pod_group.clone(), pods.join(", ")]
+                    })
+                    .collect(),
+            },
+        ]
+        .into_iter()
+        .filter(|t| answer.gang.is_some() || t.caption != "Gangs placed")
+        .collect(),
         pending,
     })
 }

@@ -494,7 +494,7 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
     let mut staying = Vec::new();
     let mut not_evictable = Vec::new();
     // (namespace, claim) -> the evicted pods using it: (key, uid, name).
-    let mut claims: BTreeMap<(String, String), Vec<(String, String, String)>> = BTreeMap::new();
+    let mut claims: ClaimUsers = BTreeMap::new();
     let mut evicted = Vec::new();
     let mut pods = Vec::with_capacity(objects.pods.len());
     for p in std::mem::take(&mut objects.pods) {
@@ -594,6 +594,9 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
     }
 }
 
+/// `(namespace, claim)` -> the evicted pods using it: `(key, uid, name)`.
+type ClaimUsers = BTreeMap<(String, String), Vec<(String, String, String)>>;
+
 /// What the evictions do to the pods' ResourceClaims, as the resourceclaim controller
 /// would: the evicted pods leave each claim's `reservedFor`. A claim no one else uses
 /// then loses its allocation (a claim generated from a template is deleted with its pod
@@ -603,7 +606,7 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
 /// the notes returned (pod key -> notes) say so.
 fn release_claims(
     objects: &mut ClusterObjects,
-    claims: &BTreeMap<(String, String), Vec<(String, String, String)>>,
+    claims: &ClaimUsers,
 ) -> BTreeMap<String, Vec<String>> {
     let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for c in &mut objects.resource_claims {
