@@ -216,6 +216,199 @@ fn reports_render_in_a_real_headless_browser() {
     );
     assert!(dom.contains("data-nodes=\"15\""));
     assert!(dom.contains("Pods on other nodes"));
+
+    let dir = scratch("what-if-pages");
+    let pages = what_if_pages(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, page) in pages {
+        let dom = render_in_chromium(&page, name);
+        assert!(
+            dom.contains("data-rendered=\"ok\""),
+            "{name}: script did not finish:\n{dom}"
+        );
+        let (nodes, answer) = match name {
+            "drain" => ("3", "over the budget: shop/web-b"),
+            "compress" => ("3", "1 of 3 candidate node(s) can be removed: n2."),
+            "add-nodes" => ("3", "2 node(s) like big place all 4 pending pod(s)"),
+            _ => ("2", "1 left over"),
+        };
+        assert!(
+            dom.contains(&format!("data-nodes=\"{nodes}\"")),
+            "{name}: {dom}"
+        );
+        assert!(dom.contains(answer), "{name}: {dom}");
+    }
+}
+
+/// n1, n2, n3 (2 CPU each): web-a (500m) and a DaemonSet pod on n1, web-b (500m) on n2,
+/// filler (1500m) on n3. web-pdb lets one of the two web pods go.
+const WHAT_IF_DUMP: &str = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}, status: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}, status: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n3, labels: {kubernetes.io/hostname: n3}}, status: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-a, namespace: shop, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: u1, controller: true}]}
+  spec: {nodeName: n1, containers: [{name: c, image: i, resources: {requests: {cpu: 500m}}}]}
+  status: {phase: Running, conditions: [{type: Ready, status: 'True'}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: agent-n1, namespace: shop, ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: u2, controller: true}]}
+  spec: {nodeName: n1, containers: [{name: c, image: i, resources: {requests: {cpu: 100m}}}]}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-b, namespace: shop, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: u1, controller: true}]}
+  spec: {nodeName: n2, containers: [{name: c, image: i, resources: {requests: {cpu: 500m}}}]}
+  status: {phase: Running, conditions: [{type: Ready, status: 'True'}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: filler, namespace: shop, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: filler, uid: u4, controller: true}]}
+  spec: {nodeName: n3, containers: [{name: c, image: i, resources: {requests: {cpu: 1500m}}}]}
+  status: {phase: Running}
+- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata: {name: web-pdb, namespace: shop}
+  spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
+";
+
+/// n1 (1 CPU) and four pending 1-CPU pods.
+const PENDING_DUMP: &str = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}, status: {allocatable: {cpu: '1', memory: 8Gi, pods: '110'}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p0, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p1, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p2, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p3, namespace: default}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}}
+";
+
+const BIG_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: big, labels: {kubernetes.io/hostname: big}}\nstatus: {allocatable: {cpu: '2', memory: 8Gi, pods: '110'}}\n";
+
+/// The three what-if pages: (name, page), from files in `dir`.
+fn what_if_pages(dir: &Path) -> Vec<(&'static str, String)> {
+    let dump = dir.join("what-if.yaml");
+    let pending = dir.join("pending.yaml");
+    let node = dir.join("node.yaml");
+    std::fs::write(&dump, WHAT_IF_DUMP).unwrap();
+    std::fs::write(&pending, PENDING_DUMP).unwrap();
+    std::fs::write(&node, BIG_NODE).unwrap();
+    let (dump, pending, node) = (
+        dump.to_str().unwrap(),
+        pending.to_str().unwrap(),
+        node.to_str().unwrap(),
+    );
+    vec![
+        (
+            "drain",
+            simulate(&["--cluster", dump, "--drain", "n1", "n2", "-o", "html"]),
+        ),
+        (
+            "compress",
+            simulate(&["--cluster", dump, "--compress", "-o", "html"]),
+        ),
+        (
+            "add-nodes",
+            simulate(&["--cluster", pending, "--add-nodes", node, "-o", "html"]),
+        ),
+        (
+            "add-nodes-count",
+            simulate(&[
+                "--cluster",
+                pending,
+                "--add-nodes",
+                node,
+                "--count",
+                "1",
+                "-o",
+                "html",
+            ]),
+        ),
+    ]
+}
+
+#[test]
+fn drain_compress_and_add_nodes_pages_show_the_answer_and_bars_before_and_after() {
+    let dir = scratch("what-if");
+    let pages = what_if_pages(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, page) in &pages {
+        assert_self_contained(page);
+        assert!(page.contains("<table id=nodes>"), "{name}: node bars");
+    }
+    let page = |name: &str| pages.iter().find(|(n, _)| *n == name).unwrap().1.as_str();
+
+    // Drain: n3 has 500m free, so one web pod moves there and the other fits nowhere;
+    // web-pdb allows one of the two evictions.
+    let drain = page("drain");
+    assert!(
+        drain.contains(
+            "<p>Draining n1, n2: 2 pod(s) evicted, 1 placed elsewhere, 1 not placed.</p>"
+        ),
+        "{drain}"
+    );
+    assert!(
+        drain.contains(
+            "<tr><td>shop/web-a</td><td>n1</td><td>0</td><td>n3</td><td></td><td></td></tr>"
+        ),
+        "{drain}"
+    );
+    assert!(drain.contains(
+        "PodDisruptionBudgets exceeded: shop/web-pdb (minAvailable: 1; 1 disruption(s) allowed; over the budget: shop/web-b)."
+    ));
+    assert!(drain.contains(
+        "<tr><td>shop/web-b (evicted from n2)</td><td>0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable."
+    ));
+    assert!(drain.contains("<tr><td>shop/agent-n1</td><td>n1</td><td>DaemonSet</td></tr>"));
+    // Bars: n1 keeps its DaemonSet pod (600m -> 100m), n3 takes web-a (1500m -> 2000m).
+    assert!(drain.contains("<tr><td>n1<em>drained</em></td><td class=\"r\"><s style=\"--b:30%;--a:5%\"></s>600m\u{2192}100m/2</td>"), "{drain}");
+    assert!(
+        drain.contains(
+            "<tr><td>n3</td><td class=\"r\"><s style=\"--b:75%;--a:100%\"></s>1500m\u{2192}2/2</td>"
+        ),
+        "{drain}"
+    );
+
+    // Compression: n2 (25%) goes, its pod moving; then n1 cannot (one web pod fits
+    // nowhere, and the budget allows one eviction of two).
+    let compress = page("compress");
+    assert!(
+        compress.contains("<p>1 of 3 candidate node(s) can be removed: n2.</p>"),
+        "{compress}"
+    );
+    assert!(
+        compress.contains("<p>n1 cannot go: 1 pod(s) would fit nowhere (shop/web-"),
+        "{compress}"
+    );
+    assert!(compress.contains(
+        "exceeds PodDisruptionBudget shop/web-pdb (minAvailable: 1; 1 disruption(s) allowed)"
+    ));
+    assert!(compress.contains("<tr><td>n2<em>removed</em></td><td class=\"r\"><s style=\"--b:25%;--a:0%\"></s>500m\u{2192}0/2</td>"), "{compress}");
+    assert!(
+        compress
+            .contains("<td>n1</td><td>30%</td><td>0%</td><td>no: the node that could not go</td>")
+    );
+
+    // Nodes to add: two 2-CPU nodes, and one fewer leaves a pod over.
+    let add = page("add-nodes");
+    assert!(
+        add.contains("<p>2 node(s) like big place all 4 pending pod(s); with 1 node(s), 1 would be left over.</p>"),
+        "{add}"
+    );
+    assert!(add.contains("<tr><td>big-0<em>added</em></td><td class=\"r\"><s style=\"--b:0%;--a:100%\"></s>0\u{2192}2/2</td>"), "{add}");
+    assert!(add.contains("<tr><td>big-1</td><td>1</td></tr>"), "{add}");
+    assert!(add.contains("<h2>Pending pods (0)</h2>"));
+    let one = page("add-nodes-count");
+    assert!(one.contains("With 1 node(s) like big: 3 of 4 pending pod(s) placed, 1 left over."));
+    assert!(one.contains("<h2>Pending pods (1)</h2>"), "{one}");
+    assert!(
+        one.contains("</td><td>0/2 nodes are available: 2 Insufficient cpu."),
+        "{one}"
+    );
 }
 
 #[test]

@@ -680,6 +680,56 @@ fn drain_of_two_nodes_reports_pods_that_do_not_fit_and_the_budget_it_breaks() {
 }
 
 #[test]
+fn a_pod_two_budgets_cover_is_reported_not_evictable_by_drain_and_keeps_its_node() {
+    // web-a is also selected by a second budget (tier: front): the API server refuses
+    // its eviction.
+    let dump = DRAIN_DUMP.replace(
+        "name: web-a, namespace: shop, labels: {app: web}",
+        "name: web-a, namespace: shop, labels: {app: web, tier: front}",
+    ) + "- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata: {name: front-pdb, namespace: shop}
+  spec: {maxUnavailable: 1, selector: {matchLabels: {tier: front}}}
+";
+    let dump = temp_file("two-budgets.yaml", &dump);
+    let dump = dump.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--drain",
+        "n1",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(json["evicted"], serde_json::json!([]), "{json}");
+    let n = &json["notEvictable"][0];
+    assert_eq!(n["pod"], "shop/web-a");
+    assert_eq!(n["node"], "n1");
+    assert_eq!(
+        n["pdbs"],
+        serde_json::json!(["shop/web-pdb", "shop/front-pdb"])
+    );
+    assert_eq!(json["pdbViolations"], serde_json::json!([]));
+
+    let table = stdout(&simulate(&["--cluster", dump, "--drain", "n1"]));
+    assert!(
+        table.contains("Draining n1: 0 pod(s) evicted, 0 placed elsewhere, 0 not placed; 1 pod(s) cannot be evicted (the drain would not finish)."),
+        "{table}"
+    );
+    assert!(
+        table.contains("Cannot be evicted:\n  shop/web-a (n1): covered by 2 PodDisruptionBudgets (shop/web-pdb, shop/front-pdb)"),
+        "{table}"
+    );
+
+    let out = stdout(&simulate(&["--cluster", dump, "--compress"]));
+    assert!(
+        out.contains("  n1: shop/web-a cannot be evicted: covered by 2 PodDisruptionBudgets (shop/web-pdb, shop/front-pdb)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn compress_names_the_node_that_cannot_go() {
     let dump = temp_file("compress.yaml", DRAIN_DUMP);
     let dump = dump.to_str().unwrap();
@@ -778,8 +828,7 @@ fn add_nodes_finds_the_smallest_count_and_one_fewer_leaves_a_pod_pending() {
 }
 
 /// A what-if question is never silently dropped: `--compare-config` does not combine with
-/// drain, compression or nodes to add (clap refuses, exit 2), and `-o html` cannot show
-/// their answers yet (an error saying so, exit 1).
+/// drain, compression or nodes to add (clap refuses, exit 2).
 #[test]
 fn what_if_questions_refuse_what_they_cannot_answer() {
     let o = simulate(&[
@@ -795,11 +844,88 @@ fn what_if_questions_refuse_what_they_cannot_answer() {
         "config/most-allocated.yaml",
     ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let o = simulate(&["--compress", "-o", "html"]);
+}
+
+/// n1 and n2 with 4 GPUs, n3 with 2.
+const GPU_DUMP: &str = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}, status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '4'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}, status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '4'}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n3, labels: {kubernetes.io/hostname: n3}}, status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '2'}}}
+";
+
+/// A gang of two 2-GPU pods: a PodGroup and a Job whose pods name it.
+const GANG_TEMPLATE: &str = "apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: worker, namespace: ml}
+spec:
+  template:
+    spec:
+      schedulingGroup: {podGroupName: train}
+      restartPolicy: Never
+      containers: [{name: c, image: img, resources: {requests: {cpu: '1', nvidia.com/gpu: '2'}}}]
+";
+
+#[test]
+fn a_podgroup_template_counts_whole_gangs() {
+    let dump = temp_file("gpus.yaml", GPU_DUMP);
+    let dump = dump.to_str().unwrap();
+    let gang = temp_file("gang.yaml", GANG_TEMPLATE);
+    let gang = gang.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--pod-template",
+        gang,
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    // Ten GPUs hold five 2-GPU pods: two whole gangs of two.
+    assert_eq!(json["placed"], 2, "{json}");
+    assert_eq!(
+        json["gang"],
+        serde_json::json!({"podGroup": "train", "minCount": 2})
+    );
+    assert_eq!(json["gangs"][1]["podGroup"], "ml/train-1");
+    assert_eq!(json["gangs"][1]["members"][0][0], "ml/train-1-0");
+    assert_eq!(json["stoppedBy"]["reason"], "Unschedulable");
+    let why = json["stoppedBy"]["message"].as_str().unwrap();
+    assert!(why.contains("minCount (2) cannot be satisfied"), "{why}");
+    assert!(why.contains("Insufficient nvidia.com/gpu"), "{why}");
+
+    let table = stdout(&simulate(&["--cluster", dump, "--pod-template", gang]));
+    assert!(
+        table.contains("PodGroup ml/train (a gang of 2 Job pod(s) ml/worker) (profile default-scheduler): 2 whole gang copies fit."),
+        "{table}"
+    );
+    assert!(
+        table.contains("Gangs placed:\n  ml/train-0: train-0-0 -> "),
+        "{table}"
+    );
+    assert!(table.contains("The next gang does not fit: "), "{table}");
+
+    // Pods naming another group: file, line, field and fix.
+    let other = temp_file(
+        "other.yaml",
+        &GANG_TEMPLATE.replace("podGroupName: train", "podGroupName: eval"),
+    );
+    let o = simulate(&["--cluster", dump, "--pod-template", other.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("-o html does not show --drain, --compress or --add-nodes"),
+        err.starts_with(&format!(
+            "error: {}:13: pod template: spec.template.spec.schedulingGroup.podGroupName: the pods name PodGroup \"eval\", not the file's PodGroup \"train\"; set",
+            other.display()
+        )),
         "{err}"
     );
 }

@@ -97,12 +97,6 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    if args.what_if.asked() && args.output == SimulateOutput::Html {
-        eprintln!(
-            "error: -o html does not show --drain, --compress or --add-nodes answers yet; use -o table, json or yaml"
-        );
-        return ExitCode::FAILURE;
-    }
     let (objects, loaded) = match load(args) {
         Ok(x) => x,
         Err(e) => {
@@ -187,6 +181,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         seed: args.seed,
         extenders: &extenders,
         output: args.output,
+        what_if: args.what_if.asked(),
     };
     if let Some(code) = report::answer(&request) {
         drop(runtime);
@@ -207,7 +202,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             args.seed,
             node_template,
             &extenders,
-            output,
+            args.output,
         );
         drop(runtime);
         return code;

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use scheduler_core::simulate::capacity::add_nodes::AddNodesReport;
 
-/// The answer: the count, how sure it is, where the pods went, what is left over.
-pub fn table(r: &AddNodesReport) -> String {
+/// The answer's first sentence: the count and, when searching, what one fewer leaves.
+pub fn headline(r: &AddNodesReport) -> String {
     let mut out = String::new();
     match (r.count, r.all_placed) {
         (Some(n), true) => {
@@ -52,6 +52,13 @@ pub fn table(r: &AddNodesReport) -> String {
             );
         }
     }
+    out.trim_end().to_string()
+}
+
+/// The answer: the count, how sure it is, where the pods went, what is left over.
+pub fn table(r: &AddNodesReport) -> String {
+    let mut out = headline(r);
+    out.push('\n');
     let used: Vec<_> = r.new_nodes.iter().filter(|n| n.pods > 0).collect();
     if !used.is_empty() {
         let w = used.iter().map(|n| n.node.len()).max().unwrap_or(4).max(4);

@@ -33,14 +33,23 @@ pub fn table(r: &CapacityReport) -> String {
         "The dump's pending pods first: {} of {} scheduled.",
         r.pending.scheduled, r.pending.total
     );
+    let what = match &r.gang {
+        Some(g) => format!(
+            "PodGroup {}/{} (a gang of {} {} pod(s) {}/{})",
+            t.namespace, g.pod_group, g.min_count, t.kind, t.namespace, t.name
+        ),
+        None => format!("{} {}/{}", t.kind, t.namespace, t.name),
+    };
     let _ = writeln!(
         out,
-        "{} {}/{} (profile {}): {} cop{} fit{}.",
-        t.kind,
-        t.namespace,
-        t.name,
+        "{what} (profile {}): {} {}{} fit{}.",
         t.profile,
         r.placed,
+        if r.gang.is_some() {
+            "whole gang cop"
+        } else {
+            "cop"
+        },
         if r.placed == 1 { "y" } else { "ies" },
         if matches!(r.stopped_by, Stop::MaxReached) {
             " (at least; --max reached)"
@@ -50,13 +59,29 @@ pub fn table(r: &CapacityReport) -> String {
     );
     if !r.nodes.is_empty() {
         let node_w = crate::cmd::output::column_width(r.nodes.iter().map(|n| n.node.len()), 4);
-        let _ = writeln!(out, "\n{:node_w$}  {:>6}", "NODE", "COPIES");
+        let head = if r.gang.is_some() { "PODS" } else { "COPIES" };
+        let _ = writeln!(out, "\n{:node_w$}  {:>6}", "NODE", head);
         for n in &r.nodes {
             let _ = writeln!(out, "{:node_w$}  {:>6}", n.node, n.copies);
         }
         out.push('\n');
     }
+    if !r.gangs.is_empty() {
+        let _ = writeln!(out, "Gangs placed:");
+        for g in &r.gangs {
+            let pods: Vec<String> = g
+                .members
+                .iter()
+                .map(|(p, n)| format!("{} -> {n}", p.rsplit('/').next().unwrap_or(p)))
+                .collect();
+            let _ = writeln!(out, "  {}: {}", g.pod_group, pods.join(", "));
+        }
+        out.push('\n');
+    }
     let _ = match &r.stopped_by {
+        Stop::Unschedulable { message } if r.gang.is_some() => {
+            writeln!(out, "The next gang does not fit: {message}")
+        }
         Stop::Unschedulable { message } => {
             writeln!(out, "The next copy does not fit: {message}")
         }

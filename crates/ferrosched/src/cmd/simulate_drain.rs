@@ -19,7 +19,9 @@ use scheduler_core::simulate::capacity::drain::{
     self, DrainReport, EvictedPod, NodeChoice, PdbViolation, why_not_placed,
 };
 
-use super::output::Output;
+use super::report::SimulateOutput;
+use super::report::html::HtmlReport;
+use super::report::whatif;
 
 /// The what-if flags of `simulate` besides `--pod-template`: one question per run.
 #[derive(Args, Debug)]
@@ -90,24 +92,30 @@ impl WhatIfArgs {
         seed: u64,
         template: Option<add_nodes::NodeTemplate>,
         extenders: &[Arc<dyn Extender>],
-        output: Output,
+        output: SimulateOutput,
     ) -> ExitCode {
         let printed = if let Some(t) = template {
             let max = self
                 .max_nodes
                 .map_or(DEFAULT_MAX_NODES, |m| m.try_into().unwrap_or(usize::MAX));
-            add_nodes::add_nodes(objects, loaded, seed, &t, self.count, max, extenders)
-                .map(|r| emit(&r, output, super::simulate_add_nodes::table))
+            add_nodes::add_nodes(objects, loaded, seed, &t, self.count, max, extenders).map(|r| {
+                emit(
+                    &r,
+                    output,
+                    super::simulate_add_nodes::table,
+                    whatif::add_nodes_page,
+                )
+            })
         } else if self.compress {
             compression::compress(objects, loaded, seed, extenders)
-                .map(|r| emit(&r, output, compression_table))
+                .map(|r| emit(&r, output, compression_table, whatif::compression_page))
         } else {
             let choice = match &self.drain_selector {
                 Some(s) => NodeChoice::Selector(s.clone()),
                 None => NodeChoice::Names(self.drain.clone()),
             };
             drain::drain(objects, loaded, seed, &choice, extenders)
-                .map(|r| emit(&r, output, drain_table))
+                .map(|r| emit(&r, output, drain_table, whatif::drain_page))
         };
         match printed {
             Ok(()) => ExitCode::SUCCESS,
@@ -119,7 +127,16 @@ impl WhatIfArgs {
     }
 }
 
-fn emit<T: serde::Serialize>(r: &T, output: Output, table: fn(&T) -> String) {
+fn emit<T: serde::Serialize>(
+    r: &T,
+    output: SimulateOutput,
+    table: fn(&T) -> String,
+    page: fn(&T) -> HtmlReport,
+) {
+    let Some(output) = output.plain() else {
+        print!("{}", page(r).render());
+        return;
+    };
     match output.serialize(r) {
         Some(text) => print!("{text}"),
         None => print!("{}", table(r)),
@@ -134,15 +151,14 @@ pub fn drain_table(r: &DrainReport) -> String {
         "The dump's pending pods first: {} of {} scheduled.",
         r.pending.scheduled, r.pending.total
     );
-    let _ = writeln!(
-        out,
-        "Draining {}: {} pod(s) evicted, {} placed elsewhere, {} not placed.\n",
-        r.nodes.join(", "),
-        r.evicted.len(),
-        r.placed,
-        r.not_placed
-    );
+    let _ = writeln!(out, "{}\n", drain_headline(r));
     evicted_rows(&mut out, &r.evicted);
+    if !r.not_evictable.is_empty() {
+        let _ = writeln!(out, "\nCannot be evicted:");
+        for n in &r.not_evictable {
+            let _ = writeln!(out, "  {} ({}): {}", n.pod, n.node, n.reason);
+        }
+    }
     if !r.staying.is_empty() {
         let list: Vec<String> = r
             .staying
@@ -160,6 +176,26 @@ pub fn drain_table(r: &DrainReport) -> String {
     }
     pdb_rows(&mut out, &r.pdb_violations);
     out
+}
+
+/// The drain in one sentence: evicted, placed, not placed, and pods that cannot be evicted.
+pub fn drain_headline(r: &DrainReport) -> String {
+    let mut s = format!(
+        "Draining {}: {} pod(s) evicted, {} placed elsewhere, {} not placed",
+        r.nodes.join(", "),
+        r.evicted.len(),
+        r.placed,
+        r.not_placed
+    );
+    if !r.not_evictable.is_empty() {
+        let _ = write!(
+            s,
+            "; {} pod(s) cannot be evicted (the drain would not finish)",
+            r.not_evictable.len()
+        );
+    }
+    s.push('.');
+    s
 }
 
 fn evicted_rows(out: &mut String, evicted: &[EvictedPod]) {
@@ -189,6 +225,9 @@ fn evicted_rows(out: &mut String, evicted: &[EvictedPod]) {
             "{:pod_w$}  {:from_w$}  {:>8}  {result}",
             e.pod, e.from, e.priority
         );
+        for d in &e.devices {
+            let _ = writeln!(out, "{:pod_w$}  device: {d}", "");
+        }
         for n in &e.notes {
             let _ = writeln!(out, "{:pod_w$}  note: {n}", "");
         }

@@ -218,6 +218,8 @@ fn simulate(
 /// frameworks, the cache with every placement assumed, the snapshot and the nominations.
 pub(crate) struct AfterSimulation {
     pub profiles: ProfileRegistry,
+    /// The PodGroups and their members, as the group plugins see them.
+    pub groups: Arc<PodGroupManager>,
     pub alg: SchedulingAlgorithm,
     pub cache: Cache,
     pub snapshot: Snapshot,
@@ -647,6 +649,7 @@ fn simulate_keeping_state(
     };
     let state = AfterSimulation {
         profiles,
+        groups,
         alg,
         cache,
         snapshot,

@@ -36,6 +36,8 @@ pub struct HtmlReport {
 #[derive(Clone, Debug, Default)]
 pub struct NodeBars {
     pub name: String,
+    /// What the question did to the node (`drained`, `removed`, `added`), shown by its name.
+    pub note: Option<String>,
     pub resources: Vec<Bar>,
 }
 
@@ -121,10 +123,20 @@ impl NodeBars {
                 }
                 NodeBars {
                     name: name.to_string(),
+                    note: None,
                     resources,
                 }
             })
             .collect()
+    }
+
+    /// Marks the nodes named in `names` with `note`.
+    pub fn mark(nodes: &mut [NodeBars], names: &[String], note: &str) {
+        for n in nodes.iter_mut() {
+            if names.contains(&n.name) {
+                n.note = Some(note.to_string());
+            }
+        }
     }
 }
 
@@ -137,7 +149,7 @@ s{display:block;position:relative;width:9em;height:5px;margin:2px 0 10px;text-de
 background:linear-gradient(to right,#3b7dd8 var(--b),#e3e3e3 var(--b))}\
 s::after{content:'';position:absolute;left:0;right:0;top:7px;height:5px;\
 background:linear-gradient(to right,#e08a1e var(--a),#e3e3e3 var(--a))}\
-td.r{font-size:12px}td.over{color:#b00}\
+td.r{font-size:12px}td em{font-size:11px;color:#fff;background:#777;border-radius:3px;padding:0 4px;margin-left:.4em;font-style:normal}td.over{color:#b00}\
 #filter{margin:.3em 0;padding:2px 4px}";
 
 /// Sets `data-rendered="ok"` and counts on `<body>` once the page is set up (a test
@@ -218,7 +230,14 @@ impl HtmlReport {
         }
         out.push_str("</tr></thead><tbody>\n");
         for n in &self.nodes {
-            let _ = write!(out, "<tr><td>{}</td>", esc(&n.name));
+            match &n.note {
+                None => {
+                    let _ = write!(out, "<tr><td>{}</td>", esc(&n.name));
+                }
+                Some(note) => {
+                    let _ = write!(out, "<tr><td>{}<em>{}</em></td>", esc(&n.name), esc(note));
+                }
+            }
             for c in &columns {
                 match n.resources.iter().find(|r| r.resource == *c) {
                     Some(r) => render_bar(out, r),

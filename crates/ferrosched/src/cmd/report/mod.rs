@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod html;
+pub mod whatif;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,6 +53,8 @@ pub struct Request<'a> {
     pub seed: u64,
     pub extenders: &'a [Arc<dyn Extender>],
     pub output: SimulateOutput,
+    /// `--drain`, `--compress` or `--add-nodes` was asked (answered by `simulate_drain`).
+    pub what_if: bool,
 }
 
 /// Answers the request when it is a comparison or asks for HTML; `None` leaves it to
@@ -60,7 +63,7 @@ pub fn answer(req: &Request<'_>) -> Option<ExitCode> {
     if let Some(second) = req.compare_config {
         return Some(compare::run(req, second));
     }
-    if req.output != SimulateOutput::Html {
+    if req.output != SimulateOutput::Html || req.what_if {
         return None;
     }
     let page = match req.template {
@@ -158,8 +161,13 @@ fn capacity_page(req: &Request<'_>, t: &PodTemplate) -> Result<HtmlReport, Strin
         ),
         answer: vec![
             format!(
-                "{} cop{} fit{}.",
+                "{} {}cop{} fit{}.",
                 answer.placed,
+                if answer.gang.is_some() {
+                    "whole gang "
+                } else {
+                    ""
+                },
                 if answer.placed == 1 { "y" } else { "ies" },
                 if matches!(answer.stopped_by, Stop::MaxReached) {
                     " (at least; --max reached)"
@@ -178,15 +186,40 @@ fn capacity_page(req: &Request<'_>, t: &PodTemplate) -> Result<HtmlReport, Strin
             "after the pending pods and the copies".into(),
         ],
         nodes: NodeBars::pair(&before, &details.nodes_after),
-        tables: vec![Table {
-            caption: "Copies per node".into(),
-            header: vec!["Node".into(), "Copies".into()],
-            rows: answer
-                .nodes
-                .iter()
-                .map(|n| vec![n.node.clone(), n.copies.to_string()])
-                .collect(),
-        }],
+        tables: vec![
+            Table {
+                caption: if answer.gang.is_some() {
+                    "Gang pods per node".into()
+                } else {
+                    "Copies per node".into()
+                },
+                header: vec!["Node".into(), "Copies".into()],
+                rows: answer
+                    .nodes
+                    .iter()
+                    .map(|n| vec![n.node.clone(), n.copies.to_string()])
+                    .collect(),
+            },
+            Table {
+                caption: "Gangs placed".into(),
+                header: vec!["PodGroup".into(), "Pods and nodes".into()],
+                rows: answer
+                    .gangs
+                    .iter()
+                    .map(|g| {
+                        let pods: Vec<String> = g
+                            .members
+                            .iter()
+                            .map(|(p, n)| format!("{p} \u{2192} {n}"))
+                            .collect();
+                        vec![g.pod_group.clone(), pods.join(", ")]
+                    })
+                    .collect(),
+            },
+        ]
+        .into_iter()
+        .filter(|t| answer.gang.is_some() || t.caption != "Gangs placed")
+        .collect(),
         pending,
     })
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use serde::Serialize;
 
+use super::NodesBeforeAfter;
 use super::drain::{WhatIfError, why_not_placed};
 use crate::config::Loaded;
 use crate::framework::Extender;
@@ -66,6 +67,10 @@ pub struct AddNodesReport {
     pub tried: Vec<Trial>,
     /// Pending pods no added node can help (gated, another scheduler's, rejected).
     pub not_counted: Vec<LeftOver>,
+    /// Per-node usage of the dump's bound pods, and after the pending pods are simulated
+    /// with the answer's nodes added (the added nodes appear only in `after`).
+    #[serde(skip)]
+    pub usage: NodesBeforeAfter,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -277,6 +282,10 @@ pub fn add_nodes(
         one_fewer,
         tried,
         not_counted: answer.not_counted,
+        usage: NodesBeforeAfter {
+            before: crate::simulate::usage_before(objects),
+            after: answer.nodes_after,
+        },
     })
 }
 
@@ -287,6 +296,7 @@ struct Outcome {
     left_over: Vec<LeftOver>,
     not_counted: Vec<LeftOver>,
     new_nodes: Vec<NewNode>,
+    nodes_after: Vec<crate::simulate::NodeUsage>,
 }
 
 impl Outcome {
@@ -327,6 +337,7 @@ impl Outcome {
             pending += 1;
         }
         Outcome {
+            nodes_after: report.nodes,
             pending,
             placed,
             left_over,

@@ -15,11 +15,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::PendingSummary;
 use super::drain::{
-    EvictedPod, PdbViolation, WhatIfError, controller_of, evict, is_terminal, outcomes,
-    pdb_violations, pod_key, preempted_by, settle, stays, why_not_placed,
+    EvictedPod, PdbViolation, WhatIfError, budgets_refusing_eviction, controller_of, evict,
+    is_terminal, multiple_budgets_reason, outcomes, pdb_violations, pod_key, preempted_by, settle,
+    stays, why_not_placed,
 };
+use super::{NodesBeforeAfter, PendingSummary};
 use crate::config::Loaded;
 use crate::framework::Extender;
 use crate::simulate::{ClusterObjects, NodeUsage, run_with_extenders};
@@ -49,6 +50,10 @@ pub struct CompressionReport {
     pub candidates: Vec<Candidate>,
     /// Nodes that are not candidates, with the rule that keeps each.
     pub kept: Vec<KeptNode>,
+    /// Per-node usage once the dump's pending pods are placed, and after the removable
+    /// nodes are gone (they are missing from `after`).
+    #[serde(skip)]
+    pub usage: NodesBeforeAfter,
 }
 
 /// One simulation: the first `nodes` candidates removed together, and whether every
@@ -112,7 +117,8 @@ pub fn compress(
     let (candidates, kept) = candidates(&settled, &before.nodes);
     let mut tried = Vec::new();
     // Removes the first k candidates together: their evicted pods, and what went wrong.
-    let mut trial = |k: usize| -> Result<(Vec<EvictedPod>, Option<CompressionStop>), WhatIfError> {
+    type Trial = (Vec<EvictedPod>, Vec<NodeUsage>, Option<CompressionStop>);
+    let mut trial = |k: usize| -> Result<Trial, WhatIfError> {
         let trying: BTreeSet<&str> = candidates[..k].iter().map(|c| c.node.as_str()).collect();
         let plan = evict(&settled, &trying, true);
         let after = run_with_extenders(&plan.objects, loaded, seed, None, extenders)?;
@@ -140,18 +146,18 @@ pub fn compress(
             nodes: k,
             ok: stop.is_none(),
         });
-        Ok((evicted, stop))
+        Ok((evicted, after.nodes, stop))
     };
     // Double k while the first k candidates can go, then bisect between the last k that
     // worked and the first that did not: k is verified to work and k + 1 to fail.
     let n = candidates.len();
-    let (mut lo, mut moves) = (0, Vec::new());
+    let (mut lo, mut moves, mut after) = (0, Vec::new(), before.nodes.clone());
     let mut failed: Option<(usize, CompressionStop)> = None;
     let mut k = 1;
     while k <= n {
-        let (evicted, stop) = trial(k)?;
+        let (evicted, nodes, stop) = trial(k)?;
         match stop {
-            None => (lo, moves) = (k, evicted),
+            None => (lo, moves, after) = (k, evicted, nodes),
             Some(s) => {
                 failed = Some((k, s));
                 break;
@@ -165,9 +171,9 @@ pub fn compress(
     if let Some((mut hi, mut stop)) = failed.take() {
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            let (evicted, s) = trial(mid)?;
+            let (evicted, nodes, s) = trial(mid)?;
             match s {
-                None => (lo, moves) = (mid, evicted),
+                None => (lo, moves, after) = (mid, evicted, nodes),
                 Some(s) => (hi, stop) = (mid, s),
             }
         }
@@ -184,6 +190,10 @@ pub fn compress(
         tried,
         candidates,
         kept,
+        usage: NodesBeforeAfter {
+            before: before.nodes,
+            after,
+        },
     })
 }
 
@@ -255,6 +265,13 @@ fn blocks(p: &k8s_openapi::api::core::v1::Pod, settled: &ClusterObjects) -> Opti
         Some("DaemonSet") => return None,
         Some(_) => return Some(format!("runs the static (mirror) pod {key}")),
         None => {}
+    }
+    // Whatever its annotations say, the eviction API refuses such a pod.
+    if let Some(pdbs) = budgets_refusing_eviction(p, &settled.pdbs) {
+        return Some(format!(
+            "{key} cannot be evicted: {}",
+            multiple_budgets_reason(&pdbs)
+        ));
     }
     let safe = p
         .metadata

@@ -20,10 +20,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
-use super::PendingSummary;
+use super::{NodesBeforeAfter, PendingSummary};
 use crate::config::Loaded;
 use crate::framework::{Extender, FrameworkError};
 use crate::simulate::{ClusterObjects, PodResult, Report, run_with_extenders};
+use crate::types::dra::PodClaimSource;
 use crate::types::label_selector::LabelSelector;
 
 /// The annotation the kubelet puts on the API copy of a static pod.
@@ -48,6 +49,9 @@ pub struct DrainReport {
     pub evicted: Vec<EvictedPod>,
     /// Pods a drain leaves where they are (DaemonSet and mirror pods).
     pub staying: Vec<StayingPod>,
+    /// Pods the API server refuses to evict (more than one PodDisruptionBudget covers
+    /// them): they stay on their cordoned node and the drain does not finish.
+    pub not_evictable: Vec<NotEvictable>,
     /// Evicted pods placed elsewhere.
     pub placed: usize,
     /// Evicted pods that fit nowhere (or failed otherwise).
@@ -56,6 +60,9 @@ pub struct DrainReport {
     pub preempted: Vec<String>,
     /// PodDisruptionBudgets the evictions exceed.
     pub pdb_violations: Vec<PdbViolation>,
+    /// Per-node usage once the dump's pending pods are placed, and after the drain.
+    #[serde(skip)]
+    pub usage: NodesBeforeAfter,
 }
 
 /// One evicted pod and what became of it.
@@ -68,9 +75,13 @@ pub struct EvictedPod {
     pub priority: i32,
     #[serde(flatten)]
     pub result: PodResult,
-    /// What `kubectl drain` would need or lose for this pod (no controller, emptyDir).
+    /// What `kubectl drain` would need or lose for this pod (no controller, emptyDir), and
+    /// a shared ResourceClaim that pins it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The devices its ResourceClaims hold where it lands.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<crate::simulate::PodDevice>,
 }
 
 /// A pod a drain does not evict.
@@ -80,6 +91,17 @@ pub struct StayingPod {
     pub pod: String,
     pub node: String,
     /// `DaemonSet` or `mirror pod`.
+    pub reason: String,
+}
+
+/// A pod whose eviction the API server refuses whatever the budgets allow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotEvictable {
+    pub pod: String,
+    pub node: String,
+    /// The PodDisruptionBudgets (`namespace/name`) that cover it.
+    pub pdbs: Vec<String>,
     pub reason: String,
 }
 
@@ -158,7 +180,12 @@ pub fn drain(
         preempted: preempted_by(&evicted),
         evicted,
         staying: plan.staying,
+        not_evictable: plan.not_evictable,
         pdb_violations: pdb_violations(objects, &keys),
+        usage: NodesBeforeAfter {
+            before: before.nodes,
+            after: after.nodes,
+        },
     })
 }
 
@@ -413,6 +440,7 @@ pub(super) struct DrainPlan {
     pub objects: ClusterObjects,
     pub evicted: Vec<Eviction>,
     pub staying: Vec<StayingPod>,
+    pub not_evictable: Vec<NotEvictable>,
 }
 
 /// `settled` with `drained` cordoned (or, with `remove`, gone with the pods that stay on
@@ -422,17 +450,18 @@ pub(super) struct DrainPlan {
 pub(super) fn outcomes(plan: &DrainPlan, after: &Report) -> Vec<EvictedPod> {
     plan.evicted
         .iter()
-        .map(|e| EvictedPod {
-            pod: e.key.clone(),
-            from: e.from.clone(),
-            priority: e.priority,
-            result: after
-                .outcome_of(&e.key)
-                .cloned()
-                .unwrap_or(PodResult::Error {
+        .map(|e| {
+            let o = after.outcomes.iter().find(|o| o.pod == e.key);
+            EvictedPod {
+                pod: e.key.clone(),
+                from: e.from.clone(),
+                priority: e.priority,
+                result: o.map(|o| o.result.clone()).unwrap_or(PodResult::Error {
                     message: "the simulation did not attempt it".into(),
                 }),
-            notes: e.notes.clone(),
+                notes: e.notes.clone(),
+                devices: o.map(|o| o.devices.clone()).unwrap_or_default(),
+            }
         })
         .collect()
 }
@@ -463,6 +492,9 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
         .filter_map(|(i, n)| n.metadata.name.as_deref().map(|name| (name, i)))
         .collect();
     let mut staying = Vec::new();
+    let mut not_evictable = Vec::new();
+    // (namespace, claim) -> the evicted pods using it: (key, uid, name).
+    let mut claims: ClaimUsers = BTreeMap::new();
     let mut evicted = Vec::new();
     let mut pods = Vec::with_capacity(objects.pods.len());
     for p in std::mem::take(&mut objects.pods) {
@@ -484,6 +516,18 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
             }
             continue;
         }
+        if let Some(pdbs) = budgets_refusing_eviction(&p, &settled.pdbs) {
+            not_evictable.push(NotEvictable {
+                pod: pod_key(&p),
+                node: node.clone(),
+                reason: multiple_budgets_reason(&pdbs),
+                pdbs,
+            });
+            if !remove {
+                pods.push(p);
+            }
+            continue;
+        }
         let mut notes = Vec::new();
         if controller_of(&p).is_none() {
             notes.push(
@@ -493,11 +537,37 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
         if has_empty_dir(&p) {
             notes.push("emptyDir data is lost (kubectl drain needs --delete-emptydir-data)".into());
         }
+        let key = pod_key(&p);
+        for claim in crate::types::dra::pod_claims(&p) {
+            let name = match claim.source {
+                PodClaimSource::Claim(n) | PodClaimSource::Generated(Some(n)) => n,
+                _ => continue,
+            };
+            let ns = p
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
+            claims.entry((ns, name)).or_default().push((
+                key.clone(),
+                p.metadata.uid.clone().unwrap_or_default(),
+                p.metadata.name.clone().unwrap_or_default(),
+            ));
+        }
         let mut copy = p;
         if let Some(s) = copy.spec.as_mut() {
             s.node_name = None;
         }
-        copy.status = None;
+        // The pod's claims stay named as they were (a claim only it used is made again,
+        // unallocated, below).
+        copy.status = copy
+            .status
+            .take()
+            .and_then(|s| s.resource_claim_statuses)
+            .map(|statuses| k8s_openapi::api::core::v1::PodStatus {
+                resource_claim_statuses: Some(statuses),
+                ..Default::default()
+            });
         evicted.push(Eviction {
             key: pod_key(&copy),
             from: node,
@@ -507,13 +577,153 @@ pub(super) fn evict(settled: &ClusterObjects, drained: &BTreeSet<&str>, remove: 
         pods.push(copy);
     }
     objects.pods = pods;
+    let pins = release_claims(&mut objects, &claims);
+    for e in &mut evicted {
+        if let Some(notes) = pins.get(&e.key) {
+            e.notes.extend(notes.iter().cloned());
+        }
+    }
     evicted.sort_by_key(|e| order.get(e.from.as_str()).copied().unwrap_or(usize::MAX));
     staying.sort_by_key(|s| order.get(s.node.as_str()).copied().unwrap_or(usize::MAX));
+    not_evictable.sort_by_key(|s| order.get(s.node.as_str()).copied().unwrap_or(usize::MAX));
     DrainPlan {
         objects,
         evicted,
         staying,
+        not_evictable,
     }
+}
+
+/// `(namespace, claim)` -> the evicted pods using it: `(key, uid, name)`.
+type ClaimUsers = BTreeMap<(String, String), Vec<(String, String, String)>>;
+
+/// What the evictions do to the pods' ResourceClaims, as the resourceclaim controller
+/// would: the evicted pods leave each claim's `reservedFor`. A claim no one else uses
+/// then loses its allocation (a claim generated from a template is deleted with its pod
+/// and made again for the replacement; here it is kept, unallocated, under its name), so
+/// the pod's devices are allocated again wherever it lands. A claim shared with pods that
+/// stay keeps its allocation, which pins the evicted pod to the nodes that can reach it:
+/// the notes returned (pod key -> notes) say so.
+fn release_claims(
+    objects: &mut ClusterObjects,
+    claims: &ClaimUsers,
+) -> BTreeMap<String, Vec<String>> {
+    let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in &mut objects.resource_claims {
+        let ns = c
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = c.metadata.name.clone().unwrap_or_default();
+        let Some(users) = claims.get(&(ns.clone(), name.clone())) else {
+            continue;
+        };
+        let Some(status) = c.status.as_mut() else {
+            continue;
+        };
+        let evicted = |r: &k8s_openapi::api::resource::v1::ResourceClaimConsumerReference| {
+            r.resource == "pods"
+                && r.api_group.as_deref().unwrap_or("").is_empty()
+                && users.iter().any(|(_, uid, n)| {
+                    if r.uid.is_empty() {
+                        *n == r.name
+                    } else {
+                        *uid == r.uid
+                    }
+                })
+        };
+        let staying: Vec<_> = status
+            .reserved_for
+            .take()
+            .into_iter()
+            .flatten()
+            .filter(|r| !evicted(r))
+            .collect();
+        if staying.is_empty() {
+            status.allocation = None;
+            status.devices = None;
+            continue;
+        }
+        if let Some(a) = &status.allocation {
+            let others: Vec<String> = staying
+                .iter()
+                .map(|r| format!("{} {}", r.resource, r.name))
+                .collect();
+            let place = allocated_on(a).map_or_else(
+                || "its allocation's nodes".to_string(),
+                |n| format!("node {n}"),
+            );
+            for (key, _, _) in users {
+                notes.entry(key.clone()).or_default().push(format!(
+                    "shares ResourceClaim {ns}/{name} with {}, which stay: its devices stay allocated on {place}, so the pod can only go where they are reachable",
+                    others.join(", ")
+                ));
+            }
+        }
+        status.reserved_for = Some(staying);
+    }
+    notes
+}
+
+/// The node an allocation is limited to, when its node selector names one node.
+fn allocated_on(a: &k8s_openapi::api::resource::v1::AllocationResult) -> Option<String> {
+    let terms = &a.node_selector.as_ref()?.node_selector_terms;
+    let [term] = terms.as_slice() else {
+        return None;
+    };
+    term.match_fields
+        .iter()
+        .flatten()
+        .chain(term.match_expressions.iter().flatten())
+        .find(|r| {
+            (r.key == "metadata.name" || r.key == "kubernetes.io/hostname") && r.operator == "In"
+        })
+        .and_then(|r| match r.values.as_deref() {
+            Some([one]) => Some(one.clone()),
+            _ => None,
+        })
+}
+
+/// The budgets (`namespace/name`) that make the eviction API refuse `p`: when more than
+/// one covers it, the API server answers its eviction with an error (HTTP 500) instead of
+/// checking them, so `kubectl drain` stops with an error for that pod. Budgets are matched
+/// as the eviction API matches them: the pod's namespace, a selector that parses and is
+/// not empty (an empty or missing one covers nothing there). A pod the API server deletes
+/// without looking at budgets (phase Pending, Succeeded or Failed, or being deleted) is
+/// never refused. `None` when the pod can be evicted.
+pub(super) fn budgets_refusing_eviction(
+    p: &Pod,
+    pdbs: &[k8s_openapi::api::policy::v1::PodDisruptionBudget],
+) -> Option<Vec<String>> {
+    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    if matches!(phase, Some("Pending" | "Succeeded" | "Failed"))
+        || p.metadata.deletion_timestamp.is_some()
+    {
+        return None;
+    }
+    let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+    let empty = BTreeMap::new();
+    let labels = p.metadata.labels.as_ref().unwrap_or(&empty);
+    let covering: Vec<String> = pdbs
+        .iter()
+        .filter(|b| b.metadata.namespace.as_deref().unwrap_or("default") == ns)
+        .filter(|b| {
+            LabelSelector::from_k8s(b.spec.as_ref().and_then(|s| s.selector.as_ref()))
+                .is_ok_and(|s| !s.is_nothing() && !s.is_everything() && s.matches(labels))
+        })
+        .map(|b| format!("{ns}/{}", b.metadata.name.as_deref().unwrap_or("")))
+        .collect();
+    (covering.len() > 1).then_some(covering)
+}
+
+/// Why a pod covered by `pdbs` (more than one) cannot be evicted.
+pub(super) fn multiple_budgets_reason(pdbs: &[String]) -> String {
+    format!(
+        "covered by {} PodDisruptionBudgets ({}): the API server refuses to evict a pod more than one budget covers (HTTP 500), so kubectl drain stops with an error; make the budgets' selectors disjoint",
+        pdbs.len(),
+        pdbs.join(", ")
+    )
 }
 
 /// The budgets evicting the dump's pods `keys` (in this order) exceeds. Budgets are computed as the

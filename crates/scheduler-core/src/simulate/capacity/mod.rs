@@ -38,6 +38,7 @@ use crate::config::Loaded;
 use crate::framework::{Extender, Framework, FrameworkError, Registry};
 use crate::schedule_one::{Decision, assume_decision, schedule_one_without_preemption};
 use crate::types::PodInfo;
+use crate::types::pod_group::PodGroupInfo;
 
 pub use template::{PodTemplate, TEMPLATE_KINDS, TemplateError, load_template, read_template};
 
@@ -46,7 +47,13 @@ pub use template::{PodTemplate, TEMPLATE_KINDS, TemplateError, load_template, re
 #[serde(rename_all = "camelCase")]
 pub struct CapacityReport {
     pub template: TemplateSummary,
-    /// Copies placed.
+    /// With a gang template: the PodGroup copied and how many pods each copy has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<GangSummary>,
+    /// With a gang template: each gang placed, with where its pods went.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gangs: Vec<GangCopy>,
+    /// Copies placed (whole gangs, with a gang template).
     pub placed: usize,
     /// `--max`, when given.
     pub max: Option<usize>,
@@ -83,11 +90,41 @@ pub enum Stop {
     Error { message: String },
 }
 
+/// The gang a template copies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GangSummary {
+    /// The template's PodGroup name; copies are `<name>-0`, `<name>-1`, ...
+    pub pod_group: String,
+    /// Pods per copy: the gang's `minCount`.
+    pub min_count: u32,
+}
+
+/// One whole gang placed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GangCopy {
+    /// The copy's PodGroup (`namespace/name`).
+    pub pod_group: String,
+    /// `(pod, node)` for each of its pods.
+    pub members: Vec<(String, String)>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeCopies {
     pub node: String,
     pub copies: usize,
+}
+
+/// Requested vs allocatable per node before and after a what-if answer, for reports
+/// (`-o html`); not part of the JSON answer. Both lists are sorted by node name. A node
+/// removed by the question (compression) is missing from `after`; a node it added is
+/// missing from `before`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodesBeforeAfter {
+    pub before: Vec<super::NodeUsage>,
+    pub after: Vec<super::NodeUsage>,
 }
 
 /// What became of the dump's pending pods before the copies.
@@ -153,6 +190,7 @@ pub fn how_many_fit_detailed(
     )?;
     let AfterSimulation {
         profiles,
+        groups,
         mut alg,
         mut cache,
         mut snapshot,
@@ -163,17 +201,49 @@ pub fn how_many_fit_detailed(
         .expect("admit_template checked the profile");
     add_namespace_if_missing(&mut cache, objects, &template.namespace);
     let mut copies = Copies {
+        claims: &template.claim_templates,
         pod: &pod,
         base: &base,
         objects,
         taken: taken_names(objects, &template.namespace),
         next: 0,
     };
-    let gate = fw.run_pre_enqueue(&base);
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     let mut placed = 0;
     let mut copy_nodes: Vec<(String, String)> = Vec::new();
-    let stopped_by = if gate.is_success() {
+    let mut gangs: Vec<GangCopy> = Vec::new();
+    let gate = if template.gang.is_some() {
+        crate::framework::Status::success()
+    } else {
+        fw.run_pre_enqueue(&base)
+    };
+    let stopped_by = if let Some(group) = &template.gang {
+        let mut ctx = GangContext {
+            fw,
+            alg: &mut alg,
+            groups: &groups,
+            cache: &mut cache,
+            snapshot: &mut snapshot,
+            nominated: &nominated,
+        };
+        let mut names = GangNames::new(objects, group, &template.namespace);
+        loop {
+            if max.is_some_and(|m| placed >= m) {
+                break Stop::MaxReached;
+            }
+            match place_gang(&mut ctx, &pod, group, &mut names, objects) {
+                Ok(copy) => {
+                    for (member, node) in &copy.members {
+                        copy_nodes.push((member.clone(), node.clone()));
+                        *per_node.entry(node.clone()).or_default() += 1;
+                    }
+                    gangs.push(copy);
+                    placed += 1;
+                }
+                Err(stop) => break stop,
+            }
+        }
+    } else if gate.is_success() {
         let mut place = |copy: &Arc<PodInfo>, cache: &mut Cache| {
             cache.update_snapshot(&mut snapshot);
             let decision =
@@ -208,6 +278,11 @@ pub fn how_many_fit_detailed(
             namespace: template.namespace.clone(),
             profile: fw.profile_name().to_string(),
         },
+        gang: template.gang.as_ref().map(|g| GangSummary {
+            pod_group: g.key.name.clone(),
+            min_count: g.min_count(),
+        }),
+        gangs,
         placed,
         max,
         stopped_by,
@@ -272,11 +347,16 @@ fn admit_template(
             format!("use one of {}", names.join(", ")),
         ));
     }
-    if base.pod_group.is_some() {
+    if let Some(g) = base.pod_group.as_deref()
+        && template.gang.is_none()
+    {
         return Err(error(
-            "spec.schedulingGroup",
-            "copies of a gang's pod cannot be counted yet".into(),
-            "remove the PodGroup reference to count single pods".into(),
+            "spec.schedulingGroup.podGroupName",
+            format!(
+                "the pods name PodGroup {:?}, which the file does not hold",
+                g.name
+            ),
+            "to count whole gangs, put that PodGroup in the same file (multi-document YAML: the PodGroup, then this template); to count single pods, remove spec.schedulingGroup".into(),
         ));
     }
     Ok((pod, base))
@@ -337,6 +417,8 @@ fn bind_copy(fw: &Framework, decision: Decision, cache: &mut Cache) -> Result<St
 
 /// Makes the copies, one after another.
 struct Copies<'a> {
+    /// A StatefulSet's volumeClaimTemplates.
+    claims: &'a [k8s_openapi::api::core::v1::PersistentVolumeClaim],
     /// The admitted template.
     pod: &'a Pod,
     base: &'a PodInfo,
@@ -352,9 +434,15 @@ impl Copies<'_> {
             let i = self.next;
             self.next += 1;
             let name = format!("{}-{i}", self.base.name());
-            if !self.taken.contains(name.as_str()) {
-                return copy_of(self.pod, self.base, name, self.objects, cache);
+            if self.taken.contains(name.as_str()) {
+                continue;
             }
+            if self.claims.is_empty() {
+                return copy_of(self.pod, self.base, name, self.objects, cache, false);
+            }
+            let mut pod = self.pod.clone();
+            add_claims(&mut pod, self.claims, &name, self.objects, cache);
+            return copy_of(&pod, self.base, name, self.objects, cache, true);
         }
     }
 }
@@ -368,9 +456,10 @@ fn copy_of(
     name: String,
     objects: &ClusterObjects,
     cache: &mut Cache,
+    fresh: bool,
 ) -> PodInfo {
     let uid = format!("ferrosched-capacity-{}-{name}", base.namespace());
-    if !base.resource_claims.is_empty() {
+    if fresh || !base.resource_claims.is_empty() {
         let mut p = pod.clone();
         p.metadata.name = Some(name);
         p.metadata.uid = Some(uid);
@@ -381,4 +470,194 @@ fn copy_of(
     info.key.name = name;
     info.uid = uid;
     info
+}
+
+/// What a gang copy is scheduled with.
+struct GangContext<'a> {
+    fw: &'a Framework,
+    alg: &'a mut crate::schedule_one::SchedulingAlgorithm,
+    groups: &'a crate::pod_group_manager::PodGroupManager,
+    cache: &'a mut Cache,
+    snapshot: &'a mut crate::cache::Snapshot,
+    nominated: &'a crate::framework::NominatedPods,
+}
+
+/// Names of the gang copies: `<group>-<i>` for the PodGroup, skipping the dump's PodGroups
+/// and the names its pods have; its pods `<group>-<i>-<j>`.
+struct GangNames<'a> {
+    base: String,
+    taken_groups: BTreeSet<&'a str>,
+    taken_pods: BTreeSet<&'a str>,
+    next: usize,
+}
+
+impl<'a> GangNames<'a> {
+    fn new(objects: &'a ClusterObjects, group: &PodGroupInfo, namespace: &str) -> Self {
+        GangNames {
+            base: group.key.name.clone(),
+            taken_groups: objects
+                .pod_groups
+                .iter()
+                .filter(|g| g.key.namespace == namespace)
+                .map(|g| g.key.name.as_str())
+                .collect(),
+            taken_pods: taken_names(objects, namespace),
+            next: 0,
+        }
+    }
+
+    /// The next group name, and its `n` pods' names.
+    fn next(&mut self, n: u32) -> (String, Vec<String>) {
+        loop {
+            let group = format!("{}-{}", self.base, self.next);
+            self.next += 1;
+            let pods: Vec<String> = (0..n).map(|j| format!("{group}-{j}")).collect();
+            if !self.taken_groups.contains(group.as_str())
+                && !pods.iter().any(|p| self.taken_pods.contains(p.as_str()))
+            {
+                return (group, pods);
+            }
+        }
+    }
+}
+
+/// What the StatefulSet controller does for a new pod `name`: a PVC `<claim>-<name>` per
+/// claim template (unbound, so VolumeBinding binds or provisions it; one the dump already
+/// holds is used as it is), mounted through the volume named after the template.
+fn add_claims(
+    pod: &mut Pod,
+    claims: &[k8s_openapi::api::core::v1::PersistentVolumeClaim],
+    name: &str,
+    objects: &ClusterObjects,
+    cache: &mut Cache,
+) {
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaimVolumeSource, Volume};
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    for t in claims {
+        let claim = t.metadata.name.clone().unwrap_or_default();
+        let pvc_name = format!("{claim}-{name}");
+        let exists = objects.pvcs.iter().any(|p| {
+            p.metadata.name.as_deref() == Some(pvc_name.as_str())
+                && p.metadata.namespace.as_deref().unwrap_or("default") == ns
+        });
+        if !exists {
+            let mut pvc = t.clone();
+            pvc.metadata.name = Some(pvc_name.clone());
+            pvc.metadata.namespace = Some(ns.clone());
+            pvc.metadata.uid = Some(format!("ferrosched-capacity-pvc-{ns}-{pvc_name}"));
+            pvc.status = None;
+            cache.add_pvc(&pvc);
+        }
+        volumes.retain(|v| v.name != claim);
+        volumes.push(Volume {
+            name: claim,
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: pvc_name,
+                read_only: None,
+            }),
+            ..Volume::default()
+        });
+    }
+}
+
+/// Places one whole copy of the gang (a PodGroup of its own and `minCount` pods naming
+/// it) through the group cycle, all or nothing; never preempts.
+fn place_gang(
+    ctx: &mut GangContext<'_>,
+    pod: &Pod,
+    group: &PodGroupInfo,
+    names: &mut GangNames<'_>,
+    objects: &ClusterObjects,
+) -> Result<GangCopy, Stop> {
+    use crate::schedule_group::{GroupOutcome, Route, route, schedule_group_and_bind};
+    let (name, pod_names) = names.next(group.min_count());
+    let mut copy = group.clone();
+    copy.key.name = name.clone();
+    copy.uid = format!("ferrosched-capacity-{}-{name}", copy.key.namespace);
+    copy.scheduled_condition = None;
+    copy.claim_statuses.clear();
+    ctx.groups.write().upsert(copy.clone());
+    ctx.cache.dra_mut().update_pod_group(&copy);
+    let mut members = Vec::new();
+    for (i, pod_name) in pod_names.into_iter().enumerate() {
+        let mut p = pod.clone();
+        p.spec
+            .get_or_insert_with(Default::default)
+            .scheduling_group
+            .get_or_insert_with(Default::default)
+            .pod_group_name = Some(name.clone());
+        let base = PodInfo::from_pod(&p);
+        let info = Arc::new(copy_of(&p, &base, pod_name, objects, ctx.cache, true));
+        ctx.groups.write().add_pod(&info);
+        members.push(crate::framework::QueuedPodInfo::new(info, i as u64));
+    }
+    let mut queue: std::collections::VecDeque<_> = members.into();
+    let first = queue.pop_front().expect("a gang has at least one pod");
+    let g = match route(ctx.fw, ctx.groups, &first.pod) {
+        Route::Gang(g) => g,
+        Route::Wait(status) => {
+            return Err(Stop::Gated {
+                message: status.message(),
+            });
+        }
+        Route::Alone | Route::Tree(_) => {
+            return Err(Stop::Error {
+                message: format!(
+                    "profile {} does not run GangScheduling: the gang's pods would be scheduled one by one; enable the GangScheduling plugin or count single pods",
+                    ctx.fw.profile_name()
+                ),
+            });
+        }
+    };
+    ctx.cache.update_snapshot(ctx.snapshot);
+    let outcome = schedule_group_and_bind(
+        ctx.fw,
+        ctx.alg,
+        ctx.groups,
+        &g,
+        first,
+        &mut queue,
+        ctx.cache,
+        ctx.snapshot,
+        ctx.nominated,
+    );
+    match outcome {
+        GroupOutcome::Placed { placed, waiting } if waiting.is_empty() => Ok(GangCopy {
+            pod_group: format!("{}/{name}", copy.key.namespace),
+            members: placed
+                .into_iter()
+                .map(|p| (p.pod.key().to_string(), p.node))
+                .collect(),
+        }),
+        GroupOutcome::Placed { waiting, .. } => Err(Stop::Unschedulable {
+            message: waiting
+                .first()
+                .map(|w| w.message.clone())
+                .unwrap_or_default(),
+        }),
+        GroupOutcome::Unschedulable { reason, error, .. } if error => {
+            Err(Stop::Error { message: reason })
+        }
+        GroupOutcome::Unschedulable {
+            reason, waiting, ..
+        } => {
+            // The group's reason, and the first pod's own FailedScheduling text that differs.
+            let own = waiting
+                .iter()
+                .map(|w| w.message.as_str())
+                .find(|m| !m.contains(reason.as_str()) && !m.is_empty());
+            Err(Stop::Unschedulable {
+                message: match own {
+                    Some(m) => format!("{reason}; the pod that did not fit: {m}"),
+                    None => reason,
+                },
+            })
+        }
+    }
 }

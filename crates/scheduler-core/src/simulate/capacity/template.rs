@@ -5,11 +5,12 @@
 use std::fmt;
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde_json::{Map, Value, json};
 
-use crate::simulate::load::pod_quantity_problems;
+use crate::simulate::load::{POD_GROUP_VERSIONS, pod_quantity_problems};
 use crate::types::PodInfo;
+use crate::types::pod_group::PodGroupInfo;
 
 /// The kinds a template may be, with the apiVersion each is served at.
 pub const TEMPLATE_KINDS: &[(&str, &str)] = &[
@@ -33,6 +34,12 @@ pub struct PodTemplate {
     pub namespace: String,
     /// The pod: the object itself, or its `spec.template` with the object's namespace.
     pub pod: Pod,
+    /// With a PodGroup in the same file: each copy is the whole gang (a PodGroup of its own
+    /// and `minCount` pods naming it).
+    pub gang: Option<PodGroupInfo>,
+    /// A StatefulSet's `spec.volumeClaimTemplates`: each copy gets its own PVCs from them,
+    /// named `<claim>-<pod>` as the StatefulSet controller names them.
+    pub claim_templates: Vec<PersistentVolumeClaim>,
 }
 
 /// A template that cannot be used: the file, the field (as a path from the object's
@@ -99,12 +106,40 @@ pub fn read_template(text: &str, source: &str) -> Result<PodTemplate, TemplateEr
             )
         })?;
     let docs: Vec<_> = docs.into_iter().filter(|d| !d.value.is_null()).collect();
-    let [doc] = docs.as_slice() else {
+    let is_group = |d: &serde_saphyr::Spanned<Value>| {
+        d.value.get("kind").and_then(Value::as_str) == Some("PodGroup")
+    };
+    let (groups, pods): (Vec<_>, Vec<_>) = docs.iter().partition(|d| is_group(d));
+    let gang = match groups.as_slice() {
+        [] => None,
+        [g] => Some(read_pod_group(text, g, &err)?),
+        [_, second, ..] => {
+            return Err(err(
+                Some(second.referenced.line() as u32).filter(|l| *l > 0),
+                Some("kind"),
+                format!("the file holds {} PodGroups", groups.len()),
+                "give one PodGroup and the one pod template whose pods name it",
+            ));
+        }
+    };
+    let [doc] = pods.as_slice() else {
+        if let Some((g, gline)) = &gang {
+            return Err(err(
+                *gline,
+                None,
+                format!(
+                    "PodGroup {} comes with {} pod template(s)",
+                    g.key.name,
+                    pods.len()
+                ),
+                "add exactly one Pod, Deployment, Job, ReplicaSet or StatefulSet whose pods name the group in spec.schedulingGroup.podGroupName",
+            ));
+        }
         return Err(err(
             None,
             None,
             format!("the file holds {} objects", docs.len()),
-            "give exactly one Pod, Deployment, Job, ReplicaSet or StatefulSet",
+            "give exactly one Pod, Deployment, Job, ReplicaSet or StatefulSet (and, to count gangs, one PodGroup)",
         ));
     };
     let line = Some(doc.referenced.line() as u32).filter(|l| *l > 0);
@@ -236,13 +271,153 @@ pub fn read_template(text: &str, source: &str) -> Result<PodTemplate, TemplateEr
             "fix the pod template as the API server would require",
         ));
     }
+    let named = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_group.as_ref())
+        .and_then(|g| g.pod_group_name.clone());
+    let field = format!("{prefix}spec.schedulingGroup.podGroupName");
+    let gang = match (gang, named) {
+        (None, _) => None,
+        (Some((g, _)), named) if named.as_deref() != Some(g.key.name.as_str()) => {
+            return Err(err(
+                line_of_key_below(text, line, "podGroupName").or(line),
+                Some(&field),
+                match named {
+                    Some(n) => format!(
+                        "the pods name PodGroup {n:?}, not the file's PodGroup {:?}",
+                        g.key.name
+                    ),
+                    None => format!(
+                        "not set: the pods would not belong to the file's PodGroup {:?}",
+                        g.key.name
+                    ),
+                },
+                &format!(
+                    "set {field} to {:?} so that each copy of the gang gets its pods",
+                    g.key.name
+                ),
+            ));
+        }
+        (Some((g, gline)), _) if g.key.namespace != namespace => {
+            return Err(err(
+                gline,
+                Some("metadata.namespace"),
+                format!(
+                    "PodGroup {}/{} is not in the pods' namespace {namespace}",
+                    g.key.namespace, g.key.name
+                ),
+                "put the PodGroup and the pod template in the same namespace",
+            ));
+        }
+        (Some((g, gline)), _) if !g.is_gang() => {
+            return Err(err(
+                gline,
+                Some("spec.schedulingPolicy"),
+                format!(
+                    "PodGroup {} is not a gang: its pods are scheduled one by one",
+                    g.key.name
+                ),
+                "give it schedulingPolicy.gang.minCount to count whole gangs, or drop the PodGroup and the pods' schedulingGroup to count pods",
+            ));
+        }
+        (Some((g, _)), _) => Some(g),
+    };
+    let claim_templates = match v.pointer("/spec/volumeClaimTemplates") {
+        Some(t) if kind == "StatefulSet" && !t.is_null() => {
+            let field = |path: &str| format!("spec.volumeClaimTemplates{path}");
+            let claims: Vec<PersistentVolumeClaim> =
+                serde_path_to_error::deserialize(t.clone()).map_err(|e| {
+                    let path = e.path().to_string();
+                    let path = if path == "." { String::new() } else { path };
+                    err(
+                        line_of_key_below(text, line, "volumeClaimTemplates").or(line),
+                        Some(&field(&path)),
+                        e.into_inner().to_string(),
+                        "write each entry as a PersistentVolumeClaim (`kubectl explain statefulset.spec.volumeClaimTemplates`)",
+                    )
+                })?;
+            if let Some(i) = claims
+                .iter()
+                .position(|c| c.metadata.name.as_deref().is_none_or(str::is_empty))
+            {
+                return Err(err(
+                    line_of_key_below(text, line, "volumeClaimTemplates").or(line),
+                    Some(&field(&format!("[{i}].metadata.name"))),
+                    "missing".into(),
+                    "name the claim template as the volume the containers mount",
+                ));
+            }
+            claims
+        }
+        _ => Vec::new(),
+    };
     Ok(PodTemplate {
         source: source.to_string(),
         kind: kind.to_string(),
         name,
         namespace,
         pod,
+        gang,
+        claim_templates,
     })
+}
+
+/// Makes a [`TemplateError`] from a line, a field, what is wrong and the fix.
+type ErrorAt<'a> = dyn Fn(Option<u32>, Option<&str>, String, &str) -> TemplateError + 'a;
+
+/// The PodGroup of a gang template, read as the dump's PodGroups are, with its line.
+fn read_pod_group(
+    text: &str,
+    doc: &serde_saphyr::Spanned<Value>,
+    err: &ErrorAt<'_>,
+) -> Result<(PodGroupInfo, Option<u32>), TemplateError> {
+    let line = Some(doc.referenced.line() as u32).filter(|l| *l > 0);
+    let v = &doc.value;
+    let given = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let versions: Vec<&str> = POD_GROUP_VERSIONS.iter().map(|(av, _)| *av).collect();
+    let Some((_, api)) = POD_GROUP_VERSIONS.iter().find(|(av, _)| *av == given) else {
+        return Err(err(
+            line_of_key(text, line, "apiVersion").or(line),
+            Some("apiVersion"),
+            format!("{given:?} is not a PodGroup version ferrosched reads"),
+            &format!("use {}", versions.join(" or ")),
+        ));
+    };
+    let mut v = v.clone();
+    if v.pointer("/metadata/namespace").is_none()
+        && let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("namespace".into(), Value::String("default".into()));
+    }
+    let g = PodGroupInfo::from_json(*api, &v).map_err(|e| {
+        err(
+            line,
+            None,
+            format!("PodGroup: {e}"),
+            "write the PodGroup as the API defines it (`kubectl explain podgroup.spec`)",
+        )
+    })?;
+    if g.key.name.is_empty() {
+        return Err(err(
+            line,
+            Some("metadata.name"),
+            "missing: the PodGroup has no name".into(),
+            "name it: copies are named <name>-0, <name>-1, ...",
+        ));
+    }
+    Ok((g, line))
+}
+
+/// The line of the first `key:` (at any depth) inside the document starting at `from`.
+fn line_of_key_below(text: &str, from: Option<u32>, key: &str) -> Option<u32> {
+    let first = from?.saturating_sub(1) as usize;
+    text.lines()
+        .enumerate()
+        .skip(first)
+        .take_while(|(i, l)| *i == first || !l.starts_with("---"))
+        .find(|(_, l)| l.contains(&format!("{key}:")))
+        .map(|(i, _)| i as u32 + 1)
 }
 
 /// The line (1-based) of the top-level `key:` of the YAML document starting at `from`, to

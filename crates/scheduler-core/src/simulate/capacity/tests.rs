@@ -342,3 +342,227 @@ spec:
     };
     assert!(message.contains("example.com/quota"), "{message}");
 }
+
+/// n1 and n2 with 4 GPUs, n3 with 2: ten GPUs in all.
+const GPU_DUMP: &str = "
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '4'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}
+status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '4'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n3, labels: {kubernetes.io/hostname: n3}}
+status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '2'}}
+";
+
+/// A gang of two pods of two GPUs each: a PodGroup and a Job whose pods name it.
+const GANG: &str = "apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: worker, namespace: ml}
+spec:
+  template:
+    spec:
+      schedulingGroup: {podGroupName: train}
+      restartPolicy: Never
+      containers: [{name: c, image: img, resources: {requests: {cpu: '1', nvidia.com/gpu: '2'}}}]
+";
+
+fn ask_gpu(template: &str, max: Option<usize>) -> CapacityReport {
+    let objects = load_str(GPU_DUMP, "dump.yaml").unwrap();
+    let loaded = crate::config::load_str(CONFIG, "config.yaml").unwrap();
+    let t = read_template(template, "gang.yaml").unwrap_or_else(|e| panic!("{e}"));
+    how_many_fit(&objects, &loaded, 1, &t, max, &[]).unwrap()
+}
+
+#[test]
+fn gang_copies_are_placed_whole_and_the_next_gang_says_why_not() {
+    // Ten GPUs hold five 2-GPU pods: two whole gangs, and the third would have one pod.
+    let r = ask_gpu(GANG, None);
+    assert_eq!(r.placed, 2, "{r:?}");
+    assert_eq!(
+        r.gang,
+        Some(GangSummary {
+            pod_group: "train".into(),
+            min_count: 2
+        })
+    );
+    let groups: Vec<&str> = r.gangs.iter().map(|g| g.pod_group.as_str()).collect();
+    assert_eq!(groups, ["ml/train-0", "ml/train-1"]);
+    let pods: Vec<&str> = r.gangs[0].members.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(pods, ["ml/train-0-0", "ml/train-0-1"]);
+    assert_eq!(r.nodes.iter().map(|n| n.copies).sum::<usize>(), 4);
+    // Every node holds at most its GPUs: n3 at most one pod.
+    assert!(copies_on(&r, "n3") <= 1 && copies_on(&r, "n1") <= 2 && copies_on(&r, "n2") <= 2);
+    let Stop::Unschedulable { message } = &r.stopped_by else {
+        panic!("{:?}", r.stopped_by);
+    };
+    assert!(message.contains("Insufficient nvidia.com/gpu"), "{message}");
+    // --max counts whole gangs.
+    let r = ask_gpu(GANG, Some(1));
+    assert_eq!((r.placed, r.stopped_by.clone()), (1, Stop::MaxReached));
+    assert_eq!(r.nodes.iter().map(|n| n.copies).sum::<usize>(), 2);
+}
+
+#[test]
+fn gang_templates_refuse_a_group_without_pods_and_pods_of_another_group() {
+    let alone = GANG.split("---").next().unwrap();
+    let e = read_template(alone, "gang.yaml").unwrap_err();
+    assert_eq!(e.line, Some(1));
+    assert!(
+        e.to_string()
+            .starts_with("gang.yaml:1: pod template: PodGroup train comes with 0 pod template(s); add exactly one"),
+        "{e}"
+    );
+    let other = GANG.replace("podGroupName: train", "podGroupName: eval");
+    let e = read_template(&other, "gang.yaml").unwrap_err();
+    assert_eq!(e.line, Some(13), "{e}");
+    assert_eq!(
+        e.field.as_deref(),
+        Some("spec.template.spec.schedulingGroup.podGroupName")
+    );
+    assert!(
+        e.message
+            .contains("\"eval\", not the file's PodGroup \"train\""),
+        "{e}"
+    );
+    assert!(e.fix.contains("to \"train\""), "{e}");
+    // A gang's pod without its PodGroup in the file is refused when asked.
+    let lone_pod = GANG.split("---").nth(1).unwrap();
+    let objects = load_str(GPU_DUMP, "dump.yaml").unwrap();
+    let loaded = crate::config::load_str(CONFIG, "config.yaml").unwrap();
+    let t = read_template(lone_pod, "pod.yaml").unwrap();
+    let Err(CapacityError::Template(e)) = how_many_fit(&objects, &loaded, 1, &t, None, &[]) else {
+        panic!("a gang's pod alone must be refused");
+    };
+    assert!(
+        e.to_string()
+            .contains("names PodGroup \"train\", which the file does not hold")
+            || e.message.contains("which the file does not hold"),
+        "{e}"
+    );
+}
+
+/// Two nodes; three local PVs (10Gi each: two on n1, one on n2) of a
+/// WaitForFirstConsumer class that provisions nothing.
+const LOCAL_PV_DUMP: &str = "
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}
+status: {allocatable: {cpu: '8', memory: 32Gi, pods: '110'}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-a}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local
+  local: {path: /mnt/a}
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n1]}]}]}}
+status: {phase: Available}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-b}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local
+  local: {path: /mnt/b}
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n1]}]}]}}
+status: {phase: Available}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-c}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local
+  local: {path: /mnt/c}
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n2]}]}]}}
+status: {phase: Available}
+";
+
+const DB_STATEFULSET: &str = "
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: data}
+spec:
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: c, image: img, resources: {requests: {cpu: 100m}}, volumeMounts: [{name: data, mountPath: /data}]}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      storageClassName: local
+      resources: {requests: {storage: 5Gi}}
+";
+
+#[test]
+fn statefulset_copies_get_their_own_claims_until_the_local_volumes_run_out() {
+    let objects = load_str(LOCAL_PV_DUMP, "dump.yaml").unwrap();
+    let loaded = crate::config::load_str(CONFIG, "config.yaml").unwrap();
+    let t = read_template(DB_STATEFULSET, "db.yaml").unwrap();
+    assert_eq!(t.claim_templates.len(), 1);
+    let (r, details) = how_many_fit_detailed(&objects, &loaded, 1, &t, None, &[]).unwrap();
+    // Each copy binds one PV of its own: three fit, two on n1 and one on n2.
+    assert_eq!(r.placed, 3, "{r:?}");
+    assert_eq!((copies_on(&r, "n1"), copies_on(&r, "n2")), (2, 1));
+    let names: Vec<&str> = details.copies.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["data/db-0", "data/db-1", "data/db-2"]);
+    let Stop::Unschedulable { message } = &r.stopped_by else {
+        panic!("{:?}", r.stopped_by);
+    };
+    assert_eq!(
+        message,
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
+    );
+    // Without the claim templates the same pods would not be limited by the volumes.
+    let mut no_claims = t.clone();
+    no_claims.claim_templates.clear();
+    let r = how_many_fit(&objects, &loaded, 1, &no_claims, Some(10), &[]).unwrap();
+    assert_eq!(r.placed, 10);
+}
+
+#[test]
+fn a_claim_template_without_a_name_is_refused_naming_the_field() {
+    let e = read_template(
+        &DB_STATEFULSET.replace("- metadata: {name: data}", "- metadata: {}"),
+        "db.yaml",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("spec.volumeClaimTemplates[0].metadata.name"),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(12), "{e}");
+}

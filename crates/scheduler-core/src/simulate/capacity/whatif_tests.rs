@@ -393,6 +393,104 @@ spec: {maxUnavailable: 0, selector: {matchLabels: {app: a}}}
     assert_eq!(stop.pdb_violations[0].exceeding, ["default/on-a"]);
 }
 
+/// Two budgets whose selectors both match `app: web` (one by `app`, one by `tier`).
+const TWO_BUDGETS: &str = "---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: by-app, namespace: default}
+spec: {maxUnavailable: 5, selector: {matchLabels: {app: web}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: by-tier, namespace: default}
+spec: {maxUnavailable: 5, selector: {matchLabels: {tier: front}}}
+";
+
+#[test]
+fn a_pod_two_budgets_cover_is_not_evictable_and_spends_no_budget() {
+    let mut text = node("n1", "4", "") + &node("n2", "4", "");
+    text += &pod(
+        "web-a",
+        "n1",
+        "1",
+        "app: web, tier: front",
+        "ReplicaSet/web",
+    );
+    text += &pod("only-app", "n1", "1", "app: web", "ReplicaSet/web");
+    // Pending pods are deleted without looking at budgets: evictable.
+    text += &pod(
+        "fresh",
+        "n1",
+        "1",
+        "app: web, tier: front",
+        "ReplicaSet/web",
+    )
+    .replace("phase: Running", "phase: Pending");
+    text += TWO_BUDGETS;
+    // An empty selector covers nothing for the eviction API: no third budget here.
+    text += "---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: everything, namespace: default}
+spec: {maxUnavailable: 5, selector: {}}
+";
+    let objects = load_str(&text, "dump.yaml").unwrap();
+    let r = drain_of(&objects, names(&["n1"]));
+    assert_eq!(r.not_evictable.len(), 1, "{:?}", r.not_evictable);
+    let n = &r.not_evictable[0];
+    assert_eq!((n.pod.as_str(), n.node.as_str()), ("default/web-a", "n1"));
+    assert_eq!(n.pdbs, ["default/by-app", "default/by-tier"]);
+    assert!(
+        n.reason.contains("default/by-app, default/by-tier") && n.reason.contains("HTTP 500"),
+        "{}",
+        n.reason
+    );
+    let evicted: Vec<&str> = r.evicted.iter().map(|e| e.pod.as_str()).collect();
+    assert_eq!(evicted, ["default/only-app", "default/fresh"]);
+    assert!(
+        !r.pdb_violations
+            .iter()
+            .any(|v| v.evicted.contains(&"default/web-a".to_string())),
+        "{:?}",
+        r.pdb_violations
+    );
+    // It stays on its cordoned node: n2 gets only the evicted ones.
+    let on_n2 = r.usage.after.iter().find(|u| u.node == "n2").unwrap();
+    assert_eq!(on_n2.cpu_milli, 2000);
+    let on_n1 = r.usage.after.iter().find(|u| u.node == "n1").unwrap();
+    assert_eq!(on_n1.cpu_milli, 1000);
+}
+
+#[test]
+fn compression_keeps_a_node_whose_pod_two_budgets_cover() {
+    let mut objects = compression_dump();
+    // on-a gets a second label that a second budget selects; safe-to-evict cannot help.
+    let on_a = objects
+        .pods
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some("on-a"))
+        .unwrap();
+    on_a.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("tier".into(), "front".into());
+    on_a.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(super::compression::SAFE_TO_EVICT.into(), "true".into());
+    objects.extend(load_str(&TWO_BUDGETS.replace("app: web", "app: a"), "pdb.yaml").unwrap());
+    let r = compress(&objects, &loaded(), 1, &[]).unwrap();
+    let a = r.kept.iter().find(|k| k.node == "a").expect("a is kept");
+    assert!(
+        a.reason
+            .starts_with("default/on-a cannot be evicted: covered by 2 PodDisruptionBudgets (default/by-app, default/by-tier)"),
+        "{}",
+        a.reason
+    );
+    assert!(r.candidates.iter().all(|c| c.node != "a"));
+    assert!(!r.removable.contains(&"a".to_string()));
+}
+
 const TEMPLATE: &str = "
 apiVersion: v1
 kind: Node
@@ -519,19 +617,20 @@ fn node_templates_are_checked() {
 fn a_budget_that_expects_no_pod_allows_no_disruption() {
     // Two pods without a controller: maxUnavailable counts controllers' replicas, so it
     // expects none and allows nothing; a budget with neither field allows nothing either.
+    // (Each pod has one budget: a pod two budgets cover cannot be evicted at all.)
     let mut text = node("n1", "4", "") + &node("n2", "4", "");
-    text += &pod("solo-a", "n1", "1", "app: solo", "");
-    text += &pod("solo-b", "n1", "1", "app: solo", "");
+    text += &pod("solo-a", "n1", "1", "app: solo-a", "");
+    text += &pod("solo-b", "n1", "1", "app: solo-b", "");
     text += "---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: half, namespace: default}
-spec: {maxUnavailable: 50%, selector: {matchLabels: {app: solo}}}
+spec: {maxUnavailable: 50%, selector: {matchLabels: {app: solo-a}}}
 ---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: bare, namespace: default}
-spec: {selector: {matchLabels: {app: solo}}}
+spec: {selector: {matchLabels: {app: solo-b}}}
 ";
     let objects = load_str(&text, "dump.yaml").unwrap();
     let r = drain_of(&objects, names(&["n1"]));
@@ -601,6 +700,185 @@ fn compression_doubles_then_bisects_and_checks_one_more_fails() {
             (8, false),
             (6, true),
             (7, false)
+        ]
+    );
+}
+
+/// n1 and n2 (one GPU each, `gpu-0` in pools n1 and n2). `train` runs on n1 with a claim
+/// made from a template and allocated n1's GPU, reserved only for it.
+fn gpu_dump(extra: &str) -> ClusterObjects {
+    let mut text = node("n1", "4", "") + &node("n2", "4", "");
+    for n in ["n1", "n2"] {
+        text += &format!(
+            "---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: {n}-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: {n}
+  pool: {{name: {n}, generation: 1, resourceSliceCount: 1}}
+  devices: [{{name: gpu-0}}]
+"
+        );
+    }
+    text += r#"---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: train-gpu-x1
+  namespace: default
+  uid: uid-claim
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: train, uid: uid-train, controller: true}]
+  annotations: {resource.kubernetes.io/pod-claim-name: gpu}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu}}]
+status:
+  allocation:
+    devices:
+      results: [{request: gpu, driver: gpu.example.com, pool: n1, device: gpu-0}]
+    nodeSelector:
+      nodeSelectorTerms:
+      - matchFields: [{key: metadata.name, operator: In, values: [n1]}]
+  reservedFor: [{resource: pods, name: train, uid: uid-train}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+  namespace: default
+  uid: uid-train
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: train, uid: uid-job, controller: true}]
+spec:
+  nodeName: n1
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+  containers: [{name: c, image: i}]
+status:
+  phase: Running
+  resourceClaimStatuses: [{name: gpu, resourceClaimName: train-gpu-x1}]
+"#;
+    text += extra;
+    load_str(&text, "dump.yaml").unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+#[test]
+fn a_drained_pod_with_its_own_claim_gets_a_gpu_where_it_lands() {
+    let r = drain_of(&gpu_dump(""), names(&["n1"]));
+    let e = &r.evicted[0];
+    assert_eq!(e.pod, "default/train");
+    assert_eq!(
+        e.result,
+        PodResult::Scheduled {
+            node: "n2".into(),
+            preempted: vec![]
+        },
+        "{e:?}"
+    );
+    // The claim was deallocated with n1's GPU and allocated again on n2's.
+    assert_eq!(e.devices.len(), 1, "{e:?}");
+    assert_eq!(
+        (e.devices[0].pool.as_str(), e.devices[0].device.as_str()),
+        ("n2", "gpu-0")
+    );
+    assert_eq!(e.devices[0].claim, "default/train-gpu-x1");
+    assert!(e.notes.is_empty(), "{:?}", e.notes);
+    // With n2's GPU taken by another pod, it fits nowhere (n1 is cordoned).
+    let busy = drain_of(
+        &gpu_dump(
+            r#"---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: other-gpu, namespace: default, uid: uid-other}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu}}]
+status:
+  allocation:
+    devices:
+      results: [{request: gpu, driver: gpu.example.com, pool: n2, device: gpu-0}]
+    nodeSelector:
+      nodeSelectorTerms:
+      - matchFields: [{key: metadata.name, operator: In, values: [n2]}]
+  reservedFor: [{resource: pods, name: other, uid: uid-other-pod}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, namespace: default, uid: uid-other-pod}
+spec:
+  nodeName: n2
+  resourceClaims: [{name: gpu, resourceClaimName: other-gpu}]
+  containers: [{name: c, image: i}]
+status: {phase: Running}
+"#,
+        ),
+        names(&["n1"]),
+    );
+    let PodResult::Unschedulable { message } = &busy.evicted[0].result else {
+        panic!("{:?}", busy.evicted[0]);
+    };
+    assert!(
+        message.starts_with("0/2 nodes are available: "),
+        "{message}"
+    );
+    assert!(message.contains("cannot allocate all claims"), "{message}");
+}
+
+#[test]
+fn a_claim_shared_with_a_pod_that_stays_pins_the_drained_pod_and_says_so() {
+    // `train` and the DaemonSet pod `monitor` (which stays) share `train-gpu-x1`.
+    let mut objects = gpu_dump(
+        r#"---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: monitor
+  namespace: default
+  uid: uid-monitor
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: monitor, uid: uid-ds, controller: true}]
+spec:
+  nodeName: n1
+  resourceClaims: [{name: gpu, resourceClaimName: train-gpu-x1}]
+  containers: [{name: c, image: i}]
+status: {phase: Running}
+"#,
+    );
+    let claim = objects.resource_claims[0].status.as_mut().unwrap();
+    claim.reserved_for.as_mut().unwrap().push(
+        k8s_openapi::api::resource::v1::ResourceClaimConsumerReference {
+            resource: "pods".into(),
+            name: "monitor".into(),
+            uid: "uid-monitor".into(),
+            api_group: None,
+        },
+    );
+    let r = drain_of(&objects, names(&["n1"]));
+    let e = r.evicted.iter().find(|e| e.pod == "default/train").unwrap();
+    let PodResult::Unschedulable { message } = &e.result else {
+        panic!("{e:?}");
+    };
+    assert!(
+        message.starts_with("0/2 nodes are available: "),
+        "{message}"
+    );
+    assert_eq!(
+        e.notes,
+        [
+            "shares ResourceClaim default/train-gpu-x1 with pods monitor, which stay: its devices stay allocated on node n1, so the pod can only go where they are reachable"
         ]
     );
 }

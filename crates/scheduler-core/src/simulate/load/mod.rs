@@ -56,7 +56,7 @@ pub const KINDS_READ: &[(&str, &str)] = &[
 ];
 
 /// PodGroup API versions read, and which API each belongs to (`types::pod_group`).
-const POD_GROUP_VERSIONS: &[(&str, GroupApi)] = &[
+pub(crate) const POD_GROUP_VERSIONS: &[(&str, GroupApi)] = &[
     ("scheduling.k8s.io/v1beta1", GroupApi::Workload),
     ("scheduling.k8s.io/v1alpha2", GroupApi::Workload),
     ("scheduling.x-k8s.io/v1alpha1", GroupApi::Coscheduling),
