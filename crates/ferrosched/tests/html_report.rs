@@ -143,6 +143,28 @@ fn a_5000_node_report_stays_under_5_mb() {
     assert!(page.len() < 5 * 1024 * 1024, "{} bytes", page.len());
 }
 
+#[test]
+fn a_5000_node_drain_report_stays_under_5_mb() {
+    let dir = scratch("big-drain");
+    let dump = dir.join("dump.yaml");
+    std::fs::write(&dump, big_dump(5_000)).unwrap();
+    let page = simulate(&[
+        "--cluster",
+        dump.to_str().unwrap(),
+        "--drain",
+        "node-00000",
+        "node-00001",
+        "-o",
+        "html",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_self_contained(&page);
+    assert!(page.contains("<h2>Nodes (5000)</h2>"));
+    assert!(page.contains("<tr><td>node-00001<em>drained</em></td>"));
+    assert!(page.contains("<p>Draining node-00000, node-00001: 2 pod(s) evicted, 2 placed elsewhere, 0 not placed.</p>"));
+    assert!(page.len() < 5 * 1024 * 1024, "{} bytes", page.len());
+}
+
 /// Opens `page` in headless chromium and returns the DOM after its script ran, failing on
 /// any script error the browser logs.
 fn render_in_chromium(page: &str, name: &str) -> String {

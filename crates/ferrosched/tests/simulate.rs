@@ -912,6 +912,21 @@ fn a_podgroup_template_counts_whole_gangs() {
         "{table}"
     );
     assert!(table.contains("The next gang does not fit: "), "{table}");
+    let page = stdout(&simulate(&[
+        "--cluster",
+        dump,
+        "--pod-template",
+        gang,
+        "-o",
+        "html",
+    ]));
+    assert!(
+        page.contains("How many whole gangs of PodGroup ml/train (2 pods of Job ml/worker) fit")
+    );
+    assert!(page.contains("<p>2 whole gang copies fit.</p>"), "{page}");
+    assert!(
+        page.contains("<tr><td>ml/train (the next gang)</td><td>minCount (2) cannot be satisfied")
+    );
 
     // Pods naming another group: file, line, field and fix.
     let other = temp_file(

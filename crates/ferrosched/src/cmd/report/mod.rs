@@ -137,8 +137,13 @@ fn capacity_page(req: &Request<'_>, t: &PodTemplate) -> Result<HtmlReport, Strin
     .map_err(|e| e.to_string())?;
     let before = simulate::usage_before(req.objects);
     let mut pending = pending_of(&details.simulation);
+    let copy = if answer.gang.is_some() {
+        "gang"
+    } else {
+        "copy"
+    };
     let stop = match &answer.stopped_by {
-        Stop::Unschedulable { message } => format!("The next copy does not fit: {message}"),
+        Stop::Unschedulable { message } => format!("The next {copy} does not fit: {message}"),
         Stop::MaxReached => format!(
             "Stopped by --max {}, not by a failure: more copies may fit.",
             answer.max.unwrap_or(answer.placed)
@@ -148,17 +153,33 @@ fn capacity_page(req: &Request<'_>, t: &PodTemplate) -> Result<HtmlReport, Strin
     };
     if let Stop::Unschedulable { message } = &answer.stopped_by {
         pending.push(PendingPod {
-            pod: format!("{}/{} (the next copy)", t.namespace, t.name),
+            pod: match &answer.gang {
+                Some(g) => format!("{}/{} (the next gang)", t.namespace, g.pod_group),
+                None => format!("{}/{} (the next copy)", t.namespace, t.name),
+            },
             reason: message.clone(),
         });
     }
     let tmpl = &answer.template;
     Ok(HtmlReport {
         title: "ferrosched simulate --pod-template".into(),
-        question: format!(
-            "How many copies of {} {}/{} fit (profile {}, config {})?",
-            tmpl.kind, tmpl.namespace, tmpl.name, tmpl.profile, req.config_name
-        ),
+        question: match &answer.gang {
+            Some(g) => format!(
+                "How many whole gangs of PodGroup {}/{} ({} pods of {} {}/{}) fit (profile {}, config {})?",
+                tmpl.namespace,
+                g.pod_group,
+                g.min_count,
+                tmpl.kind,
+                tmpl.namespace,
+                tmpl.name,
+                tmpl.profile,
+                req.config_name
+            ),
+            None => format!(
+                "How many copies of {} {}/{} fit (profile {}, config {})?",
+                tmpl.kind, tmpl.namespace, tmpl.name, tmpl.profile, req.config_name
+            ),
+        },
         answer: vec![
             format!(
                 "{} {}cop{} fit{}.",
