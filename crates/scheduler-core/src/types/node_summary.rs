@@ -93,7 +93,8 @@ impl Room {
         let fits = |requested: i64, allocatable: i64, used: i64| {
             requested <= 0 || requested <= allocatable.wrapping_sub(used)
         };
-        node.pod_count() + 1 <= node.allowed_pod_number
+        // One more pod fits: pods + 1 <= allowed.
+        node.pod_count() < node.allowed_pod_number
             && fits(
                 self.milli_cpu,
                 node.allocatable_milli_cpu,
@@ -133,8 +134,8 @@ impl SummaryRule {
     /// Whether the rule admits the node with this summary.
     #[inline(always)]
     pub fn admits(&self, node: &NodeSummary) -> bool {
-        !(self.schedulable && node.unschedulable)
-            && !(self.untainted && node.has_taints)
+        (!self.schedulable || !node.unschedulable)
+            && (!self.untainted || !node.has_taints)
             && self.room.is_none_or(|r| r.fits(node))
     }
 }
