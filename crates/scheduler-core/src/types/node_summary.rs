@@ -7,7 +7,8 @@
 //! four cache lines behind an `Arc`, scattered over the heap (more so with a million bound
 //! pods allocated between them). Read from this array the same checks are a sequential scan
 //! the hardware prefetches. A plugin answers from a summary only when the summary alone
-//! decides (see [`FilterPlugin::passes`](crate::framework::FilterPlugin::passes)); anything
+//! decides (see [`SummaryRule`] and
+//! [`FilterPlugin::summary_rule`](crate::framework::FilterPlugin::summary_rule)); anything
 //! else, rejections and their messages included, still reads the `NodeInfo`.
 
 use super::node::NodeInfo;
