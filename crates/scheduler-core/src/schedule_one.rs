@@ -740,12 +740,27 @@ impl SchedulingAlgorithm {
             return Ok(feasible);
         }
 
+        // The plugins' rules on summaries, joined once: a node they admit passes without
+        // a plugin call (or a read of the node).
+        let rules = all_summaries.map(|_| fw.summary_filter(state, pod));
         let filter = |j: usize| {
             let node = &nodes[j];
-            if nominated.is_empty() {
-                fw.run_filter_summarized(state, pod, node, all_summaries.map(|s| &s[j]))
-            } else {
-                fw.run_filter_with_nominated_pods(state, pod, node, nominated.for_node(&node.name))
+            if !nominated.is_empty() {
+                return fw.run_filter_with_nominated_pods(
+                    state,
+                    pod,
+                    node,
+                    nominated.for_node(&node.name),
+                );
+            }
+            match (all_summaries, &rules) {
+                (Some(all), Some(rules)) => {
+                    if rules.admits(&all[j]) {
+                        return Status::success();
+                    }
+                    fw.run_filter_summarized(state, pod, node, Some((&all[j], rules)))
+                }
+                _ => fw.run_filter(state, pod, node),
             }
         };
         // Positions of the feasible nodes; their `Arc`s are cloned after the loop (below).
@@ -753,17 +768,19 @@ impl SchedulingAlgorithm {
         if let Some(out) = feasible_summaries.as_deref_mut() {
             out.reserve(to_find.min(n));
         }
-        let mut keep = |j: usize, status: Status| {
-            let node = &nodes[j];
-            if status.is_success() {
-                passed.push(j);
-                if let (Some(all), Some(out)) = (all_summaries, feasible_summaries.as_deref_mut()) {
-                    out.push(all[j]);
+        // `None`: the node passed without a status (admitted by the summary rule).
+        let mut keep = |j: usize, status: Option<Status>| {
+            match status {
+                Some(s) if s.code() == Code::Error => return Err(ScheduleError::Internal(s)),
+                Some(s) if !s.is_success() => {
+                    diagnosis.record_node(&nodes[j], s);
+                    return Ok(());
                 }
-            } else if status.code() == Code::Error {
-                return Err(ScheduleError::Internal(status));
-            } else {
-                diagnosis.record_node(node, status);
+                _ => {}
+            }
+            passed.push(j);
+            if let (Some(all), Some(out)) = (all_summaries, feasible_summaries.as_deref_mut()) {
+                out.push(all[j]);
             }
             Ok(())
         };
@@ -787,19 +804,34 @@ impl SchedulingAlgorithm {
                 .filter_map(check)
                 .collect();
             for (i, status) in outcomes {
-                keep(at(i), status)?;
+                keep(at(i), Some(status))?;
             }
         } else {
             // One thread: stop at the quota rather than walking the rest of the nodes.
+            // With no nominated pods, a node the joined summary rule admits is taken here,
+            // with no call and no status: a scan of the summaries.
+            let fast = match (all_summaries, &rules) {
+                (Some(all), Some(rules)) if nominated.is_empty() => {
+                    rules.joined().map(|rule| (all, rule))
+                }
+                _ => None,
+            };
             let mut found = 0;
             for i in 0..n {
                 if found >= to_find {
                     break;
                 }
                 let j = at(i);
+                if let Some((all, rule)) = fast
+                    && rule.admits(&all[j])
+                {
+                    found += 1;
+                    keep(j, None)?;
+                    continue;
+                }
                 let status = filter(j);
                 found += usize::from(status.is_success());
-                keep(j, status)?;
+                keep(j, Some(status))?;
             }
         }
         let feasible = clone_nodes_at(nodes, &passed);

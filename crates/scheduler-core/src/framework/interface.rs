@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{CycleState, Framework, QueuedPodInfo, Status};
 use crate::cache::Snapshot;
-use crate::types::{NodeInfo, NodeSummary, PodInfo, PodKey};
+use crate::types::{NodeInfo, NodeSummary, PodInfo, PodKey, SummaryRule};
 
 /// Highest score a Score plugin may return after normalisation (upstream `MaxNodeScore`).
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -247,13 +247,14 @@ pub trait PreFilterPlugin: Plugin {
 pub trait FilterPlugin: Plugin {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 
-    /// Whether the node's [`NodeSummary`] alone shows that [`filter`](Self::filter) would
-    /// return Success. The framework asks this first and calls `filter` only on `false`, so
-    /// a plugin that can answer from the summary never reads the node itself for the nodes
-    /// it passes (rejections, with their reasons, always come from `filter`). `true` must
-    /// never be said of a node `filter` rejects. Default: `false` (always ask `filter`).
-    fn passes(&self, _state: &CycleState, _pod: &PodInfo, _node: &NodeSummary) -> bool {
-        false
+    /// What a node's [`NodeSummary`] must show for [`filter`](Self::filter) to pass it,
+    /// for this pod (asked once per cycle, after PreFilter). The framework checks the
+    /// joined rules of every active plugin inline and calls `filter` only on the nodes they
+    /// do not admit, so rejections, with their reasons, always come from `filter`. A rule
+    /// must never admit a node `filter` rejects. Default: `None`, no rule (`filter` runs
+    /// on every node).
+    fn summary_rule(&self, _state: &CycleState, _pod: &PodInfo) -> Option<SummaryRule> {
+        None
     }
 }
 
@@ -346,7 +347,28 @@ pub trait ScorePlugin: Plugin {
         self.score_nodes(state, pod, nodes, out)
     }
 
-    /// Maps raw scores into `0..=MAX_NODE_SCORE`. Default: scores are already in range.
+    /// Whether the plugin normalizes its scores (upstream: its `ScoreExtensions` is not
+    /// nil). The framework calls neither normalize method of a plugin that says no, and a
+    /// plugin that overrides one must say yes. Default: no.
+    fn has_score_extensions(&self) -> bool {
+        false
+    }
+
+    /// [`normalize_scores`](Self::normalize_scores) on the raw scores alone (in node order,
+    /// in place), for a plugin whose normalization reads no node name: the framework then
+    /// need not read the nodes' names. `None` (default): call `normalize_scores`.
+    fn normalize_score_values(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [i64],
+    ) -> Option<Status> {
+        None
+    }
+
+    /// Maps raw scores into `0..=MAX_NODE_SCORE` (only called when
+    /// [`has_score_extensions`](Self::has_score_extensions)). Default: scores are already
+    /// in range.
     fn normalize_scores(
         &self,
         _state: &CycleState,

@@ -45,6 +45,7 @@ pub use queued::QueuedPodInfo;
 pub use registry::{PluginFactory, Registry};
 pub use runtime::{
     Framework, FrameworkError, MAX_PERMIT_TIMEOUT, NodePluginScores, ScoreDetail, ScoreTable,
+    SummaryFilter,
 };
 pub use status::{Code, Reason, Status};
 pub use timing::{CycleTimings, PluginTimer, PluginTiming, PointTiming};

@@ -117,6 +117,10 @@ impl ScorePlugin for Tenth {
     fn score(&self, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> Result<i64, Status> {
         Ok(1)
     }
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
+
     fn normalize_scores(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         scores.iter_mut().for_each(|s| s.score *= 10);
         Status::success()

@@ -35,19 +35,27 @@ pub(crate) fn apply_pod_delta<S: PodDelta>(
 /// `max_priority` when reversed. Raw scores are assumed non-negative.
 pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
     let highest = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
-    if highest == 0 {
-        if reverse {
-            scores.iter_mut().for_each(|s| s.score = max_priority);
-        }
-        return;
-    }
     for s in scores.iter_mut() {
-        let scaled = max_priority * s.score / highest;
-        s.score = if reverse {
-            max_priority - scaled
-        } else {
-            scaled
-        };
+        s.score = normalized(max_priority, reverse, highest, s.score);
+    }
+}
+
+/// [`default_normalize_score`] on the scores alone (no node names needed).
+pub fn default_normalize_values(max_priority: i64, reverse: bool, scores: &mut [i64]) {
+    let highest = scores.iter().copied().max().unwrap_or(0).max(0);
+    for s in scores.iter_mut() {
+        *s = normalized(max_priority, reverse, highest, *s);
+    }
+}
+
+/// One score of [`default_normalize_score`], given the highest raw score (at least 0).
+#[inline]
+fn normalized(max_priority: i64, reverse: bool, highest: i64, score: i64) -> i64 {
+    match (highest, reverse) {
+        (0, true) => max_priority,
+        (0, false) => score,
+        (_, true) => max_priority - max_priority * score / highest,
+        (_, false) => max_priority * score / highest,
     }
 }
 

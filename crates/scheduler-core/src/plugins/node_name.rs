@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::framework::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
-use crate::types::{NodeInfo, NodeSummary, PodInfo};
+use crate::types::{NodeInfo, PodInfo, SummaryRule};
 
 use super::names::NODE_NAME;
 
@@ -51,8 +51,8 @@ impl FilterPlugin for NodeName {
     }
 
     /// A pod that names no node fits every node.
-    fn passes(&self, _state: &CycleState, pod: &PodInfo, _node: &NodeSummary) -> bool {
-        pod.node_name.is_none()
+    fn summary_rule(&self, _state: &CycleState, pod: &PodInfo) -> Option<SummaryRule> {
+        pod.node_name.is_none().then_some(SummaryRule::ANY)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::framework::{CycleState, FilterPlugin, Plugin, PluginPoints, Status};
 use crate::plugin_points;
 use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::{
-    NodeInfo, NodeSummary, PodInfo, Taint, TaintEffect, tolerations_tolerate_taint,
+    NodeInfo, PodInfo, SummaryRule, Taint, TaintEffect, tolerations_tolerate_taint,
 };
 
 use super::names::NODE_UNSCHEDULABLE;
@@ -70,8 +70,12 @@ impl FilterPlugin for NodeUnschedulable {
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
     }
 
-    fn passes(&self, _state: &CycleState, _pod: &PodInfo, node: &NodeSummary) -> bool {
-        !node.unschedulable
+    /// Nodes not cordoned pass (cordoned ones are filtered: the pod may tolerate it).
+    fn summary_rule(&self, _state: &CycleState, _pod: &PodInfo) -> Option<SummaryRule> {
+        Some(SummaryRule {
+            schedulable: true,
+            ..SummaryRule::ANY
+        })
     }
 }
 

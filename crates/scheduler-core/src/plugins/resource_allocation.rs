@@ -292,8 +292,78 @@ impl ResourceAllocationScorer {
         if self.reads_scalars(pod_requests) {
             self.score_nodes(pod_requests, nodes.iter().map(|n| &**n), out)
         } else {
-            self.score_nodes(pod_requests, summaries, out)
+            self.score_summaries(pod_requests, summaries, out)
         }
+    }
+
+    /// [`score_nodes`](Self::score_nodes) of `summaries` (nothing scalar scored), with the
+    /// resources resolved once for the run: each scored resource becomes its position in
+    /// a summary's (cpu, memory, ephemeral storage) amounts, so a node is scored from a
+    /// fixed-size array, without matching resource kinds per node.
+    fn score_summaries(
+        &self,
+        pod_requests: &[i64],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        if self.resources.is_empty() {
+            return Err(Status::error(RESOURCES_NOT_FOUND));
+        }
+        // (position, weight, the pod's request); scalar resources are not requested here
+        // (so not scored), and pods or untracked names are never scored.
+        let plan: Vec<(usize, i64, i64)> = (self.resources.iter().zip(pod_requests))
+            .filter_map(|(r, &q)| {
+                let at = match r.kind {
+                    Kind::Cpu => 0,
+                    Kind::Memory => 1,
+                    Kind::EphemeralStorage => 2,
+                    Kind::Scalar(_) | Kind::Pods | Kind::Untracked => return None,
+                };
+                Some((at, r.weight, q))
+            })
+            .collect();
+        match *plan.as_slice() {
+            [] => self.score_planned([], summaries, out),
+            [a] => self.score_planned([a], summaries, out),
+            [a, b] => self.score_planned([a, b], summaries, out),
+            [a, b, c] => self.score_planned([a, b, c], summaries, out),
+            _ => return self.score_nodes(pod_requests, summaries, out),
+        }
+        Ok(())
+    }
+
+    fn score_planned<const N: usize>(
+        &self,
+        plan: [(usize, i64, i64); N],
+        summaries: &[NodeSummary],
+        out: &mut [i64],
+    ) {
+        let use_requested = self.use_requested;
+        let present = move |s: &NodeSummary| {
+            let alloc = [
+                s.allocatable_milli_cpu,
+                s.allocatable_memory,
+                s.allocatable_ephemeral_storage,
+            ];
+            // Ephemeral storage has no non-zero default: always the real requests.
+            let used = if use_requested {
+                [
+                    s.requested_milli_cpu,
+                    s.requested_memory,
+                    s.requested_ephemeral_storage,
+                ]
+            } else {
+                [
+                    s.non_zero_milli_cpu,
+                    s.non_zero_memory,
+                    s.requested_ephemeral_storage,
+                ]
+            };
+            plan.map(|(at, w, q)| (w, used[at].wrapping_add(q), alloc[at]))
+                .into_iter()
+                .filter(|&(_, _, alloc)| alloc != 0)
+        };
+        self.fill_strategy(out.iter_mut().zip(summaries), present);
     }
 
     /// Scores `node` for a pod whose [`pod_requests`](Self::pod_requests) are given.
@@ -325,7 +395,20 @@ impl ResourceAllocationScorer {
                     (alloc != 0).then_some((r.weight, req, alloc))
                 })
         };
-        let nodes = out.iter_mut().zip(nodes);
+        self.fill_strategy(out.iter_mut().zip(nodes), present);
+        Ok(())
+    }
+
+    /// Writes each node's score by the strategy into its slot, from `present(node)`: the
+    /// (weight, requested, allocatable) of every scored resource the node has (the strategy
+    /// is matched once per call, not once per node).
+    fn fill_strategy<'s, 'a, N: 'a, I>(
+        &self,
+        nodes: impl Iterator<Item = (&'s mut i64, &'a N)>,
+        present: impl Fn(&'a N) -> I,
+    ) where
+        I: Iterator<Item = (i64, i64, i64)>,
+    {
         match &self.strategy {
             Strategy::LeastAllocated => fill(nodes, |node| {
                 weighted_floor(
@@ -357,7 +440,6 @@ impl ResourceAllocationScorer {
                 balanced_score(|| present(node).map(|(_, req, alloc)| (req, alloc)))
             }),
         }
-        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config;
-use crate::framework::{CycleState, Framework, Registry, ScoreTable};
+use crate::framework::{CycleState, Framework, NodeScore, Registry, ScoreTable};
 use crate::types::{NodeInfo, PodInfo};
 
 const MB: i64 = 1024 * 1024;
@@ -42,6 +42,9 @@ fn nodes() -> Vec<NodeInfo> {
             if i % 5 == 2 {
                 b = b.allocatable("example.com/gpu", &format!("{}", 1 + i % 4));
             }
+            if i % 3 == 1 {
+                b = b.allocatable("ephemeral-storage", &format!("{}Gi", 10 + i));
+            }
             let mut node = b.build();
             for j in 0..i % 5 {
                 let running = PodInfo::test("ns", &format!("run-{i}-{j}"))
@@ -67,6 +70,13 @@ fn pods() -> Vec<PodInfo> {
             .build(),
         // Best effort: BalancedAllocation skips it, Fit scores the non-zero defaults.
         PodInfo::test("ns", "best-effort").build(),
+        PodInfo::test("ns", "storage")
+            .container(&[
+                ("cpu", "300m"),
+                ("memory", "128Mi"),
+                ("ephemeral-storage", "3Gi"),
+            ])
+            .build(),
         // A scalar resource: scored by the strategy that lists it, read from the nodes.
         PodInfo::test("ns", "gpu")
             .container(&[
@@ -131,6 +141,17 @@ fn scoring_runs_of_nodes_gives_each_nodes_own_score() {
     args:
       resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: example.com/gpu, weight: 1}]
 ",
+        // Three resources in another order, ephemeral storage among them (only some nodes
+        // have it).
+        "  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: LeastAllocated
+        resources: [{name: memory, weight: 2}, {name: ephemeral-storage, weight: 3}, {name: cpu, weight: 1}]
+  - name: NodeResourcesBalancedAllocation
+    args:
+      resources: [{name: cpu, weight: 1}, {name: ephemeral-storage, weight: 1}, {name: memory, weight: 1}]
+",
     ];
     let snapshot = Snapshot::from_node_infos(nodes());
     for plugin_config in strategies {
@@ -150,4 +171,56 @@ fn scoring_runs_of_nodes_gives_each_nodes_own_score() {
             );
         }
     }
+}
+
+/// The framework normalizes only the plugins that declare it (`has_score_extensions`), and
+/// without node names for those that can (`normalize_score_values`): every in-tree Score
+/// plugin that does not declare it must leave scores as they are, and a normalization
+/// without names must give what the one with names gives.
+#[test]
+fn normalization_is_declared_and_without_names_the_same() {
+    let pod = PodInfo::test("ns", "p").build();
+    let cases: [&[i64]; 3] = [&[0, 7, 250, 3, 1000], &[0, 0, 0], &[5, 5, 40]];
+    let (mut plain, mut extended, mut nameless) = (0, 0, 0);
+    for (name, factory) in crate::plugins::in_tree_factories() {
+        let Ok(plugin) = factory(None) else { continue };
+        let Some(score) = plugin.points().score else {
+            continue;
+        };
+        let state = CycleState::new();
+        for raw in cases {
+            let names: Vec<String> = (0..raw.len()).map(|i| format!("n{i}")).collect();
+            let mut list: Vec<NodeScore> = (names.iter().zip(raw))
+                .map(|(n, &score)| NodeScore { name: n, score })
+                .collect();
+            let status = score.normalize_scores(&state, &pod, &mut list);
+            let after: Vec<i64> = list.iter().map(|s| s.score).collect();
+            if !score.has_score_extensions() {
+                assert!(status.is_success(), "{name}: {status:?}");
+                assert_eq!(after, raw, "{name} normalizes without declaring it");
+            }
+            let mut values = raw.to_vec();
+            if let Some(s) = score.normalize_score_values(&state, &pod, &mut values) {
+                assert!(score.has_score_extensions(), "{name}");
+                assert_eq!((&s, &values), (&status, &after), "{name} {raw:?}");
+            }
+        }
+        if !score.has_score_extensions() {
+            plain += 1;
+        } else if score
+            .normalize_score_values(&state, &pod, &mut [1, 2])
+            .is_some()
+        {
+            nameless += 1;
+        } else {
+            extended += 1;
+        }
+    }
+    // Fit, BalancedAllocation and ImageLocality need none; TaintToleration, NodeAffinity
+    // and DynamicResources normalize without names; spreading and inter-pod affinity read
+    // them.
+    assert!(
+        plain >= 3 && nameless == 3 && extended >= 2,
+        "{plain} {nameless} {extended}"
+    );
 }

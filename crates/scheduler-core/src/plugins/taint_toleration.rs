@@ -14,11 +14,11 @@ use crate::framework::{
 use crate::plugin_points;
 use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::{
-    NodeInfo, NodeSummary, PodInfo, Taint, TaintEffect, Toleration, find_untolerated_taint,
-    tolerations_tolerate_taint,
+    NodeInfo, NodeSummary, PodInfo, SummaryRule, Taint, TaintEffect, Toleration,
+    find_untolerated_taint, tolerations_tolerate_taint,
 };
 
-use super::helper::default_normalize_score;
+use super::helper::{default_normalize_score, default_normalize_values};
 use super::names::TAINT_TOLERATION;
 
 /// The Filter reason. Upstream stopped naming the taint (key and value may be sensitive and
@@ -91,8 +91,11 @@ impl FilterPlugin for TaintToleration {
     }
 
     /// A node without taints has none to tolerate.
-    fn passes(&self, _state: &CycleState, _pod: &PodInfo, node: &NodeSummary) -> bool {
-        !node.has_taints
+    fn summary_rule(&self, _state: &CycleState, _pod: &PodInfo) -> Option<SummaryRule> {
+        Some(SummaryRule {
+            untainted: true,
+            ..SummaryRule::ANY
+        })
     }
 }
 
@@ -179,6 +182,20 @@ impl ScorePlugin for TaintToleration {
             };
         }
         Ok(())
+    }
+
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
+
+    fn normalize_score_values(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [i64],
+    ) -> Option<Status> {
+        default_normalize_values(MAX_NODE_SCORE, true, scores);
+        Some(Status::success())
     }
 
     /// More intolerable taints mean a lower score: normalised and reversed.

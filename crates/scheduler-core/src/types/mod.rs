@@ -35,7 +35,7 @@ pub use node_selector::{
     FieldRequirement, LabelOperator, LabelRequirement, NodeSelector, NodeSelectorTerm,
     PreferredSchedulingTerm,
 };
-pub use node_summary::NodeSummary;
+pub use node_summary::{NodeSummary, Room, SummaryRule};
 pub use pdb::PdbInfo;
 pub use pod::{
     DEFAULT_BIND_ALL_HOST_IP, DEFAULT_SCHEDULER_NAME, HostPort, PodInfo, PodKey, Protocol,

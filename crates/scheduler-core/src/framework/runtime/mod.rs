@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::interface::*;
 use super::{Code, CycleState, ExtensionPoint, PluginEvents, PluginTimer, QueuedPodInfo, Status};
 use crate::cache::Snapshot;
-use crate::types::{NodeInfo, NodeSummary, PodInfo};
+use crate::types::{NodeInfo, NodeSummary, PodInfo, SummaryRule};
 
 pub use wiring::FrameworkError;
 
@@ -380,22 +380,41 @@ impl Framework {
         self.run_filter_summarized(state, pod, node, None)
     }
 
-    /// [`run_filter`](Self::run_filter) given the node's summary too (`summary` is
-    /// `NodeSummary::of(node)`): a plugin whose [`FilterPlugin::passes`] says yes for it is
-    /// not called. Same answers; only the node's own memory is read less. Cycles sampled for
-    /// per-plugin metrics ignore the summary, so every call is timed.
+    /// The active Filter plugins' [`FilterPlugin::summary_rule`]s for this cycle (after
+    /// PreFilter). Empty on cycles sampled for per-plugin metrics, so every call is timed.
+    pub fn summary_filter(&self, state: &CycleState, pod: &PodInfo) -> SummaryFilter {
+        if state.times_node_plugins() {
+            return SummaryFilter::default();
+        }
+        let mut each = vec![None; self.filter.len()];
+        let mut all = Some(SummaryRule::ANY);
+        for i in state.filters_to_run(self.filter.len()) {
+            let rule = self.filter[i].plugin.summary_rule(state, pod);
+            each[i] = rule;
+            all = match (all, rule) {
+                (Some(a), Some(r)) => a.and(r),
+                _ => None,
+            };
+        }
+        SummaryFilter { all, each }
+    }
+
+    /// [`run_filter`](Self::run_filter) given the node's summary and the cycle's
+    /// [`SummaryFilter`] too (`summary` is `NodeSummary::of(node)`): a plugin whose rule
+    /// admits the summary is not called. Same answers; only the node's own memory is read
+    /// less.
     pub fn run_filter_summarized(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         node: &NodeInfo,
-        summary: Option<&NodeSummary>,
+        summary: Option<(&NodeSummary, &SummaryFilter)>,
     ) -> Status {
         let timed = state.times_node_plugins();
         let summary = summary.filter(|_| !timed);
         for i in state.filters_to_run(self.filter.len()) {
             let p = &self.filter[i];
-            if summary.is_some_and(|sm| p.plugin.passes(state, pod, sm)) {
+            if summary.is_some_and(|(sm, f)| f.plugin_admits(i, sm)) {
                 continue;
             }
             let s = if timed {
@@ -661,47 +680,68 @@ impl Framework {
             d.weights.clear();
             d.weights.extend(active.iter().map(|(_, (_, w))| *w));
         }
-        // The names are read once (each is in its node's memory), the scores per plugin.
-        let mut list: Vec<NodeScore<'_>> = nodes
-            .iter()
-            .map(|node| NodeScore {
-                name: &node.name,
-                score: 0,
-            })
-            .collect();
+        // Node names only for a normalization that reads them (each name is in its node's
+        // memory): read once, on the first such plugin.
+        let mut list: Vec<NodeScore<'_>> = Vec::new();
+        let mut totals = vec![0i64; n];
         for (j, (column, (_, (p, w)))) in columns.chunks_mut(n).zip(&active).enumerate() {
-            for (ns, &score) in list.iter_mut().zip(column.iter()) {
-                ns.score = score;
-            }
-            let s = p.plugin.normalize_scores(state, pod, &mut list);
-            if !s.is_success() {
-                return Err(Status::error(format!(
-                    "running Normalize on Score plugin {:?}: {}",
-                    p.name,
-                    s.message()
-                ))
-                .with_plugin(p.name));
-            }
-            if let Some(d) = detail.as_deref_mut() {
-                for (slot, ns) in d.normalized[j * n..(j + 1) * n].iter_mut().zip(&list) {
-                    *slot = ns.score;
-                }
-            }
-            for (slot, ns) in column.iter_mut().zip(&list) {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
+            if p.plugin.has_score_extensions() {
+                let s = match p.plugin.normalize_score_values(state, pod, column) {
+                    Some(s) => s,
+                    None => {
+                        if list.is_empty() {
+                            list = (nodes.iter())
+                                .map(|node| NodeScore {
+                                    name: &node.name,
+                                    score: 0,
+                                })
+                                .collect();
+                        }
+                        for (ns, &score) in list.iter_mut().zip(column.iter()) {
+                            ns.score = score;
+                        }
+                        let s = p.plugin.normalize_scores(state, pod, &mut list);
+                        for (slot, ns) in column.iter_mut().zip(&list) {
+                            *slot = ns.score;
+                        }
+                        s
+                    }
+                };
+                if !s.is_success() {
                     return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
-                        p.name, ns.score, MIN_NODE_SCORE, MAX_NODE_SCORE
+                        "running Normalize on Score plugin {:?}: {}",
+                        p.name,
+                        s.message()
                     ))
                     .with_plugin(p.name));
                 }
-                *slot = ns.score * w;
             }
-        }
-        let mut totals = vec![0i64; n];
-        for column in columns.chunks(n) {
-            for (t, v) in totals.iter_mut().zip(column) {
-                *t = t.saturating_add(*v);
+            if let Some(d) = detail.as_deref_mut() {
+                d.normalized[j * n..(j + 1) * n].copy_from_slice(column);
+            }
+            // Branch-free passes the compiler vectorizes: the column's range, then weights
+            // and totals; the first score out of range is looked for only when there is one.
+            let (lo, hi) = (column.iter())
+                .fold((MIN_NODE_SCORE, MAX_NODE_SCORE), |(lo, hi), &s| {
+                    (lo.min(s), hi.max(s))
+                });
+            if lo < MIN_NODE_SCORE || hi > MAX_NODE_SCORE {
+                let range = MIN_NODE_SCORE..=MAX_NODE_SCORE;
+                let bad = column
+                    .iter()
+                    .find(|s| !range.contains(s))
+                    .copied()
+                    .unwrap_or(lo);
+                return Err(Status::error(format!(
+                    "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
+                    p.name, bad, MIN_NODE_SCORE, MAX_NODE_SCORE
+                ))
+                .with_plugin(p.name));
+            }
+            let w = *w;
+            for (slot, t) in column.iter_mut().zip(totals.iter_mut()) {
+                *slot *= w;
+                *t = t.saturating_add(*slot);
             }
         }
         let weighted = columns;
@@ -827,6 +867,38 @@ impl Framework {
         for p in &self.post_bind {
             p.plugin.post_bind(state, pod, node);
         }
+    }
+}
+
+/// One cycle's Filter rules on node summaries ([`Framework::summary_filter`]).
+#[derive(Clone, Debug, Default)]
+pub struct SummaryFilter {
+    /// Every active plugin's rule joined: a node it admits passes Filter without a plugin
+    /// call. `None` when a plugin has no rule (or the rules do not join).
+    all: Option<SummaryRule>,
+    /// Each Filter plugin's rule, by its position (`None`: none, or not active).
+    each: Vec<Option<SummaryRule>>,
+}
+
+impl SummaryFilter {
+    /// Whether every active Filter plugin passes the node with this summary.
+    #[inline]
+    pub fn admits(&self, summary: &NodeSummary) -> bool {
+        self.all.is_some_and(|r| r.admits(summary))
+    }
+
+    /// The joined rule of every active plugin, when they all have one.
+    pub fn joined(&self) -> Option<SummaryRule> {
+        self.all
+    }
+
+    /// Whether the `i`-th Filter plugin passes the node with this summary.
+    fn plugin_admits(&self, i: usize, summary: &NodeSummary) -> bool {
+        self.each
+            .get(i)
+            .copied()
+            .flatten()
+            .is_some_and(|r| r.admits(summary))
     }
 }
 

@@ -53,7 +53,7 @@ pub mod extended_score;
 mod hints;
 
 use crate::framework::Signing;
-use crate::plugins::helper::{default_normalize_score, sign};
+use crate::plugins::helper::{default_normalize_score, default_normalize_values, sign};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -819,6 +819,20 @@ impl ScorePlugin for DynamicResources {
             *slot = self.score(state, pod, node)?;
         }
         Ok(())
+    }
+
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
+
+    fn normalize_score_values(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [i64],
+    ) -> Option<Status> {
+        default_normalize_values(MAX_NODE_SCORE, false, scores);
+        Some(Status::success())
     }
 
     fn normalize_scores(

@@ -727,6 +727,10 @@ impl ScorePlugin for InterPodAffinity {
         Ok(s.scores.sum_for(&node.labels))
     }
 
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
+
     /// Min-max normalisation into `0..=MAX_NODE_SCORE` (negative sums are fine).
     fn normalize_scores(
         &self,

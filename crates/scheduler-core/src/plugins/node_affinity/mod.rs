@@ -21,7 +21,7 @@ use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::node_selector::FIELD_METADATA_NAME;
 use crate::types::{NodeInfo, NodeSelector, NodeSelectorTerm, PodInfo, PreferredSchedulingTerm};
 
-use super::helper::default_normalize_score;
+use super::helper::{default_normalize_score, default_normalize_values};
 use super::names::NODE_AFFINITY;
 
 /// Upstream `ErrReasonPod`: the pod's nodeSelector or required node affinity does not match.
@@ -312,6 +312,20 @@ impl ScorePlugin for NodeAffinity {
         check_preferred_terms(pod)?;
         Ok(sum_matching_weights(&self.added_preferred, node)
             + sum_matching_weights(&pod.preferred_node_affinity, node))
+    }
+
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
+
+    fn normalize_score_values(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [i64],
+    ) -> Option<Status> {
+        default_normalize_values(MAX_NODE_SCORE, false, scores);
+        Some(Status::success())
     }
 
     fn normalize_scores(

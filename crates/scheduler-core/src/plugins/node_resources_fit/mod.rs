@@ -20,7 +20,7 @@ use crate::framework::{
 use crate::plugin_points;
 use crate::types::{
     NodeInfo, NodeSummary, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
-    RESOURCE_PODS, Resource, ResourceName, is_extended_resource_name,
+    RESOURCE_PODS, Resource, ResourceName, Room, SummaryRule, is_extended_resource_name,
 };
 
 use super::dynamic_resources::extended::dra_handles_extended_resources;
@@ -66,7 +66,7 @@ struct PreFilterState {
 }
 
 /// The amounts the fixed checks compare: pods and their limit, (used, allocatable) of cpu,
-/// memory and ephemeral storage; from a node or from its summary.
+/// memory and ephemeral storage of a node.
 struct Fixed {
     pods: i64,
     allowed_pods: i64,
@@ -84,19 +84,6 @@ impl Fixed {
             cpu: (used.milli_cpu, alloc.milli_cpu),
             memory: (used.memory, alloc.memory),
             ephemeral_storage: (used.ephemeral_storage, alloc.ephemeral_storage),
-        }
-    }
-
-    fn of_summary(node: &NodeSummary) -> Self {
-        Fixed {
-            pods: node.pod_count(),
-            allowed_pods: node.allowed_pod_number,
-            cpu: (node.requested_milli_cpu, node.allocatable_milli_cpu),
-            memory: (node.requested_memory, node.allocatable_memory),
-            ephemeral_storage: (
-                node.requested_ephemeral_storage,
-                node.allocatable_ephemeral_storage,
-            ),
         }
     }
 }
@@ -136,11 +123,18 @@ impl PreFilterState {
         self
     }
 
-    /// Whether a node with this summary passes: the pod asks for no scalar resource and
-    /// [`check`](Self::check) would find nothing lacking (the summary has every amount the
-    /// check then reads).
-    fn fits_summary(&self, node: &NodeSummary) -> bool {
-        self.scalars.is_empty() && self.check_fixed(&Fixed::of_summary(node), &mut |_| {}) == 0
+    /// The rule of a summary that passes: a free pod slot and room for cpu, memory and
+    /// ephemeral storage, as [`check_fixed`](Self::check_fixed) counts them; only when the
+    /// pod asks for no scalar resource (a summary has none).
+    fn summary_rule(&self) -> Option<SummaryRule> {
+        self.scalars.is_empty().then_some(SummaryRule {
+            room: Some(Room {
+                milli_cpu: self.milli_cpu,
+                memory: self.memory,
+                ephemeral_storage: self.ephemeral_storage,
+            }),
+            ..SummaryRule::ANY
+        })
     }
 
     /// Calls `fail` for every resource `node` lacks, in upstream's order: pod count, cpu,
@@ -480,10 +474,8 @@ impl FilterPlugin for NodeResourcesFit {
         Status::with_reasons(code, reasons)
     }
 
-    fn passes(&self, state: &CycleState, _pod: &PodInfo, node: &NodeSummary) -> bool {
-        state
-            .read::<PreFilterState>()
-            .is_some_and(|s| s.fits_summary(node))
+    fn summary_rule(&self, state: &CycleState, _pod: &PodInfo) -> Option<SummaryRule> {
+        state.read::<PreFilterState>()?.summary_rule()
     }
 }
 

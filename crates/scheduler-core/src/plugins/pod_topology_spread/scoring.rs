@@ -153,6 +153,10 @@ impl ScorePlugin for PodTopologySpread {
         Ok(score.round() as i64)
     }
 
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
+
     /// Fewer matching pods is better: maps `s` to `MAX * (max + min - s) / max`, ignored
     /// nodes to 0, and everything to MAX when no node has any penalty.
     fn normalize_scores(
