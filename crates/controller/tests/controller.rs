@@ -95,6 +95,19 @@ async fn start_full(
     instance: &str,
     health_auth: Option<std::sync::Arc<controller::auth::DelegatedAuth>>,
 ) -> Running {
+    start_custom(server, config, |o| {
+        o.instance_id = instance.into();
+        o.health_auth = health_auth;
+    })
+    .await
+}
+
+/// The controller with a health listener and `customize`'s options.
+async fn start_custom(
+    server: &FakeApiServer,
+    config: &str,
+    customize: impl FnOnce(&mut controller::RunOptions),
+) -> Running {
     let loaded = scheduler_core::config::load_str(config, "test.yaml").unwrap();
     let client = controller::client(Some(&server.kubeconfig()))
         .await
@@ -102,10 +115,8 @@ async fn start_full(
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let health = listener.local_addr().unwrap();
-    let task = tokio::spawn(controller::run(controller::RunOptions {
-        instance_id: instance.into(),
+    let mut opts = controller::RunOptions {
         health: Some(listener),
-        health_auth,
         ..controller::RunOptions::new(
             client,
             loaded,
@@ -113,7 +124,9 @@ async fn start_full(
                 let _ = rx.await;
             }),
         )
-    }));
+    };
+    customize(&mut opts);
+    let task = tokio::spawn(controller::run(opts));
     Running {
         health,
         stop: Some(tx),
@@ -1892,29 +1905,7 @@ fn partition_pod(server: &FakeApiServer, pod_name: &str, mode: &str) {
 
 /// The controller with the DRADeviceCompatibilityGroups gate as given.
 async fn start_with_compatibility_groups(server: &FakeApiServer, on: bool) -> Running {
-    let loaded = scheduler_core::config::load_str(CONFIG, "test.yaml").unwrap();
-    let client = controller::client(Some(&server.kubeconfig()))
-        .await
-        .unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let health = listener.local_addr().unwrap();
-    let task = tokio::spawn(controller::run(controller::RunOptions {
-        health: Some(listener),
-        dra_device_compatibility_groups: on,
-        ..controller::RunOptions::new(
-            client,
-            loaded,
-            Box::pin(async move {
-                let _ = rx.await;
-            }),
-        )
-    }));
-    Running {
-        health,
-        stop: Some(tx),
-        task,
-    }
+    start_custom(server, CONFIG, |o| o.dra_device_compatibility_groups = on).await
 }
 
 /// Compatibility groups through the API (gate on): a MIG slice is taken first; a vGPU

@@ -470,17 +470,28 @@ const SHARED_NIC: &str = concat!(
     "/../../examples/dra-shared-nic.yaml"
 );
 
-#[test]
-fn shared_nic_example_hands_out_shares_until_the_bandwidth_is_used() {
+/// `simulate --cluster DUMP -o json`, and a lookup of one pod's outcome in it.
+fn json_outcomes(dump: &str) -> (serde_json::Value, impl Fn(&str) -> serde_json::Value) {
     let out: serde_json::Value =
-        serde_json::from_str(&stdout(&simulate(&["--cluster", SHARED_NIC, "-o", "json"]))).unwrap();
-    let device = |pod: &str| {
-        let o = out["outcomes"]
+        serde_json::from_str(&stdout(&simulate(&["--cluster", dump, "-o", "json"]))).unwrap();
+    let all = out.clone();
+    let outcome = move |pod: &str| {
+        all["outcomes"]
             .as_array()
             .unwrap()
             .iter()
             .find(|o| o["pod"] == pod)
-            .unwrap_or_else(|| panic!("no outcome for {pod}: {out}"));
+            .unwrap_or_else(|| panic!("no outcome for {pod}: {all}"))
+            .clone()
+    };
+    (out, outcome)
+}
+
+#[test]
+fn shared_nic_example_hands_out_shares_until_the_bandwidth_is_used() {
+    let (out, outcome) = json_outcomes(SHARED_NIC);
+    let device = |pod: &str| {
+        let o = outcome(pod);
         assert_eq!(o["node"], "n1", "{o}");
         let d = &o["devices"][0];
         let id = d["shareID"]
@@ -522,17 +533,7 @@ const GPU_MODES: &str = concat!(
 
 #[test]
 fn gpu_modes_example_keeps_mig_and_vgpu_apart() {
-    let out: serde_json::Value =
-        serde_json::from_str(&stdout(&simulate(&["--cluster", GPU_MODES, "-o", "json"]))).unwrap();
-    let outcome = |pod: &str| {
-        out["outcomes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["pod"] == pod)
-            .unwrap_or_else(|| panic!("no outcome for {pod}: {out}"))
-            .clone()
-    };
+    let (_, outcome) = json_outcomes(GPU_MODES);
     let device = |pod: &str| {
         let o = outcome(pod);
         assert_eq!(o["node"], "n1", "{o}");
