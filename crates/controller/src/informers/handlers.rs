@@ -193,7 +193,10 @@ mod tests {
     }
 
     /// A pending pod NodeResourcesFit rejects (3 CPUs on a 1-CPU node), parked.
-    fn parked_pod(shared: &Shared, profiles: &scheduler_core::framework::ProfileRegistry) -> PodKey {
+    fn parked_pod(
+        shared: &Shared,
+        profiles: &scheduler_core::framework::ProfileRegistry,
+    ) -> PodKey {
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "huge", "namespace": "default", "uid": "u1"},
             "spec": {"containers": [{"name": "c", "image": "i",
@@ -279,7 +282,11 @@ mod tests {
             let (shared, _profiles, _clock) = default_profile_state();
             let view = Nodes.apply(&shared, None, kubelet_node("2026-01-01T00:00:00Z", |_| {}));
             let before = shared.lock().cache.node_info("n1").unwrap().generation;
-            Nodes.apply(&shared, Some(&view), kubelet_node("2026-01-01T00:00:10Z", edit));
+            Nodes.apply(
+                &shared,
+                Some(&view),
+                kubelet_node("2026-01-01T00:00:10Z", edit),
+            );
             let st = shared.lock();
             let n = st.cache.node_info("n1").unwrap();
             assert!(n.generation > before, "{what}: not applied");
@@ -294,13 +301,21 @@ mod tests {
         let (shared, profiles, _clock) = default_profile_state();
         let mut view = Nodes.apply(&shared, None, kubelet_node("2026-01-01T00:00:00Z", |_| {}));
         let key = parked_pod(&shared, &profiles);
-        view = Nodes.apply(&shared, Some(&view), kubelet_node("2026-01-01T00:00:10Z", |_| {}));
+        view = Nodes.apply(
+            &shared,
+            Some(&view),
+            kubelet_node("2026-01-01T00:00:10Z", |_| {}),
+        );
         assert_eq!(
             shared.lock().queue.queue_of(&key),
             Some(QueueKind::Unschedulable)
         );
         let bigger = |v: &mut Value| v["status"]["allocatable"]["cpu"] = json!("8");
-        Nodes.apply(&shared, Some(&view), kubelet_node("2026-01-01T00:00:20Z", bigger));
+        Nodes.apply(
+            &shared,
+            Some(&view),
+            kubelet_node("2026-01-01T00:00:20Z", bigger),
+        );
         assert_ne!(
             shared.lock().queue.queue_of(&key),
             Some(QueueKind::Unschedulable)
