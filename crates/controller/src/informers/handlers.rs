@@ -242,7 +242,8 @@ mod tests {
     #[test]
     fn real_node_changes_still_land() {
         type Edit = fn(&mut Value);
-        let changes: [(&str, Edit, fn(&scheduler_core::types::NodeInfo) -> bool); 6] = [
+        type Landed = fn(&scheduler_core::types::NodeInfo) -> bool;
+        let changes: [(&str, Edit, Landed); 6] = [
             (
                 "allocatable",
                 |v| v["status"]["allocatable"]["cpu"] = json!("8"),
