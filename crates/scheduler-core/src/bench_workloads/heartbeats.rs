@@ -107,9 +107,12 @@ impl Heartbeats {
         *old = fp;
     }
 
-    /// Mean time of one heartbeat.
+    /// Mean time of one heartbeat (0 when none was applied).
     pub fn micros_per_heartbeat(&self) -> f64 {
-        self.time.as_secs_f64() * 1e6 / self.applied.max(1) as f64
+        if self.applied == 0 {
+            return 0.0;
+        }
+        self.time.as_secs_f64() * 1e6 / self.applied as f64
     }
 }
 
