@@ -323,3 +323,74 @@ async fn high_priority_gangs_preempt_low_priority_gangs_against_an_api_server() 
         assert_eq!(server.list(collection), Vec::<Value>::new(), "{collection}");
     }
 }
+
+/// `--heartbeats`: while the measured pods are scheduled, the server gets the run's node
+/// status PATCHes round robin (each keeping the nodes Ready), the report gives the rate
+/// achieved, and every pod is still bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_storm_patches_node_status_during_the_measured_phase() {
+    let server = FakeApiServer::start().await;
+    let report = bench_json(
+        server.kubeconfig(),
+        "--workload SchedulingBasic --nodes 10 --init-pods 10 --pods 100 --heartbeats 100 -o json --stall-timeout 60",
+    )
+    .await;
+    let r = &report.as_array().unwrap()[0];
+    assert_eq!(r["complete"], true, "{r}");
+    assert_eq!(r["scheduled"], 100, "{r}");
+    let h = &r["heartbeats"];
+    assert_eq!(h["requestedPerSecond"], 100.0, "{r}");
+    assert_eq!(h["failed"], 0, "{r}");
+    let sent = h["sent"].as_u64().unwrap();
+    assert!(sent > 0, "{r}");
+    assert!(h["achievedPerSecond"].as_f64().unwrap() > 0.0, "{r}");
+    let patches: BTreeMap<String, usize> = server
+        .requests()
+        .iter()
+        .filter(|q| q.verb == "patch" && q.resource == "nodes" && q.subresource == "status")
+        .fold(BTreeMap::new(), |mut m, q| {
+            *m.entry(q.name.clone()).or_default() += 1;
+            m
+        });
+    // The node status PATCHes the run makes besides (restoring status after create) are
+    // at most one per node.
+    let total: usize = patches.values().sum();
+    assert!(total as u64 >= sent, "{total} < {sent}: {patches:?}");
+    // Round robin: with 10 nodes, no node got more than its share plus the restore.
+    if sent >= 10 {
+        let most = patches.values().max().copied().unwrap_or(0) as u64;
+        assert!(most <= sent / 10 + 2, "{patches:?}");
+    }
+}
+
+/// The heartbeat flags refuse what cannot work, naming the flag.
+#[test]
+fn heartbeat_flags_refuse_bad_combinations() {
+    let fails = |args: &[&str], expect: &str| {
+        let out = Command::new(BIN).arg("bench").args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+    };
+    // A rate is for a run against an API server.
+    fails(&["--heartbeats", "500"], "--kubeconfig");
+    fails(
+        &["--kubeconfig", "/nonexistent", "--heartbeats", "0"],
+        "a number above 0",
+    );
+    fails(
+        &["--kubeconfig", "/nonexistent", "--heartbeats-per-pod", "5"],
+        "cannot be used with",
+    );
+    fails(
+        &[
+            "--workload",
+            "Churn",
+            "--heartbeats-per-pod",
+            "5",
+            "--nodes",
+            "5",
+        ],
+        "--heartbeats-per-pod: Churn",
+    );
+}

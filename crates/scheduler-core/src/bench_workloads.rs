@@ -37,8 +37,10 @@ use crate::types::pod_group::PodGroupKey;
 
 mod churn;
 mod groups;
+mod heartbeats;
 pub use churn::*;
 pub use groups::*;
+pub use heartbeats::Heartbeats;
 
 /// The workloads `ferrosched bench` knows.
 pub const WORKLOADS: &[&str] = &[
@@ -511,6 +513,26 @@ pub struct RunStats {
     /// their total time.
     pub snapshot_updates: u64,
     pub snapshot_update_time: Duration,
+    /// Heartbeats applied between the measured attempts (`None`: not asked for).
+    pub heartbeats: Option<HeartbeatStats>,
+}
+
+/// What the heartbeats between the measured attempts cost (their time is in `elapsed`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HeartbeatStats {
+    pub per_pod: usize,
+    pub applied: u64,
+    /// Updates that changed the cache (0 when every heartbeat is dropped early).
+    pub reached_cache: u64,
+    pub micros_per_heartbeat: f64,
+}
+
+/// `bench --heartbeats-per-pod`: this many heartbeat-only node updates before each measured
+/// attempt; `unfiltered`: every one reaches the cache (the path before they were dropped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeartbeatLoad {
+    pub per_pod: usize,
+    pub unfiltered: bool,
 }
 
 /// What start-up from lists cost: the cache filled from the initial lists of nodes and
@@ -587,6 +609,8 @@ pub struct Runner {
     last: Option<Explanation>,
     /// `update_snapshot` calls in [`Runner::schedule`] and their total time.
     snapshot_updates: (u64, Duration),
+    /// Heartbeats applied before each attempt of [`Runner::schedule_queue`].
+    heartbeats: Option<Heartbeats>,
 }
 
 /// What a bench run pays for explanations.
@@ -663,6 +687,7 @@ impl Runner {
             record: Record::new(),
             last: None,
             snapshot_updates: (0, Duration::ZERO),
+            heartbeats: None,
         }
     }
 
@@ -747,6 +772,9 @@ impl Runner {
             .collect();
         let mut placed = 0;
         while let Some(q) = queue.pop_front() {
+            if let Some(h) = &mut self.heartbeats {
+                h.before_attempt(&mut self.cache);
+            }
             let t = Instant::now();
             let (tried, ok) = self.attempt(q, &mut queue);
             attempt(tried, t.elapsed());
@@ -885,7 +913,7 @@ pub fn views(pods: &[core::Pod]) -> Vec<Arc<PodInfo>> {
 /// [`run`], explaining the measured attempts as `explain` says (pods scheduled alone; a pod
 /// group cycle is not explained).
 pub fn run_with(w: &Workload, explain: ExplainMode) -> RunStats {
-    run_from_lists(w, 0, explain, &mut || None, &[])
+    run_from_lists(w, 0, explain, &mut || None, &[], None)
 }
 
 /// [`run_with`], every profile calling `extenders` (`bench --extender-noop`: what extender
@@ -895,7 +923,7 @@ pub fn run_with_extenders(
     explain: ExplainMode,
     extenders: &[Arc<dyn crate::framework::Extender>],
 ) -> RunStats {
-    run_from_lists(w, 0, explain, &mut || None, extenders)
+    run_from_lists(w, 0, explain, &mut || None, extenders, None)
 }
 
 /// [`run_with`] on a cluster that already has `bound_pods` pods ([`bound_pod`], round robin
@@ -907,6 +935,7 @@ pub fn run_from_lists(
     explain: ExplainMode,
     memory: &mut dyn FnMut() -> Option<u64>,
     extenders: &[Arc<dyn crate::framework::Extender>],
+    heartbeats: Option<HeartbeatLoad>,
 ) -> RunStats {
     let mut r = Runner::without_nodes(w);
     r.profiles.set_extenders(extenders);
@@ -950,6 +979,12 @@ pub fn run_from_lists(
     r.schedule_queue(&init, |_, _| {});
     r.confirm_bindings();
     r.set_explain(explain);
+    if let Some(load) = heartbeats {
+        let h = Heartbeats::new(&mut r.cache, &w.nodes, load.per_pod);
+        r.heartbeats = Some(if load.unfiltered { h.unfiltered() } else { h });
+        // The nodes as kubelets report them, in the snapshot before timing.
+        r.cache.update_snapshot(&mut r.snapshot);
+    }
     r.snapshot_updates = (0, Duration::ZERO);
     let mut latencies = Vec::with_capacity(measured.len());
     let start = Instant::now();
@@ -965,6 +1000,12 @@ pub fn run_from_lists(
         startup,
         snapshot_updates: r.snapshot_updates.0,
         snapshot_update_time: r.snapshot_updates.1,
+        heartbeats: r.heartbeats.as_ref().map(|h| HeartbeatStats {
+            per_pod: heartbeats.map_or(0, |l| l.per_pod),
+            applied: h.applied,
+            reached_cache: h.reached_cache,
+            micros_per_heartbeat: h.micros_per_heartbeat(),
+        }),
     }
 }
 
@@ -1002,7 +1043,14 @@ mod tests {
             probes += 1;
             Some(probes * 1000)
         };
-        let stats = run_from_lists(&w, 2 * LIST_PAGE + 3, ExplainMode::Off, &mut memory, &[]);
+        let stats = run_from_lists(
+            &w,
+            2 * LIST_PAGE + 3,
+            ExplainMode::Off,
+            &mut memory,
+            &[],
+            None,
+        );
         assert_eq!((stats.measured, stats.scheduled), (6, 6));
         let st = &stats.startup;
         assert_eq!((st.nodes, st.bound_pods), (30, 2 * LIST_PAGE + 3));

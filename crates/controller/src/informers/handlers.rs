@@ -119,7 +119,10 @@ impl Handler<Lean<Node>> for Nodes {
     ) -> (String, NodeFingerprint) {
         let fp = NodeFingerprint::of(&new);
         let name = new.name_any();
-        shared.lock().on_node(old.map(|(_, f)| f), new, &fp);
+        // Heartbeats end here: no lock, no view rebuilt, no snapshot generation bumped.
+        if !fp.keeps_view(old.map(|(_, f)| f)) {
+            shared.lock().on_node(old.map(|(_, f)| f), new, &fp);
+        }
         (name, fp)
     }
     fn delete(&self, _: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
@@ -155,5 +158,168 @@ impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
         _: Option<&WorkloadEntry>,
     ) -> Option<String> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::{default_profile_state, park_rejected};
+    use scheduler_core::cache::Snapshot;
+    use scheduler_core::queue::QueueKind;
+    use scheduler_core::types::PodKey;
+    use serde_json::{Value, json};
+
+    /// A node as a kubelet reports it (the informer's lean decode keeps the conditions'
+    /// times out, so they are left in here to show they are ignored either way).
+    fn kubelet_node(heartbeat: &str, edit: impl FnOnce(&mut Value)) -> Lean<Node> {
+        let cond = |t: &str, s: &str| {
+            json!({"type": t, "status": s, "lastHeartbeatTime": heartbeat,
+                "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "KubeletReady"})
+        };
+        let mut v = json!({
+            "metadata": {"name": "n1", "resourceVersion": heartbeat,
+                "labels": {"kubernetes.io/hostname": "n1"}},
+            "spec": {},
+            "status": {
+                "allocatable": {"cpu": "1", "memory": "8Gi", "pods": "110"},
+                "conditions": [cond("Ready", "True"), cond("MemoryPressure", "False"),
+                    cond("DiskPressure", "False"), cond("PIDPressure", "False")],
+                "images": [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320000}],
+            },
+        });
+        edit(&mut v);
+        Lean(serde_json::from_value(v).unwrap())
+    }
+
+    /// A pending pod NodeResourcesFit rejects (3 CPUs on a 1-CPU node), parked.
+    fn parked_pod(
+        shared: &Shared,
+        profiles: &scheduler_core::framework::ProfileRegistry,
+    ) -> PodKey {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "huge", "namespace": "default", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": "3"}}}]},
+        }))
+        .unwrap();
+        let mut st = shared.lock();
+        st.on_pod(profiles, None, &pod);
+        park_rejected(&mut st, profiles, "NodeResourcesFit");
+        PodKey::of(&pod)
+    }
+
+    /// A heartbeat (new condition times and resourceVersion, nothing else) leaves the
+    /// cache's node entry (the same `Arc`, the same generation), the snapshot and the
+    /// queue exactly as they were.
+    #[test]
+    fn a_heartbeat_touches_neither_cache_nor_snapshot_nor_queue() {
+        let (shared, profiles, _clock) = default_profile_state();
+        let first = kubelet_node("2026-01-01T00:00:00Z", |_| {});
+        let mut view = Nodes.apply(&shared, None, first);
+        let key = parked_pod(&shared, &profiles);
+        let mut snapshot = Snapshot::new();
+        let (entry, generation) = {
+            let st = shared.lock();
+            st.cache.update_snapshot(&mut snapshot);
+            let n = st.cache.node_info("n1").unwrap();
+            (Arc::clone(n), n.generation)
+        };
+        for t in ["2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z"] {
+            view = Nodes.apply(&shared, Some(&view), kubelet_node(t, |_| {}));
+        }
+        let st = shared.lock();
+        let now = st.cache.node_info("n1").unwrap();
+        assert!(Arc::ptr_eq(now, &entry), "the node's view was rebuilt");
+        assert_eq!(now.generation, generation);
+        let update = st.cache.update_snapshot(&mut snapshot);
+        assert_eq!(update.changed_nodes, 0);
+        assert_eq!(st.queue.queue_of(&key), Some(QueueKind::Unschedulable));
+    }
+
+    /// Every change the scheduler reads still lands in the cache (and bumps the node's
+    /// generation, so the next snapshot copies it), heartbeat or not.
+    #[test]
+    fn real_node_changes_still_land() {
+        type Edit = fn(&mut Value);
+        type Landed = fn(&scheduler_core::types::NodeInfo) -> bool;
+        let changes: [(&str, Edit, Landed); 6] = [
+            (
+                "allocatable",
+                |v| v["status"]["allocatable"]["cpu"] = json!("8"),
+                |n| n.allocatable.milli_cpu == 8000,
+            ),
+            (
+                "taint",
+                |v| {
+                    v["spec"]["taints"] = json!([{"key": "k", "effect": "NoSchedule"}]);
+                },
+                |n| n.taints.len() == 1,
+            ),
+            (
+                "label",
+                |v| v["metadata"]["labels"]["pool"] = json!("gpu"),
+                |n| n.labels.get("pool").map(String::as_str) == Some("gpu"),
+            ),
+            (
+                "unschedulable",
+                |v| v["spec"]["unschedulable"] = json!(true),
+                |n| n.unschedulable,
+            ),
+            (
+                "Ready condition status",
+                |v| v["status"]["conditions"][0]["status"] = json!("False"),
+                |_| true,
+            ),
+            (
+                "images",
+                |v| {
+                    v["status"]["images"][0]["names"] = json!(["registry.k8s.io/pause:3.11"]);
+                },
+                |n| n.images.get("registry.k8s.io/pause:3.11").is_some(),
+            ),
+        ];
+        for (what, edit, landed) in changes {
+            let (shared, _profiles, _clock) = default_profile_state();
+            let view = Nodes.apply(&shared, None, kubelet_node("2026-01-01T00:00:00Z", |_| {}));
+            let before = shared.lock().cache.node_info("n1").unwrap().generation;
+            Nodes.apply(
+                &shared,
+                Some(&view),
+                kubelet_node("2026-01-01T00:00:10Z", edit),
+            );
+            let st = shared.lock();
+            let n = st.cache.node_info("n1").unwrap();
+            assert!(n.generation > before, "{what}: not applied");
+            assert!(landed(n), "{what}: not in the cache's view");
+        }
+    }
+
+    /// A change the pending pod can use (more CPU) still moves it out of the unschedulable
+    /// pods, a heartbeat before it did not.
+    #[test]
+    fn an_allocatable_change_after_heartbeats_moves_the_pod() {
+        let (shared, profiles, _clock) = default_profile_state();
+        let mut view = Nodes.apply(&shared, None, kubelet_node("2026-01-01T00:00:00Z", |_| {}));
+        let key = parked_pod(&shared, &profiles);
+        view = Nodes.apply(
+            &shared,
+            Some(&view),
+            kubelet_node("2026-01-01T00:00:10Z", |_| {}),
+        );
+        assert_eq!(
+            shared.lock().queue.queue_of(&key),
+            Some(QueueKind::Unschedulable)
+        );
+        let bigger = |v: &mut Value| v["status"]["allocatable"]["cpu"] = json!("8");
+        Nodes.apply(
+            &shared,
+            Some(&view),
+            kubelet_node("2026-01-01T00:00:20Z", bigger),
+        );
+        assert_ne!(
+            shared.lock().queue.queue_of(&key),
+            Some(QueueKind::Unschedulable)
+        );
     }
 }

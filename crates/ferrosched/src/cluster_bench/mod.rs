@@ -17,6 +17,7 @@
 //! process (the measurement would include the driver) and uses controller only through its
 //! public API.
 
+mod heartbeats;
 mod measure;
 mod objects;
 mod scheduler;
@@ -38,6 +39,7 @@ use kube::{Api, Client};
 use scheduler_core::bench_workloads::{self, Workload};
 use serde::{Deserialize, Serialize};
 
+pub use heartbeats::{HeartbeatReport, MAX_IN_FLIGHT as HEARTBEATS_IN_FLIGHT, heartbeat_patch};
 use measure::{Tracker, track};
 pub use measure::{group_latency, process_cpu_seconds, process_peak_rss_mib, throughput};
 pub use objects::{
@@ -75,6 +77,9 @@ pub struct BenchOptions {
     pub pods_first: bool,
     /// Pods per PodGroup for the group workloads (None: the workload's default).
     pub pods_per_group: Option<usize>,
+    /// Heartbeats per second during the measured phase (`--heartbeats`): node status
+    /// PATCHes round robin over the run's nodes, from a client of their own.
+    pub heartbeats: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +254,9 @@ pub struct ClusterBenchResult {
     /// The end of the scheduler's stderr, when the run did not complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_stderr_tail: Option<String>,
+    /// The heartbeat storm during the measured phase (`--heartbeats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeats: Option<HeartbeatReport>,
 }
 
 /// Runs one workload against the cluster and cleans up after it (unless `keep`), also when
@@ -414,6 +422,7 @@ async fn drive(
     let pods_first = opts.pods_first || ceiling.is_some();
     let mut measured_start = Instant::now();
     let mut first_rss = 0.0;
+    let mut storm = None;
     if init_done {
         if pods_first && let Some(p) = pid.take() {
             first_rss = process_peak_rss_mib(p).unwrap_or(0.0);
@@ -424,6 +433,14 @@ async fn drive(
             .iter()
             .map(|p| bench_pod(run, "measured", p))
             .collect();
+        // The storm blows from before the measured pods exist until they are all bound.
+        if let Some(rate) = opts.heartbeats {
+            let own = controller::client(Some(&opts.kubeconfig))
+                .await
+                .map_err(|e| BenchError::Io(format!("heartbeat client: {e}")))?;
+            let names = (0..w.nodes.len()).map(|i| run.node_name(i)).collect();
+            storm = Some(heartbeats::Storm::start(own, names, rate));
+        }
         groups.create("measured", opts.concurrency).await?;
         let t = Instant::now();
         create_all(&pods, measured, opts.concurrency).await?;
@@ -443,6 +460,10 @@ async fn drive(
             stalled_in = Some("measured");
         }
     }
+    let heartbeats = match storm {
+        Some(s) => Some(s.stop().await),
+        None => None,
+    };
     let cpu_after = pid.and_then(process_cpu_seconds).unwrap_or(0.0);
     let peak_rss_mib = pid
         .and_then(process_peak_rss_mib)
@@ -499,6 +520,7 @@ async fn drive(
             )
         }),
         scheduler_stderr_tail: (!complete).then(|| scheduler.lock().unwrap().stderr_tail()),
+        heartbeats,
     })
 }
 

@@ -144,6 +144,33 @@ pub struct BenchArgs {
     /// With --kubeconfig: concurrent create requests.
     #[arg(long, value_name = "N", default_value_t = 32)]
     concurrency: usize,
+    /// With --kubeconfig: a kubelet heartbeat storm while the measured pods are created
+    /// and scheduled: RATE node status PATCHes per second (the Ready condition's
+    /// lastHeartbeatTime, strategic merge) round robin over the run's nodes, from a client
+    /// of its own, at most 64 in flight. A kubelet reports every 10 s: 50,000 nodes make
+    /// 5,000 per second. The report gives the rate achieved.
+    #[arg(long, value_name = "RATE", requires = "kubeconfig", value_parser = positive_rate)]
+    heartbeats: Option<f64>,
+    /// In memory: K heartbeat-only node updates (round robin over the nodes, each with a
+    /// kubelet's four conditions and 20 images) before every measured attempt, through the
+    /// node informer's update path; their time counts in us/pod. 0 gives the same nodes
+    /// without heartbeats, to compare with.
+    #[arg(long, value_name = "K", conflicts_with = "kubeconfig")]
+    heartbeats_per_pod: Option<usize>,
+    /// Internal: every heartbeat reaches the cache (the path before heartbeats were
+    /// dropped early), to measure what it cost.
+    #[arg(long, hide = true, requires = "heartbeats_per_pod")]
+    heartbeats_unfiltered: bool,
+}
+
+/// `--heartbeats`: a rate above 0.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+        _ => Err(format!(
+            "{s:?} is not a rate: give heartbeats per second, a number above 0 (e.g. 500)"
+        )),
+    }
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -169,6 +196,23 @@ pub struct BenchResult {
     /// Start-up from lists and memory (workloads scheduled by the runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup: Option<StartupResult>,
+    /// `--heartbeats-per-pod`: the heartbeats between the measured attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeats: Option<HeartbeatResult>,
+}
+
+/// Heartbeat-only node updates between the measured attempts, in memory.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatResult {
+    pub per_pod: usize,
+    pub applied: u64,
+    /// Updates that changed the cache (0: every heartbeat dropped before it).
+    pub reached_cache: u64,
+    pub micros_per_heartbeat: f64,
+    /// Every heartbeat was sent to the cache (the path before they were dropped early).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unfiltered: bool,
 }
 
 /// Start-up from lists, memory per object (resident memory deltas, so allocator slack
@@ -241,6 +285,14 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if args.heartbeats_per_pod.is_some()
+        && let Some(n) = names.iter().find(|n| in_memory_only(n))
+    {
+        eprintln!(
+            "error: --heartbeats-per-pod: {n} schedules in a loop of its own without heartbeats; drop it from --workload or drop --heartbeats-per-pod"
+        );
+        return ExitCode::FAILURE;
+    }
     if let Some(kubeconfig) = &args.kubeconfig {
         if let Some(n) = names.iter().find(|n| cluster_unsupported(n)) {
             let cluster: Vec<&str> = WORKLOADS
@@ -271,6 +323,11 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             args.pods_per_group.map(|n| n as usize),
             args.explain.map_or(ExplainMode::Off, BenchExplain::mode),
             args.extender_noop,
+            args.heartbeats_per_pod
+                .map(|per_pod| bench_workloads::HeartbeatLoad {
+                    per_pod,
+                    unfiltered: args.heartbeats_unfiltered,
+                }),
         );
         println!("{}", serde_json::to_string(&r).expect("serializes"));
         return ExitCode::SUCCESS;
@@ -303,6 +360,14 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 .args(
                     args.extender_noop
                         .map(|e| format!("--extender-noop={}", e.name())),
+                )
+                .args(
+                    args.heartbeats_per_pod
+                        .map(|k| format!("--heartbeats-per-pod={k}")),
+                )
+                .args(
+                    args.heartbeats_unfiltered
+                        .then_some("--heartbeats-unfiltered"),
                 )
                 .output();
             match out {
@@ -411,6 +476,7 @@ fn run_one(
     pods_per_group: Option<usize>,
     explain: ExplainMode,
     extender: Option<NoopExtender>,
+    heartbeats: Option<bench_workloads::HeartbeatLoad>,
 ) -> BenchResult {
     if in_memory_only(name) {
         let s = match name {
@@ -438,24 +504,36 @@ fn run_one(
             attempts_per_pod: Some(s.attempts_per_scheduled_pod()),
             pods_per_group: None,
             startup: None,
+            heartbeats: None,
         };
     }
     let w = bench_workloads::build(name, nodes, init, measured)
         .or_else(|| bench_workloads::build_group(name, nodes, init, measured, pods_per_group))
         .expect("known workload");
-    let (s, workload) = match extender {
+    let (s, mut workload) = match extender {
         None => (
-            bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes, &[]),
+            bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes, &[], heartbeats),
             name.to_string(),
         ),
         Some(sent) => {
             let (rt, extenders) = noop_extender(sent).expect("loopback extender starts");
-            let s = bench_workloads::run_from_lists(&w, bound, explain, &mut rss_bytes, &extenders);
+            let s = bench_workloads::run_from_lists(
+                &w,
+                bound,
+                explain,
+                &mut rss_bytes,
+                &extenders,
+                heartbeats,
+            );
             drop(extenders);
             rt.shutdown_background();
             (s, format!("{name}+extender({})", sent.name()))
         }
     };
+    if let Some(load) = heartbeats {
+        let how = if load.unfiltered { ", unfiltered" } else { "" };
+        workload = format!("{workload}+heartbeats({}/pod{how})", load.per_pod);
+    }
     let st = &s.startup;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
@@ -486,6 +564,13 @@ fn run_one(
         attempts_per_pod: None,
         pods_per_group: w.pods_per_group,
         startup: Some(startup),
+        heartbeats: s.heartbeats.map(|h| HeartbeatResult {
+            per_pod: h.per_pod,
+            applied: h.applied,
+            reached_cache: h.reached_cache,
+            micros_per_heartbeat: h.micros_per_heartbeat,
+            unfiltered: heartbeats.is_some_and(|l| l.unfiltered),
+        }),
     }
 }
 
@@ -570,6 +655,13 @@ fn table(results: &[BenchResult]) -> String {
                 st.snapshot_update_micros,
             );
         }
+        if let Some(h) = &r.heartbeats {
+            let _ = writeln!(
+                out,
+                "{:<w$}   heartbeats: {} applied ({} per attempt), {} reached the cache, {:.2} us each",
+                "", h.applied, h.per_pod, h.reached_cache, h.micros_per_heartbeat,
+            );
+        }
     }
     out
 }
@@ -650,6 +742,7 @@ fn cluster(args: &BenchArgs, names: &[String], kubeconfig: &Path) -> ExitCode {
                         concurrency: args.concurrency,
                         pods_first: args.pods_first,
                         pods_per_group: args.pods_per_group.map(|n| n as usize),
+                        heartbeats: args.heartbeats,
                     };
                     let who = scheduler.name();
                     eprintln!(
@@ -753,6 +846,13 @@ fn cluster_table(results: &[ClusterBenchResult]) -> String {
                 .map_or_else(|| "-".to_string(), |n| n.to_string()),
             group_latency
         );
+        if let Some(h) = &r.heartbeats {
+            let _ = writeln!(
+                out,
+                "{:<14} heartbeats: {:.0}/s achieved of {:.0}/s asked ({} sent, {} failed, {:.1}s)",
+                "", h.achieved_per_second, h.requested_per_second, h.sent, h.failed, h.seconds
+            );
+        }
         // A kube-scheduler row right after ferrosched's on the same workload: the ratios.
         let prev = i.checked_sub(1).map(|j| &results[j]);
         if let Some(f) = prev.filter(|f| {

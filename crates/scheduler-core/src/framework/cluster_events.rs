@@ -370,6 +370,9 @@ pub struct NodeFingerprint {
     annotations: u64,
     /// In order: upstream compares the lists with `slices.Equal`.
     declared_features: u64,
+    /// `status.images` (names and sizes, for ImageLocality). Not an event upstream, so
+    /// [`NodeFingerprint::actions_to`] ignores it; [`NodeFingerprint::keeps_view`] does not.
+    images: u64,
 }
 
 fn hash_of(v: impl Hash) -> u64 {
@@ -421,7 +424,23 @@ impl NodeFingerprint {
             conditions: hash_of(conditions),
             annotations: hash_of(n.metadata.annotations.iter().flatten().collect::<Vec<_>>()),
             declared_features: hash_of(status.and_then(|s| s.declared_features.as_ref())),
+            images: hash_of(status.and_then(|s| s.images.as_ref()).map(|images| {
+                images
+                    .iter()
+                    .map(|i| (&i.names, i.size_bytes))
+                    .collect::<Vec<_>>()
+            })),
         }
+    }
+
+    /// Whether an update from `old` (what the informer kept of the node; `None`: the node
+    /// is new) to this fingerprint leaves everything the scheduler keeps of the node as it
+    /// is: then the update (a kubelet's heartbeat: only condition timestamps and the
+    /// resourceVersion change) is dropped before the scheduler's lock, the cache's view, the
+    /// snapshot and the queue see it. Annotations and condition statuses count although the
+    /// cache keeps neither: they fire queue events.
+    pub fn keeps_view(&self, old: Option<&NodeFingerprint>) -> bool {
+        old == Some(self)
     }
 
     /// The scheduling-relevant actions between this (older) fingerprint and `new` (upstream
