@@ -1903,16 +1903,9 @@ fn partition_pod(server: &FakeApiServer, pod_name: &str, mode: &str) {
     server.apply("pods", &pod(pod_name, "100m", with_claim));
 }
 
-/// The controller with the DRADeviceCompatibilityGroups gate as given.
-async fn start_with_compatibility_groups(server: &FakeApiServer, on: bool) -> Running {
-    start_custom(server, CONFIG, |o| o.dra_device_compatibility_groups = on).await
-}
-
-/// Compatibility groups through the API (gate on): a MIG slice is taken first; a vGPU
-/// claim on the same counter set then finds no compatible device and its pod stays
-/// pending with the DynamicResources reason, while a second MIG claim is placed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compatibility_groups_keep_a_gpus_modes_apart() {
+/// Node n1 with the MIG/vGPU GPU, class `gpu`, and the controller with the
+/// DRADeviceCompatibilityGroups gate as given.
+async fn gpu_modes_cluster(on: bool) -> (FakeApiServer, Running) {
     let server = FakeApiServer::start().await;
     server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
     server.apply("nodes", &node("n1", "4", json!({})));
@@ -1922,20 +1915,34 @@ async fn compatibility_groups_keep_a_gpus_modes_apart() {
                 "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
     );
     apply_mig_and_vgpu(&server);
-    let running = start_with_compatibility_groups(&server, true).await;
+    let running = start_custom(&server, CONFIG, |o| o.dra_device_compatibility_groups = on).await;
+    (server, running)
+}
+
+/// Waits until the pod's PodScheduled message says no device could be allocated (the first
+/// attempt may come before the claim reached the informer: "not found").
+async fn wait_for_no_device(server: &FakeApiServer, pod: &str) {
+    wait_for("no compatible device", || {
+        scheduled_message(server, pod).is_some_and(|m| {
+            m.starts_with("0/1 nodes are available: 1 cannot allocate all claims.")
+        })
+    })
+    .await;
+}
+
+/// Compatibility groups through the API (gate on): a MIG slice is taken first; a vGPU
+/// claim on the same counter set then finds no compatible device and its pod stays
+/// pending with the DynamicResources reason, while a second MIG claim is placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compatibility_groups_keep_a_gpus_modes_apart() {
+    let (server, running) = gpu_modes_cluster(true).await;
     partition_pod(&server, "first-mig", "mig");
     wait_for("first-mig bound", || {
         server.node_of("default", "first-mig").is_some()
     })
     .await;
     partition_pod(&server, "vgpu", "vgpu");
-    // (The first attempt may come before the claim reached the informer: "not found".)
-    wait_for("no compatible device for vgpu", || {
-        scheduled_message(&server, "vgpu").is_some_and(|m| {
-            m.starts_with("0/1 nodes are available: 1 cannot allocate all claims.")
-        })
-    })
-    .await;
+    wait_for_no_device(&server, "vgpu").await;
     partition_pod(&server, "second-mig", "mig");
     wait_for("second-mig bound", || {
         server.node_of("default", "second-mig").is_some()
@@ -1955,24 +1962,9 @@ async fn compatibility_groups_keep_a_gpus_modes_apart() {
 /// allocated, so a claim only they could satisfy leaves its pod pending.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_gate_off_devices_declaring_groups_are_never_allocated() {
-    let server = FakeApiServer::start().await;
-    server.apply("namespaces", &json!({"metadata": {"name": "default"}}));
-    server.apply("nodes", &node("n1", "4", json!({})));
-    server.apply(
-        "deviceclasses",
-        &json!({"metadata": {"name": "gpu"},
-                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {GPU_DRIVER:?}")}}]}}),
-    );
-    apply_mig_and_vgpu(&server);
-    let running = start_with_compatibility_groups(&server, false).await;
+    let (server, running) = gpu_modes_cluster(false).await;
     partition_pod(&server, "mig", "mig");
-    // (The first attempt may come before the claim reached the informer: "not found".)
-    wait_for("no compatible device for mig", || {
-        scheduled_message(&server, "mig").is_some_and(|m| {
-            m.starts_with("0/1 nodes are available: 1 cannot allocate all claims.")
-        })
-    })
-    .await;
+    wait_for_no_device(&server, "mig").await;
     assert!(server.node_of("default", "mig").is_none());
     running.stop().await;
 }
