@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::framework::{BatchStats, CycleState, Framework, PodSignature};
+use crate::framework::{BatchStats, CycleState, FeasibleNodes, Framework, PodSignature};
 use crate::schedule_one::SchedulingAlgorithm;
 use crate::types::{NodeInfo, PodInfo};
 
@@ -82,7 +82,7 @@ impl SchedulingAlgorithm {
         fw: &Framework,
         b: AttemptBatch,
         chosen: usize,
-        feasible: &[Arc<NodeInfo>],
+        feasible: FeasibleNodes<'_>,
         totals: &[i64],
     ) {
         if !self.batching {
@@ -184,7 +184,7 @@ mod tests {
                     ) => {
                         if r.feasible_nodes > 1 {
                             let total = |name: &str| {
-                                let i = r.scored_nodes.iter().position(|n| n.name == name);
+                                let i = r.scored(&snapshot).iter().position(|n| n.name == name);
                                 i.map(|i| r.scores.totals[i])
                             };
                             let best = r.scores.totals.iter().max().copied();

@@ -34,8 +34,9 @@ use std::sync::Arc;
 use crate::cache::Snapshot;
 use crate::explain::Record;
 use crate::framework::{
-    CycleState, Diagnosis, Extender, ExtensionPoint, Framework, HostPriority, NominatedPods,
-    Status, call_extender_priorities, calls_extenders, find_nodes_that_pass_extenders,
+    CycleState, Diagnosis, Extender, ExtensionPoint, FeasibleSet, Framework, HostPriority,
+    NominatedPods, Status, call_extender_priorities, calls_extenders,
+    find_nodes_that_pass_extenders,
 };
 use crate::schedule_one::{
     Decision, Extenders, Filtered, SchedulingAlgorithm, effective_pod, not_scheduled,
@@ -59,7 +60,9 @@ pub struct ExtenderCalls {
     /// The pod the plugins and extenders see (RuntimeClass overhead included).
     effective: Arc<PodInfo>,
     extenders: Vec<Arc<dyn Extender>>,
-    /// The nodes that passed Filter, with the diagnosis of those that did not.
+    /// The nodes that passed Filter (kept: the calls outlive the cycle's snapshot).
+    feasible: Vec<Arc<NodeInfo>>,
+    /// The diagnosis of the nodes that did not (its `feasible` is left empty).
     filtered: Filtered,
 }
 
@@ -67,7 +70,7 @@ impl std::fmt::Debug for ExtenderCalls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtenderCalls")
             .field("pod", self.pod.key())
-            .field("nodes", &self.filtered.feasible.len())
+            .field("nodes", &self.feasible.len())
             .field("first", &self.filtered.first)
             .finish_non_exhaustive()
     }
@@ -101,15 +104,12 @@ impl ExtenderCalls {
             pod,
             effective,
             extenders,
+            feasible,
             filtered,
         } = self;
         let mut diagnosis = filtered.diagnosis;
-        let passed = find_nodes_that_pass_extenders(
-            &extenders,
-            &effective,
-            filtered.feasible,
-            &mut diagnosis,
-        );
+        let passed =
+            find_nodes_that_pass_extenders(&extenders, &effective, feasible, &mut diagnosis);
         let priorities = match &passed {
             Ok(nodes) if nodes.len() > 1 => call_extender_priorities(&extenders, &effective, nodes),
             _ => Vec::new(),
@@ -186,12 +186,17 @@ fn begin_from(
         rec.as_deref_mut(),
         deferred,
     ) {
-        Ok((filtered, _batch)) => Step::Call(ExtenderCalls {
-            pod: Arc::clone(pod),
-            effective,
-            extenders: fw.extenders().to_vec(),
-            filtered,
-        }),
+        Ok((mut filtered, _batch)) => {
+            // The calls outlive this snapshot: keep the nodes, not positions in it.
+            let feasible = std::mem::take(&mut filtered.feasible).into_nodes(snapshot);
+            Step::Call(ExtenderCalls {
+                pod: Arc::clone(pod),
+                effective,
+                extenders: fw.extenders().to_vec(),
+                feasible,
+                filtered,
+            })
+        }
         Err(e) => Step::Decided(not_scheduled(
             fw, alg, &state, &effective, snapshot, nominated, rec, true, e,
         )),
@@ -255,7 +260,7 @@ pub fn resume(
         .filter_map(|n| snapshot.get(&n.name).cloned())
         .collect();
     let filtered = Filtered {
-        feasible: nodes,
+        feasible: FeasibleSet::Nodes(nodes),
         // The nodes were read anew from the newer snapshot: Score reads them, not summaries.
         summaries: Vec::new(),
         diagnosis,

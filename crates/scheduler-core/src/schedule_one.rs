@@ -11,9 +11,10 @@ use rayon::prelude::*;
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::explain::{Explanation, Preemption, Record};
 use crate::framework::{
-    BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FitError, Framework,
-    HostPriority, NodePluginScores, NominatedPods, OpportunisticBatch, PluginTimer, PointTiming,
-    PostFilterContext, PostFilterResult, ScoreDetail, ScoreTable, Status,
+    BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FeasibleNodes,
+    FeasibleSet, FitError, Framework, HostPriority, NodePluginScores, NominatedPods,
+    OpportunisticBatch, PluginTimer, PointTiming, PostFilterContext, PostFilterResult, ScoreDetail,
+    ScoreTable, Status,
 };
 use crate::schedule_batch::AttemptBatch;
 use crate::types::{NodeInfo, NodeSummary, PodInfo};
@@ -296,20 +297,29 @@ pub struct ScheduleResult {
     pub evaluated_nodes: usize,
     pub feasible_nodes: usize,
     /// The feasible nodes that were scored, and their scores (empty with one feasible node).
-    pub scored_nodes: Vec<Arc<NodeInfo>>,
+    /// Kept as positions in the cycle's snapshot when they can be: read them with
+    /// [`scored`](Self::scored) and that snapshot.
+    pub scored_nodes: FeasibleSet,
     pub scores: ScoreTable,
 }
 
 impl ScheduleResult {
-    /// One scored node's per-plugin breakdown, for explanations and tests.
-    pub fn breakdown(&self, node: &str) -> Option<NodePluginScores> {
-        let i = self.scored_nodes.iter().position(|n| n.name == node)?;
+    /// The scored nodes, in scoring order; `snapshot` is the one the cycle ran on.
+    pub fn scored<'a>(&'a self, snapshot: &'a Snapshot) -> FeasibleNodes<'a> {
+        self.scored_nodes.view(snapshot)
+    }
+
+    /// One scored node's per-plugin breakdown, for explanations and tests; `snapshot` is
+    /// the one the cycle ran on.
+    pub fn breakdown(&self, snapshot: &Snapshot, node: &str) -> Option<NodePluginScores> {
+        let i = self.scored(snapshot).iter().position(|n| n.name == node)?;
         Some(self.scores.node(i, node))
     }
 
-    /// Every scored node's breakdown, in scoring order.
-    pub fn breakdowns(&self) -> Vec<NodePluginScores> {
-        self.scored_nodes
+    /// Every scored node's breakdown, in scoring order (`snapshot` as for
+    /// [`breakdown`](Self::breakdown)).
+    pub fn breakdowns(&self, snapshot: &Snapshot) -> Vec<NodePluginScores> {
+        self.scored(snapshot)
             .iter()
             .enumerate()
             .map(|(i, n)| self.scores.node(i, &n.name))
@@ -496,19 +506,20 @@ impl SchedulingAlgorithm {
         if feasible.is_empty() {
             return Err(ScheduleError::NoNodes);
         }
-        let evaluated_nodes = feasible.len() + diagnosis.node_to_status.len();
+        let nodes = feasible.view(snapshot);
+        let evaluated_nodes = nodes.len() + diagnosis.node_to_status.len();
         if let Some(r) = rec.as_deref_mut() {
             r.diagnosis = diagnosis;
-            r.feasible.extend(feasible.iter().cloned());
+            r.feasible.extend(nodes.to_vec());
             r.filtered = true;
         }
-        if feasible.len() == 1 {
-            self.batch_store(fw, batch, 0, &feasible, &[]);
+        if nodes.len() == 1 {
+            self.batch_store(fw, batch, 0, nodes, &[]);
             return Ok(ScheduleResult {
-                suggested_host: feasible[0].name.clone(),
+                suggested_host: nodes[0].name.clone(),
                 evaluated_nodes,
                 feasible_nodes: 1,
-                scored_nodes: Vec::new(),
+                scored_nodes: FeasibleSet::default(),
                 scores: ScoreTable::default(),
             });
         }
@@ -516,7 +527,7 @@ impl SchedulingAlgorithm {
             fw,
             state,
             pod,
-            &feasible,
+            nodes,
             summaries,
             snapshot,
             rec.as_deref_mut().map(|r| &mut r.detail),
@@ -527,12 +538,12 @@ impl SchedulingAlgorithm {
             r.table.clone_from(&scores);
             r.chosen = Some(chosen);
         }
-        let host = feasible[chosen].name.clone();
-        self.batch_store(fw, batch, chosen, &feasible, &scores.totals);
+        let host = nodes[chosen].name.clone();
+        self.batch_store(fw, batch, chosen, nodes, &scores.totals);
         Ok(ScheduleResult {
             suggested_host: host,
             evaluated_nodes,
-            feasible_nodes: feasible.len(),
+            feasible_nodes: nodes.len(),
             scored_nodes: feasible,
             scores,
         })
@@ -550,7 +561,7 @@ impl SchedulingAlgorithm {
         batch: &mut AttemptBatch,
         extenders: Extenders,
         summaries: &mut Vec<NodeSummary>,
-    ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis, bool), ScheduleError> {
+    ) -> Result<(FeasibleSet, Diagnosis, bool), ScheduleError> {
         let (call_extenders, try_first) = match extenders {
             Extenders::InCycle => (!fw.extenders().is_empty(), true),
             Extenders::Deferred { try_first } => (false, try_first),
@@ -568,7 +579,7 @@ impl SchedulingAlgorithm {
                 diagnosis.unschedulable_plugins.insert(p);
             }
             diagnosis.node_to_status.set_absent(status);
-            return Ok((Vec::new(), diagnosis, false));
+            return Ok((FeasibleSet::default(), diagnosis, false));
         }
 
         let hinted = self.batch_hint(fw, state, pod, snapshot, batch);
@@ -582,9 +593,10 @@ impl SchedulingAlgorithm {
         if let Some(node) = first {
             let one = [node];
             let mut d = Diagnosis::default();
-            let mut feasible = self.find_nodes_that_pass_filters(
+            let passed = self.find_nodes_that_pass_filters(
                 fw, state, pod, &one, None, &mut d, nominated, false,
             )?;
+            let mut feasible = clone_nodes_at(&one, &passed);
             if call_extenders {
                 feasible = self.run_extender_filters(fw, pod, feasible, &mut d)?;
             }
@@ -594,7 +606,7 @@ impl SchedulingAlgorithm {
                 {
                     scope.nominated_fast_path = true;
                 }
-                return Ok((feasible, diagnosis, true));
+                return Ok((FeasibleSet::Nodes(feasible), diagnosis, true));
             }
         }
 
@@ -628,7 +640,9 @@ impl SchedulingAlgorithm {
                 &narrowed
             }
         };
-        let mut feasible = self.find_nodes_that_pass_filters(
+        // Positions in the snapshot's own list stay positions; a subset's nodes are kept.
+        let in_snapshot = std::ptr::eq(nodes, snapshot.node_infos());
+        let passed = self.find_nodes_that_pass_filters(
             fw,
             state,
             pod,
@@ -638,8 +652,15 @@ impl SchedulingAlgorithm {
             nominated,
             true,
         )?;
+        let mut feasible = if in_snapshot {
+            FeasibleSet::Positions(passed)
+        } else {
+            FeasibleSet::Nodes(clone_nodes_at(nodes, &passed))
+        };
         if call_extenders {
-            feasible = self.run_extender_filters(fw, pod, feasible, &mut diagnosis)?;
+            let kept = feasible.into_nodes(snapshot);
+            let kept = self.run_extender_filters(fw, pod, kept, &mut diagnosis)?;
+            feasible = FeasibleSet::Nodes(kept);
             summaries.clear();
         }
         Ok((feasible, diagnosis, false))
@@ -672,7 +693,7 @@ impl SchedulingAlgorithm {
         diagnosis: &mut Diagnosis,
         nominated: &NominatedPods,
         advance_start: bool,
-    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+    ) -> Result<Vec<usize>, ScheduleError> {
         let start = self.point_start();
         let r = self.filter_nodes(
             fw,
@@ -694,7 +715,8 @@ impl SchedulingAlgorithm {
     }
 
     /// Runs the filters over `nodes` starting at the rotating index, in parallel, stopping
-    /// once enough feasible nodes are found. `summaries` as in
+    /// once enough feasible nodes are found; returns the feasible nodes' positions in
+    /// `nodes`, in the order visited. `summaries` as in
     /// [`find_nodes_that_pass_filters`](Self::find_nodes_that_pass_filters).
     #[allow(clippy::too_many_arguments)]
     fn filter_nodes(
@@ -707,7 +729,7 @@ impl SchedulingAlgorithm {
         diagnosis: &mut Diagnosis,
         nominated: &NominatedPods,
         advance_start: bool,
-    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+    ) -> Result<Vec<usize>, ScheduleError> {
         let n = nodes.len();
         if n == 0 {
             return Ok(Vec::new());
@@ -730,7 +752,7 @@ impl SchedulingAlgorithm {
             if j >= n { j - n } else { j }
         };
         if !fw.has_filter_plugins() {
-            let feasible = (0..to_find).map(|i| Arc::clone(&nodes[at(i)])).collect();
+            let feasible = (0..to_find).map(at).collect();
             if let (Some(all), Some(out)) = (all_summaries, feasible_summaries) {
                 out.extend((0..to_find).map(|i| all[at(i)]));
             }
@@ -763,7 +785,7 @@ impl SchedulingAlgorithm {
                 _ => fw.run_filter(state, pod, node),
             }
         };
-        // Positions of the feasible nodes; their `Arc`s are cloned after the loop (below).
+        // Positions of the feasible nodes.
         let mut passed: Vec<usize> = Vec::with_capacity(to_find.min(n));
         if let Some(out) = feasible_summaries.as_deref_mut() {
             out.reserve(to_find.min(n));
@@ -834,12 +856,11 @@ impl SchedulingAlgorithm {
                 keep(j, Some(status))?;
             }
         }
-        let feasible = clone_nodes_at(nodes, &passed);
         if advance_start {
-            let processed = feasible.len() + diagnosis.node_to_status.len();
+            let processed = passed.len() + diagnosis.node_to_status.len();
             self.next_start_node_index = (start + processed) % n;
         }
-        Ok(feasible)
+        Ok(passed)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -848,7 +869,7 @@ impl SchedulingAlgorithm {
         fw: &Framework,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: Option<&[NodeSummary]>,
         snapshot: &Snapshot,
         mut detail: Option<&mut ScoreDetail>,
@@ -1215,7 +1236,8 @@ pub(crate) enum Extenders {
 
 /// What Filter left for the rest of the cycle.
 pub(crate) struct Filtered {
-    pub(crate) feasible: Vec<Arc<NodeInfo>>,
+    /// Positions in the cycle's snapshot, or the nodes (see [`FeasibleSet`]).
+    pub(crate) feasible: FeasibleSet,
     /// The feasible nodes' summaries in the same order, when filtering read them (else
     /// empty): Score reads them instead of the nodes.
     pub(crate) summaries: Vec<NodeSummary>,

@@ -35,3 +35,65 @@ fn tie_breaker_is_roughly_uniform() {
         assert!((9_000..11_000).contains(&c), "{counts:?}");
     }
 }
+
+/// The default profile with the in-tree plugins.
+fn default_framework() -> Framework {
+    let loaded = crate::config::from_flags(None, None).unwrap();
+    Framework::new(&loaded.profiles[0], &crate::framework::Registry::in_tree()).unwrap()
+}
+
+#[test]
+fn scored_nodes_are_positions_in_the_snapshot_in_visiting_order() {
+    // 400 nodes, every third cordoned: Filter rejects those, and at 400 nodes the adaptive
+    // percentage (50 - 3 = 47%) asks for 188 feasible nodes, so each attempt stops early.
+    let nodes: Vec<NodeInfo> = (0..400)
+        .map(|i| {
+            let b = NodeInfo::test(&format!("n{i:03}"))
+                .cpu("4")
+                .memory("8Gi")
+                .pods(110);
+            if i % 3 == 0 { b.unschedulable() } else { b }.build()
+        })
+        .collect();
+    let snap = Snapshot::from_node_infos(nodes);
+    let fw = default_framework();
+    let mut alg = SchedulingAlgorithm::new(0, 3);
+    let pod = PodInfo::test("ns", "p").cpu("100m").build();
+    let mut seen = 0;
+    for attempt in 0..3 {
+        let start = alg.next_start_node_index();
+        let mut state = CycleState::new();
+        let r = alg
+            .schedule_pod(&fw, &mut state, &pod, &snap, &NominatedPods::new())
+            .unwrap();
+        let FeasibleSet::Positions(positions) = &r.scored_nodes else {
+            panic!("attempt {attempt}: scored nodes kept as nodes, not positions");
+        };
+        assert_eq!(positions.len(), 188, "attempt {attempt}");
+        assert_eq!(r.feasible_nodes, 188);
+        // In the order visited: from the rotating start, wrapping around, cordoned skipped.
+        let expected: Vec<usize> = (0..snap.num_nodes())
+            .map(|i| (start + i) % snap.num_nodes())
+            .filter(|&j| !snap.node_infos()[j].unschedulable)
+            .take(188)
+            .collect();
+        assert_eq!(positions, &expected, "attempt {attempt}");
+        // The view reads those very nodes, and the breakdowns are theirs.
+        let names: Vec<&str> = r.scored(&snap).iter().map(|n| n.name.as_str()).collect();
+        let breakdowns = r.breakdowns(&snap);
+        assert_eq!(breakdowns.len(), names.len());
+        for ((b, name), &j) in breakdowns.iter().zip(&names).zip(positions) {
+            assert_eq!(b.name, *name);
+            assert_eq!(snap.node_infos()[j].name, *name);
+        }
+        assert!(names.contains(&r.suggested_host.as_str()));
+        assert!(r.breakdown(&snap, &r.suggested_host).is_some());
+        assert!(
+            r.breakdown(&snap, "n000").is_none(),
+            "a cordoned node is never scored"
+        );
+        // The next attempt starts past the nodes this one looked at.
+        seen += r.evaluated_nodes;
+        assert_eq!(alg.next_start_node_index(), seen % snap.num_nodes());
+    }
+}

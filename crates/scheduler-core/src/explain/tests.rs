@@ -106,7 +106,7 @@ fn check_cluster(seed: u64, nodes: usize, pods: usize, pct: i32) -> (usize, usiz
                 assert_eq!(e.node.as_deref(), Some(node.as_str()));
                 assert_eq!(e.selection.as_ref().unwrap().chosen, node);
                 // The explanation's scores are the decision's, node by node, plugin by plugin.
-                let used = result.breakdowns();
+                let used = result.breakdowns(&snap);
                 assert_eq!(e.scores.len(), used.len());
                 for (mine, theirs) in e.scores.iter().zip(&used) {
                     assert_eq!(mine.node, theirs.name);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::config;
 use crate::types::{NodeInfo, PodInfo};
 
-use super::{Diagnosis, ScoreDetail, ScoreTable, Status};
+use super::{Diagnosis, FeasibleNodes, ScoreDetail, ScoreTable, Status};
 
 /// Upstream's `MaxExtenderPriority`: extenders score nodes from 0 to 10.
 pub const MAX_EXTENDER_PRIORITY: i64 = 10;
@@ -205,11 +205,11 @@ pub fn find_nodes_that_pass_extenders(
 pub fn add_extender_scores(
     extenders: &[Arc<dyn Extender>],
     pod: &PodInfo,
-    nodes: &[Arc<NodeInfo>],
+    nodes: FeasibleNodes<'_>,
     table: &mut ScoreTable,
     detail: Option<&mut ScoreDetail>,
 ) {
-    let answers = call_extender_priorities(extenders, pod, nodes);
+    let answers = call_extender_priorities(extenders, pod, &nodes.to_vec());
     add_extender_priorities(extenders, &answers, nodes, table, detail);
 }
 
@@ -243,7 +243,7 @@ pub fn call_extender_priorities(
 pub fn add_extender_priorities(
     extenders: &[Arc<dyn Extender>],
     answers: &[Option<Vec<HostPriority>>],
-    nodes: &[Arc<NodeInfo>],
+    nodes: FeasibleNodes<'_>,
     table: &mut ScoreTable,
     mut detail: Option<&mut ScoreDetail>,
 ) {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CycleState, Framework, QueuedPodInfo, Status};
+use super::{CycleState, FeasibleNodes, Framework, QueuedPodInfo, Status};
 use crate::cache::Snapshot;
 use crate::types::{NodeInfo, NodeSummary, PodInfo, PodKey, SummaryRule};
 
@@ -300,7 +300,7 @@ pub trait PreScorePlugin: Plugin {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         snapshot: &Snapshot,
     ) -> Status;
 }
@@ -323,7 +323,7 @@ pub trait ScorePlugin: Plugin {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         for (slot, node) in out.iter_mut().zip(nodes) {
@@ -340,7 +340,7 @@ pub trait ScorePlugin: Plugin {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         _summaries: &[NodeSummary],
         out: &mut [i64],
     ) -> Result<(), Status> {

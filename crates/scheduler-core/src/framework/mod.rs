@@ -6,6 +6,7 @@ mod cycle_state;
 mod diagnosis;
 mod extender;
 mod extension_point;
+mod feasible;
 mod interface;
 mod nominator;
 mod placement;
@@ -34,6 +35,7 @@ pub use extender::{
     find_nodes_that_pass_extenders, is_interested,
 };
 pub use extension_point::ExtensionPoint;
+pub use feasible::{FeasibleIter, FeasibleNodes, FeasibleSet};
 pub use interface::*;
 pub use nominator::NominatedPods;
 pub use placement::{

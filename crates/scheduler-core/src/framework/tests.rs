@@ -83,7 +83,7 @@ impl PreScorePlugin for LabelScore {
         &self,
         _: &mut CycleState,
         pod: &PodInfo,
-        _: &[Arc<NodeInfo>],
+        _: FeasibleNodes<'_>,
         _: &Snapshot,
     ) -> Status {
         if pod.labels.contains_key("noscore") {
@@ -391,7 +391,7 @@ fn highest_weighted_score_wins_and_binds_with_a_binding() {
                     node: "high".into()
                 }
             );
-            let high = result.breakdown("high").unwrap();
+            let high = result.breakdown(&snap, "high").unwrap();
             assert_eq!(high.scores, vec![("LabelScore", 80), ("Tenth", 10)]);
             assert_eq!(high.total, 90);
             assert_eq!(result.feasible_nodes, 3);
@@ -422,7 +422,7 @@ fn pre_score_skip_drops_that_plugins_score() {
         .schedule_pod(&fw, &mut state, &p, &snap, &NominatedPods::new())
         .unwrap();
     assert!(
-        r.breakdowns()
+        r.breakdowns(&snap)
             .iter()
             .all(|s| s.scores == vec![("Tenth", 10)]),
         "{:?}",

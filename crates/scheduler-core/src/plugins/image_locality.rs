@@ -12,7 +12,9 @@ use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::ImageSpread;
-use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, PluginPoints, ScorePlugin, Status};
+use crate::framework::{
+    CycleState, FeasibleNodes, MAX_NODE_SCORE, Plugin, PluginPoints, ScorePlugin, Status,
+};
 use crate::plugin_points;
 use crate::types::{NodeInfo, NodeSummary, PodInfo};
 
@@ -101,7 +103,7 @@ impl ScorePlugin for ImageLocality {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         let spread = image_spread(state)?;
@@ -117,7 +119,7 @@ impl ScorePlugin for ImageLocality {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: &[NodeSummary],
         out: &mut [i64],
     ) -> Result<(), Status> {

@@ -217,10 +217,12 @@ mod tests {
                 .image("big:latest", 900 * MB)
                 .build(),
         ];
+        // The snapshot `run` schedules on, for reading the result's scored nodes.
+        let snap = Snapshot::from_node_infos(nodes.clone());
         match run(&pod, nodes) {
             Decision::Bind { node, result, .. } => {
                 assert_eq!(node, "with");
-                let with = result.breakdown("with").unwrap();
+                let with = result.breakdown(&snap, "with").unwrap();
                 // 900MB on 1 of 2 nodes: 450MB -> 100 * (450 - 23) / (1000 - 23) = 43
                 assert!(
                     with.scores.contains(&(names::IMAGE_LOCALITY, 43)),

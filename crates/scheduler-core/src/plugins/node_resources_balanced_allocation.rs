@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeResourcesBalancedAllocationArgs, PluginArgs};
-use crate::framework::{CycleState, Plugin, PluginPoints, PreScorePlugin, ScorePlugin, Status};
+use crate::framework::{
+    CycleState, FeasibleNodes, Plugin, PluginPoints, PreScorePlugin, ScorePlugin, Status,
+};
 use crate::plugin_points;
 use crate::types::{NodeInfo, NodeSummary, PodInfo};
 
@@ -77,7 +79,7 @@ impl PreScorePlugin for NodeResourcesBalancedAllocation {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: FeasibleNodes<'_>,
         _snapshot: &Snapshot,
     ) -> Status {
         let pod_requests = self.scorer.pod_requests(pod);
@@ -100,17 +102,17 @@ impl ScorePlugin for NodeResourcesBalancedAllocation {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
-        self.score_nodes_in(state, pod, nodes.iter().map(|n| &**n), out)
+        self.score_nodes_in(state, pod, nodes.iter(), out)
     }
 
     fn score_summarized(
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: &[NodeSummary],
         out: &mut [i64],
     ) -> Result<(), Status> {
@@ -352,7 +354,7 @@ mod tests {
             let snapshot = Snapshot::from_node_infos(c.nodes.clone());
             if c.run_pre_score {
                 let nodes = snapshot.node_infos().to_vec();
-                let s = pl.pre_score(&mut state, &c.pod, &nodes, &snapshot);
+                let s = pl.pre_score(&mut state, &c.pod, (&nodes).into(), &snapshot);
                 assert!(s.is_success(), "{}: {s}", c.name);
             }
             let got: Vec<i64> = c
@@ -372,7 +374,7 @@ mod tests {
         let n = node("node1", 4000, 10000, &[]).build();
         let snapshot = Snapshot::from_node_infos(vec![n.clone()]);
         let mut state = CycleState::new();
-        let s = pl.pre_score(&mut state, &pod, snapshot.node_infos(), &snapshot);
+        let s = pl.pre_score(&mut state, &pod, snapshot.node_infos().into(), &snapshot);
         assert!(s.is_skip(), "{s}");
         // Called without PreScore, Score gives best-effort pods 0.
         assert_eq!(pl.score(&CycleState::new(), &pod, &n), Ok(0));
@@ -381,8 +383,13 @@ mod tests {
             .request("nvidia.com/gpu", "1")
             .build();
         assert!(
-            pl.pre_score(&mut state, &gpu_only, snapshot.node_infos(), &snapshot)
-                .is_skip()
+            pl.pre_score(
+                &mut state,
+                &gpu_only,
+                snapshot.node_infos().into(),
+                &snapshot
+            )
+            .is_skip()
         );
     }
 

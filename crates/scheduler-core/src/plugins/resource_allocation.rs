@@ -9,8 +9,7 @@
 //! [`ResourceAllocationScorer::score`] then runs per node without allocating.
 
 use crate::config::{ResourceSpec, UtilizationShapePoint};
-use crate::framework::{MAX_NODE_SCORE, Status};
-use std::sync::Arc;
+use crate::framework::{FeasibleNodes, MAX_NODE_SCORE, Status};
 
 use crate::types::{
     NodeInfo, NodeSummary, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
@@ -285,12 +284,12 @@ impl ResourceAllocationScorer {
     pub fn score_summarized(
         &self,
         pod_requests: &[i64],
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: &[NodeSummary],
         out: &mut [i64],
     ) -> Result<(), Status> {
         if self.reads_scalars(pod_requests) {
-            self.score_nodes(pod_requests, nodes.iter().map(|n| &**n), out)
+            self.score_nodes(pod_requests, nodes.iter(), out)
         } else {
             self.score_summaries(pod_requests, summaries, out)
         }

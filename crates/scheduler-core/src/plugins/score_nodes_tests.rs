@@ -107,10 +107,10 @@ fn table(fw: &Framework, pod: &PodInfo, snapshot: &Snapshot, scoring: Scoring) -
     let (_, status, _) = fw.run_pre_filter(&mut state, pod, snapshot);
     assert!(status.is_success(), "{status:?}");
     let nodes = snapshot.node_infos();
-    let status = fw.run_pre_score(&mut state, pod, nodes, snapshot);
+    let status = fw.run_pre_score(&mut state, pod, nodes.into(), snapshot);
     assert!(status.is_success(), "{status:?}");
     let summaries = (scoring == Scoring::Summarized).then(|| snapshot.summaries());
-    fw.run_score(&state, pod, nodes, summaries, false, None)
+    fw.run_score(&state, pod, nodes.into(), summaries, false, None)
         .expect("scores")
 }
 

@@ -6,6 +6,7 @@ use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::FeasibleNodes;
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreScorePlugin,
@@ -109,7 +110,7 @@ impl PreScorePlugin for TaintToleration {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: FeasibleNodes<'_>,
         _snapshot: &Snapshot,
     ) -> Status {
         let tolerations = pod
@@ -154,7 +155,7 @@ impl ScorePlugin for TaintToleration {
         &self,
         state: &CycleState,
         _pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         let tolerations = prefer_no_schedule_tolerations(state)?;
@@ -169,7 +170,7 @@ impl ScorePlugin for TaintToleration {
         &self,
         state: &CycleState,
         _pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: &[NodeSummary],
         out: &mut [i64],
     ) -> Result<(), Status> {
@@ -338,7 +339,7 @@ mod tests {
         let arcs: Vec<Arc<NodeInfo>> = nodes.iter().cloned().map(Arc::new).collect();
         assert!(
             TaintToleration
-                .pre_score(&mut state, pod, &arcs, &Snapshot::new())
+                .pre_score(&mut state, pod, (&arcs).into(), &Snapshot::new())
                 .is_success()
         );
         let mut out: Vec<NodeScore> = nodes

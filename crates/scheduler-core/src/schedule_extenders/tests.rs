@@ -155,7 +155,7 @@ fn the_cut_cycle_decides_as_schedule_one() {
     else {
         unreachable!()
     };
-    assert_eq!(a.breakdown("n3"), b.breakdown("n3"));
+    assert_eq!(a.breakdown(&snap, "n3"), b.breakdown(&snap, "n3"));
     assert!(a.scores.plugins.contains(&"http://fake"));
     assert_eq!(a.feasible_nodes, 3);
 }

@@ -276,9 +276,11 @@ fn scores_are_weighted_and_scaled_into_the_plugin_range() {
     match run(&[f.arc()], pod(), 3) {
         Decision::Bind { node, result, .. } => {
             assert_eq!(node, "n2");
+            // The snapshot `run` scheduled on, built again.
+            let snap = Snapshot::from_node_infos(nodes(3));
             let col = |n: &str| {
                 result
-                    .breakdown(n)
+                    .breakdown(&snap, n)
                     .unwrap()
                     .scores
                     .iter()

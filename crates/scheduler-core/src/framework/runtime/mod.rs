@@ -11,7 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::interface::*;
-use super::{Code, CycleState, ExtensionPoint, PluginEvents, PluginTimer, QueuedPodInfo, Status};
+use super::{
+    Code, CycleState, ExtensionPoint, FeasibleNodes, PluginEvents, PluginTimer, QueuedPodInfo,
+    Status,
+};
 use crate::cache::Snapshot;
 use crate::types::{NodeInfo, NodeSummary, PodInfo, SummaryRule};
 
@@ -567,7 +570,7 @@ impl Framework {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         snapshot: &Snapshot,
     ) -> Status {
         // Score plugins see one node at a time; cluster-wide image facts come from here.
@@ -601,7 +604,7 @@ impl Framework {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: Option<&[NodeSummary]>,
         parallel: bool,
         mut detail: Option<&mut ScoreDetail>,
@@ -631,7 +634,7 @@ impl Framework {
         let timed = state.times_node_plugins();
         let score_run = |j: usize,
                          p: &Named<dyn ScorePlugin>,
-                         nodes: &[Arc<NodeInfo>],
+                         nodes: FeasibleNodes<'_>,
                          summaries: Option<&[NodeSummary]>,
                          out: &mut [i64]| {
             let r = if timed {
@@ -663,11 +666,11 @@ impl Framework {
                 const RUN: usize = 32;
                 column
                     .par_chunks_mut(RUN)
-                    .zip(nodes.par_chunks(RUN))
                     .enumerate()
-                    .try_for_each(|(c, (out, run))| {
-                        let sums = summaries.map(|s| &s[c * RUN..c * RUN + run.len()]);
-                        score_run(j, p, run, sums, out)
+                    .try_for_each(|(c, out)| {
+                        let (from, to) = (c * RUN, c * RUN + out.len());
+                        let sums = summaries.map(|s| &s[from..to]);
+                        score_run(j, p, nodes.range(from, to), sums, out)
                     })?;
             } else {
                 score_run(j, p, nodes, summaries, column)?;

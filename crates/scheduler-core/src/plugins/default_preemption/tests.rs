@@ -72,7 +72,7 @@ impl PreScorePlugin for FakeFit {
         &self,
         _: &mut CycleState,
         _: &PodInfo,
-        _: &[Arc<NodeInfo>],
+        _: crate::framework::FeasibleNodes<'_>,
         _: &Snapshot,
     ) -> Status {
         Status::success()

@@ -6,9 +6,8 @@
 //! resource, for the nodes being scored.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use crate::types::NodeInfo;
+use crate::framework::FeasibleNodes;
 use crate::types::dra::{DeviceNodes, DraObjects};
 
 use super::device_index::DeviceIndex;
@@ -18,7 +17,7 @@ use super::device_index::DeviceIndex;
 pub fn extended_resource_devices(
     objects: &DraObjects,
     resource: &str,
-    nodes: &[Arc<NodeInfo>],
+    nodes: FeasibleNodes<'_>,
 ) -> Option<HashMap<String, (i64, i64)>> {
     let class = objects.class_for_extended_resource(resource)?.clone();
     let index = DeviceIndex::build(objects);

@@ -543,7 +543,7 @@ fn devices_counted_for_scoring_as_upstreams_allocatable_and_requested() {
         Arc::new(NodeInfo::test("n2").build()),
     ];
     let count = |resource: &str| {
-        super::super::extended_score::extended_resource_devices(&o, resource, &nodes)
+        super::super::extended_score::extended_resource_devices(&o, resource, (&nodes).into())
     };
     let explicit = count(GPU).unwrap();
     assert_eq!(explicit["n1"], (4, 2));

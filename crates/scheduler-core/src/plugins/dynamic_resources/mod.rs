@@ -63,6 +63,7 @@ use crate::config::PluginArgs;
 use k8s_openapi::api::resource::v1 as dra;
 
 use crate::cache::Snapshot;
+use crate::framework::FeasibleNodes;
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE,
     NodeScore, Plugin, PluginPoints, PostFilterContext, PostFilterPlugin, PostFilterResult,
@@ -808,7 +809,7 @@ impl ScorePlugin for DynamicResources {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         if state.read::<StateData>().is_none() {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{InterPodAffinityArgs, PluginArgs};
+use crate::framework::FeasibleNodes;
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
@@ -662,7 +663,7 @@ impl PreScorePlugin for InterPodAffinity {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         snapshot: &Snapshot,
     ) -> Status {
         if nodes.is_empty() {

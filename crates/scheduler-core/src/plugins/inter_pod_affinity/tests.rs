@@ -752,7 +752,7 @@ fn add_pod_without_pre_filter_state_is_an_error() {
 /// PreScore + Score + NormalizeScore over every node of the snapshot; `None` if skipped.
 fn scores(pl: &InterPodAffinity, pod: &PodInfo, snapshot: &Snapshot) -> Option<Vec<i64>> {
     let mut state = CycleState::new();
-    let s = pl.pre_score(&mut state, pod, snapshot.node_infos(), snapshot);
+    let s = pl.pre_score(&mut state, pod, snapshot.node_infos().into(), snapshot);
     if s.is_skip() {
         return None;
     }
@@ -772,7 +772,7 @@ fn scores(pl: &InterPodAffinity, pod: &PodInfo, snapshot: &Snapshot) -> Option<V
 fn raw_scores(pl: &InterPodAffinity, pod: &PodInfo, snapshot: &Snapshot) -> Vec<i64> {
     let mut state = CycleState::new();
     assert!(
-        pl.pre_score(&mut state, pod, snapshot.node_infos(), snapshot)
+        pl.pre_score(&mut state, pod, snapshot.node_infos().into(), snapshot)
             .is_success()
     );
     snapshot
@@ -805,7 +805,12 @@ fn pre_score_skips_without_any_terms_or_nodes() {
             .build(),
         )
         .build();
-    let s = plugin().pre_score(&mut CycleState::new(), &with_pref, &[], &snap);
+    let s = plugin().pre_score(
+        &mut CycleState::new(),
+        &with_pref,
+        Default::default(),
+        &snap,
+    );
     assert!(s.is_skip());
 }
 
@@ -897,7 +902,7 @@ fn weights_add_up_across_terms_and_pods_and_normalise_by_min_and_max() {
     let mut state = CycleState::new();
     assert!(
         plugin()
-            .pre_score(&mut state, &p, snap.node_infos(), &snap)
+            .pre_score(&mut state, &p, snap.node_infos().into(), &snap)
             .is_success()
     );
     assert!(

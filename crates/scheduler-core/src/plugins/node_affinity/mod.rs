@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1 as k8s;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeAffinityArgs, PluginArgs};
+use crate::framework::FeasibleNodes;
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreFilterPlugin,
@@ -292,7 +293,7 @@ impl PreScorePlugin for NodeAffinity {
         &self,
         _state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: FeasibleNodes<'_>,
         _snapshot: &Snapshot,
     ) -> Status {
         if let Err(s) = check_preferred_terms(pod) {

@@ -567,7 +567,7 @@ fn score_all(
     if !skip_pre_score {
         let arcs: Vec<Arc<NodeInfo>> = nodes.iter().cloned().map(Arc::new).collect();
         let mut st = CycleState::new();
-        let s = pl.pre_score(&mut st, pod, &arcs, &Snapshot::new());
+        let s = pl.pre_score(&mut st, pod, (&arcs).into(), &Snapshot::new());
         if s.is_skip() {
             return None;
         }
@@ -685,7 +685,12 @@ fn invalid_preferred_terms_are_an_error() {
         3,
         exprs(vec![req("foo", "Gt", &["not-a-number"])]),
     )]));
-    let s = pl.pre_score(&mut CycleState::new(), &pod, &[], &Snapshot::new());
+    let s = pl.pre_score(
+        &mut CycleState::new(),
+        &pod,
+        Default::default(),
+        &Snapshot::new(),
+    );
     assert_eq!(s.code(), Code::Error);
     assert!(
         s.message().contains("must be an integer"),

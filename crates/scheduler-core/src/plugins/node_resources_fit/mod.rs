@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeResourcesFitArgs, PluginArgs, ScoringStrategyType};
+use crate::framework::FeasibleNodes;
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     Code, CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult,
@@ -484,7 +485,7 @@ impl PreScorePlugin for NodeResourcesFit {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         snapshot: &Snapshot,
     ) -> Status {
         let pod_requests = self.scorer.pod_requests(pod);
@@ -535,7 +536,7 @@ impl ScorePlugin for NodeResourcesFit {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         match state.read::<PreScoreState>() {
@@ -551,7 +552,7 @@ impl ScorePlugin for NodeResourcesFit {
             }
             _ => {}
         }
-        let nodes = nodes.iter().map(|n| &**n);
+        let nodes = nodes.iter();
         match state.read::<PreScoreState>() {
             Some(s) => self.scorer.score_nodes(&s.pod_requests, nodes, out),
             None => self
@@ -564,7 +565,7 @@ impl ScorePlugin for NodeResourcesFit {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         summaries: &[NodeSummary],
         out: &mut [i64],
     ) -> Result<(), Status> {

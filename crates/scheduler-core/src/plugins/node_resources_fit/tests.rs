@@ -570,7 +570,7 @@ const CPU_MEM_EXT: &[(&str, i64)] = &[("cpu", 1), ("memory", 1), (EXT, 1)];
 fn run_scores(pl: &NodeResourcesFit, c: &ScoreCase) {
     let snapshot = Snapshot::from_node_infos(c.nodes.clone());
     let mut state = CycleState::new();
-    let s = pl.pre_score(&mut state, &c.pod, snapshot.node_infos(), &snapshot);
+    let s = pl.pre_score(&mut state, &c.pod, snapshot.node_infos().into(), &snapshot);
     assert!(s.is_success(), "{}: PreScore {s}", c.name);
     let got: Vec<i64> = snapshot
         .node_infos()

@@ -9,6 +9,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::PodTopologySpread;
 use super::common::{Inclusion, count_matching, fold_nodes, has_all_topology_keys, missing_state};
 use crate::cache::Snapshot;
+use crate::framework::FeasibleNodes;
 use crate::framework::{
     CycleState, MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin, Status,
 };
@@ -48,7 +49,7 @@ impl PreScorePlugin for PodTopologySpread {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: FeasibleNodes<'_>,
         snapshot: &Snapshot,
     ) -> Status {
         let all = snapshot.node_infos();

@@ -132,7 +132,7 @@ fn scores(
         .map(|n| Arc::clone(snap.get(n).unwrap()))
         .collect();
     let mut state = CycleState::new();
-    let s = pl.pre_score(&mut state, pod, &nodes, snap);
+    let s = pl.pre_score(&mut state, pod, (&nodes).into(), snap);
     assert!(s.is_success(), "{s}");
     let mut out: Vec<NodeScore> = nodes
         .iter()
@@ -289,7 +289,7 @@ fn score_system_defaults_use_service_selector_and_tolerate_missing_zone() {
     let nodes = bare.node_infos().to_vec();
     assert!(
         plugin(None)
-            .pre_score(&mut state, &pod, &nodes, &bare)
+            .pre_score(&mut state, &pod, (&nodes).into(), &bare)
             .is_skip()
     );
 }
@@ -456,14 +456,19 @@ fn pre_score_skips_without_soft_constraints_or_nodes() {
     let snap = Snapshot::from_node_infos([zoned("a", "z1")]);
     let nodes = snap.node_infos().to_vec();
     assert!(
-        pl.pre_score(&mut CycleState::new(), &pod, &nodes, &snap)
+        pl.pre_score(&mut CycleState::new(), &pod, (&nodes).into(), &snap)
             .is_skip()
     );
     let soft_pod = incoming().spread(soft(1, "zone", "foo")).build();
     let empty = Snapshot::from_node_infos([]);
     assert!(
-        pl.pre_score(&mut CycleState::new(), &soft_pod, &[], &empty)
-            .is_skip()
+        pl.pre_score(
+            &mut CycleState::new(),
+            &soft_pod,
+            Default::default(),
+            &empty
+        )
+        .is_skip()
     );
 }
 
@@ -488,7 +493,7 @@ fn pre_score_state_weights_domains_of_feasible_nodes() {
     let mut state = CycleState::new();
     assert!(
         plugin(None)
-            .pre_score(&mut state, &pod, &nodes, &snap)
+            .pre_score(&mut state, &pod, (&nodes).into(), &snap)
             .is_success()
     );
     let s = &state.read::<PreScoreState>().unwrap().0;
@@ -519,7 +524,7 @@ fn pre_score_honours_node_inclusion_policies() {
         let nodes = snap.node_infos().to_vec();
         assert!(
             plugin(None)
-                .pre_score(&mut state, pod, &nodes, &snap)
+                .pre_score(&mut state, pod, (&nodes).into(), &snap)
                 .is_success()
         );
         state.read::<PreScoreState>().unwrap().0.counts[0].clone()

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::cache::Snapshot;
 use crate::config::PluginArgs;
+use crate::framework::FeasibleNodes;
 use crate::framework::{
     ActionType, ClusterEvent, CycleState, EventObjects, EventResource, FilterPlugin,
     MAX_NODE_SCORE, Plugin, PluginPoints, PreBindPlugin, PreFilterPlugin, PreFilterResult,
@@ -577,7 +578,7 @@ impl PreScorePlugin for VolumeBinding {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: FeasibleNodes<'_>,
         _snapshot: &Snapshot,
     ) -> Status {
         // Without claims every node scores 0 (upstream looks each node up and finds

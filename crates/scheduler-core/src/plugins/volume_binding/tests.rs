@@ -278,7 +278,7 @@ fn capacity_scoring_only_with_a_shape() {
     let mut r = run_with(&no_shape, &pod, vols.clone());
     assert!(
         no_shape
-            .pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+            .pre_score(&mut r.state, &pod, Default::default(), &Snapshot::new())
             .is_skip()
     );
 
@@ -298,7 +298,7 @@ fn capacity_scoring_only_with_a_shape() {
     let pl = VolumeBinding::new(Some(&args)).unwrap();
     let mut r = run_with(&pl, &pod, vols);
     assert!(
-        pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+        pl.pre_score(&mut r.state, &pod, Default::default(), &Snapshot::new())
             .is_success()
     );
     let scores: Vec<i64> = nodes()
@@ -317,7 +317,7 @@ fn capacity_scoring_only_with_a_shape() {
     let pod = PodInfo::test("ns", "p").pvc("any").build();
     let mut r = run_with(&pl, &pod, vols);
     assert!(
-        pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+        pl.pre_score(&mut r.state, &pod, Default::default(), &Snapshot::new())
             .is_success()
     );
     assert!(nodes().iter().all(|n| pl.score(&r.state, &pod, n) == Ok(0)));
@@ -335,14 +335,19 @@ fn a_pod_without_claims_skips_capacity_scoring() {
     let plain = PodInfo::test("ns", "plain").build();
     let mut r = run_with(&pl, &plain, vols.clone());
     assert!(
-        pl.pre_score(&mut r.state, &plain, &[], &Snapshot::new())
+        pl.pre_score(&mut r.state, &plain, Default::default(), &Snapshot::new())
             .is_skip()
     );
     let claiming = PodInfo::test("ns", "p").pvc("c").build();
     let mut r = run_with(&pl, &claiming, vols);
     assert!(
-        pl.pre_score(&mut r.state, &claiming, &[], &Snapshot::new())
-            .is_success()
+        pl.pre_score(
+            &mut r.state,
+            &claiming,
+            Default::default(),
+            &Snapshot::new()
+        )
+        .is_success()
     );
 }
 
@@ -373,7 +378,7 @@ fn dynamic_provisioning_is_scored_by_reported_capacity() {
     let mut r = run_with(&pl, &pod, vols.clone());
     assert!(r.statuses.iter().all(Status::is_success));
     assert!(
-        pl.pre_score(&mut r.state, &pod, &[], &Snapshot::new())
+        pl.pre_score(&mut r.state, &pod, Default::default(), &Snapshot::new())
             .is_success()
     );
     let scores: Vec<i64> = nodes()
