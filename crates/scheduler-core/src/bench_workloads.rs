@@ -872,8 +872,16 @@ impl Runner {
         };
         match decision {
             Decision::Bind {
-                node, pod, state, ..
-            } => self.assume(pod, &node, &state),
+                node,
+                pod,
+                state,
+                result,
+                ..
+            } => {
+                let placed = self.assume(pod, &node, &state);
+                self.alg.recycle(result);
+                placed
+            }
             Decision::Unschedulable {
                 nomination: Some(n),
                 ..

@@ -259,10 +259,9 @@ pub fn resume(
         .iter()
         .filter_map(|n| snapshot.get(&n.name).cloned())
         .collect();
+    // The nodes were read anew from the newer snapshot: Score reads them, not summaries.
     let filtered = Filtered {
         feasible: FeasibleSet::Nodes(nodes),
-        // The nodes were read anew from the newer snapshot: Score reads them, not summaries.
-        summaries: Vec::new(),
         diagnosis,
         num_all_nodes,
         first,

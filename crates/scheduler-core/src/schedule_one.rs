@@ -12,9 +12,9 @@ use crate::cache::{Cache, CacheError, Snapshot};
 use crate::explain::{Explanation, Preemption, Record};
 use crate::framework::{
     BindAction, Code, CycleState, CycleTimings, Diagnosis, ExtensionPoint, FeasibleNodes,
-    FeasibleSet, FitError, Framework, HostPriority, NodePluginScores, NominatedPods,
-    OpportunisticBatch, PluginTimer, PointTiming, PostFilterContext, PostFilterResult, ScoreDetail,
-    ScoreTable, Status,
+    FeasibleSet, FeasibleSummaries, FitError, Framework, HostPriority, NodePluginScores,
+    NominatedPods, OpportunisticBatch, PluginTimer, PointTiming, PostFilterContext,
+    PostFilterResult, ScoreDetail, ScoreTable, Status,
 };
 use crate::schedule_batch::AttemptBatch;
 use crate::types::{NodeInfo, NodeSummary, PodInfo};
@@ -109,6 +109,12 @@ pub struct SchedulingAlgorithm {
     /// Placements of the CompositePodGroups above the group being evaluated (outermost
     /// first): every one of them holds too.
     outer: Vec<(String, String)>,
+    /// A handed-back result's score table and feasible positions ([`recycle`]), whose
+    /// vectors the next cycle fills instead of allocating its own.
+    ///
+    /// [`recycle`]: Self::recycle
+    spare_scores: ScoreTable,
+    spare_positions: Vec<usize>,
 }
 
 /// Plugin durations are sampled on one cycle in this many (upstream samples 10% of cycles).
@@ -133,6 +139,18 @@ impl SchedulingAlgorithm {
             placement: None,
             placement_nodes: None,
             outer: Vec::new(),
+            spare_scores: ScoreTable::default(),
+            spare_positions: Vec::new(),
+        }
+    }
+
+    /// Hands a result back once read: the next cycle reuses its vectors (score table,
+    /// feasible positions), so a cycle allocates no buffers of the size of the feasible
+    /// nodes. Optional; decisions are the same either way.
+    pub fn recycle(&mut self, result: ScheduleResult) {
+        self.spare_scores = result.scores;
+        if let FeasibleSet::Positions(p) = result.scored_nodes {
+            self.spare_positions = p;
         }
     }
 
@@ -290,7 +308,7 @@ impl SchedulingAlgorithm {
 }
 
 /// A successful placement decision.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ScheduleResult {
     pub suggested_host: String,
     /// Nodes the filters looked at (feasible + rejected).
@@ -448,8 +466,6 @@ impl SchedulingAlgorithm {
         // Nor with extenders: a reused choice would skip their filter and scores.
         let signable = rec.is_none() && self.placement.is_none() && fw.extenders().is_empty();
         let mut batch = self.begin_batch(fw, pod, signable);
-        // The feasible nodes' summaries, in the same order, when filtering had them.
-        let mut summaries = Vec::new();
         let (feasible, diagnosis, first) = self.find_nodes_that_fit(
             fw,
             state,
@@ -459,7 +475,6 @@ impl SchedulingAlgorithm {
             rec.as_deref_mut().map(|r| &mut r.scope),
             &mut batch,
             extenders,
-            &mut summaries,
         )?;
         if feasible.is_empty() {
             if let Some(r) = rec {
@@ -471,7 +486,6 @@ impl SchedulingAlgorithm {
         }
         let filtered = Filtered {
             feasible,
-            summaries,
             diagnosis,
             num_all_nodes,
             first,
@@ -496,17 +510,15 @@ impl SchedulingAlgorithm {
     ) -> Result<ScheduleResult, ScheduleError> {
         let Filtered {
             feasible,
-            summaries,
             diagnosis,
             ..
         } = filtered;
-        // Only when they still line up with the feasible nodes (extenders may have
-        // filtered some out since).
-        let summaries = (summaries.len() == feasible.len()).then_some(summaries.as_slice());
         if feasible.is_empty() {
             return Err(ScheduleError::NoNodes);
         }
         let nodes = feasible.view(snapshot);
+        // Read in place from the snapshot, when the nodes are positions in it.
+        let summaries = feasible.summaries(snapshot);
         let evaluated_nodes = nodes.len() + diagnosis.node_to_status.len();
         if let Some(r) = rec.as_deref_mut() {
             r.diagnosis = diagnosis;
@@ -560,7 +572,6 @@ impl SchedulingAlgorithm {
         scope: Option<&mut crate::explain::FilterScope>,
         batch: &mut AttemptBatch,
         extenders: Extenders,
-        summaries: &mut Vec<NodeSummary>,
     ) -> Result<(FeasibleSet, Diagnosis, bool), ScheduleError> {
         let (call_extenders, try_first) = match extenders {
             Extenders::InCycle => (!fw.extenders().is_empty(), true),
@@ -647,7 +658,7 @@ impl SchedulingAlgorithm {
             state,
             pod,
             nodes,
-            all_summaries.map(|all| (all, &mut *summaries)),
+            all_summaries,
             &mut diagnosis,
             nominated,
             true,
@@ -661,7 +672,6 @@ impl SchedulingAlgorithm {
             let kept = feasible.into_nodes(snapshot);
             let kept = self.run_extender_filters(fw, pod, kept, &mut diagnosis)?;
             feasible = FeasibleSet::Nodes(kept);
-            summaries.clear();
         }
         Ok((feasible, diagnosis, false))
     }
@@ -679,9 +689,8 @@ impl SchedulingAlgorithm {
     }
 
     /// Runs the filters over `nodes` (timed as the Filter point, as upstream times its
-    /// `findNodesThatPassFilters`). With `summaries` = (the nodes' summaries, in their
-    /// order; an output list), the filters read the summaries where they can and the
-    /// feasible nodes' summaries are pushed to the output list, in the returned order.
+    /// `findNodesThatPassFilters`). With `summaries` (the nodes' summaries, in their
+    /// order), the filters read the summaries where they can.
     #[allow(clippy::too_many_arguments)]
     fn find_nodes_that_pass_filters(
         &mut self,
@@ -689,7 +698,7 @@ impl SchedulingAlgorithm {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
-        summaries: Option<(&[NodeSummary], &mut Vec<NodeSummary>)>,
+        summaries: Option<&[NodeSummary]>,
         diagnosis: &mut Diagnosis,
         nominated: &NominatedPods,
         advance_start: bool,
@@ -725,7 +734,7 @@ impl SchedulingAlgorithm {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
-        summaries: Option<(&[NodeSummary], &mut Vec<NodeSummary>)>,
+        summaries: Option<&[NodeSummary]>,
         diagnosis: &mut Diagnosis,
         nominated: &NominatedPods,
         advance_start: bool,
@@ -734,13 +743,8 @@ impl SchedulingAlgorithm {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let (all_summaries, mut feasible_summaries) = match summaries {
-            Some((all, out)) => {
-                debug_assert_eq!(all.len(), n);
-                (Some(all), Some(out))
-            }
-            None => (None, None),
-        };
+        let all_summaries = summaries;
+        debug_assert!(all_summaries.is_none_or(|all| all.len() == n));
         let pct = fw
             .percentage_of_nodes_to_score()
             .unwrap_or(self.percentage_of_nodes_to_score);
@@ -753,9 +757,6 @@ impl SchedulingAlgorithm {
         };
         if !fw.has_filter_plugins() {
             let feasible = (0..to_find).map(at).collect();
-            if let (Some(all), Some(out)) = (all_summaries, feasible_summaries) {
-                out.extend((0..to_find).map(|i| all[at(i)]));
-            }
             if advance_start {
                 self.next_start_node_index = (start + to_find) % n;
             }
@@ -785,11 +786,10 @@ impl SchedulingAlgorithm {
                 _ => fw.run_filter(state, pod, node),
             }
         };
-        // Positions of the feasible nodes.
-        let mut passed: Vec<usize> = Vec::with_capacity(to_find.min(n));
-        if let Some(out) = feasible_summaries.as_deref_mut() {
-            out.reserve(to_find.min(n));
-        }
+        // Positions of the feasible nodes (in a handed-back result's vector, if any).
+        let mut passed = std::mem::take(&mut self.spare_positions);
+        passed.clear();
+        passed.reserve(to_find.min(n));
         // `None`: the node passed without a status (admitted by the summary rule).
         let mut keep = |j: usize, status: Option<Status>| {
             match status {
@@ -801,9 +801,6 @@ impl SchedulingAlgorithm {
                 _ => {}
             }
             passed.push(j);
-            if let (Some(all), Some(out)) = (all_summaries, feasible_summaries.as_deref_mut()) {
-                out.push(all[j]);
-            }
             Ok(())
         };
         if parallel(n) {
@@ -870,7 +867,7 @@ impl SchedulingAlgorithm {
         state: &mut CycleState,
         pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        summaries: Option<&[NodeSummary]>,
+        summaries: Option<FeasibleSummaries<'_>>,
         snapshot: &Snapshot,
         mut detail: Option<&mut ScoreDetail>,
         answered: Option<&[Option<Vec<HostPriority>>]>,
@@ -902,13 +899,14 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::Internal(s));
         }
         let start = self.point_start();
-        let scores = fw.run_score(
+        let scores = fw.run_score_reusing(
             state,
             pod,
             nodes,
             summaries,
             parallel(nodes.len()),
             detail.as_deref_mut(),
+            std::mem::take(&mut self.spare_scores),
         );
         let code = scores.as_ref().map_or_else(|s| s.code(), |_| Code::Success);
         self.point_done(ExtensionPoint::Score, code, start);
@@ -1238,9 +1236,6 @@ pub(crate) enum Extenders {
 pub(crate) struct Filtered {
     /// Positions in the cycle's snapshot, or the nodes (see [`FeasibleSet`]).
     pub(crate) feasible: FeasibleSet,
-    /// The feasible nodes' summaries in the same order, when filtering read them (else
-    /// empty): Score reads them instead of the nodes.
-    pub(crate) summaries: Vec<NodeSummary>,
     pub(crate) diagnosis: Diagnosis,
     pub(crate) num_all_nodes: usize,
     /// `feasible` is the nominated node alone, tried first.

@@ -97,3 +97,48 @@ fn scored_nodes_are_positions_in_the_snapshot_in_visiting_order() {
         assert_eq!(alg.next_start_node_index(), seen % snap.num_nodes());
     }
 }
+
+#[test]
+fn recycled_results_change_no_decision() {
+    // Two schedulers with the same seed place the same pods on the same cluster; one hands
+    // every result back (its next cycle fills the old vectors), the other never does. Pods
+    // of different sizes, nodes filling up and some cordoned: every result must be equal.
+    let mut cache = Cache::new();
+    for i in 0..300 {
+        let b = NodeInfo::test(&format!("n{i:03}"))
+            .cpu(&format!("{}", 2 + i % 5))
+            .memory(&format!("{}Gi", 4 + i % 7))
+            .pods(110);
+        let b = if i % 11 == 0 { b.unschedulable() } else { b };
+        cache.add_node(&b.build_node());
+    }
+    let fw = default_framework();
+    let mut recycling = SchedulingAlgorithm::new(0, 9);
+    let mut plain = SchedulingAlgorithm::new(0, 9);
+    let mut snap = Snapshot::new();
+    let nominated = NominatedPods::new();
+    for i in 0..120 {
+        cache.update_snapshot(&mut snap);
+        let pod = PodInfo::test("ns", &format!("p{i}"))
+            .uid(&format!("uid-{i}"))
+            .cpu(&format!("{}m", 100 + 150 * (i % 9)))
+            .memory(&format!("{}Mi", 128 + 256 * (i % 5)))
+            .build();
+        let mut s1 = CycleState::new();
+        let mut s2 = CycleState::new();
+        let a = recycling.schedule_pod(&fw, &mut s1, &pod, &snap, &nominated);
+        let b = plain.schedule_pod(&fw, &mut s2, &pod, &snap, &nominated);
+        let (a, b) = match (a, b) {
+            (Ok(a), Ok(b)) => (a, b),
+            (a, b) => panic!("pod {i}: {a:?} vs {b:?}"),
+        };
+        assert_eq!(a.suggested_host, b.suggested_host, "pod {i}");
+        assert_eq!(a.scores, b.scores, "pod {i}");
+        assert_eq!(a.breakdowns(&snap), b.breakdowns(&snap), "pod {i}");
+        assert!(a.scores.totals.len() > 1, "pod {i}: scored");
+        cache
+            .assume_pod(Arc::new(pod), &a.suggested_host)
+            .expect("assume");
+        recycling.recycle(a);
+    }
+}

@@ -85,8 +85,12 @@ impl SchedulingLoop {
         self.decided(q, decision)
     }
 
-    /// A decided cycle: preemption counted, the decision sorted into its outcome.
-    pub(super) fn decided(&self, q: QueuedPodInfo, decision: Decision) -> CycleResult {
+    /// A decided cycle: preemption counted, the decision sorted into its outcome (a
+    /// placement's scores, read by then, handed back to the algorithm for reuse).
+    pub(super) fn decided(&mut self, q: QueuedPodInfo, mut decision: Decision) -> CycleResult {
+        if let Decision::Bind { result, .. } = &mut decision {
+            self.alg.recycle(std::mem::take(result));
+        }
         if let Decision::Unschedulable {
             nomination: Some(r),
             ..

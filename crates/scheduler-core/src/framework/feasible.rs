@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::types::NodeInfo;
+use crate::types::{NodeInfo, NodeSummary};
 
 /// A read-only list of nodes for PreScore and Score plugins: iterate it (or index it) to get
 /// each `&NodeInfo`, in the order the framework scores them. Cheap to copy.
@@ -186,6 +186,121 @@ impl DoubleEndedIterator for FeasibleIter<'_> {
 
 impl ExactSizeIterator for FeasibleIter<'_> {}
 
+/// The feasible nodes' [`NodeSummary`]s, in the order of their [`FeasibleNodes`], for
+/// [`ScorePlugin::score_summarized`](super::ScorePlugin::score_summarized): read in place
+/// from the snapshot's summaries by position (no copy per cycle). Cheap to copy.
+#[derive(Clone, Copy)]
+pub struct FeasibleSummaries<'a> {
+    all: &'a [NodeSummary],
+    /// `None`: every summary of `all`, in order.
+    positions: Option<&'a [usize]>,
+}
+
+impl<'a> FeasibleSummaries<'a> {
+    /// The summaries of `all` at `positions`, in the order of `positions`.
+    pub fn at(all: &'a [NodeSummary], positions: &'a [usize]) -> Self {
+        debug_assert!(
+            positions.iter().all(|&p| p < all.len()),
+            "feasible node position past the end of the summaries ({} nodes)",
+            all.len()
+        );
+        FeasibleSummaries {
+            all,
+            positions: Some(positions),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.positions.map_or(self.all.len(), <[usize]>::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`-th summary, if there is one.
+    pub fn get(&self, i: usize) -> Option<&'a NodeSummary> {
+        match self.positions {
+            None => self.all.get(i),
+            Some(p) => p.get(i).map(|&j| &self.all[j]),
+        }
+    }
+
+    /// The summaries in order.
+    pub fn iter(&self) -> SummaryIter<'a> {
+        match self.positions {
+            None => SummaryIter::Whole(self.all.iter()),
+            Some(p) => SummaryIter::Picked(self.all, p.iter()),
+        }
+    }
+
+    /// The summaries `start..end` of this list. Panics when the range is out of bounds.
+    pub fn range(&self, start: usize, end: usize) -> FeasibleSummaries<'a> {
+        match self.positions {
+            None => FeasibleSummaries {
+                all: &self.all[start..end],
+                positions: None,
+            },
+            Some(p) => FeasibleSummaries {
+                all: self.all,
+                positions: Some(&p[start..end]),
+            },
+        }
+    }
+}
+
+impl<'a> IntoIterator for FeasibleSummaries<'a> {
+    type Item = &'a NodeSummary;
+    type IntoIter = SummaryIter<'a>;
+
+    fn into_iter(self) -> SummaryIter<'a> {
+        self.iter()
+    }
+}
+
+impl std::fmt::Debug for FeasibleSummaries<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The iterator of [`FeasibleSummaries`].
+#[derive(Clone)]
+pub enum SummaryIter<'a> {
+    Whole(std::slice::Iter<'a, NodeSummary>),
+    Picked(&'a [NodeSummary], std::slice::Iter<'a, usize>),
+}
+
+impl<'a> Iterator for SummaryIter<'a> {
+    type Item = &'a NodeSummary;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a NodeSummary> {
+        match self {
+            SummaryIter::Whole(it) => it.next(),
+            SummaryIter::Picked(all, it) => it.next().map(|&j| &all[j]),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            SummaryIter::Whole(it) => it.size_hint(),
+            SummaryIter::Picked(_, it) => it.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for SummaryIter<'_> {}
+
+impl<'a> From<&'a [NodeSummary]> for FeasibleSummaries<'a> {
+    fn from(all: &'a [NodeSummary]) -> Self {
+        FeasibleSummaries {
+            all,
+            positions: None,
+        }
+    }
+}
+
 /// The feasible nodes a cycle keeps (and a [`ScheduleResult`](crate::ScheduleResult) hands
 /// on): positions in the cycle's snapshot when Filter scanned the snapshot's own list, else
 /// the nodes themselves (a placement's or a PreFilter's subset, or what extenders kept).
@@ -219,6 +334,15 @@ impl FeasibleSet {
         match self {
             FeasibleSet::Positions(p) => FeasibleNodes::at(snapshot.node_infos(), p),
             FeasibleSet::Nodes(n) => FeasibleNodes::from(n.as_slice()),
+        }
+    }
+
+    /// The nodes' summaries, read from `snapshot` (the one the cycle ran on): only when
+    /// kept as positions (a subset's nodes are scored from the nodes).
+    pub fn summaries<'a>(&'a self, snapshot: &'a Snapshot) -> Option<FeasibleSummaries<'a>> {
+        match self {
+            FeasibleSet::Positions(p) => Some(FeasibleSummaries::at(snapshot.summaries(), p)),
+            FeasibleSet::Nodes(_) => None,
         }
     }
 
@@ -260,6 +384,36 @@ mod tests {
         assert_eq!(names(v.iter().map(|n| &**n)), ["d", "a", "e"]);
         assert!(Arc::ptr_eq(&v[0], &all[3]));
         assert_eq!(Arc::strong_count(&all[3]), 2);
+    }
+
+    #[test]
+    fn summaries_line_up_with_the_nodes_they_were_kept_for() {
+        let snapshot = Snapshot::from_node_infos((0..6).map(|i| {
+            NodeInfo::test(&format!("n{i}"))
+                .cpu(&format!("{}", i + 1))
+                .build()
+        }));
+        let kept = FeasibleSet::Positions(vec![4, 1, 5]);
+        let (nodes, sums) = (kept.view(&snapshot), kept.summaries(&snapshot).unwrap());
+        assert_eq!(sums.len(), 3);
+        for (i, (node, sum)) in nodes.iter().zip(sums).enumerate() {
+            assert_eq!(*sum, NodeSummary::of(node), "{i}");
+            assert_eq!(sums.get(i), Some(sum));
+        }
+        let cpus: Vec<i64> = sums
+            .range(1, 3)
+            .iter()
+            .map(|s| s.allocatable_milli_cpu)
+            .collect();
+        let expected: Vec<i64> = [1, 5]
+            .iter()
+            .map(|&j| snapshot.node_infos()[j].allocatable.milli_cpu)
+            .collect();
+        assert_eq!(cpus, expected);
+        // Nodes kept as nodes are scored from the nodes.
+        let whole = FeasibleSet::Nodes(snapshot.node_infos().to_vec());
+        assert!(whole.summaries(&snapshot).is_none());
+        assert_eq!(whole.view(&snapshot).len(), 6);
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CycleState, FeasibleNodes, Framework, QueuedPodInfo, Status};
+use super::{CycleState, FeasibleNodes, FeasibleSummaries, Framework, QueuedPodInfo, Status};
 use crate::cache::Snapshot;
-use crate::types::{NodeInfo, NodeSummary, PodInfo, PodKey, SummaryRule};
+use crate::types::{NodeInfo, PodInfo, PodKey, SummaryRule};
 
 /// Highest score a Score plugin may return after normalisation (upstream `MaxNodeScore`).
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -332,8 +332,8 @@ pub trait ScorePlugin: Plugin {
         Ok(())
     }
 
-    /// [`score_nodes`](Self::score_nodes) given each node's [`NodeSummary`] too
-    /// (`summaries[i]` is `nodes[i]`'s). A plugin overrides it to read the summary, where it
+    /// [`score_nodes`](Self::score_nodes) given each node's
+    /// [`NodeSummary`](crate::types::NodeSummary) too (`summaries.get(i)` is `nodes[i]`'s). A plugin overrides it to read the summary, where it
     /// has what the plugin needs, instead of the node; it must give what `score_nodes`
     /// gives. Default: `score_nodes`.
     fn score_summarized(
@@ -341,7 +341,7 @@ pub trait ScorePlugin: Plugin {
         state: &CycleState,
         pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        _summaries: &[NodeSummary],
+        _summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         self.score_nodes(state, pod, nodes, out)

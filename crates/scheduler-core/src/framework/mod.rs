@@ -35,7 +35,7 @@ pub use extender::{
     find_nodes_that_pass_extenders, is_interested,
 };
 pub use extension_point::ExtensionPoint;
-pub use feasible::{FeasibleIter, FeasibleNodes, FeasibleSet};
+pub use feasible::{FeasibleIter, FeasibleNodes, FeasibleSet, FeasibleSummaries, SummaryIter};
 pub use interface::*;
 pub use nominator::NominatedPods;
 pub use placement::{

@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 use crate::cache::ImageSpread;
 use crate::framework::{
-    CycleState, FeasibleNodes, MAX_NODE_SCORE, Plugin, PluginPoints, ScorePlugin, Status,
+    CycleState, FeasibleNodes, FeasibleSummaries, MAX_NODE_SCORE, Plugin, PluginPoints,
+    ScorePlugin, Status,
 };
 use crate::plugin_points;
-use crate::types::{NodeInfo, NodeSummary, PodInfo};
+use crate::types::{NodeInfo, PodInfo};
 
 use super::names::IMAGE_LOCALITY;
 
@@ -120,7 +121,7 @@ impl ScorePlugin for ImageLocality {
         state: &CycleState,
         pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         let spread = image_spread(state)?;

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use crate::cache::Snapshot;
 use crate::config::{NodeResourcesBalancedAllocationArgs, PluginArgs};
 use crate::framework::{
-    CycleState, FeasibleNodes, Plugin, PluginPoints, PreScorePlugin, ScorePlugin, Status,
+    CycleState, FeasibleNodes, FeasibleSummaries, Plugin, PluginPoints, PreScorePlugin,
+    ScorePlugin, Status,
 };
 use crate::plugin_points;
-use crate::types::{NodeInfo, NodeSummary, PodInfo};
+use crate::types::{NodeInfo, PodInfo};
 
 use super::names::NODE_RESOURCES_BALANCED_ALLOCATION;
 use super::resource_allocation::{ResourceAllocationScorer, Strategy};
@@ -113,7 +114,7 @@ impl ScorePlugin for NodeResourcesBalancedAllocation {
         state: &CycleState,
         pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         match state.read::<PreScoreState>() {

@@ -9,7 +9,7 @@
 //! [`ResourceAllocationScorer::score`] then runs per node without allocating.
 
 use crate::config::{ResourceSpec, UtilizationShapePoint};
-use crate::framework::{FeasibleNodes, MAX_NODE_SCORE, Status};
+use crate::framework::{FeasibleNodes, FeasibleSummaries, MAX_NODE_SCORE, Status};
 
 use crate::types::{
     NodeInfo, NodeSummary, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
@@ -285,7 +285,7 @@ impl ResourceAllocationScorer {
         &self,
         pod_requests: &[i64],
         nodes: FeasibleNodes<'_>,
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         if self.reads_scalars(pod_requests) {
@@ -302,7 +302,7 @@ impl ResourceAllocationScorer {
     fn score_summaries(
         &self,
         pod_requests: &[i64],
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         if self.resources.is_empty() {
@@ -334,7 +334,7 @@ impl ResourceAllocationScorer {
     fn score_planned<const N: usize>(
         &self,
         plan: [(usize, i64, i64); N],
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) {
         let use_requested = self.use_requested;

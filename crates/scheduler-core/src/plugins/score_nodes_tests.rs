@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config;
-use crate::framework::{CycleState, Framework, NodeScore, Registry, ScoreTable};
+use crate::framework::{
+    CycleState, FeasibleNodes, FeasibleSummaries, Framework, NodeScore, Registry, ScoreTable,
+};
 use crate::types::{NodeInfo, PodInfo};
 
 const MB: i64 = 1024 * 1024;
@@ -100,17 +102,38 @@ enum Scoring {
 }
 
 fn table(fw: &Framework, pod: &PodInfo, snapshot: &Snapshot, scoring: Scoring) -> ScoreTable {
+    table_at(fw, pod, snapshot, scoring, None)
+}
+
+/// [`table`] of the nodes at `positions` in the snapshot (in that order), as a cycle scores
+/// its feasible nodes; every node when `None`.
+fn table_at(
+    fw: &Framework,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    scoring: Scoring,
+    positions: Option<&[usize]>,
+) -> ScoreTable {
     let mut state = CycleState::new();
     if scoring == Scoring::OneByOne {
         state.set_plugin_timer(Some(Arc::new(fw.plugin_timer(true))));
     }
     let (_, status, _) = fw.run_pre_filter(&mut state, pod, snapshot);
     assert!(status.is_success(), "{status:?}");
-    let nodes = snapshot.node_infos();
-    let status = fw.run_pre_score(&mut state, pod, nodes.into(), snapshot);
+    let (nodes, summaries) = match positions {
+        None => (
+            FeasibleNodes::from(snapshot.node_infos()),
+            FeasibleSummaries::from(snapshot.summaries()),
+        ),
+        Some(p) => (
+            FeasibleNodes::at(snapshot.node_infos(), p),
+            FeasibleSummaries::at(snapshot.summaries(), p),
+        ),
+    };
+    let status = fw.run_pre_score(&mut state, pod, nodes, snapshot);
     assert!(status.is_success(), "{status:?}");
-    let summaries = (scoring == Scoring::Summarized).then(|| snapshot.summaries());
-    fw.run_score(&state, pod, nodes.into(), summaries, false, None)
+    let summaries = (scoring == Scoring::Summarized).then_some(summaries);
+    fw.run_score(&state, pod, nodes, summaries, false, None)
         .expect("scores")
 }
 
@@ -162,6 +185,24 @@ fn scoring_runs_of_nodes_gives_each_nodes_own_score() {
             let summarized = table(&fw, &pod, &snapshot, Scoring::Summarized);
             assert_eq!(runs, one_by_one, "{plugin_config} {}", pod.name());
             assert_eq!(summarized, one_by_one, "{plugin_config} {}", pod.name());
+            // Feasible nodes as positions in the snapshot, out of order and with gaps, as
+            // a cycle that started mid-list and skipped rejected nodes scores them: the
+            // summaries read by position give each node its own score.
+            let picked: Vec<usize> = (0..snapshot.num_nodes())
+                .map(|i| (i * 7 + 13) % snapshot.num_nodes())
+                .filter(|j| j % 4 != 3)
+                .collect();
+            let at = |scoring| table_at(&fw, &pod, &snapshot, scoring, Some(&picked));
+            let by_position = at(Scoring::Summarized);
+            assert_eq!(by_position, at(Scoring::OneByOne), "{plugin_config}");
+            assert_eq!(by_position, at(Scoring::Runs), "{plugin_config}");
+            // Each node's total is the one it had in the whole list.
+            for (k, &j) in picked.iter().enumerate() {
+                assert_eq!(
+                    by_position.totals[k], one_by_one.totals[j],
+                    "{plugin_config}"
+                );
+            }
             // The scores differ between nodes, so the comparison covers real values.
             let distinct: std::collections::BTreeSet<_> = runs.totals.iter().collect();
             assert!(

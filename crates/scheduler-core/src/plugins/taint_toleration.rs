@@ -6,17 +6,17 @@ use crate::plugins::helper::sign;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
-use crate::framework::FeasibleNodes;
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PluginPoints, PreScorePlugin,
     ScorePlugin, Status,
 };
+use crate::framework::{FeasibleNodes, FeasibleSummaries};
 use crate::plugin_points;
 use crate::plugins::helper::hint_if_node_now_passes;
 use crate::types::{
-    NodeInfo, NodeSummary, PodInfo, SummaryRule, Taint, TaintEffect, Toleration,
-    find_untolerated_taint, tolerations_tolerate_taint,
+    NodeInfo, PodInfo, SummaryRule, Taint, TaintEffect, Toleration, find_untolerated_taint,
+    tolerations_tolerate_taint,
 };
 
 use super::helper::{default_normalize_score, default_normalize_values};
@@ -171,7 +171,7 @@ impl ScorePlugin for TaintToleration {
         state: &CycleState,
         _pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         let tolerations = prefer_no_schedule_tolerations(state)?;

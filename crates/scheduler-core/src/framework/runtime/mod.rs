@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use super::interface::*;
 use super::{
-    Code, CycleState, ExtensionPoint, FeasibleNodes, PluginEvents, PluginTimer, QueuedPodInfo,
-    Status,
+    Code, CycleState, ExtensionPoint, FeasibleNodes, FeasibleSummaries, PluginEvents, PluginTimer,
+    QueuedPodInfo, Status,
 };
 use crate::cache::Snapshot;
 use crate::types::{NodeInfo, NodeSummary, PodInfo, SummaryRule};
@@ -605,11 +605,33 @@ impl Framework {
         state: &CycleState,
         pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        summaries: Option<&[NodeSummary]>,
+        summaries: Option<FeasibleSummaries<'_>>,
+        parallel: bool,
+        detail: Option<&mut ScoreDetail>,
+    ) -> Result<ScoreTable, Status> {
+        let fresh = ScoreTable::default();
+        self.run_score_reusing(state, pod, nodes, summaries, parallel, detail, fresh)
+    }
+
+    /// [`run_score`](Self::run_score) into `reuse`'s vectors (an earlier cycle's table, its
+    /// contents ignored): a cycle then allocates no score buffers, nor touches fresh pages.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_score_reusing(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: FeasibleNodes<'_>,
+        summaries: Option<FeasibleSummaries<'_>>,
         parallel: bool,
         mut detail: Option<&mut ScoreDetail>,
+        reuse: ScoreTable,
     ) -> Result<ScoreTable, Status> {
         use rayon::prelude::*;
+        let ScoreTable {
+            mut plugins,
+            weighted: mut columns,
+            mut totals,
+        } = reuse;
         // (framework index, plugin and weight) of each Score plugin that runs this cycle.
         let active: Vec<(usize, &WeightedScore)> = self
             .score
@@ -618,24 +640,28 @@ impl Framework {
             .filter(|(i, _)| !state.score_skipped(*i))
             .collect();
         let k = active.len();
-        let plugins: Vec<&'static str> = active.iter().map(|(_, (p, _))| p.name).collect();
+        plugins.clear();
+        plugins.extend(active.iter().map(|(_, (p, _))| p.name));
         let n = nodes.len();
+        totals.clear();
+        totals.resize(n, 0);
+        columns.clear();
         if k == 0 || n == 0 {
             return Ok(ScoreTable {
                 plugins,
-                weighted: Vec::new(),
-                totals: vec![0; n],
+                weighted: columns,
+                totals,
             });
         }
         debug_assert!(summaries.is_none_or(|s| s.len() == n));
         // Plugin-major: column j holds the j-th active plugin's score of every node, so a
         // plugin scores a run of nodes in one call.
-        let mut columns = vec![0i64; n * k];
+        columns.resize(n * k, 0);
         let timed = state.times_node_plugins();
         let score_run = |j: usize,
                          p: &Named<dyn ScorePlugin>,
                          nodes: FeasibleNodes<'_>,
-                         summaries: Option<&[NodeSummary]>,
+                         summaries: Option<FeasibleSummaries<'_>>,
                          out: &mut [i64]| {
             let r = if timed {
                 // A sampled cycle: time each call, as upstream's per-node metric counts them.
@@ -669,7 +695,7 @@ impl Framework {
                     .enumerate()
                     .try_for_each(|(c, out)| {
                         let (from, to) = (c * RUN, c * RUN + out.len());
-                        let sums = summaries.map(|s| &s[from..to]);
+                        let sums = summaries.map(|s| s.range(from, to));
                         score_run(j, p, nodes.range(from, to), sums, out)
                     })?;
             } else {
@@ -686,7 +712,6 @@ impl Framework {
         // Node names only for a normalization that reads them (each name is in its node's
         // memory): read once, on the first such plugin.
         let mut list: Vec<NodeScore<'_>> = Vec::new();
-        let mut totals = vec![0i64; n];
         for (j, (column, (_, (p, w)))) in columns.chunks_mut(n).zip(&active).enumerate() {
             if p.plugin.has_score_extensions() {
                 let s = match p.plugin.normalize_score_values(state, pod, column) {

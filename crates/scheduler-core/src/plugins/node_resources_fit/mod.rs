@@ -12,16 +12,16 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::config::{NodeResourcesFitArgs, PluginArgs, ScoringStrategyType};
-use crate::framework::FeasibleNodes;
 use crate::framework::{ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint};
 use crate::framework::{
     Code, CycleState, FilterPlugin, Plugin, PluginPoints, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
 };
+use crate::framework::{FeasibleNodes, FeasibleSummaries};
 use crate::plugin_points;
 use crate::types::{
-    NodeInfo, NodeSummary, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
-    RESOURCE_PODS, Resource, ResourceName, Room, SummaryRule, is_extended_resource_name,
+    NodeInfo, PodInfo, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS,
+    Resource, ResourceName, Room, SummaryRule, is_extended_resource_name,
 };
 
 use super::dynamic_resources::extended::dra_handles_extended_resources;
@@ -566,7 +566,7 @@ impl ScorePlugin for NodeResourcesFit {
         state: &CycleState,
         pod: &PodInfo,
         nodes: FeasibleNodes<'_>,
-        summaries: &[NodeSummary],
+        summaries: FeasibleSummaries<'_>,
         out: &mut [i64],
     ) -> Result<(), Status> {
         match state.read::<PreScoreState>() {
