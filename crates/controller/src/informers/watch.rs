@@ -102,6 +102,8 @@ pub(crate) async fn run_events<K, H, S>(
     // while the watch was down (expired resourceVersion) are not lost.
     let mut listed: Option<foldhash::HashSet<String>> = None;
     let mut synced = false;
+    // For the first sync's log line: where a slow start-up goes, kind by kind.
+    let started = Instant::now();
     futures::pin_mut!(stream);
     while let Some(item) = stream.next().await {
         let event = match item {
@@ -145,11 +147,20 @@ pub(crate) async fn run_events<K, H, S>(
                         keep
                     });
                     if !synced {
-                        synced = true;
                         st.synced += 1;
                     }
                 }
-                tracing::debug!(%kind, objects = store.len(), "informer synced");
+                if synced {
+                    tracing::debug!(%kind, objects = store.len(), "informer relisted");
+                } else {
+                    synced = true;
+                    tracing::info!(
+                        %kind,
+                        objects = store.len(),
+                        after_ms = started.elapsed().as_millis() as u64,
+                        "informer synced"
+                    );
+                }
                 shared.notify();
             }
             watcher::Event::Apply(o) => {
