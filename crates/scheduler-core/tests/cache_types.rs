@@ -158,8 +158,6 @@ fn non_zero_defaults_only_when_unset() {
         .init_container(&[("cpu", "1")])
         .build();
     assert_eq!(non_zero(&big_init), (1000, 200 * MI));
-    // Only cpu and memory are tracked.
-    assert_eq!(big_init.non_zero_requests.scalar.len(), 0);
 }
 
 #[test]
@@ -588,9 +586,15 @@ fn node_info_add_remove_pod_is_exact() {
         (n.non_zero_requested.milli_cpu, n.non_zero_requested.memory),
         (600, (1 << 30) + 200 * MI)
     );
-    assert!(n.used_ports.conflicts(&HostPort::new(80, "TCP", "1.2.3.4")));
-    assert!(n.used_ports.conflicts(&HostPort::new(81, "UDP", "0.0.0.0")));
-    assert_eq!(n.pvc_ref_counts.get("ns/c"), Some(&2));
+    assert!(
+        n.used_ports()
+            .conflicts(&HostPort::new(80, "TCP", "1.2.3.4"))
+    );
+    assert!(
+        n.used_ports()
+            .conflicts(&HostPort::new(81, "UDP", "0.0.0.0"))
+    );
+    assert_eq!(n.pvc_ref_count("ns/c"), Some(2));
 
     let g1 = n.generation;
     let removed = n.remove_pod(&PodKey::new("ns", "a")).unwrap();
@@ -602,13 +606,13 @@ fn node_info_add_remove_pod_is_exact() {
         (n.non_zero_requested.milli_cpu, n.non_zero_requested.memory),
         (100, 200 * MI)
     );
-    assert!(!n.used_ports.conflicts(&HostPort::new(80, "TCP", "")));
-    assert_eq!(n.pvc_ref_counts.get("ns/c"), Some(&1));
+    assert!(!n.used_ports().conflicts(&HostPort::new(80, "TCP", "")));
+    assert_eq!(n.pvc_ref_count("ns/c"), Some(1));
     assert!(n.remove_pod(&PodKey::new("ns", "a")).is_none());
     n.remove_pod(&PodKey::new("ns", "b")).unwrap();
     assert!(n.non_zero_requested.is_zero());
-    assert!(n.used_ports.is_empty());
-    assert!(n.pvc_ref_counts.is_empty());
+    assert!(n.used_ports().is_empty());
+    assert!(n.pvcs_unused());
     assert!(n.pods.is_empty());
 }
 
@@ -629,16 +633,16 @@ fn node_info_tracks_pods_with_affinity() {
     n.add_pod(Arc::new(PodInfo::test("ns", "b").build()));
     assert_eq!(
         (
-            n.pods_with_affinity.len(),
-            n.pods_with_required_anti_affinity.len()
+            n.pods_with_affinity().len(),
+            n.pods_with_required_anti_affinity().len()
         ),
         (1, 1)
     );
     n.remove_pod(&PodKey::new("ns", "a"));
     assert_eq!(
         (
-            n.pods_with_affinity.len(),
-            n.pods_with_required_anti_affinity.len()
+            n.pods_with_affinity().len(),
+            n.pods_with_required_anti_affinity().len()
         ),
         (0, 0)
     );

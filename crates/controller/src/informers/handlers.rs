@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::ResourceExt;
 use scheduler_core::cache::WorkloadEntry;
 use scheduler_core::framework::NodeFingerprint;
 use scheduler_core::types::PodInfo;
@@ -23,7 +22,8 @@ pub(crate) trait Handler<K>: Send + Sync + 'static {
     /// Applies an added or changed object; returns what to keep of it. Takes the state
     /// lock itself, so views can be built before it (the scheduling loop waits on it).
     fn apply(&self, shared: &Shared, old: Option<&Self::View>, new: K) -> Self::View;
-    fn delete(&self, shared: &Shared, st: &mut State, old: &Self::View);
+    /// Applies a delete; `key` is the object's (`namespace/name`, or the name).
+    fn delete(&self, shared: &Shared, st: &mut State, key: &str, old: &Self::View);
     /// The view of an object deleted before this informer kept anything of it.
     fn view(&self, obj: K) -> Self::View;
     /// The `event` label of `scheduler_event_handling_duration_seconds` for an add (`old`
@@ -56,7 +56,7 @@ impl<K: Send + Sync + 'static> Handler<K> for Fns<K> {
         (self.apply)(&mut shared.lock(), old, &new);
         new
     }
-    fn delete(&self, _: &Shared, st: &mut State, old: &K) {
+    fn delete(&self, _: &Shared, st: &mut State, _: &str, old: &K) {
         (self.delete)(st, old)
     }
     fn view(&self, obj: K) -> K {
@@ -76,7 +76,7 @@ impl Handler<Lean<Pod>> for Pods {
             .apply_pod(&shared.profiles, old, &new.0, &info);
         info
     }
-    fn delete(&self, _: &Shared, st: &mut State, old: &Arc<PodInfo>) {
+    fn delete(&self, _: &Shared, st: &mut State, _: &str, old: &Arc<PodInfo>) {
         st.on_pod_delete(old);
     }
     fn view(&self, obj: Lean<Pod>) -> Arc<PodInfo> {
@@ -105,31 +105,30 @@ impl Handler<Lean<Pod>> for Pods {
     }
 }
 
-/// Nodes: the informer keeps the name and a fingerprint of what update classification
-/// compares; the cache keeps what scheduling needs.
+/// Nodes: the informer keeps a fingerprint of what update classification compares (the
+/// name is the store's key); the cache keeps what scheduling needs.
 pub(super) struct Nodes;
 
 impl Handler<Lean<Node>> for Nodes {
-    type View = (String, NodeFingerprint);
+    type View = NodeFingerprint;
     fn apply(
         &self,
         shared: &Shared,
-        old: Option<&(String, NodeFingerprint)>,
+        old: Option<&NodeFingerprint>,
         Lean(new): Lean<Node>,
-    ) -> (String, NodeFingerprint) {
+    ) -> NodeFingerprint {
         let fp = NodeFingerprint::of(&new);
-        let name = new.name_any();
         // Heartbeats end here: no lock, no view rebuilt, no snapshot generation bumped.
-        if !fp.keeps_view(old.map(|(_, f)| f)) {
-            shared.lock().on_node(old.map(|(_, f)| f), new, &fp);
+        if !fp.keeps_view(old) {
+            shared.lock().on_node(old, new, &fp);
         }
-        (name, fp)
+        fp
     }
-    fn delete(&self, _: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
-        st.on_node_delete(&old.0);
+    fn delete(&self, _: &Shared, st: &mut State, name: &str, _: &NodeFingerprint) {
+        st.on_node_delete(name);
     }
-    fn view(&self, Lean(obj): Lean<Node>) -> (String, NodeFingerprint) {
-        (obj.name_any(), NodeFingerprint::of(&obj))
+    fn view(&self, Lean(obj): Lean<Node>) -> NodeFingerprint {
+        NodeFingerprint::of(&obj)
     }
 }
 
@@ -145,7 +144,7 @@ impl<K: Send + Sync + 'static> Handler<K> for Workloads<K> {
         shared.lock().on_workload(entry.clone());
         entry
     }
-    fn delete(&self, _: &Shared, st: &mut State, old: &WorkloadEntry) {
+    fn delete(&self, _: &Shared, st: &mut State, _: &str, old: &WorkloadEntry) {
         st.on_workload_delete(old);
     }
     fn view(&self, obj: K) -> WorkloadEntry {

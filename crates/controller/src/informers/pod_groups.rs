@@ -123,7 +123,7 @@ impl<K: PodGroupObject> Handler<K> for PodGroups {
         }
         view
     }
-    fn delete(&self, _: &Shared, st: &mut State, old: &Self::View) {
+    fn delete(&self, _: &Shared, st: &mut State, _: &str, old: &Self::View) {
         if let Some(o) = old {
             st.on_pod_group_delete(o);
         }

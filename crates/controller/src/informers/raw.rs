@@ -90,9 +90,9 @@ impl Handler<Raw<Lean<Pod>>> for RawPods {
         self.0.pod_changed(uid, pending, new.json);
         Pods.apply(shared, old, new.obj)
     }
-    fn delete(&self, shared: &Shared, st: &mut State, old: &Arc<PodInfo>) {
+    fn delete(&self, shared: &Shared, st: &mut State, key: &str, old: &Arc<PodInfo>) {
         self.0.pod_deleted(&old.uid);
-        Pods.delete(shared, st, old);
+        Pods.delete(shared, st, key, old);
     }
     fn view(&self, obj: Raw<Lean<Pod>>) -> Arc<PodInfo> {
         Pods.view(obj.obj)
@@ -111,22 +111,22 @@ impl Handler<Raw<Lean<Pod>>> for RawPods {
 pub(super) struct RawNodes(pub(super) Arc<ApiObjects>);
 
 impl Handler<Raw<Lean<Node>>> for RawNodes {
-    type View = (String, NodeFingerprint);
+    type View = NodeFingerprint;
     fn apply(
         &self,
         shared: &Shared,
-        old: Option<&(String, NodeFingerprint)>,
+        old: Option<&NodeFingerprint>,
         new: Raw<Lean<Node>>,
-    ) -> (String, NodeFingerprint) {
+    ) -> NodeFingerprint {
         let name = new.obj.0.metadata.name.clone().unwrap_or_default();
         self.0.node_changed(&name, new.json);
         Nodes.apply(shared, old, new.obj)
     }
-    fn delete(&self, shared: &Shared, st: &mut State, old: &(String, NodeFingerprint)) {
-        self.0.node_deleted(&old.0);
-        Nodes.delete(shared, st, old);
+    fn delete(&self, shared: &Shared, st: &mut State, name: &str, old: &NodeFingerprint) {
+        self.0.node_deleted(name);
+        Nodes.delete(shared, st, name, old);
     }
-    fn view(&self, obj: Raw<Lean<Node>>) -> (String, NodeFingerprint) {
+    fn view(&self, obj: Raw<Lean<Node>>) -> NodeFingerprint {
         Nodes.view(obj.obj)
     }
 }

@@ -621,13 +621,13 @@ impl Cache {
                 continue;
             }
             out.changed_nodes += 1;
-            match snapshot.index.get(name) {
-                Some(&i) => {
+            match snapshot.position(name) {
+                Some(i) => {
                     let old = &snapshot.node_infos[i];
-                    affinity_changed |= old.pods_with_affinity.is_empty()
-                        != info.pods_with_affinity.is_empty()
-                        || old.pods_with_required_anti_affinity.is_empty()
-                            != info.pods_with_required_anti_affinity.is_empty();
+                    affinity_changed |= old.pods_with_affinity().is_empty()
+                        != info.pods_with_affinity().is_empty()
+                        || old.pods_with_required_anti_affinity().is_empty()
+                            != info.pods_with_required_anti_affinity().is_empty();
                     snapshot.set_node(i, info.clone());
                 }
                 None => rebuild = true,

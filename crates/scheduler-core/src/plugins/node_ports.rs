@@ -102,7 +102,7 @@ fn ports_clash(a: &HostPort, b: &HostPort) -> bool {
 
 /// Whether none of `wanted` clashes with the ports already in use on `node`.
 pub fn fits_ports(wanted: &[HostPort], node: &NodeInfo) -> bool {
-    !wanted.iter().any(|hp| node.used_ports.conflicts(hp))
+    !wanted.iter().any(|hp| node.used_ports().conflicts(hp))
 }
 
 impl FilterPlugin for NodePorts {

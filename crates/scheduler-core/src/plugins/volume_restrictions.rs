@@ -144,7 +144,7 @@ impl PreFilterPlugin for VolumeRestrictions {
                 snapshot
                     .node_infos()
                     .iter()
-                    .any(|n| n.pvc_ref_counts.contains_key(&key))
+                    .any(|n| n.pvc_ref_count(&key).is_some())
             })
             .count() as i64;
         // Upstream skips when there are no disks to check and no claim is in use yet; then

@@ -44,9 +44,9 @@ pub use pod::{
 pub use pod_affinity::{AffinityTerm, PodAffinityTerms, WeightedAffinityTerm};
 pub use quantity::{Quantity, QuantityError, parse_k8s_quantity, parse_quantity};
 pub use resource::{
-    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY, RESOURCE_PODS, Resource, ResourceName, is_extended_resource_name,
-    is_scalar_resource_name,
+    CpuMemory, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS, Resource, ResourceName,
+    is_extended_resource_name, is_scalar_resource_name,
 };
 pub use runtime_class::RuntimeClassInfo;
 pub use symbol::Sym;

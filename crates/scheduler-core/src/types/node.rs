@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1 as k8s;
 use super::images::ImageSizes;
 use super::labels::Labels;
 use super::pod::{DEFAULT_BIND_ALL_HOST_IP, HostPort, PodInfo, PodKey, Protocol};
-use super::resource::Resource;
+use super::resource::{CpuMemory, Resource};
 use super::taint::{Taint, Taints};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -84,6 +84,27 @@ impl HostPortInfo {
     }
 }
 
+/// The parts of a [`NodeInfo`] most nodes leave empty, kept out of line.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NodeExtras {
+    pods_with_affinity: Vec<Arc<PodInfo>>,
+    pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    used_ports: HostPortInfo,
+    /// `namespace/claim` -> number of pods here using it.
+    pvc_ref_counts: FxHashMap<String, u32>,
+}
+
+impl NodeExtras {
+    fn is_empty(&self) -> bool {
+        self.pods_with_affinity.is_empty()
+            && self.pods_with_required_anti_affinity.is_empty()
+            && self.used_ports.is_empty()
+            && self.pvc_ref_counts.is_empty()
+    }
+}
+
+static NO_EXTRAS: std::sync::LazyLock<NodeExtras> = std::sync::LazyLock::new(NodeExtras::default);
+
 /// `repr(C)` keeps the fields in this order: the ones Filter and Score read for every node
 /// (cordon flag, taints, labels, pod count, allocatable, requested, images) come first, so
 /// visiting a node touches its first four cache lines instead of six or seven spread over
@@ -105,15 +126,13 @@ pub struct NodeInfo {
     /// Sum of the pods' requests (the pod count is `pods.len()`, not kept here).
     pub requested: Resource,
     /// Sum of the pods' non-zero requests; only cpu and memory.
-    pub non_zero_requested: Resource,
+    pub non_zero_requested: CpuMemory,
     /// Every image name in `status.images` -> its size in bytes.
     pub images: ImageSizes,
     pub name: String,
-    pub pods_with_affinity: Vec<Arc<PodInfo>>,
-    pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
-    pub used_ports: HostPortInfo,
-    /// `namespace/claim` -> number of pods here using it.
-    pub pvc_ref_counts: FxHashMap<String, u32>,
+    /// Pods with affinity terms, host ports and claims in use: `None` on the many nodes
+    /// that have none of them (8 bytes instead of 144 in each of 50,000 NodeInfos).
+    pub(crate) extras: Option<Box<NodeExtras>>,
     /// `status.declaredFeatures` (NodeDeclaredFeatures, 1.35+; empty on older kubelets).
     pub declared_features: Vec<String>,
     /// Bumped on every change; the snapshot copies only nodes newer than itself.
@@ -176,12 +195,56 @@ impl NodeInfo {
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
         self.update(&pod, 1);
         if pod.has_pod_affinity {
-            self.pods_with_affinity.push(pod.clone());
+            self.extras_mut().pods_with_affinity.push(pod.clone());
         }
         if pod.has_required_pod_anti_affinity {
-            self.pods_with_required_anti_affinity.push(pod.clone());
+            self.extras_mut()
+                .pods_with_required_anti_affinity
+                .push(pod.clone());
         }
         self.pods.push(pod);
+    }
+
+    fn extras(&self) -> &NodeExtras {
+        self.extras.as_deref().unwrap_or(&NO_EXTRAS)
+    }
+
+    fn extras_mut(&mut self) -> &mut NodeExtras {
+        self.extras.get_or_insert_with(Box::default)
+    }
+
+    /// Frees the extras once the last pod needing them is gone.
+    fn drop_empty_extras(&mut self) {
+        if self.extras.as_deref().is_some_and(NodeExtras::is_empty) {
+            self.extras = None;
+        }
+    }
+
+    /// Pods here with pod affinity terms (required or preferred).
+    pub fn pods_with_affinity(&self) -> &[Arc<PodInfo>] {
+        &self.extras().pods_with_affinity
+    }
+
+    /// Pods here with required pod anti-affinity terms.
+    pub fn pods_with_required_anti_affinity(&self) -> &[Arc<PodInfo>] {
+        &self.extras().pods_with_required_anti_affinity
+    }
+
+    /// Host ports the pods here use.
+    pub fn used_ports(&self) -> &HostPortInfo {
+        &self.extras().used_ports
+    }
+
+    /// How many pods here use the claim `namespace/claim`.
+    pub fn pvc_ref_count(&self, key: &str) -> Option<u32> {
+        self.extras
+            .as_deref()
+            .and_then(|e| e.pvc_ref_counts.get(key).copied())
+    }
+
+    /// Whether no pod here uses a claim.
+    pub fn pvcs_unused(&self) -> bool {
+        self.extras().pvc_ref_counts.is_empty()
     }
 
     /// Removes the pod with `key`, undoing exactly what [`Self::add_pod`] added. Like upstream
@@ -189,15 +252,17 @@ impl NodeInfo {
     pub fn remove_pod(&mut self, key: &PodKey) -> Option<Arc<PodInfo>> {
         let idx = self.pods.iter().position(|p| p.key == *key)?;
         let pod = self.pods.swap_remove(idx);
-        if let Some(i) = self.pods_with_affinity.iter().position(|p| p.key == *key) {
-            self.pods_with_affinity.swap_remove(i);
-        }
-        if let Some(i) = self
-            .pods_with_required_anti_affinity
-            .iter()
-            .position(|p| p.key == *key)
-        {
-            self.pods_with_required_anti_affinity.swap_remove(i);
+        if let Some(e) = self.extras.as_deref_mut() {
+            if let Some(i) = e.pods_with_affinity.iter().position(|p| p.key == *key) {
+                e.pods_with_affinity.swap_remove(i);
+            }
+            if let Some(i) = e
+                .pods_with_required_anti_affinity
+                .iter()
+                .position(|p| p.key == *key)
+            {
+                e.pods_with_required_anti_affinity.swap_remove(i);
+            }
         }
         self.update(&pod, -1);
         Some(pod)
@@ -215,22 +280,25 @@ impl NodeInfo {
         self.non_zero_requested.memory += sign * pod.non_zero_requests.memory;
         for hp in &pod.host_ports {
             if sign > 0 {
-                self.used_ports.add(hp);
-            } else {
-                self.used_ports.remove(hp);
+                self.extras_mut().used_ports.add(hp);
+            } else if let Some(e) = self.extras.as_deref_mut() {
+                e.used_ports.remove(hp);
             }
         }
         for claim in &pod.pvc_names {
             let key = format!("{}/{}", pod.key.namespace, claim);
             if sign > 0 {
-                *self.pvc_ref_counts.entry(key).or_insert(0) += 1;
-            } else if let Some(n) = self.pvc_ref_counts.get_mut(&key) {
+                *self.extras_mut().pvc_ref_counts.entry(key).or_insert(0) += 1;
+            } else if let Some(e) = self.extras.as_deref_mut()
+                && let Some(n) = e.pvc_ref_counts.get_mut(&key)
+            {
                 *n -= 1;
                 if *n == 0 {
-                    self.pvc_ref_counts.remove(&key);
+                    e.pvc_ref_counts.remove(&key);
                 }
             }
         }
+        self.drop_empty_extras();
         self.generation = next_generation();
     }
 
@@ -264,7 +332,7 @@ mod tests {
             end(offset_of!(NodeInfo, requested), size_of::<Resource>()),
             end(
                 offset_of!(NodeInfo, non_zero_requested),
-                size_of::<Resource>(),
+                size_of::<CpuMemory>(),
             ),
             end(offset_of!(NodeInfo, images), size_of::<ImageSizes>()),
         ];
@@ -351,6 +419,35 @@ mod tests {
         assert!(!info.conflicts(&hp(80, "TCP", "127.0.0.1")));
         info.remove(&hp(80, "TCP", "127.0.0.2"));
         assert!(info.is_empty());
+    }
+
+    #[test]
+    fn extras_exist_only_while_a_pod_needs_them() {
+        let mut n = NodeInfo::new("n1");
+        let plain = Arc::new(PodInfo::test("ns", "plain").host_port(0, "TCP", "").build());
+        n.add_pod(plain);
+        assert!(
+            n.extras.is_none(),
+            "a pod with nothing out of line allocates nothing"
+        );
+        let ported = Arc::new(
+            PodInfo::test("ns", "ported")
+                .host_port(80, "TCP", "")
+                .build(),
+        );
+        let claimed = Arc::new(PodInfo::test("ns", "claimed").pvc("data").build());
+        n.add_pod(ported);
+        n.add_pod(claimed);
+        assert!(n.used_ports().conflicts(&hp(80, "TCP", "10.0.0.1")));
+        assert_eq!(n.pvc_ref_count("ns/data"), Some(1));
+        n.remove_pod(&PodKey::new("ns", "ported"));
+        assert!(n.extras.is_some(), "the claim still needs them");
+        n.remove_pod(&PodKey::new("ns", "claimed"));
+        assert!(
+            n.extras.is_none(),
+            "freed with the last pod that needed them"
+        );
+        assert!(n.used_ports().is_empty() && n.pvcs_unused());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::pod_affinity::PodAffinityTerms;
 use super::quantity::{Quantity, parse_quantity};
 use super::rare::Rare;
 use super::resource::{
-    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, HUGEPAGES_PREFIX, RESOURCE_CPU,
+    CpuMemory, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, HUGEPAGES_PREFIX, RESOURCE_CPU,
     RESOURCE_MEMORY, Resource,
 };
 use super::symbol::Sym;
@@ -123,7 +123,7 @@ pub struct PodInfo {
     pub requests: Resource,
     /// Only `milli_cpu` and `memory` are set: like `requests`, but a container without a cpu or
     /// memory request counts 100m / 200Mi.
-    pub non_zero_requests: Resource,
+    pub non_zero_requests: CpuMemory,
     pub host_ports: Vec<HostPort>,
     /// Interned like node labels: Filter matches it against every node by pointer.
     pub node_selector: Labels,
@@ -599,7 +599,7 @@ fn compute_requests(
     pod: &k8s::Pod,
     spec: &k8s::PodSpec,
     problems: &mut Vec<String>,
-) -> (Resource, Resource) {
+) -> (Resource, CpuMemory) {
     let status = pod.status.as_ref();
     let find_status = |name: &str| {
         let statuses = status
@@ -747,12 +747,11 @@ fn compute_requests(
     for (k, v) in &reqs {
         requests.add_quantity(k, *v);
     }
-    let non_zero = Resource {
+    let non_zero = CpuMemory {
         milli_cpu: non_zero_list
             .get(RESOURCE_CPU)
             .map_or(0, |q| q.milli_value()),
         memory: non_zero_list.get(RESOURCE_MEMORY).map_or(0, |q| q.value()),
-        ..Resource::default()
     };
     (requests, non_zero)
 }

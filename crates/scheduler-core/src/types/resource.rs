@@ -42,6 +42,26 @@ pub fn is_extended_resource_name(name: &str) -> bool {
     is_qualified_name(&format!("requests.{name}"))
 }
 
+/// Milli-CPU and memory only: what the non-zero request sums hold (upstream's
+/// `NonZeroRequested` never counts anything else), in 16 bytes instead of a whole
+/// [`Resource`] in every node and pod.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CpuMemory {
+    pub milli_cpu: i64,
+    pub memory: i64,
+}
+
+impl CpuMemory {
+    pub fn is_zero(&self) -> bool {
+        self.milli_cpu == 0 && self.memory == 0
+    }
+
+    pub fn saturating_add(&mut self, other: &CpuMemory) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+    }
+}
+
 /// `repr(C)`: the scalars Filter compares for every node come first, so they sit in
 /// [`NodeInfo`](crate::types::NodeInfo)'s first cache lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

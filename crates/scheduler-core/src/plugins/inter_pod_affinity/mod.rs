@@ -486,7 +486,7 @@ impl PreFilterPlugin for InterPodAffinity {
         // Symmetric check: only nodes hosting pods with required anti-affinity matter.
         let mut existing_anti_affinity = TopologyMap::default();
         for node in snapshot.have_pods_with_required_anti_affinity() {
-            for existing in &node.pods_with_required_anti_affinity {
+            for existing in node.pods_with_required_anti_affinity() {
                 for t in &existing.affinity_terms.required_anti_affinity {
                     if existing_term_matches(t, pod, ns_labels) {
                         existing_anti_affinity.count_on_node(&t.topology_key, &node.labels, 1);
@@ -707,7 +707,7 @@ impl PreScorePlugin for InterPodAffinity {
                 if node.labels.is_empty() {
                     continue;
                 }
-                for existing in &node.pods_with_affinity {
+                for existing in node.pods_with_affinity() {
                     ctx.process_existing_pod(&mut scores, existing, node);
                 }
             }
