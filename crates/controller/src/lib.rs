@@ -36,4 +36,7 @@ pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};
 pub use extension::{Extension, FailureReporter, QueueEvents};
 pub use run::{RunOptions, default_instance_id, run};
+/// Internals `ferrosched-benches` measures; not an API.
+#[doc(hidden)]
+pub use informers::bench_support;
 pub use serving::{auth, configz, conn, explain, tls, tls_options, x509};
