@@ -435,4 +435,31 @@ mod tests {
             .is_ok()
         );
     }
+
+    #[test]
+    fn a_pods_inline_messages_are_nested_and_unknown_fields_refused() {
+        // A Volume's source sits in the volume's JSON but is message 2 of the Volume.
+        let p = json!({"spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}});
+        let claim = [(1 << 3) | 2, 1, b'c'];
+        let mut source = vec![(10 << 3) | 2, claim.len() as u8];
+        source.extend_from_slice(&claim);
+        let mut volume = vec![(1 << 3) | 2, 1, b'v', (2 << 3) | 2, source.len() as u8];
+        volume.extend_from_slice(&source);
+        let mut spec = vec![(1 << 3) | 2, volume.len() as u8];
+        spec.extend_from_slice(&volume);
+        let mut want = vec![(2 << 3) | 2, spec.len() as u8];
+        want.extend_from_slice(&spec);
+        assert_eq!(object("pods", &p).unwrap(), want);
+        // A probe's handler and an int-or-string port.
+        let c = json!({"spec": {"containers": [{"name": "a",
+            "livenessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 5}}]}});
+        assert!(object("pods", &c).is_ok());
+        let bad = json!({"spec": {"containers": [{"name": "a", "livenessProbe": {"htpGet": {}}}]}});
+        let e = object("pods", &bad).unwrap_err();
+        assert!(e.contains(".spec.containers.livenessProbe.htpGet"), "{e}");
+        assert!(
+            list("pods", &[bad], "1", None).is_err(),
+            "served as JSON instead"
+        );
+    }
 }

@@ -1,9 +1,9 @@
 //! The Pod message's schema for the fake's protobuf encoding: every message a Pod holds,
 //! as (JSON name, field number, kind). Names and numbers are those of k8s.io/api core/v1
 //! `generated.proto` as of kubernetes/api commit 10b39a39 (July 2026, v1.37's fields),
-//! listed from it by a script and reviewed; the three messages Go embeds inline in JSON
-//! (a Probe's handler, an EphemeralContainer's common part, a Volume's source) are
-//! `Inline`. LabelSelector is apimachinery's (meta/v1).
+//! listed from it by a script and reviewed; the messages Go embeds inline in JSON (a
+//! Probe's handler, an EphemeralContainer's common part, a Volume's source, the
+//! LocalObjectReference of config map and secret references) are `Inline`. LabelSelector is apimachinery's (meta/v1).
 
 use super::Field;
 use super::Kind::*;
@@ -136,7 +136,7 @@ const AZURE_FILE_VOLUME_SOURCE: &[Field] = &[
     ("readOnly", 3, Bool),
 ];
 const CONFIG_MAP_VOLUME_SOURCE: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("items", 2, RepMsg(KEY_TO_PATH)),
     ("defaultMode", 3, Int),
     ("optional", 4, Bool),
@@ -166,13 +166,13 @@ const AZURE_DISK_VOLUME_SOURCE: &[Field] = &[
 ];
 const PHOTON_PERSISTENT_DISK_VOLUME_SOURCE: &[Field] = &[("pdID", 1, Str), ("fsType", 2, Str)];
 const SECRET_PROJECTION: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("items", 2, RepMsg(KEY_TO_PATH)),
     ("optional", 4, Bool),
 ];
 const DOWNWARD_API_PROJECTION: &[Field] = &[("items", 1, RepMsg(DOWNWARD_API_VOLUME_FILE))];
 const CONFIG_MAP_PROJECTION: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("items", 2, RepMsg(KEY_TO_PATH)),
     ("optional", 4, Bool),
 ];
@@ -340,11 +340,11 @@ const CONTAINER_PORT: &[Field] = &[
     ("hostIP", 5, Str),
 ];
 const CONFIG_MAP_ENV_SOURCE: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("optional", 2, Bool),
 ];
 const SECRET_ENV_SOURCE: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("optional", 2, Bool),
 ];
 const ENV_FROM_SOURCE: &[Field] = &[
@@ -353,12 +353,12 @@ const ENV_FROM_SOURCE: &[Field] = &[
     ("secretRef", 3, Msg(SECRET_ENV_SOURCE)),
 ];
 const CONFIG_MAP_KEY_SELECTOR: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("key", 2, Str),
     ("optional", 3, Bool),
 ];
 const SECRET_KEY_SELECTOR: &[Field] = &[
-    ("localObjectReference", 1, Msg(LOCAL_OBJECT_REFERENCE)),
+    ("localObjectReference", 1, Inline(LOCAL_OBJECT_REFERENCE)),
     ("key", 2, Str),
     ("optional", 3, Bool),
 ];

@@ -45,6 +45,13 @@ fn some_map<V>(m: BTreeMap<String, V>) -> Option<BTreeMap<String, V>> {
     (!m.is_empty()).then_some(m)
 }
 
+/// An item of a filtered list (volumes, volume mounts): the JSON decode keeps the list,
+/// possibly empty, once the pod has one, and only the items something reads.
+fn keep<T>(list: &mut Option<Vec<T>>, item: Option<T>) {
+    let list = list.get_or_insert_with(Vec::new);
+    list.extend(item);
+}
+
 /// A non-pointer bool: JSON omits false.
 fn flag(v: Value<'_>, field: &str) -> Result<Option<bool>> {
     Ok(Some(v.bool(field)?).filter(|&b| b))
@@ -63,16 +70,13 @@ fn quantities(into: &mut BTreeMap<String, Quantity>, v: Value<'_>, field: &str) 
 
 fn spec(b: &[u8]) -> Result<k8s::PodSpec> {
     let mut s = k8s::PodSpec::default();
-    let (mut volumes, mut init, mut containers, mut ephemeral) = (vec![], vec![], vec![], vec![]);
+    let mut volumes = None;
+    let (mut init, mut containers, mut ephemeral) = (vec![], vec![], vec![]);
     let (mut tolerations, mut spread, mut gates, mut claims) = (vec![], vec![], vec![], vec![]);
     let (mut node_selector, mut overhead) = (BTreeMap::new(), BTreeMap::new());
     for f in Fields::new(b) {
         match f? {
-            (1, v) => {
-                if let Some(vol) = volume(v.bytes("spec.volumes")?)? {
-                    volumes.push(vol);
-                }
-            }
+            (1, v) => keep(&mut volumes, volume(v.bytes("spec.volumes")?)?),
             (2, v) => containers.push(container(v.bytes("spec.containers")?)?),
             (7, v) => {
                 let (k, x) = string_pair(v.bytes("spec.nodeSelector")?, "spec.nodeSelector")?;
@@ -115,7 +119,7 @@ fn spec(b: &[u8]) -> Result<k8s::PodSpec> {
             _ => {}
         }
     }
-    s.volumes = some(volumes);
+    s.volumes = volumes;
     s.init_containers = some(init);
     s.containers = containers;
     s.ephemeral_containers = some(ephemeral);
@@ -141,7 +145,7 @@ fn name_of(b: &[u8], field: &str) -> Result<String> {
 
 fn container(b: &[u8]) -> Result<k8s::Container> {
     let mut c = k8s::Container::default();
-    let (mut ports, mut rules, mut mounts) = (vec![], vec![], vec![]);
+    let (mut ports, mut rules, mut mounts) = (vec![], vec![], None);
     for f in Fields::new(b) {
         match f? {
             (1, v) => c.name = v.string("container.name")?,
@@ -153,11 +157,7 @@ fn container(b: &[u8]) -> Result<k8s::Container> {
                     "container.resources",
                 )?)
             }
-            (9, v) => {
-                if let Some(m) = mount(v.bytes("container.volumeMounts")?)? {
-                    mounts.push(m);
-                }
-            }
+            (9, v) => keep(&mut mounts, mount(v.bytes("container.volumeMounts")?)?),
             (24, v) => c.restart_policy = Some(v.string("container.restartPolicy")?),
             (25, v) => rules.push(restart_rule(v.bytes("container.restartPolicyRules")?)?),
             _ => {}
@@ -165,30 +165,29 @@ fn container(b: &[u8]) -> Result<k8s::Container> {
     }
     c.ports = some(ports);
     c.restart_policy_rules = some(rules);
-    c.volume_mounts = some(mounts);
+    c.volume_mounts = mounts;
     Ok(c)
 }
 
 /// Of an ephemeral container, its name and bind mounts (in EphemeralContainerCommon, field 1).
 fn ephemeral_container(b: &[u8]) -> Result<k8s::EphemeralContainer> {
     let mut c = k8s::EphemeralContainer::default();
-    let mut mounts = vec![];
+    let mut mounts = None;
     for f in Fields::new(b) {
         if let (1, v) = f? {
             for g in Fields::new(v.bytes("ephemeralContainers.common")?) {
                 match g? {
                     (1, x) => c.name = x.string("ephemeralContainers.name")?,
-                    (9, x) => {
-                        if let Some(m) = mount(x.bytes("ephemeralContainers.volumeMounts")?)? {
-                            mounts.push(m);
-                        }
-                    }
+                    (9, x) => keep(
+                        &mut mounts,
+                        mount(x.bytes("ephemeralContainers.volumeMounts")?)?,
+                    ),
                     _ => {}
                 }
             }
         }
     }
-    c.volume_mounts = some(mounts);
+    c.volume_mounts = mounts;
     Ok(c)
 }
 
