@@ -20,11 +20,11 @@ mod handlers;
 mod lean;
 pub(crate) mod pod_groups;
 mod proto;
-
-pub use proto::bench_support;
 mod raw;
 mod taint_rules;
 mod watch;
+
+pub use proto::bench_support;
 
 use std::fmt::Debug;
 use std::sync::Arc;
