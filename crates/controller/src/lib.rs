@@ -35,5 +35,8 @@ pub use binding::executor::{ACTIONS_QUEUED, MAX_ACTIONS_IN_FLIGHT};
 pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};
 pub use extension::{Extension, FailureReporter, QueueEvents};
+/// Internals `ferrosched-benches` measures; not an API.
+#[doc(hidden)]
+pub use informers::bench_support;
 pub use run::{RunOptions, default_instance_id, run};
 pub use serving::{auth, configz, conn, explain, tls, tls_options, x509};

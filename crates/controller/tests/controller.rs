@@ -2265,13 +2265,12 @@ async fn dra_claims_are_allocated_and_reserved_before_the_binding() {
     running.stop().await;
 }
 
-/// How the initial lists are asked for. Nodes: one request at `resourceVersion=0`, which
-/// kube-apiserver (and the fake, copying v1.28) serves whole from its watch cache, in
-/// protobuf, decoded as it streams (client-go's reflector asks the same way). Pods: kube's
-/// watcher leaves `resourceVersion=0` out of a list with a page size, so they come page by
-/// page, 100 objects a page (kube's default is 500: its decoded pages were ~9 MB of the
-/// heap peak at 5,000 nodes). Every node and page counts: only the last node has room for
-/// the pod.
+/// How the initial lists are asked for. Nodes and pods: one request each at
+/// `resourceVersion=0`, which kube-apiserver (and the fake, copying v1.28) serves whole
+/// from its watch cache, in protobuf, decoded as it streams (client-go's reflector asks the
+/// same way). Every node counts: only the last node has room for the pod. (As JSON,
+/// `contentType: application/json`, both come page by page, 100 a page: see the source's
+/// tests.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_initial_lists_come_whole_from_the_cache_or_in_pages() {
     let server = FakeApiServer::start().await;
@@ -2298,7 +2297,8 @@ async fn the_initial_lists_come_whole_from_the_cache_or_in_pages() {
     };
     assert_eq!(lists("nodes"), 1, "1,200 nodes in one response");
     assert!(server.protobuf_served("nodes") >= 1);
-    assert_eq!(lists("pods"), 3, "251 pods in pages of 100");
+    assert_eq!(lists("pods"), 1, "251 pods in one response");
+    assert!(server.protobuf_served("pods") >= 1);
     running.stop().await;
 }
 

@@ -272,7 +272,7 @@ impl FakeApiServer {
     }
 
     /// Lists and watches of `collection` answered in protobuf (the client asked for it;
-    /// only nodes are encoded, see the crate's `protobuf` module).
+    /// only nodes and pods are encoded, see the crate's `protobuf` module).
     pub fn protobuf_served(&self, collection: &str) -> usize {
         let st = self.inner.store.lock().unwrap();
         st.protobuf_served.get(collection).copied().unwrap_or(0)

@@ -1,13 +1,18 @@
-//! Nodes in Kubernetes' protobuf encoding, as kube-apiserver serves them to a client whose
-//! Accept header puts `application/vnd.kubernetes.protobuf` first (kube-scheduler's, and
-//! ferrosched's node informer): lists as `k8s\0` + `runtime.Unknown{typeMeta, raw}` around
-//! a NodeList, watches as 4-byte-length-prefixed WatchEvent frames whose object is such an
-//! envelope around the Node.
+//! Nodes and pods in Kubernetes' protobuf encoding, as kube-apiserver serves them to a
+//! client whose Accept header puts `application/vnd.kubernetes.protobuf` first
+//! (kube-scheduler's, and ferrosched's pod and node informers): lists as `k8s\0` +
+//! `runtime.Unknown{typeMeta, raw}` around a NodeList or PodList, watches as
+//! 4-byte-length-prefixed WatchEvent frames whose object is such an envelope around the
+//! object.
 //!
-//! The store keeps JSON; a Node is encoded field by field from a schema of the Node message
-//! (field numbers of k8s.io/api core/v1 and apimachinery meta/v1). A node holding a field
-//! the schema lacks is served as JSON instead (the client decodes by Content-Type), so a
-//! test never sees a node silently missing a field. Other kinds are always JSON.
+//! The store keeps JSON; an object is encoded field by field from a schema of its message
+//! (field numbers of k8s.io/api core/v1 and apimachinery meta/v1; the Pod's in [`pod`]). A
+//! list holding an object with a field the schema lacks is served as JSON instead (the
+//! client decodes by Content-Type), and such an object in a watch becomes an ERROR event
+//! naming the field, so a test never sees an object silently missing a field. Other kinds
+//! are always JSON.
+
+mod pod;
 
 use serde_json::Value;
 
@@ -31,6 +36,15 @@ enum Kind {
     Time,
     Msg(&'static [Field]),
     RepStr,
+    /// repeated int32/int64, one varint per element (proto2 does not pack).
+    RepInt,
+    /// A `resource.Quantity` (its string, field 1).
+    Quantity,
+    /// An `intstr.IntOrString`: type 1 (0 int, 1 string), intVal 2, strVal 3; JSON holds
+    /// either a number or a string.
+    IntOrString,
+    /// A message Go embeds inline: its fields sit in the parent's JSON object.
+    Inline(&'static [Field]),
     RepMsg(&'static [Field]),
     MapStr,
     MapQuantity,
@@ -192,19 +206,59 @@ fn message(v: &Value, schema: &[Field], path: &str) -> Result<Vec<u8>, String> {
     // Field-number order, as Go writes them.
     let mut fields: Vec<&Field> = schema.iter().collect();
     fields.sort_by_key(|f| f.1);
+    let known = |key: &str| {
+        schema.iter().any(|f| match f.2 {
+            Inline(inner) => inner.iter().any(|g| g.0 == key),
+            _ => f.0 == key,
+        })
+    };
     for key in obj.keys() {
-        if !schema.iter().any(|f| f.0 == key)
-            && !(path.is_empty() && (key == "apiVersion" || key == "kind"))
-        {
+        if !known(key) && !(path.is_empty() && (key == "apiVersion" || key == "kind")) {
             return Err(format!("{path}.{key}: no protobuf encoding in the fake"));
         }
     }
     for &(name, number, kind) in fields {
+        if let Inline(inner) = kind {
+            // Go writes the embedded message whole, empty or not.
+            let part: serde_json::Map<String, Value> = obj
+                .iter()
+                .filter(|(k, _)| inner.iter().any(|g| g.0 == k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            bytes_field(
+                &mut out,
+                number,
+                &message(&Value::Object(part), inner, path)?,
+            );
+            continue;
+        }
         let Some(x) = obj.get(name).filter(|x| !x.is_null()) else {
             continue;
         };
         let p = format!("{path}.{name}");
         match kind {
+            Inline(_) => unreachable!("handled above"),
+            RepInt => {
+                for n in x.as_array().ok_or(&p)? {
+                    varint_field(&mut out, number, n.as_i64().ok_or(&p)? as u64);
+                }
+            }
+            Quantity => {
+                let mut q = Vec::new();
+                bytes_field(&mut q, 1, x.as_str().ok_or(&p)?.as_bytes());
+                bytes_field(&mut out, number, &q);
+            }
+            IntOrString => {
+                let mut v = Vec::new();
+                if let Some(n) = x.as_i64() {
+                    varint_field(&mut v, 1, 0);
+                    varint_field(&mut v, 2, n as u64);
+                } else {
+                    varint_field(&mut v, 1, 1);
+                    bytes_field(&mut v, 3, x.as_str().ok_or(&p)?.as_bytes());
+                }
+                bytes_field(&mut out, number, &v);
+            }
             Str => bytes_field(&mut out, number, x.as_str().ok_or(&p)?.as_bytes()),
             Int => varint_field(&mut out, number, x.as_i64().ok_or(&p)? as u64),
             Bool => varint_field(&mut out, number, u64::from(x.as_bool().ok_or(&p)?)),
@@ -263,17 +317,34 @@ fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A Node message, or why the fake cannot encode it.
-pub(crate) fn node(v: &Value) -> Result<Vec<u8>, String> {
-    message(v, NODE, "")
+/// The message schema and kind of the collections the fake encodes.
+fn schema_of(collection: &str) -> Option<(&'static [Field], &'static str)> {
+    match collection {
+        "nodes" => Some((NODE, "Node")),
+        "pods" => Some((pod::POD, "Pod")),
+        _ => None,
+    }
 }
 
-/// A NodeList body, or why not (then the caller answers JSON).
-pub(crate) fn node_list(
+/// Whether the fake can answer `collection` in protobuf.
+pub(crate) fn encodes(collection: &str) -> bool {
+    schema_of(collection).is_some()
+}
+
+/// An object of `collection` as its message, or why the fake cannot encode it.
+pub(crate) fn object(collection: &str, v: &Value) -> Result<Vec<u8>, String> {
+    let (schema, _) = schema_of(collection).ok_or_else(|| format!("{collection}: not encoded"))?;
+    message(v, schema, "")
+}
+
+/// A NodeList or PodList body, or why not (then the caller answers JSON).
+pub(crate) fn list(
+    collection: &str,
     items: &[Value],
     resource_version: &str,
     continue_token: Option<&str>,
 ) -> Result<Vec<u8>, String> {
+    let (_, kind) = schema_of(collection).ok_or_else(|| format!("{collection}: not encoded"))?;
     let mut list = Vec::new();
     let mut meta = Vec::new();
     bytes_field(&mut meta, 2, resource_version.as_bytes());
@@ -282,15 +353,20 @@ pub(crate) fn node_list(
     }
     bytes_field(&mut list, 1, &meta);
     for item in items {
-        bytes_field(&mut list, 2, &node(item)?);
+        bytes_field(&mut list, 2, &object(collection, item)?);
     }
-    Ok(envelope("v1", "NodeList", &list))
+    Ok(envelope("v1", &format!("{kind}List"), &list))
 }
 
 /// One watch frame: length, then WatchEvent{type, RawExtension{raw: envelope(object)}}.
-/// `object` is a Node, or a Status for ERROR events. None: the node cannot be encoded.
-pub(crate) fn watch_frame(type_: &str, object: &Value) -> Option<Vec<u8>> {
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("Node");
+/// `object` is one of `collection`, or a Status for ERROR events. None: the object cannot
+/// be encoded.
+pub(crate) fn watch_frame(collection: &str, type_: &str, object: &Value) -> Option<Vec<u8>> {
+    let default_kind = schema_of(collection).map_or("Status", |(_, k)| k);
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or(default_kind);
     let raw = if kind == "Status" {
         let mut s = Vec::new();
         for (name, number) in [("status", 2), ("message", 3), ("reason", 4)] {
@@ -303,7 +379,7 @@ pub(crate) fn watch_frame(type_: &str, object: &Value) -> Option<Vec<u8>> {
         }
         s
     } else {
-        node(object).ok()?
+        self::object(collection, object).ok()?
     };
     let mut ext = Vec::new();
     bytes_field(&mut ext, 1, &envelope("v1", kind, &raw));
@@ -349,10 +425,41 @@ mod tests {
     #[test]
     fn a_node_with_a_field_the_schema_lacks_is_refused_with_its_path() {
         let n = json!({"metadata": {"name": "a"}, "spec": {"configSource": {}}});
-        let e = node(&n).unwrap_err();
+        let e = object("nodes", &n).unwrap_err();
         assert!(e.contains(".spec.configSource"), "{e}");
         assert!(
-            node(&json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}})).is_ok()
+            object(
+                "nodes",
+                &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}})
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_pods_inline_messages_are_nested_and_unknown_fields_refused() {
+        // A Volume's source sits in the volume's JSON but is message 2 of the Volume.
+        let p = json!({"spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}});
+        let claim = [(1 << 3) | 2, 1, b'c'];
+        let mut source = vec![(10 << 3) | 2, claim.len() as u8];
+        source.extend_from_slice(&claim);
+        let mut volume = vec![(1 << 3) | 2, 1, b'v', (2 << 3) | 2, source.len() as u8];
+        volume.extend_from_slice(&source);
+        let mut spec = vec![(1 << 3) | 2, volume.len() as u8];
+        spec.extend_from_slice(&volume);
+        let mut want = vec![(2 << 3) | 2, spec.len() as u8];
+        want.extend_from_slice(&spec);
+        assert_eq!(object("pods", &p).unwrap(), want);
+        // A probe's handler and an int-or-string port.
+        let c = json!({"spec": {"containers": [{"name": "a",
+            "livenessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 5}}]}});
+        assert!(object("pods", &c).is_ok());
+        let bad = json!({"spec": {"containers": [{"name": "a", "livenessProbe": {"htpGet": {}}}]}});
+        let e = object("pods", &bad).unwrap_err();
+        assert!(e.contains(".spec.containers.livenessProbe.htpGet"), "{e}");
+        assert!(
+            list("pods", &[bad], "1", None).is_err(),
+            "served as JSON instead"
         );
     }
 }

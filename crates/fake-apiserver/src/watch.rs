@@ -62,7 +62,7 @@ pub(crate) fn watch(
     } else {
         "application/json"
     };
-    // One event as the client asked: a JSON line, or a protobuf frame. A node the fake
+    // One event as the client asked: a JSON line, or a protobuf frame. An object the fake
     // cannot encode becomes an ERROR event naming the field, never a silent omission.
     let encode = move |type_: &str, object: &serde_json::Value| -> Bytes {
         if !protobuf {
@@ -70,12 +70,14 @@ pub(crate) fn watch(
             s.push('\n');
             return Bytes::from(s);
         }
-        let frame = crate::protobuf::watch_frame(type_, object).unwrap_or_else(|| {
-            let why = crate::protobuf::node(object).err().unwrap_or_default();
+        let frame = crate::protobuf::watch_frame(collection, type_, object).unwrap_or_else(|| {
+            let why = crate::protobuf::object(collection, object)
+                .err()
+                .unwrap_or_default();
             let status = json!({"kind": "Status", "status": "Failure", "code": 500,
                 "reason": "InternalError",
                 "message": format!("fake API server: no protobuf encoding for {why}")});
-            crate::protobuf::watch_frame("ERROR", &status).unwrap_or_default()
+            crate::protobuf::watch_frame(collection, "ERROR", &status).unwrap_or_default()
         });
         Bytes::from(frame)
     };

@@ -24,6 +24,8 @@ mod raw;
 mod taint_rules;
 mod watch;
 
+pub use proto::bench_support;
+
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -87,26 +89,42 @@ where
     ))
 }
 
-/// The pod informer; with extenders, pending pods' objects are kept for them.
+/// The pod informer: protobuf list and watch where the server speaks it (see [`proto`]),
+/// terminal pods filtered out by the server.
+///
+/// With extenders, pending pods' objects are kept for them and sent whole, so that informer
+/// stays on kube's JSON watcher and keeps each pod's raw JSON (`Raw<Lean<Pod>>`); the
+/// protobuf decode builds only the fields the scheduler reads and could not give an extender
+/// the object the API server served.
 fn spawn_pods(
     client: &Client,
+    accept: &str,
     shared: &Arc<Shared>,
     objects: Option<&Arc<ApiObjects>>,
 ) -> tokio::task::JoinHandle<()> {
-    let config = watcher::Config::default()
-        .any_semantic()
-        .page_size(LIST_PAGE_SIZE)
-        .fields(POD_FIELD_SELECTOR);
     match objects {
-        None => tokio::spawn(run_informer(
-            Api::<Lean<Pod>>::all(client.clone()),
-            config,
-            Arc::clone(shared),
-            Pods,
-        )),
+        None => {
+            let events = proto::source::events(proto::source::Source {
+                client: client.clone(),
+                accept: accept.to_string(),
+                path: "/api/v1/pods",
+                page_size: LIST_PAGE_SIZE,
+                field_selector: Some(POD_FIELD_SELECTOR),
+                decode: proto::pod::pod,
+            });
+            tokio::spawn(watch::run_events(
+                futures::StreamExt::map(events, Ok),
+                Presence::Required,
+                Arc::clone(shared),
+                Pods,
+            ))
+        }
         Some(o) => tokio::spawn(run_informer(
             Api::<Raw<Lean<Pod>>>::all(client.clone()),
-            config,
+            watcher::Config::default()
+                .any_semantic()
+                .page_size(LIST_PAGE_SIZE)
+                .fields(POD_FIELD_SELECTOR),
             Arc::clone(shared),
             RawPods(Arc::clone(o)),
         )),
@@ -120,6 +138,7 @@ fn spawn_nodes(client: &Client, accept: &str, shared: &Arc<Shared>) -> tokio::ta
         accept: accept.to_string(),
         path: "/api/v1/nodes",
         page_size: LIST_PAGE_SIZE,
+        field_selector: None,
         decode: proto::node::node,
     });
     tokio::spawn(watch::run_events(
@@ -130,7 +149,7 @@ fn spawn_nodes(client: &Client, accept: &str, shared: &Arc<Shared>) -> tokio::ta
     ))
 }
 
-/// The Accept header of the node informer's requests, from `clientConnection` as client-go
+/// The Accept header of the pod and node informers' requests, from `clientConnection` as client-go
 /// builds it: `acceptContentTypes` when set, else `contentType` (protobuf by default). With
 /// protobuf first, JSON is accepted too, so a server (or kind) without protobuf still
 /// answers; the answer is decoded by its Content-Type either way.
@@ -165,7 +184,7 @@ pub(crate) fn spawn_all(
     // without them on servers that lack the APIs.
     let (req, opt) = (Presence::Required, Presence::Optional);
     let mut informers = vec![
-        spawn_pods(client, shared, objects),
+        spawn_pods(client, accept, shared, objects),
         match objects.filter(|o| o.keeps_nodes()) {
             None => spawn_nodes(client, accept, shared),
             Some(o) => spawn::<Raw<Lean<Node>>, _>(client, shared, req, RawNodes(Arc::clone(o))),

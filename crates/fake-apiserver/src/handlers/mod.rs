@@ -158,7 +158,7 @@ pub(crate) async fn dispatch(
     match (method, t.name, t.subresource.as_deref()) {
         (Method::GET, None, None) => {
             let namespace = t.namespace.filter(|_| r.namespaced);
-            let protobuf = collection == "nodes"
+            let protobuf = crate::protobuf::encodes(collection)
                 && crate::protobuf::wanted(
                     headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
                 );

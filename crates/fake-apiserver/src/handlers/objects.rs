@@ -95,7 +95,8 @@ fn list(
     let more = matching.peek().is_some();
     let token = last.filter(|_| more);
     if protobuf
-        && let Ok(body) = crate::protobuf::node_list(&items, &list_rv.to_string(), token.as_deref())
+        && let Ok(body) =
+            crate::protobuf::list(collection, &items, &list_rv.to_string(), token.as_deref())
     {
         *st.protobuf_served
             .entry(collection.to_string())

@@ -46,6 +46,8 @@ pub(crate) struct Source<K> {
     /// The collection's path, e.g. `/api/v1/nodes`.
     pub(crate) path: &'static str,
     pub(crate) page_size: u32,
+    /// A field selector sent with every list and watch (the pod informer's).
+    pub(crate) field_selector: Option<&'static str>,
     pub(crate) decode: fn(&[u8]) -> super::wire::Result<K>,
 }
 
@@ -342,8 +344,12 @@ where
 /// failure (410 as [`Failure::Gone`]).
 async fn get<K>(source: &Source<K>, query: &str) -> Result<(bool, kube::client::Body), Failure> {
     let path = source.path;
+    let selector = source
+        .field_selector
+        .map(|s| format!("&fieldSelector={}", query_escape(s)))
+        .unwrap_or_default();
     {
-        let req = http::Request::get(format!("{path}?{query}"))
+        let req = http::Request::get(format!("{path}?{query}{selector}"))
             .header(http::header::ACCEPT, &source.accept)
             .body(kube::client::Body::empty())?;
         let resp = source.client.send(req).await?;
@@ -363,6 +369,19 @@ async fn get<K>(source: &Source<K>, query: &str) -> Result<(bool, kube::client::
         }
         Ok((protobuf, resp.into_body()))
     }
+}
+
+/// Percent-encodes a query value (all but RFC 3986's unreserved characters).
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn version_of<K: Resource>(o: &K) -> String {

@@ -235,6 +235,7 @@ async fn the_source_lists_then_watches_in_protobuf_and_in_json() {
             accept: accept.to_string(),
             path: "/api/v1/nodes",
             page_size: 100,
+            field_selector: None,
             decode: super::node::node,
         });
         futures::pin_mut!(events);
@@ -285,6 +286,7 @@ async fn only_a_protobuf_list_is_read_whole_from_the_cache() {
             accept: accept.to_string(),
             path: "/api/v1/nodes",
             page_size: 100,
+            field_selector: None,
             decode: super::node::node,
         });
         futures::pin_mut!(events);

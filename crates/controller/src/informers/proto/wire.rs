@@ -76,6 +76,21 @@ impl<'a> Fields<'a> {
         Fields { buf }
     }
 
+    /// The varints of a packed repeated field's value, in order.
+    pub(crate) fn packed_varints(buf: &'a [u8]) -> impl Iterator<Item = Result<u64>> + 'a {
+        let mut f = Fields { buf };
+        std::iter::from_fn(move || {
+            if f.buf.is_empty() {
+                return None;
+            }
+            let v = f.varint();
+            if v.is_err() {
+                f.buf = &[]; // nothing after a broken varint can be read
+            }
+            Some(v)
+        })
+    }
+
     fn varint(&mut self) -> Result<u64> {
         let mut v: u64 = 0;
         for (i, &b) in self.buf.iter().enumerate().take(10) {
