@@ -597,18 +597,8 @@ const POD_AFFINITY: &[Field] = &[
         RepMsg(WEIGHTED_POD_AFFINITY_TERM),
     ),
 ];
-const POD_ANTI_AFFINITY: &[Field] = &[
-    (
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        1,
-        RepMsg(POD_AFFINITY_TERM),
-    ),
-    (
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        2,
-        RepMsg(WEIGHTED_POD_AFFINITY_TERM),
-    ),
-];
+/// PodAntiAffinity's message has PodAffinity's fields and numbers.
+const POD_ANTI_AFFINITY: &[Field] = POD_AFFINITY;
 const AFFINITY: &[Field] = &[
     ("nodeAffinity", 1, Msg(NODE_AFFINITY)),
     ("podAffinity", 2, Msg(POD_AFFINITY)),
