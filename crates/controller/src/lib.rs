@@ -31,7 +31,9 @@ mod serving;
 mod state;
 
 pub use binding::binder::Binder;
-pub use binding::executor::{ACTIONS_QUEUED, MAX_ACTIONS_IN_FLIGHT};
+pub use binding::executor::{
+    ACTIONS_QUEUED, MAX_ACTIONS_IN_FLIGHT, SCHEDULED_EVENT_WRITES, SCHEDULED_EVENTS_PENDING,
+};
 pub use binding::podref::PodRef;
 pub use client::{Error, Result, client};
 pub use extension::{Extension, FailureReporter, QueueEvents};

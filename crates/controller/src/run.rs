@@ -354,6 +354,7 @@ pub async fn run(opts: RunOptions) -> Result<()> {
         status_order: Default::default(),
         closing: tokio::sync::watch::channel(false).0,
         extenders,
+        scheduled_events: Default::default(),
     });
     // Extensions' reporters hold a sender, so they end before the executor.
     let leading: Vec<_> = extensions

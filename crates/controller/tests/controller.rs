@@ -1009,6 +1009,36 @@ async fn bindings_in_flight_are_bounded_when_the_server_falls_behind() {
     running.task.abort();
 }
 
+/// Scheduled events that the server never answers do not hold back bindings: a bound pod
+/// gives its slot to the next binding before its event is written (upstream writes events
+/// apart from the binding cycle), so more than MAX_ACTIONS_IN_FLIGHT pods are bound while
+/// every event write hangs, and the writes in flight stay bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_scheduled_events_do_not_hold_binding_slots() {
+    let server = FakeApiServer::start().await;
+    // 64 pods' memory each.
+    for n in ["n1", "n2", "n3", "n4"] {
+        server.apply("nodes", &node(n, "64", json!({})));
+    }
+    server.fail_next(10_000, fake_apiserver::Fault::hang("POST", "events"));
+    let burst = controller::MAX_ACTIONS_IN_FLIGHT + 72;
+    for i in 0..burst {
+        server.apply("pods", &pod(&format!("burst-{i}"), "10m", json!({})));
+    }
+    let running = start_controller(&server).await;
+    wait_for("every pod is bound", || server.bindings().len() == burst).await;
+    let event_posts = server
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "create" && r.resource == "events")
+        .count();
+    assert!(
+        (1..=controller::SCHEDULED_EVENT_WRITES).contains(&event_posts),
+        "{event_posts} event writes in flight"
+    );
+    running.task.abort();
+}
+
 /// SIGTERM (the shutdown future) in the middle of a burst of bindings: in-flight bindings
 /// finish, no pod is bound twice or lost (a new leader binds the rest), and the lease is
 /// released at once.

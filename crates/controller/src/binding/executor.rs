@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::retry::ApiClient;
 use k8s_openapi::api::core::v1::PodCondition;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::binding::binder::{BindError, bind};
@@ -127,6 +127,25 @@ pub(crate) struct Executor {
     pub(crate) closing: tokio::sync::watch::Sender<bool>,
     /// The configured extenders; the binder among them binds the pods it is interested in.
     pub(crate) extenders: Vec<Arc<crate::extender::HttpExtender>>,
+    /// Bounds the Scheduled events written after their bindings gave up their slots.
+    pub(crate) scheduled_events: ScheduledEvents,
+}
+
+/// The two bounds on Scheduled events written apart from their bindings.
+pub(crate) struct ScheduledEvents {
+    /// Bound pods whose event is not written yet (waiting or in flight).
+    pending: Semaphore,
+    /// Event writes in flight.
+    writing: Semaphore,
+}
+
+impl Default for ScheduledEvents {
+    fn default() -> Self {
+        ScheduledEvents {
+            pending: Semaphore::new(SCHEDULED_EVENTS_PENDING),
+            writing: Semaphore::new(SCHEDULED_EVENT_WRITES),
+        }
+    }
 }
 
 /// Failure reports run in parallel tasks, so two quick attempts of one pod could write its
@@ -199,6 +218,16 @@ pub const MAX_ACTIONS_IN_FLIGHT: usize = 128;
 /// more peak RSS against a real kube-apiserver, `benches/reports/2026-11-25c-*`).
 pub const ACTIONS_QUEUED: usize = 64;
 
+/// How many bound pods' Scheduled events may wait to be written once their bindings gave
+/// their slots to the next ones. A burst binds this far ahead of its events; beyond it a
+/// binding waits for an event to be written. Each waiting event is a small task (its pod's
+/// name and node), well under 1 MiB for all of them.
+pub const SCHEDULED_EVENTS_PENDING: usize = 1024;
+
+/// Scheduled events written at once. With [`MAX_ACTIONS_IN_FLIGHT`] they stay under
+/// kube-apiserver's default 200 mutating requests in flight.
+pub const SCHEDULED_EVENT_WRITES: usize = 64;
+
 /// How long shutdown waits for in-flight actions once the scheduling loop has stopped;
 /// then the rest are cancelled. Waits for volumes and device binding conditions give up at
 /// once (`closing`), so this bounds only API calls: with the lease release (at most
@@ -226,7 +255,8 @@ impl Executor {
     /// ones are dropped: a request already sent may still land, but none follows it.
     ///
     /// At most [`MAX_ACTIONS_IN_FLIGHT`] actions run at once (a binding that waits for its
-    /// volumes does not count); the rest wait in the channel as plain values.
+    /// volumes does not count, nor one that only writes its Scheduled event); the rest
+    /// wait in the channel as plain values.
     pub(crate) async fn run(
         self: Arc<Self>,
         mut rx: mpsc::Receiver<Action>,
@@ -260,8 +290,7 @@ impl Executor {
                     // The API calls' futures take kilobytes; boxed, the task tokio moves
                     // around while spawning and finishing it stays a few hundred bytes.
                     tasks.spawn(async move {
-                        Box::pin(me.execute(action, ticket)).await;
-                        drop(permit);
+                        Box::pin(me.execute(action, ticket, permit)).await;
                     });
                     // Reap finished tasks so the set does not grow without bound.
                     while tasks.try_join_next().is_some() {}
@@ -297,9 +326,11 @@ impl Executor {
         }
     }
 
-    /// `ticket`: the failure report's place in its pod's order (Failure only). The futures
-    /// of the rarer paths are boxed, so a plain binding's future stays small.
-    async fn execute(&self, action: Action, ticket: u64) {
+    /// `ticket`: the failure report's place in its pod's order (Failure only); `slot`: the
+    /// action's place among [`MAX_ACTIONS_IN_FLIGHT`], held until its API calls are done
+    /// (a binding gives it up before its Scheduled event). The futures of the rarer paths
+    /// are boxed, so a plain binding's future stays small.
+    async fn execute(&self, action: Action, ticket: u64, slot: Option<OwnedSemaphorePermit>) {
         match action {
             Action::Bind {
                 pod,
@@ -332,7 +363,7 @@ impl Executor {
                     cycle,
                     started,
                 };
-                let bound = self.bind(pod, &node, &attempt, queued, prebind).await;
+                let bound = self.bind(&pod, &node, &attempt, queued, prebind).await;
                 let scheduler_name = attempt.scheduler_name;
                 let m = &self.shared.metrics;
                 if bound {
@@ -358,6 +389,11 @@ impl Executor {
                         fw.run_unreserve(&mut state, &info, &node);
                         m.extension_point("Unreserve", "Success", &scheduler_name, t.elapsed());
                     }
+                }
+                if bound {
+                    drop((state, info));
+                    self.scheduled_event(&pod, &node, &scheduler_name, slot)
+                        .await;
                 }
             }
             Action::Failure {
@@ -593,10 +629,47 @@ impl Executor {
         placed.len() > usize::from(st.cache.get_pod(pod.key()).is_some())
     }
 
+    /// The Scheduled event of a bound pod. Upstream's binding never waits for its events
+    /// (client-go's broadcaster writes them from goroutines of their own); here the
+    /// binding's API slot goes to the next binding first, so the event no longer doubles
+    /// the time a binding holds a slot. The wait is bounded: once
+    /// [`SCHEDULED_EVENTS_PENDING`] events are unwritten, the binding keeps its slot until
+    /// one is (nothing is dropped, memory stays bounded).
+    async fn scheduled_event(
+        &self,
+        pod: &PodRef,
+        node: &str,
+        scheduler_name: &str,
+        slot: Option<OwnedSemaphorePermit>,
+    ) {
+        let Ok(_pending) = self.scheduled_events.pending.acquire().await else {
+            return;
+        };
+        drop(slot);
+        let Ok(_writing) = self.scheduled_events.writing.acquire().await else {
+            return;
+        };
+        let note = format!(
+            "Successfully assigned {}/{} to {node}",
+            pod.namespace, pod.name
+        );
+        self.recorder
+            .record(EventSpec {
+                controller: scheduler_name,
+                regarding: pod,
+                related: None,
+                type_: EventType::Normal,
+                reason: events::REASON_SCHEDULED,
+                action: events::ACTION_BINDING,
+                note: &note,
+            })
+            .await;
+    }
+
     /// Returns whether the pod was bound.
     async fn bind(
         &self,
-        pod: PodRef,
+        pod: &PodRef,
         node: &str,
         attempt: &Attempt,
         queued: QueuedPodInfo,
@@ -629,7 +702,7 @@ impl Executor {
             {
                 tracing::warn!(%pod, %node, %message, "binding volumes failed");
                 m.extension_point("PreBind", "Error", scheduler_name, t.elapsed());
-                Box::pin(self.prebind_failed(&pod, node, attempt, queued, prebind, message)).await;
+                Box::pin(self.prebind_failed(pod, node, attempt, queued, prebind, message)).await;
                 return false;
             }
         }
@@ -672,7 +745,7 @@ impl Executor {
                 Err(message) => {
                     tracing::warn!(%pod, %node, %message, "writing resource claims failed");
                     m.extension_point("PreBind", "Error", scheduler_name, t.elapsed());
-                    Box::pin(self.prebind_failed(&pod, node, attempt, queued, prebind, message))
+                    Box::pin(self.prebind_failed(pod, node, attempt, queued, prebind, message))
                         .await;
                     return false;
                 }
@@ -680,7 +753,7 @@ impl Executor {
         }
         if let Some(wait) = prebind.wait
             && let Err(message) = Box::pin(self.wait_for_binding_conditions(
-                &pod,
+                pod,
                 node,
                 scheduler_name,
                 wait,
@@ -691,7 +764,7 @@ impl Executor {
         {
             tracing::warn!(%pod, %node, %message, "device binding conditions not met");
             m.extension_point("PreBind", "Error", scheduler_name, t.elapsed());
-            Box::pin(self.prebind_failed(&pod, node, attempt, queued, prebind, message)).await;
+            Box::pin(self.prebind_failed(pod, node, attempt, queued, prebind, message)).await;
             return false;
         }
         m.extension_point("PreBind", "Success", scheduler_name, t.elapsed());
@@ -704,7 +777,7 @@ impl Executor {
         });
         let result = match binder {
             Some(e) => e.bind(&queued.pod, node).await.map_err(BindError::Extender),
-            None => bind(&self.client, &pod, node).await,
+            None => bind(&self.client, pod, node).await,
         };
         if result.is_err() {
             let keep_group = self.other_members_placed(&queued.pod);
@@ -720,21 +793,6 @@ impl Executor {
                     st.queue.done(&queued.pod);
                 }
                 self.shared.notify();
-                let note = format!(
-                    "Successfully assigned {}/{} to {node}",
-                    pod.namespace, pod.name
-                );
-                self.recorder
-                    .record(EventSpec {
-                        controller: scheduler_name,
-                        regarding: &pod,
-                        related: None,
-                        type_: EventType::Normal,
-                        reason: events::REASON_SCHEDULED,
-                        action: events::ACTION_BINDING,
-                        note: &note,
-                    })
-                    .await;
                 true
             }
             Err(BindError::Gone(e)) => {
@@ -747,7 +805,7 @@ impl Executor {
             }
             Err(BindError::Extender(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding by the extender failed");
-                let ticket = self.status_order.take(&pod);
+                let ticket = self.status_order.take(pod);
                 let message = format!("binding rejected: {e}");
                 if let Some(report) = self.fail_binding(queued, node, attempt, prebind, message) {
                     Box::pin(self.report(report, ticket)).await;
@@ -757,7 +815,7 @@ impl Executor {
             Err(BindError::Failed(e)) => {
                 tracing::warn!(%pod, %node, error = %e, "binding failed");
                 // Before the requeue, which may start the pod's next attempt.
-                let ticket = self.status_order.take(&pod);
+                let ticket = self.status_order.take(pod);
                 let message = format!("binding rejected: {e}");
                 if let Some(report) = self.fail_binding(queued, node, attempt, prebind, message) {
                     Box::pin(self.report(report, ticket)).await;
