@@ -7,7 +7,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_ferrosched");
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 fn validate(text: &str, name: &str) -> (Output, String) {
-    let dir = std::env::temp_dir().join(format!("ferrosched-cfg-{}", std::process::id()));
+    // Cargo's per-target temp dir, not /tmp: a file per test name, rewritten each run.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("config_cli");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
