@@ -499,33 +499,8 @@ const CONTAINER: &[Field] = &[
     ("stdinOnce", 17, Bool),
     ("tty", 18, Bool),
 ];
-const EPHEMERAL_CONTAINER_COMMON: &[Field] = &[
-    ("name", 1, Str),
-    ("image", 2, Str),
-    ("command", 3, RepStr),
-    ("args", 4, RepStr),
-    ("workingDir", 5, Str),
-    ("ports", 6, RepMsg(CONTAINER_PORT)),
-    ("envFrom", 19, RepMsg(ENV_FROM_SOURCE)),
-    ("env", 7, RepMsg(ENV_VAR)),
-    ("resources", 8, Msg(RESOURCE_REQUIREMENTS)),
-    ("resizePolicy", 23, RepMsg(CONTAINER_RESIZE_POLICY)),
-    ("restartPolicy", 24, Str),
-    ("restartPolicyRules", 25, RepMsg(CONTAINER_RESTART_RULE)),
-    ("volumeMounts", 9, RepMsg(VOLUME_MOUNT)),
-    ("volumeDevices", 21, RepMsg(VOLUME_DEVICE)),
-    ("livenessProbe", 10, Msg(PROBE)),
-    ("readinessProbe", 11, Msg(PROBE)),
-    ("startupProbe", 22, Msg(PROBE)),
-    ("lifecycle", 12, Msg(LIFECYCLE)),
-    ("terminationMessagePath", 13, Str),
-    ("terminationMessagePolicy", 20, Str),
-    ("imagePullPolicy", 14, Str),
-    ("securityContext", 15, Msg(SECURITY_CONTEXT)),
-    ("stdin", 16, Bool),
-    ("stdinOnce", 17, Bool),
-    ("tty", 18, Bool),
-];
+// An ephemeral container's common part has a container's fields, with the same numbers.
+const EPHEMERAL_CONTAINER_COMMON: &[Field] = CONTAINER;
 const EPHEMERAL_CONTAINER: &[Field] = &[
     (
         "ephemeralContainerCommon",
